@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds qtts twice (release, and ASan+UBSan) and runs the whole test suite in
+# both, then the bounded fuzz runs. Ends with one line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0; failed=0
+
+run_suite() { # dir label cmake-args...
+  local dir=$1 label=$2; shift 2
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null || { echo "$label: configure failed"; failed=$((failed+1)); return; }
+  if ! cmake --build "$dir" -j"$jobs" 2>&1 | grep -E "warning|error" ; then :; fi
+  if ! cmake --build "$dir" -j"$jobs" >/dev/null 2>&1; then echo "$label: build failed"; failed=$((failed+1)); return; fi
+  local out
+  out=$(cd "$dir" && ctest --output-on-failure -j"$jobs" 2>&1)
+  echo "$out" | tail -n 40
+  local total fail
+  total=$(echo "$out" | sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' | tail -1)
+  fail=$(echo "$out" | sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' | tail -1)
+  total=${total:-0}; fail=${fail:-0}
+  [ "$total" = 0 ] && { echo "$label: no tests ran"; failed=$((failed+1)); return; }
+  passed=$((passed + total - fail)); failed=$((failed + fail))
+  echo "== $label: $((total - fail)) of $total test programs passed"
+}
+
+run_suite build "release"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  run_suite build-asan "asan+ubsan" -DQTTS_SANITIZE=ON
+
+if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
+  if CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DQTTS_FUZZ=ON >/dev/null && \
+     cmake --build build-fuzz -j"$jobs" >/dev/null 2>&1; then
+    for f in build-fuzz/fuzz/fuzz_*; do
+      [ -x "$f" ] || continue
+      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_len=4096 -seed=1 >/tmp/qtts_fuzz.log 2>&1; then
+        echo "  ok   fuzz $(basename "$f")"; passed=$((passed+1))
+      else
+        echo "FAIL fuzz $(basename "$f")"; tail -30 /tmp/qtts_fuzz.log; failed=$((failed+1))
+      fi
+    done
+  else
+    echo "fuzz: build failed"; failed=$((failed+1))
+  fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

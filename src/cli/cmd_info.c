@@ -1,0 +1,169 @@
+/* qtts info PATH: what a checkpoint is, read from its files alone. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "io/store.h"
+#include "model/config.h"
+
+typedef struct {
+    const char *prefix;
+    const char *label;
+    int64_t params;
+    size_t bytes;
+    int tensors;
+    int dtype_count[64];
+} group_stats;
+
+static void add_tensor(group_stats *g, const qtts_tensor *t) {
+    g->params += qtts_tensor_numel(t);
+    g->bytes += t->nbytes;
+    g->tensors++;
+    if (t->type >= 0 && t->type < 64) g->dtype_count[t->type]++;
+}
+
+static void print_group(const group_stats *g) {
+    if (!g->tensors) return;
+    printf("  %-18s %4d tensors  %9.2f M params  %8.1f MB  dtypes:", g->label, g->tensors, g->params / 1e6,
+           g->bytes / 1e6);
+    for (int d = 0; d < 64; d++)
+        if (g->dtype_count[d]) printf(" %s(%d)", qtts_dtype_name((qtts_dtype)d), g->dtype_count[d]);
+    printf("\n");
+}
+
+static int summarize_store(const char *path, group_stats *groups, int n_groups) {
+    qtts_err err = {{0}};
+    qtts_store *st = qtts_store_open(path, &err);
+    if (!st) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    for (int i = 0; i < qtts_store_count(st); i++) {
+        const qtts_tensor *t = qtts_store_at(st, i);
+        for (int g = 0; g < n_groups; g++)
+            if (!strncmp(t->name, groups[g].prefix, strlen(groups[g].prefix))) {
+                add_tensor(&groups[g], t);
+                break;
+            }
+    }
+    qtts_store_free(st);
+    return 0;
+}
+
+static int print_codec(const char *dir) {
+    qtts_err err = {{0}};
+    qtts_codec_config c;
+    if (qtts_codec_config_load(&c, dir, &err)) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    printf("speech tokenizer: %s\n", dir);
+    printf("  sample rate %lld Hz, %lld samples per frame, %lld codebooks x %lld\n", (long long)c.sample_rate,
+           (long long)c.frame_samples, (long long)c.dec.num_quantizers, (long long)c.dec.codebook_size);
+    printf("  decoder: latent %lld, transformer %lld layers x %lld (heads %lld x %lld, window %lld), decoder dim %lld, "
+           "upsample",
+           (long long)c.dec.latent_dim, (long long)c.dec.layers, (long long)c.dec.hidden, (long long)c.dec.heads,
+           (long long)c.dec.head_dim, (long long)c.dec.sliding_window, (long long)c.dec.decoder_dim);
+    for (int i = 0; i < c.dec.n_upsampling_ratios; i++) printf(" %lld", (long long)c.dec.upsampling_ratios[i]);
+    printf(" +");
+    for (int i = 0; i < c.dec.n_upsample_rates; i++) printf(" %lld", (long long)c.dec.upsample_rates[i]);
+    printf("\n  encoder: %lld filters, transformer %lld layers x %lld, %lld quantizers (%lld used)\n",
+           (long long)c.enc.num_filters, (long long)c.enc.layers, (long long)c.enc.hidden,
+           (long long)c.enc.num_quantizers, (long long)c.valid_quantizers);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    group_stats groups[] = {{.prefix = "decoder.", .label = "decoder"}, {.prefix = "encoder.", .label = "encoder"}};
+    if (summarize_store(path, groups, 2)) return -1;
+    for (int g = 0; g < 2; g++) print_group(&groups[g]);
+    return 0;
+}
+
+static int print_lm(const char *label, const qtts_lm_config *lm) {
+    printf("  %-15s hidden %lld, %lld layers, heads %lld (kv %lld) x %lld, mlp %lld, vocab %lld\n", label,
+           (long long)lm->hidden, (long long)lm->layers, (long long)lm->heads, (long long)lm->kv_heads,
+           (long long)lm->head_dim, (long long)lm->intermediate, (long long)lm->vocab);
+    return 0;
+}
+
+int cmd_info(int argc, char **argv) {
+    if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        FILE *out = argc == 2 ? stdout : stderr;
+        fprintf(out, "usage: qtts info PATH\n"
+                     "  PATH: a Qwen3-TTS model folder, a bare speech-tokenizer folder, or a .gguf file\n");
+        return argc == 2 ? CLI_OK : CLI_USAGE;
+    }
+    const char *path = argv[1];
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        cli_error("%s: no such file or folder", path);
+        return CLI_FAIL;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        group_stats all = {.prefix = "", .label = "tensors"};
+        if (summarize_store(path, &all, 1)) return CLI_FAIL;
+        printf("file: %s\n", path);
+        print_group(&all);
+        return CLI_OK;
+    }
+    char cfg_path[PATH_MAX];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
+    qtts_err err = {{0}};
+    qtts_codec_config probe;
+    if (qtts_codec_config_load(&probe, path, &err) == 0) /* a bare tokenizer folder */
+        return print_codec(path) ? CLI_FAIL : CLI_OK;
+
+    qtts_model_config cfg;
+    if (qtts_model_config_load(&cfg, path, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    qtts_generation_config gen;
+    if (qtts_generation_config_load(&gen, path, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    printf("model: %s\n", path);
+    printf("  variant         %s (size tag %s)\n", qtts_variant_name(cfg.variant), cfg.size[0] ? cfg.size : "?");
+    print_lm("talker", &cfg.talker);
+    print_lm("code predictor", &cfg.cp);
+    printf("  text            vocab %lld, embedding width %lld, %lld code groups\n", (long long)cfg.text_vocab,
+           (long long)cfg.text_hidden, (long long)cfg.num_code_groups);
+    if (cfg.has_speaker_encoder)
+        printf("  speaker encoder mel %lld, channels %lld..%lld, x-vector %lld\n", (long long)cfg.spk_mel_dim,
+               (long long)cfg.spk_channels[0], (long long)cfg.spk_channels[4], (long long)cfg.spk_enc_dim);
+    printf("  languages       auto");
+    for (int i = 0; i < cfg.n_languages; i++)
+        if (!strstr(cfg.languages[i].name, "dialect")) printf(", %s", cfg.languages[i].name);
+    printf("\n  speakers        ");
+    if (!cfg.n_speakers) printf("(none: %s)", cfg.variant == QTTS_VARIANT_BASE ? "clones a reference voice"
+                                                                                 : "voice from --instruct");
+    for (int i = 0; i < cfg.n_speakers; i++)
+        printf("%s%s%s%s%s", i ? ", " : "", cfg.speakers[i].name, cfg.speakers[i].dialect[0] ? " (" : "",
+               cfg.speakers[i].dialect, cfg.speakers[i].dialect[0] ? ")" : "");
+    printf("\n  sampling        %s, temperature %.2f, top-k %lld, top-p %.2f, repetition penalty %.2f\n",
+           gen.do_sample ? "on" : "greedy", gen.temperature, (long long)gen.top_k, gen.top_p, gen.repetition_penalty);
+    group_stats groups[] = {
+        {.prefix = "talker.code_predictor.", .label = "code predictor"},
+        {.prefix = "talker.model.text_embedding.", .label = "text embedding"},
+        {.prefix = "talker.", .label = "talker"},
+        {.prefix = "speaker_encoder.", .label = "speaker encoder"},
+        {.prefix = "", .label = "other"},
+    };
+    if (summarize_store(path, groups, 5)) return CLI_FAIL;
+    int64_t total = 0;
+    for (int g = 0; g < 5; g++) {
+        print_group(&groups[g]);
+        total += groups[g].params;
+    }
+    printf("  total           %.2f M parameters\n", total / 1e6);
+    char tok_dir[PATH_MAX];
+    snprintf(tok_dir, sizeof tok_dir, "%s/speech_tokenizer", path);
+    if (stat(tok_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (print_codec(tok_dir)) return CLI_FAIL;
+    } else {
+        printf("speech tokenizer: missing (%s)\n", tok_dir);
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,41 @@
+#include "core/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int qtts_fail(qtts_err *e, const char *fmt, ...) {
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int qtts_fail_prefix(qtts_err *e, const char *fmt, ...) {
+    if (e) {
+        char prefix[256], old[sizeof e->msg];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+        memcpy(old, e->msg, sizeof old);
+        snprintf(e->msg, sizeof e->msg, "%.255s: %.254s", prefix, old);
+    }
+    return -1;
+}
+
+void *qtts_malloc(size_t size, qtts_err *e) {
+    void *p = malloc(size ? size : 1);
+    if (!p) qtts_fail(e, "out of memory allocating %zu bytes", size);
+    return p;
+}
+
+void *qtts_calloc(size_t count, size_t size, qtts_err *e) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) qtts_fail(e, "out of memory allocating %zu x %zu bytes", count, size);
+    return p;
+}

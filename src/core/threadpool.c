@@ -1,0 +1,230 @@
+#include "core/threadpool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Spin this many relax iterations (tens of microseconds) before sleeping:
+ * frame loops submit jobs back to back, and a wake-up through the kernel
+ * costs more than the spin. */
+enum { SPIN_ITERS = 20000, BARRIER_SPIN_ITERS = 4000 };
+
+typedef struct {
+    qtts_pool *pool;
+    int tid;
+} worker_arg;
+
+struct qtts_pool {
+    int n_threads;
+    pthread_t owner;
+    pthread_t *workers;
+    worker_arg *args;
+    pid_t *kernel_tids;
+
+    qtts_spmd_fn fn;
+    void *ctx;
+    atomic_uint_fast64_t generation;
+    atomic_int finished;
+    atomic_int stop;
+
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    atomic_int ready;
+
+    atomic_int barrier_count;
+    atomic_uint barrier_phase;
+};
+
+static pid_t current_tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+static void *worker_main(void *p) {
+    worker_arg *arg = p;
+    qtts_pool *pool = arg->pool;
+    pool->kernel_tids[arg->tid] = current_tid();
+    atomic_fetch_add(&pool->ready, 1);
+    uint_fast64_t seen = 0;
+    for (;;) {
+        int spins = 0;
+        while (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
+               !atomic_load(&pool->stop) && spins < SPIN_ITERS) {
+            cpu_relax();
+            spins++;
+        }
+        if (atomic_load_explicit(&pool->generation, memory_order_acquire) == seen &&
+            !atomic_load(&pool->stop)) {
+            pthread_mutex_lock(&pool->mu);
+            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (atomic_load(&pool->stop)) break;
+        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        pool->fn(pool->ctx, arg->tid, pool->n_threads);
+        atomic_fetch_add_explicit(&pool->finished, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+qtts_pool *qtts_pool_create(int n_threads, qtts_err *err) {
+    if (n_threads < 1) n_threads = 1;
+    if (n_threads > 512) {
+        qtts_fail(err, "thread count %d is out of range (1..512)", n_threads);
+        return NULL;
+    }
+    qtts_pool *pool = qtts_calloc(1, sizeof *pool, err);
+    if (!pool) return NULL;
+    pool->n_threads = n_threads;
+    pool->owner = pthread_self();
+    pool->workers = qtts_calloc((size_t)n_threads, sizeof *pool->workers, err);
+    pool->args = qtts_calloc((size_t)n_threads, sizeof *pool->args, err);
+    pool->kernel_tids = qtts_calloc((size_t)n_threads, sizeof *pool->kernel_tids, err);
+    if (!pool->workers || !pool->args || !pool->kernel_tids) {
+        free(pool->workers); free(pool->args); free(pool->kernel_tids); free(pool);
+        return NULL;
+    }
+    pool->kernel_tids[0] = current_tid();
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    int started = 0;
+    for (int i = 1; i < n_threads; i++) {
+        pool->args[i].pool = pool;
+        pool->args[i].tid = i;
+        if (pthread_create(&pool->workers[i], NULL, worker_main, &pool->args[i]) != 0) {
+            qtts_fail(err, "could not start worker thread %d of %d", i, n_threads);
+            break;
+        }
+        started++;
+    }
+    if (started != n_threads - 1) {
+        pool->n_threads = started + 1;
+        qtts_pool_free(pool);
+        return NULL;
+    }
+    while (atomic_load(&pool->ready) != n_threads - 1) sched_yield();
+    return pool;
+}
+
+void qtts_pool_free(qtts_pool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->mu);
+    atomic_store(&pool->stop, 1);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 1; i < pool->n_threads; i++) pthread_join(pool->workers[i], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->wake);
+    free(pool->workers);
+    free(pool->args);
+    free(pool->kernel_tids);
+    free(pool);
+}
+
+int qtts_pool_size(const qtts_pool *pool) { return pool ? pool->n_threads : 1; }
+
+void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
+    if (!pthread_equal(pthread_self(), pool->owner)) {
+        /* A request thread tried to compute: that would break the thread
+         * invariant (see README), so fail loudly rather than run degraded. */
+        fprintf(stderr, "qtts: internal error: compute submitted from a thread that does not own the pool\n");
+        abort();
+    }
+    if (pool->n_threads == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pool->fn = fn;
+    pool->ctx = ctx;
+    atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
+    pthread_mutex_lock(&pool->mu);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    fn(ctx, 0, pool->n_threads);
+    int spins = 0;
+    while (atomic_load_explicit(&pool->finished, memory_order_acquire) != pool->n_threads - 1) {
+        if (++spins < SPIN_ITERS) cpu_relax();
+        else sched_yield();
+    }
+}
+
+void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t *begin, int64_t *end) {
+    if (grain < 1) grain = 1;
+    int64_t units = (n + grain - 1) / grain;
+    int64_t per = units / n_threads, extra = units % n_threads;
+    int64_t u0 = tid * per + (tid < extra ? tid : extra);
+    int64_t u1 = u0 + per + (tid < extra ? 1 : 0);
+    int64_t b = u0 * grain, e = u1 * grain;
+    if (b > n) b = n;
+    if (e > n) e = n;
+    *begin = b;
+    *end = e;
+}
+
+typedef struct {
+    qtts_range_fn fn;
+    void *ctx;
+    int64_t n, grain;
+} range_job;
+
+static void range_body(void *p, int tid, int n_threads) {
+    range_job *job = p;
+    int64_t b, e;
+    qtts_split_range(job->n, job->grain, tid, n_threads, &b, &e);
+    if (b < e) job->fn(job->ctx, b, e, tid);
+}
+
+void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    if (!pool || pool->n_threads == 1 || n <= grain) {
+        if (pool && !pthread_equal(pthread_self(), pool->owner)) {
+            fprintf(stderr, "qtts: internal error: compute submitted from a thread that does not own the pool\n");
+            abort();
+        }
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    range_job job = {fn, ctx, n, grain};
+    qtts_pool_run(pool, range_body, &job);
+}
+
+void qtts_pool_barrier(qtts_pool *pool) {
+    if (pool->n_threads == 1) return;
+    unsigned phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) == pool->n_threads - 1) {
+        atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&pool->barrier_phase, 1, memory_order_release);
+        return;
+    }
+    int spins = 0;
+    while (atomic_load_explicit(&pool->barrier_phase, memory_order_acquire) == phase) {
+        if (++spins < BARRIER_SPIN_ITERS) cpu_relax();
+        else sched_yield();
+    }
+}
+
+int qtts_pool_thread_ids(const qtts_pool *pool, pid_t *out, int max) {
+    int n = pool->n_threads < max ? pool->n_threads : max;
+    for (int i = 0; i < n; i++) out[i] = pool->kernel_tids[i];
+    return n;
+}
+
+int qtts_pool_is_member(const qtts_pool *pool) {
+    pid_t me = current_tid();
+    for (int i = 0; i < pool->n_threads; i++)
+        if (pool->kernel_tids[i] == me) return 1;
+    return 0;
+}

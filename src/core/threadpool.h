@@ -1,0 +1,43 @@
+/* Persistent worker pool. Created once by the thread that will own it (the
+ * engine thread); n_threads-1 workers are started then and never more. Only
+ * the owner may submit work: a call from any other thread aborts, which is how
+ * the "request threads never compute" invariant is enforced. No OpenMP. */
+#ifndef QTTS_CORE_THREADPOOL_H
+#define QTTS_CORE_THREADPOOL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/err.h"
+
+typedef struct qtts_pool qtts_pool;
+
+/* SPMD body: runs once on each of the pool's threads (tid 0 is the owner). */
+typedef void (*qtts_spmd_fn)(void *ctx, int tid, int n_threads);
+/* Range body: processes [begin, end) of a parallel-for. */
+typedef void (*qtts_range_fn)(void *ctx, int64_t begin, int64_t end, int tid);
+
+qtts_pool *qtts_pool_create(int n_threads, qtts_err *err);
+void qtts_pool_free(qtts_pool *pool);
+int qtts_pool_size(const qtts_pool *pool);
+
+/* Runs fn on every pool thread and returns when all are done. */
+void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx);
+
+/* Splits [0, n) into one contiguous range per thread (multiples of grain,
+ * except the last), runs fn on each, returns when all are done. Runs inline
+ * when n is small or the pool has one thread. */
+void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx);
+
+/* Barrier for use inside an SPMD body: spins briefly, then yields. */
+void qtts_pool_barrier(qtts_pool *pool);
+
+/* Helper for SPMD bodies: this thread's share of [0, n) in multiples of grain. */
+void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t *begin, int64_t *end);
+
+/* Kernel thread ids of the pool's threads (owner first); for tests and metrics. */
+int qtts_pool_thread_ids(const qtts_pool *pool, pid_t *out, int max);
+/* 1 if the calling thread is one of the pool's threads. */
+int qtts_pool_is_member(const qtts_pool *pool);
+
+#endif

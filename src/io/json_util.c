@@ -1,0 +1,127 @@
+#include "io/json_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_JSON_BYTES = 64 * 1024 * 1024 };
+
+cJSON *json_load_file(const char *path, qtts_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        qtts_fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            if (cap > MAX_JSON_BYTES + 65536) {
+                fclose(f);
+                free(buf);
+                qtts_fail(err, "%s: larger than %d bytes, not a config file", path, MAX_JSON_BYTES);
+                return NULL;
+            }
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                fclose(f);
+                free(buf);
+                qtts_fail(err, "%s: out of memory", path);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (read_error) {
+        free(buf);
+        qtts_fail(err, "%s: read error", path);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    if (!root) {
+        size_t off = end ? (size_t)(end - buf) : 0;
+        qtts_fail(err, "%s: malformed JSON near byte %zu", path, off);
+    }
+    free(buf);
+    return root;
+}
+
+int json_is_uint(const cJSON *v) {
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == floor(v->valuedouble) &&
+           v->valuedouble < 9.0e15;
+}
+
+const cJSON *json_path(const cJSON *root, const char *dotted) {
+    char key[256];
+    const cJSON *cur = root;
+    while (cur && *dotted) {
+        const char *dot = strchr(dotted, '.');
+        size_t n = dot ? (size_t)(dot - dotted) : strlen(dotted);
+        if (n >= sizeof key) return NULL;
+        memcpy(key, dotted, n);
+        key[n] = 0;
+        cur = cJSON_IsObject(cur) ? cJSON_GetObjectItemCaseSensitive(cur, key) : NULL;
+        dotted += n + (dot ? 1 : 0);
+    }
+    return cur;
+}
+
+int json_int_req(const cJSON *root, const char *dotted, int64_t *out, const char *what, qtts_err *err) {
+    const cJSON *v = json_path(root, dotted);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9.0e15)
+        return qtts_fail(err, "%s: missing or invalid integer '%s'", what, dotted);
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+int json_num_req(const cJSON *root, const char *dotted, double *out, const char *what, qtts_err *err) {
+    const cJSON *v = json_path(root, dotted);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return qtts_fail(err, "%s: missing or invalid number '%s'", what, dotted);
+    *out = v->valuedouble;
+    return 0;
+}
+
+int64_t json_int_or(const cJSON *root, const char *dotted, int64_t def) {
+    const cJSON *v = json_path(root, dotted);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9.0e15) return def;
+    return (int64_t)v->valuedouble;
+}
+
+double json_num_or(const cJSON *root, const char *dotted, double def) {
+    const cJSON *v = json_path(root, dotted);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : def;
+}
+
+int json_bool_or(const cJSON *root, const char *dotted, int def) {
+    const cJSON *v = json_path(root, dotted);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+const char *json_str_or(const cJSON *root, const char *dotted, const char *def) {
+    const cJSON *v = json_path(root, dotted);
+    return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+int json_int_array(const cJSON *root, const char *dotted, int64_t *out, int max, const char *what, qtts_err *err) {
+    const cJSON *v = json_path(root, dotted);
+    if (!cJSON_IsArray(v)) return qtts_fail(err, "%s: missing array '%s'", what, dotted);
+    int n = cJSON_GetArraySize(v);
+    if (n > max) return qtts_fail(err, "%s: array '%s' has %d entries (at most %d)", what, dotted, n, max);
+    int i = 0;
+    for (const cJSON *it = v->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble))
+            return qtts_fail(err, "%s: array '%s' has a non-integer entry", what, dotted);
+        out[i] = (int64_t)it->valuedouble;
+    }
+    return n;
+}

@@ -1,0 +1,275 @@
+#include "io/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "tensor/quant.h"
+
+typedef struct {
+    void *addr;
+    size_t len;
+} mapping;
+
+struct qtts_store {
+    qtts_tensor *tensors;
+    int count, cap;
+    int *buckets; /* open addressing, -1 = empty */
+    int n_buckets;
+    void **owned;
+    int n_owned, cap_owned;
+    mapping *maps;
+    int n_maps, cap_maps;
+    char source[512];
+};
+
+static uint64_t hash_name(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+qtts_store *qtts_store_new(qtts_err *err) {
+    qtts_store *st = qtts_calloc(1, sizeof *st, err);
+    if (st) snprintf(st->source, sizeof st->source, "(memory)");
+    return st;
+}
+
+void qtts_store_free(qtts_store *st) {
+    if (!st) return;
+    for (int i = 0; i < st->count; i++) free((void *)st->tensors[i].name);
+    for (int i = 0; i < st->n_owned; i++) free(st->owned[i]);
+    for (int i = 0; i < st->n_maps; i++) munmap(st->maps[i].addr, st->maps[i].len);
+    free(st->tensors);
+    free(st->buckets);
+    free(st->owned);
+    free(st->maps);
+    free(st);
+}
+
+const char *qtts_store_source(const qtts_store *st) { return st->source; }
+void qtts_store_set_source(qtts_store *st, const char *source) {
+    snprintf(st->source, sizeof st->source, "%s", source);
+}
+
+static int rehash(qtts_store *st, int n_buckets, qtts_err *err) {
+    int *b = qtts_malloc((size_t)n_buckets * sizeof *b, err);
+    if (!b) return -1;
+    for (int i = 0; i < n_buckets; i++) b[i] = -1;
+    for (int i = 0; i < st->count; i++) {
+        uint64_t h = hash_name(st->tensors[i].name) & (uint64_t)(n_buckets - 1);
+        while (b[h] >= 0) h = (h + 1) & (uint64_t)(n_buckets - 1);
+        b[h] = i;
+    }
+    free(st->buckets);
+    st->buckets = b;
+    st->n_buckets = n_buckets;
+    return 0;
+}
+
+const qtts_tensor *qtts_store_find(const qtts_store *st, const char *name) {
+    if (!st || !st->n_buckets) return NULL;
+    uint64_t mask = (uint64_t)(st->n_buckets - 1);
+    for (uint64_t h = hash_name(name) & mask;; h = (h + 1) & mask) {
+        int i = st->buckets[h];
+        if (i < 0) return NULL;
+        if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];
+    }
+}
+
+static int keep_owned(qtts_store *st, void *p, qtts_err *err) {
+    if (st->n_owned == st->cap_owned) {
+        int cap = st->cap_owned ? st->cap_owned * 2 : 64;
+        void **n = realloc(st->owned, (size_t)cap * sizeof *n);
+        if (!n) return qtts_fail(err, "out of memory");
+        st->owned = n;
+        st->cap_owned = cap;
+    }
+    st->owned[st->n_owned++] = p;
+    return 0;
+}
+
+int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err) {
+    if (st->n_maps == st->cap_maps) {
+        int cap = st->cap_maps ? st->cap_maps * 2 : 4;
+        mapping *n = realloc(st->maps, (size_t)cap * sizeof *n);
+        if (!n) return qtts_fail(err, "out of memory");
+        st->maps = n;
+        st->cap_maps = cap;
+    }
+    st->maps[st->n_maps++] = (mapping){addr, len};
+    return 0;
+}
+
+int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, const int64_t *shape,
+                   const void *data, int take_ownership, qtts_err *err) {
+    if (ndim < 0 || ndim > QTTS_MAX_DIMS)
+        return qtts_fail(err, "%s: tensor '%s' has %d dimensions (at most %d supported)", st->source, name, ndim,
+                         QTTS_MAX_DIMS);
+    if (qtts_store_find(st, name)) return qtts_fail(err, "%s: tensor '%s' appears twice", st->source, name);
+    if (st->count == st->cap) {
+        int cap = st->cap ? st->cap * 2 : 256;
+        qtts_tensor *n = realloc(st->tensors, (size_t)cap * sizeof *n);
+        if (!n) return qtts_fail(err, "out of memory");
+        st->tensors = n;
+        st->cap = cap;
+    }
+    if ((st->count + 1) * 2 > st->n_buckets && rehash(st, st->n_buckets ? st->n_buckets * 2 : 512, err)) return -1;
+    char *copy = strdup(name);
+    if (!copy) return qtts_fail(err, "out of memory");
+    if (take_ownership && keep_owned(st, (void *)data, err)) {
+        free(copy);
+        return -1;
+    }
+    qtts_tensor *t = &st->tensors[st->count];
+    memset(t, 0, sizeof *t);
+    t->name = copy;
+    t->type = type;
+    t->ndim = ndim;
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        numel *= shape[i];
+    }
+    t->data = data;
+    int64_t be = qtts_dtype_block_elems(type);
+    t->nbytes = (size_t)(numel / be) * qtts_dtype_block_bytes(type);
+    uint64_t mask = (uint64_t)(st->n_buckets - 1);
+    uint64_t h = hash_name(copy) & mask;
+    while (st->buckets[h] >= 0) h = (h + 1) & mask;
+    st->buckets[h] = st->count;
+    st->count++;
+    return 0;
+}
+
+int qtts_store_count(const qtts_store *st) { return st->count; }
+const qtts_tensor *qtts_store_at(const qtts_store *st, int i) {
+    return i >= 0 && i < st->count ? &st->tensors[i] : NULL;
+}
+
+static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
+    size_t off = 0;
+    off += (size_t)snprintf(buf + off, size - off, "[");
+    for (int i = 0; i < ndim && off < size; i++)
+        off += (size_t)snprintf(buf + off, size - off, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (off < size) snprintf(buf + off, size - off, "]");
+}
+
+const qtts_tensor *qtts_store_get(const qtts_store *st, const char *name, int ndim, const int64_t *shape,
+                                  qtts_err *err) {
+    const qtts_tensor *t = qtts_store_find(st, name);
+    if (!t) {
+        qtts_fail(err, "%s: missing tensor '%s'", st->source, name);
+        return NULL;
+    }
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++)
+        if (shape[i] >= 0 && shape[i] != t->shape[i]) ok = 0;
+    if (!ok) {
+        char got[128], want[128];
+        format_shape(got, sizeof got, t->ndim, t->shape);
+        format_shape(want, sizeof want, ndim, shape);
+        qtts_fail(err, "%s: tensor '%s' has shape %s, expected %s", st->source, name, got, want);
+        return NULL;
+    }
+    return t;
+}
+
+const qtts_tensor *qtts_store_get1(const qtts_store *st, const char *name, int64_t d0, qtts_err *err) {
+    int64_t s[1] = {d0};
+    return qtts_store_get(st, name, 1, s, err);
+}
+const qtts_tensor *qtts_store_get2(const qtts_store *st, const char *name, int64_t d0, int64_t d1, qtts_err *err) {
+    int64_t s[2] = {d0, d1};
+    return qtts_store_get(st, name, 2, s, err);
+}
+const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64_t d0, int64_t d1, int64_t d2,
+                                   qtts_err *err) {
+    int64_t s[3] = {d0, d1, d2};
+    return qtts_store_get(st, name, 3, s, err);
+}
+
+int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err) {
+    switch (t) {
+    case QTTS_F32: memcpy(dst, src, (size_t)n * sizeof(float)); return 0;
+    case QTTS_BF16: {
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = qtts_bf16_to_f32(s[i]);
+        return 0;
+    }
+    case QTTS_F16: {
+        const uint16_t *s = src;
+        for (int64_t i = 0; i < n; i++) dst[i] = qtts_f16_to_f32(s[i]);
+        return 0;
+    }
+    case QTTS_Q8_0:
+    case QTTS_Q4_K:
+        if (n % qtts_dtype_block_elems(t)) return qtts_fail(err, "%lld elements is not a whole number of %s blocks", (long long)n, qtts_dtype_name(t));
+        qtts_dequantize_row(t, src, dst, n);
+        return 0;
+    default: return qtts_fail(err, "cannot convert dtype %d to f32", (int)t);
+    }
+}
+
+float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
+    int64_t n = qtts_tensor_numel(t);
+    float *out = qtts_malloc((size_t)n * sizeof(float), err);
+    if (!out) return NULL;
+    if (qtts_convert_to_f32(t->type, t->data, out, n, err)) {
+        qtts_fail_prefix(err, "tensor '%s'", t->name);
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
+    memset(m, 0, sizeof *m);
+    if (t->ndim < 2) return qtts_fail(err, "tensor '%s' is not a matrix", t->name);
+    int64_t rows = t->shape[0], cols = 1;
+    for (int i = 1; i < t->ndim; i++) cols *= t->shape[i];
+    if (want == QTTS_DTYPE_INVALID) want = t->type;
+    m->rows = rows;
+    m->cols = cols;
+    m->type = want;
+    m->row_bytes = qtts_dtype_row_bytes(want, cols);
+    if (!m->row_bytes)
+        return qtts_fail(err, "tensor '%s': %lld columns cannot be stored as %s (block size %lld)", t->name,
+                         (long long)cols, qtts_dtype_name(want), (long long)qtts_dtype_block_elems(want));
+    if (want == t->type) {
+        m->data = t->data;
+        return 0;
+    }
+    void *buf = qtts_malloc(m->row_bytes * (size_t)rows, err);
+    float *row = qtts_malloc((size_t)cols * sizeof(float), err);
+    if (!buf || !row) {
+        free(buf);
+        free(row);
+        return -1;
+    }
+    size_t src_row = qtts_dtype_row_bytes(t->type, cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *src = (const char *)t->data + (size_t)r * src_row;
+        char *dst = (char *)buf + (size_t)r * m->row_bytes;
+        if (qtts_convert_to_f32(t->type, src, row, cols, err)) {
+            free(buf);
+            free(row);
+            return qtts_fail_prefix(err, "tensor '%s'", t->name);
+        }
+        switch (want) {
+        case QTTS_F32: memcpy(dst, row, (size_t)cols * sizeof(float)); break;
+        case QTTS_BF16:
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)dst)[i] = qtts_f32_to_bf16(row[i]);
+            break;
+        case QTTS_F16:
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)dst)[i] = qtts_f32_to_f16(row[i]);
+            break;
+        default: qtts_quantize_row(want, row, dst, cols); break;
+        }
+    }
+    free(row);
+    m->data = buf;
+    m->owned = buf;
+    return 0;
+}

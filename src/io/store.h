@@ -1,0 +1,59 @@
+/* A tensor store: the named tensors of a checkpoint, whatever file format they
+ * came from (safetensors, sharded safetensors, GGUF) or built in memory (the
+ * random-weight benchmark). Model loaders only see this interface. */
+#ifndef QTTS_IO_STORE_H
+#define QTTS_IO_STORE_H
+
+#include "core/err.h"
+#include "tensor/tensor.h"
+
+typedef struct qtts_store qtts_store;
+
+qtts_store *qtts_store_new(qtts_err *err);
+void qtts_store_free(qtts_store *st);
+
+/* Opens <path> as: a .safetensors file, a .gguf file, or a folder containing
+ * model.safetensors or model.safetensors.index.json. */
+qtts_store *qtts_store_open(const char *path, qtts_err *err);
+qtts_store *qtts_store_open_safetensors(const char *file, qtts_err *err);
+qtts_store *qtts_store_open_safetensors_index(const char *index_json, qtts_err *err);
+/* Parses a safetensors image in memory (tensors point into buf, which must
+ * outlive the store). label names it in errors. Used by the loader and fuzzer. */
+int qtts_store_parse_safetensors(qtts_store *st, const char *label, const unsigned char *buf, size_t size,
+                                 qtts_err *err);
+
+/* Adds a tensor. The store copies the name; `data` is borrowed unless
+ * take_ownership is set (then it is free()d with the store). */
+int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, const int64_t *shape,
+                   const void *data, int take_ownership, qtts_err *err);
+/* Keeps a mapping (or other resource) alive as long as the store. */
+int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err);
+
+const qtts_tensor *qtts_store_find(const qtts_store *st, const char *name);
+int qtts_store_count(const qtts_store *st);
+const qtts_tensor *qtts_store_at(const qtts_store *st, int i);
+/* Where the tensors came from, for error messages. */
+const char *qtts_store_source(const qtts_store *st);
+void qtts_store_set_source(qtts_store *st, const char *source);
+
+/* Looks up a tensor and checks its shape (ndim entries of shape; -1 = any).
+ * Fails with "<source>: tensor 'x' ..." when missing or mis-shaped. */
+const qtts_tensor *qtts_store_get(const qtts_store *st, const char *name, int ndim, const int64_t *shape,
+                                  qtts_err *err);
+/* Convenience for 1-, 2- and 3-D lookups by dimensions. */
+const qtts_tensor *qtts_store_get1(const qtts_store *st, const char *name, int64_t d0, qtts_err *err);
+const qtts_tensor *qtts_store_get2(const qtts_store *st, const char *name, int64_t d0, int64_t d1, qtts_err *err);
+const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64_t d0, int64_t d1, int64_t d2,
+                                   qtts_err *err);
+
+/* A malloc'd f32 copy of any tensor (dequantized if needed). */
+float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err);
+/* Converts n elements of src (type t) to f32 into dst. n must be a multiple of the block size. */
+int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err);
+
+/* A weight matrix from a tensor of 2 or more dims (trailing dims are folded
+ * into cols). If want == the tensor's type (or QTTS_DTYPE_INVALID) it is a
+ * zero-copy view; otherwise the data is converted into owned storage. */
+int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
+
+#endif

@@ -1,0 +1,27 @@
+/* Block quantization in the GGML layouts (Q8_0: 32 elements, f16 scale + 32
+ * int8; Q4_K: 256 elements in 8 sub-blocks with 6-bit scales and mins), so
+ * GGUF files written by other tools load here and vice versa. */
+#ifndef QTTS_TENSOR_QUANT_H
+#define QTTS_TENSOR_QUANT_H
+
+#include <stdint.h>
+
+#include "tensor/tensor.h"
+
+typedef struct {
+    uint16_t d; /* f16 */
+    int8_t qs[32];
+} qtts_block_q8_0;
+
+typedef struct {
+    uint16_t d;    /* f16 super-block scale for the scales */
+    uint16_t dmin; /* f16 super-block scale for the mins */
+    uint8_t scales[12];
+    uint8_t qs[128];
+} qtts_block_q4_k;
+
+/* n must be a multiple of the type's block size. */
+void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n);
+void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n);
+
+#endif

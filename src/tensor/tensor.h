@@ -1,0 +1,72 @@
+/* Tensor storage types and the weight-matrix view the kernels consume.
+ * Type ids follow GGML/GGUF numbering so GGUF files are interchangeable. */
+#ifndef QTTS_TENSOR_TENSOR_H
+#define QTTS_TENSOR_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef enum qtts_dtype {
+    QTTS_F32 = 0,
+    QTTS_F16 = 1,
+    QTTS_Q8_0 = 8,
+    QTTS_Q4_K = 12,
+    QTTS_BF16 = 30,
+    QTTS_DTYPE_INVALID = -1,
+} qtts_dtype;
+
+enum { QTTS_MAX_DIMS = 4 };
+
+/* Elements per block and bytes per block (1 and the element size for plain types). */
+int64_t qtts_dtype_block_elems(qtts_dtype t);
+size_t qtts_dtype_block_bytes(qtts_dtype t);
+/* Bytes of a row of n elements; 0 if n is not a multiple of the block size. */
+size_t qtts_dtype_row_bytes(qtts_dtype t, int64_t n);
+const char *qtts_dtype_name(qtts_dtype t);
+qtts_dtype qtts_dtype_from_name(const char *name); /* "f32", "bf16", "q8_0", ... */
+
+/* A named tensor inside a checkpoint. Shapes are PyTorch order (outermost first). */
+typedef struct qtts_tensor {
+    const char *name;
+    qtts_dtype type;
+    int ndim;
+    int64_t shape[QTTS_MAX_DIMS];
+    const void *data;
+    size_t nbytes;
+} qtts_tensor;
+
+int64_t qtts_tensor_numel(const qtts_tensor *t);
+
+/* A weight matrix y = W x: rows = outputs, cols = inputs, rows stored one
+ * after another (row_bytes apart). Kernels may repack it at load time. */
+typedef struct qtts_mat {
+    qtts_dtype type;
+    int64_t rows, cols;
+    size_t row_bytes;
+    const void *data;
+    void *owned; /* non-NULL if this view owns its storage */
+} qtts_mat;
+
+void qtts_mat_free(qtts_mat *m);
+
+static inline float qtts_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round-to-nearest-even, NaN kept quiet: the conversion torch uses. */
+static inline uint16_t qtts_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float qtts_f16_to_f32(uint16_t h);
+uint16_t qtts_f32_to_f16(float f);
+
+#endif

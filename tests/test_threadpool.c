@@ -1,0 +1,134 @@
+/* The thread invariant: a fixed set of threads does all compute, no matter
+ * how many caller threads submit jobs. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "engine/executor.h"
+#include "harness.h"
+
+static int count_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+typedef struct {
+    qtts_pool *pool;
+    atomic_long ran_on_member;
+    atomic_long ran_elsewhere;
+    atomic_long sum;
+} job_stats;
+
+static void body(void *p, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    job_stats *s = p;
+    if (qtts_pool_is_member(s->pool)) atomic_fetch_add(&s->ran_on_member, 1);
+    else atomic_fetch_add(&s->ran_elsewhere, 1);
+    long acc = 0;
+    for (int64_t i = b; i < e; i++) acc += i;
+    atomic_fetch_add(&s->sum, acc);
+}
+
+static void job(qtts_pool *pool, void *ctx) {
+    job_stats *s = ctx;
+    s->pool = pool;
+    qtts_parallel_for(pool, 1000, 10, body, s);
+}
+
+typedef struct {
+    qtts_exec *ex;
+    job_stats *stats;
+    int jobs;
+} caller_arg;
+
+static void *caller(void *p) {
+    caller_arg *a = p;
+    for (int i = 0; i < a->jobs; i++) qtts_exec_call(a->ex, job, a->stats);
+    return NULL;
+}
+
+/* SPMD with barriers: every thread must see every other thread's writes. */
+typedef struct {
+    qtts_pool *pool;
+    int slots[64];
+    atomic_int bad;
+} barrier_job;
+
+static void barrier_body(void *p, int tid, int n) {
+    barrier_job *b = p;
+    for (int round = 1; round <= 500; round++) {
+        b->slots[tid] = round;
+        qtts_pool_barrier(b->pool);
+        for (int i = 0; i < n; i++)
+            if (b->slots[i] != round) atomic_fetch_add(&b->bad, 1);
+        qtts_pool_barrier(b->pool);
+    }
+}
+
+static void run_barrier(qtts_pool *pool, void *ctx) {
+    barrier_job *b = ctx;
+    b->pool = pool;
+    qtts_pool_run(pool, barrier_body, b);
+}
+
+int main(void) {
+    qtts_err err = {{0}};
+    int before_create = count_threads();
+    qtts_exec *ex = qtts_exec_create(3, &err);
+    TEST_CHECK(ex != NULL, "executor create: %s", err.msg);
+    if (!ex) return test_finish("test_threadpool");
+    int after_create = count_threads();
+    TEST_CHECK(after_create == before_create + 3, "engine thread + 2 workers expected: %d -> %d", before_create,
+               after_create);
+
+    job_stats stats = {0};
+    enum { CALLERS = 20, JOBS = 150 };
+    for (int wave = 0; wave < 2; wave++) {
+        pthread_t th[CALLERS];
+        caller_arg args[CALLERS];
+        for (int i = 0; i < CALLERS; i++) {
+            args[i] = (caller_arg){ex, &stats, JOBS};
+            pthread_create(&th[i], NULL, caller, &args[i]);
+        }
+        for (int i = 0; i < CALLERS; i++) pthread_join(th[i], NULL);
+    }
+    long jobs = 2L * CALLERS * JOBS;
+    TEST_CHECK(stats.sum == jobs * (999L * 1000 / 2), "every index computed once per job (sum %ld)", (long)stats.sum);
+    TEST_CHECK(stats.ran_elsewhere == 0, "%ld ranges ran on non-pool threads", (long)stats.ran_elsewhere);
+    TEST_CHECK(stats.ran_on_member >= jobs, "ranges on pool threads: %ld", (long)stats.ran_on_member);
+    int after_jobs = count_threads();
+    TEST_CHECK(after_jobs == after_create, "thread count changed across %ld jobs from %d callers: %d -> %d", jobs,
+               2 * CALLERS, after_create, after_jobs);
+
+    barrier_job bj = {0};
+    qtts_exec_call(ex, run_barrier, &bj);
+    TEST_CHECK(bj.bad == 0, "barrier let %d stale reads through", (int)bj.bad);
+
+    qtts_exec_free(ex);
+    TEST_CHECK(count_threads() == before_create, "threads left after free: %d", count_threads());
+
+    /* split_range covers [0, n) exactly for odd sizes. */
+    for (int64_t n = 0; n < 50; n++)
+        for (int th = 1; th <= 5; th++) {
+            int64_t covered = 0, last_end = 0;
+            int ok = 1;
+            for (int t = 0; t < th; t++) {
+                int64_t b, e;
+                qtts_split_range(n, 4, t, th, &b, &e);
+                if (b != last_end && b < e) ok = 0;
+                if (b < e) last_end = e;
+                covered += e > b ? e - b : 0;
+            }
+            if (covered != n || !ok) TEST_CHECK(0, "split_range(%lld, 4, %d threads) broken", (long long)n, th);
+        }
+    TEST_CHECK(1, "split_range");
+    return test_finish("test_threadpool");
+}
