@@ -1,0 +1,50 @@
+/* Elementwise, normalization, RoPE and attention kernels shared by the model
+ * stages. Layouts are row-major [tokens][features]. In-place use (y == x) is
+ * allowed where noted. The pool may be NULL (runs inline on the caller, which
+ * must then be a pool thread itself). */
+#ifndef QTTS_TENSOR_OPS_H
+#define QTTS_TENSOR_OPS_H
+
+#include <stdint.h>
+
+#include "core/threadpool.h"
+
+/* y = w * x / sqrt(mean(x^2) + eps) per row of dim; w may be NULL (= 1). In-place ok. */
+void qtts_rmsnorm(qtts_pool *pool, const float *x, const float *w, int64_t rows, int64_t dim, float eps, float *y);
+/* y = (x - mean) / sqrt(var + eps) * w + b per row; w, b may be NULL. In-place ok. */
+void qtts_layernorm(qtts_pool *pool, const float *x, const float *w, const float *b, int64_t rows, int64_t dim,
+                    float eps, float *y);
+
+/* NeoX (split-half) rotary embedding, in place. x: n_tokens rows of stride
+ * floats, each holding n_heads heads of head_dim; token i has position pos0+i.
+ * cos/sin follow the reference's float32 arithmetic. */
+void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                    double theta);
+
+void qtts_silu(float *x, int64_t n);
+void qtts_gelu_erf(float *x, int64_t n);
+void qtts_elu(float *x, int64_t n);
+/* gate[i] = silu(gate[i]) * up[i] */
+void qtts_swiglu(float *gate, const float *up, int64_t n);
+/* Softmax of one row in place (max-subtracted, float accumulation); -inf entries get 0. */
+void qtts_softmax(float *x, int64_t n);
+
+/* Causal multi-head attention with grouped KV heads and an optional sliding
+ * window. Query i is at key index q_first + i and sees keys j with
+ * j <= q_first + i and (window == 0 or q_first + i - j < window). */
+typedef struct {
+    const float *q;
+    int64_t q_stride; /* floats between consecutive query tokens */
+    const float *k, *v;
+    int64_t kv_stride; /* floats between consecutive key positions */
+    float *out;
+    int64_t out_stride;
+    int64_t n_q, q_first;
+    int64_t n_heads, n_kv_heads, head_dim;
+    int64_t window;
+    float scale;
+} qtts_attn_args;
+
+void qtts_attention(qtts_pool *pool, const qtts_attn_args *a);
+
+#endif

@@ -1,0 +1,106 @@
+/* Reference checks of the shared ops against direct double-precision formulas. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "tensor/ops.h"
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+/* Naive attention in double with an explicit mask. */
+static void attention_naive(const qtts_attn_args *a, float *out) {
+    int64_t hd = a->head_dim, group = a->n_heads / a->n_kv_heads;
+    for (int64_t t = 0; t < a->n_q; t++)
+        for (int64_t h = 0; h < a->n_heads; h++) {
+            int64_t qi = a->q_first + t;
+            double *w = calloc((size_t)qi + 1, sizeof *w), mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j <= qi; j++) {
+                if (a->window > 0 && qi - j >= a->window) { w[j] = -INFINITY; continue; }
+                double d = 0;
+                for (int64_t k = 0; k < hd; k++)
+                    d += (double)a->q[t * a->q_stride + h * hd + k] * a->k[j * a->kv_stride + (h / group) * hd + k];
+                w[j] = d * a->scale;
+                if (w[j] > mx) mx = w[j];
+            }
+            for (int64_t j = 0; j <= qi; j++) { w[j] = w[j] == -INFINITY ? 0 : exp(w[j] - mx); sum += w[j]; }
+            for (int64_t k = 0; k < hd; k++) {
+                double acc = 0;
+                for (int64_t j = 0; j <= qi; j++) acc += w[j] * a->v[j * a->kv_stride + (h / group) * hd + k];
+                out[t * a->out_stride + h * hd + k] = (float)(acc / sum);
+            }
+            free(w);
+        }
+}
+
+int main(void) {
+    unsigned seed = 7;
+    qtts_err err = {{0}};
+    qtts_pool *pool = qtts_pool_create(2, &err);
+    TEST_CHECK(pool != NULL, "pool: %s", err.msg);
+
+    /* attention: GQA, window, offset queries, long context across blocks */
+    int64_t cases[][6] = {/* n_q, q_first, heads, kv_heads, hd, window */
+                          {5, 0, 4, 2, 16, 0}, {1, 300, 4, 1, 8, 0}, {7, 80, 2, 2, 16, 72}, {20, 0, 4, 4, 16, 3}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        qtts_attn_args a = {0};
+        a.n_q = cases[c][0]; a.q_first = cases[c][1]; a.n_heads = cases[c][2]; a.n_kv_heads = cases[c][3];
+        a.head_dim = cases[c][4]; a.window = cases[c][5];
+        int64_t nk = a.q_first + a.n_q;
+        a.q_stride = a.n_heads * a.head_dim + 3; a.kv_stride = a.n_kv_heads * a.head_dim; a.out_stride = a.n_heads * a.head_dim;
+        float *q = malloc(sizeof(float) * a.n_q * a.q_stride), *k = malloc(sizeof(float) * nk * a.kv_stride);
+        float *v = malloc(sizeof(float) * nk * a.kv_stride);
+        float *o = malloc(sizeof(float) * a.n_q * a.out_stride), *o2 = malloc(sizeof(float) * a.n_q * a.out_stride);
+        for (int64_t i = 0; i < a.n_q * a.q_stride; i++) q[i] = frand(&seed) * 2;
+        for (int64_t i = 0; i < nk * a.kv_stride; i++) { k[i] = frand(&seed) * 2; v[i] = frand(&seed); }
+        a.q = q; a.k = k; a.v = v; a.scale = 1.0f / sqrtf((float)a.head_dim);
+        a.out = o;
+        qtts_attention(pool, &a);
+        attention_naive(&a, o2);
+        char what[64];
+        snprintf(what, sizeof what, "attention case %zu", c);
+        TEST_NEAR(o, o2, (size_t)(a.n_q * a.out_stride), 1e-5, what);
+        free(q); free(k); free(v); free(o); free(o2);
+    }
+
+    /* rmsnorm / layernorm against double formulas */
+    float x[3 * 37], w[37], b[37], y[3 * 37], want[3 * 37];
+    for (int i = 0; i < 3 * 37; i++) x[i] = frand(&seed) * 3;
+    for (int i = 0; i < 37; i++) { w[i] = 1 + frand(&seed) * 0.1f; b[i] = frand(&seed) * 0.05f; }
+    for (int r = 0; r < 3; r++) {
+        double ss = 0, s = 0, vv = 0;
+        for (int i = 0; i < 37; i++) { ss += x[r * 37 + i] * (double)x[r * 37 + i]; s += x[r * 37 + i]; }
+        for (int i = 0; i < 37; i++) want[r * 37 + i] = (float)(w[i] * x[r * 37 + i] / sqrt(ss / 37 + 1e-6));
+        double mean = s / 37;
+        for (int i = 0; i < 37; i++) vv += (x[r * 37 + i] - mean) * (x[r * 37 + i] - mean);
+        for (int i = 0; i < 37; i++) y[r * 37 + i] = (float)((x[r * 37 + i] - mean) / sqrt(vv / 37 + 1e-5) * w[i] + b[i]);
+    }
+    float got[3 * 37];
+    qtts_rmsnorm(pool, x, w, 3, 37, 1e-6f, got);
+    TEST_NEAR(got, want, 3 * 37, 1e-5, "rmsnorm");
+    qtts_layernorm(pool, x, w, b, 3, 37, 1e-5f, got);
+    TEST_NEAR(got, y, 3 * 37, 1e-5, "layernorm");
+
+    /* rope: rotation preserves each pair's norm and matches the formula */
+    float r[2 * 2 * 8], r0[2 * 2 * 8];
+    for (int i = 0; i < 32; i++) r[i] = r0[i] = frand(&seed);
+    qtts_rope_neox(r, 2, 16, 2, 8, 5, 10000.0);
+    float rw[32];
+    for (int t = 0; t < 2; t++)
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 4; i++) {
+                double ang = (5 + t) * pow(10000.0, -2.0 * i / 8);
+                float a = r0[t * 16 + h * 8 + i], bb = r0[t * 16 + h * 8 + i + 4];
+                rw[t * 16 + h * 8 + i] = (float)(a * cos(ang) - bb * sin(ang));
+                rw[t * 16 + h * 8 + i + 4] = (float)(bb * cos(ang) + a * sin(ang));
+            }
+    TEST_NEAR(r, rw, 32, 1e-5, "rope neox");
+
+    float sm[4] = {1, 2, -INFINITY, 3};
+    qtts_softmax(sm, 4);
+    TEST_CHECK(sm[2] == 0 && fabsf(sm[0] + sm[1] + sm[3] - 1) < 1e-6f, "softmax with -inf");
+    qtts_pool_free(pool);
+    return test_finish("test_ops");
+}
