@@ -1,15 +1,148 @@
 /* qtts: Qwen3-TTS inference engine. The one public header.
  *
- * All model computation runs on the engine's own thread and worker pool;
- * calls from any other thread queue a job and wait for it. */
+ * Threading contract: an engine owns one engine thread and a persistent pool
+ * of n_threads-1 workers, created with the engine and never more. Every model
+ * computation (synthesis, voice extraction, codec encode/decode) is a job on
+ * the engine's queue. Calls from any other thread only enqueue work and wait
+ * or read results; they never compute. All functions are thread-safe unless
+ * noted.
+ *
+ * Errors: functions take `char *err, size_t err_size` and write one line. */
 #ifndef QTTS_H
 #define QTTS_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define QTTS_VERSION "0.1.0"
+#define QTTS_SAMPLE_RATE 24000
+
+typedef struct qtts_engine qtts_engine;
+typedef struct qtts_voice qtts_voice;
+typedef struct qtts_stream qtts_stream;
+
+typedef struct {
+    const char *model_path;  /* model folder (with speech_tokenizer/) or .gguf */
+    int n_threads;           /* 0: all online CPUs */
+    const char *weight_type; /* NULL or "auto" (as stored), "f32", "bf16", "q8_0", "q4_k" */
+    int max_batch;           /* concurrent synthesis slots; 0: default */
+    int max_queue;           /* waiting requests beyond the slots; 0: default */
+    int verbose;
+} qtts_engine_params;
+
+void qtts_engine_params_default(qtts_engine_params *p);
+qtts_engine *qtts_engine_create(const qtts_engine_params *p, char *err, size_t err_size);
+/* Cancels running requests, stops the engine thread and the pool. */
+void qtts_engine_free(qtts_engine *e);
+
+typedef struct {
+    const char *variant;   /* "base", "custom_voice", "voice_design" */
+    const char *size;      /* "0b6", "1b7" */
+    int hidden_size;       /* talker width = x-vector length */
+    int n_speakers;
+    const char *const *speakers; /* built-in speaker names (CustomVoice) */
+    int n_languages;
+    const char *const *languages; /* accepted --lang values, "auto" first */
+    int sample_rate;
+    int n_threads;
+    int max_batch;
+} qtts_model_info;
+
+/* Valid as long as the engine. */
+const qtts_model_info *qtts_engine_info(const qtts_engine *e);
+
+/* ---- voices (Base models) ---- */
+
+/* Extracts a voice (x-vector + reference codes) from audio. samples: mono
+ * float at sample_rate (resampled internally). ref_text may be NULL (then the
+ * voice supports x-vector-only cloning). Runs as an engine job. */
+qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
+                                    const char *ref_text, char *err, size_t err_size);
+/* The same from an encoded audio file in memory (wav, flac, ogg, mp3...). */
+qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
+                                        char *err, size_t err_size);
+/* From pre-extracted parts: x-vector (hidden_size floats) and codes [n_frames][16] (may be NULL/0). */
+qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
+                                  size_t n_frames, const char *ref_text, char *err, size_t err_size);
+/* Voices are reference counted; qtts_voice_from_* return one reference. */
+qtts_voice *qtts_voice_retain(qtts_voice *v);
+void qtts_voice_release(qtts_voice *v);
+/* Accessors (pointers valid while the voice is held). */
+const float *qtts_voice_xvector(const qtts_voice *v, size_t *len);
+const int32_t *qtts_voice_codes(const qtts_voice *v, size_t *n_frames);
+const char *qtts_voice_ref_text(const qtts_voice *v);
+
+/* ---- synthesis ---- */
+
+typedef enum { QTTS_LAYOUT_DEFAULT = 0, QTTS_LAYOUT_STREAMING = 1, QTTS_LAYOUT_NON_STREAMING = 2 } qtts_text_layout;
+
+typedef struct {
+    const char *text;       /* required, UTF-8 */
+    const char *language;   /* NULL or "auto", or a language name */
+    const char *speaker;    /* CustomVoice built-in speaker */
+    const char *instruct;   /* VoiceDesign (required) / CustomVoice 1.7B style instruction */
+    const qtts_voice *voice; /* Base: the voice to clone (the request holds its own reference) */
+    int x_vector_only;      /* Base: ignore reference codes/text */
+    qtts_text_layout layout;
+    int greedy;             /* argmax on talker and code predictor */
+    int has_seed;
+    uint64_t seed;          /* without has_seed a random seed is drawn and reported */
+    /* sampling; 0 (or <0) means the model's generation_config.json value */
+    float temperature, top_p, repetition_penalty;
+    int top_k;
+    float cp_temperature, cp_top_p;
+    int cp_top_k;
+    int max_frames;         /* 0: model default */
+} qtts_request;
+
+void qtts_request_default(qtts_request *r);
+
+typedef struct {
+    uint64_t seed;
+    int n_frames;
+    double audio_seconds;
+    double queue_ms, prefill_ms, first_audio_ms, total_ms;
+    double talker_ms, code_predictor_ms, decoder_ms; /* compute time spent for this request */
+    int finished_by_eos;
+} qtts_result;
+
+/* Queues a request; returns at once. Validation errors (unknown speaker,
+ * wrong mode, empty text, queue full: err starts with "busy:") return NULL. */
+qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_t err_size);
+/* Reads up to max samples of 24 kHz mono float audio, waiting up to
+ * timeout_ms (-1: forever). Returns the count (>0), 0 at the end of the audio,
+ * QTTS_STREAM_TIMEOUT, or QTTS_STREAM_ERROR (see qtts_stream_error). */
+#define QTTS_STREAM_TIMEOUT (-2)
+#define QTTS_STREAM_ERROR (-1)
+long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms);
+const char *qtts_stream_error(const qtts_stream *s);
+/* Valid once qtts_stream_read returned 0. */
+void qtts_stream_result(const qtts_stream *s, qtts_result *out);
+/* Cancels at the next frame boundary; reads then return QTTS_STREAM_ERROR. */
+void qtts_stream_cancel(qtts_stream *s);
+/* Cancels if still running and frees. */
+void qtts_stream_free(qtts_stream *s);
+
+/* Convenience: submit + read loop. cb runs on the caller's thread with each
+ * audio chunk; a non-zero return cancels. */
+typedef int (*qtts_audio_cb)(void *user, const float *samples, size_t n);
+int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
+                    char *err, size_t err_size);
+
+/* ---- engine statistics (for /metrics) ---- */
+typedef struct {
+    int active_slots, queued;
+    uint64_t requests_done, requests_failed, requests_cancelled;
+    double audio_seconds_total;
+    uint64_t frames_total;
+} qtts_engine_stats;
+void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
+/* Kernel thread ids of the engine thread and pool workers (engine first). */
+int qtts_engine_thread_ids(qtts_engine *e, int *out, int max);
 
 #ifdef __cplusplus
 }
