@@ -80,24 +80,31 @@ INLINE __m256i dot_i8(__m256i aw, __m256i w, __m256i x) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w)), ones);
 }
 
+/* One Q8_0 block against nt tokens, accumulating into acc[0..nt). */
+INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m256 *acc) {
+    __m256i wq = _mm256_loadu_si256((const __m256i *)blk->qs);
+    __m256i aw = _mm256_abs_epi8(wq);
+    float dw = f16_to_f32(blk->d);
+    for (int t = 0; t < nt; t++) {
+        const int8_t *xq = a->q + (t0 + t) * a->cols + 32 * b;
+        __m256i p = dot_i8(aw, wq, _mm256_loadu_si256((const __m256i *)xq));
+        __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t]);
+    }
+}
+
 INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
     const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
-    const int64_t nb = a->nb, cols = a->cols;
-    __m256 acc[QTTS_TILE_TOKENS][2];
-    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const int u = (int)(b & 1); /* two chains hide the FMA latency at n = 1 */
-        __m256i wq = _mm256_loadu_si256((const __m256i *)wb[b].qs);
-        __m256i aw = _mm256_abs_epi8(wq);
-        float dw = f16_to_f32(wb[b].d);
-        for (int t = 0; t < nt; t++) {
-            const int8_t *xq = a->q + (t0 + t) * cols + 32 * b;
-            __m256i p = dot_i8(aw, wq, _mm256_loadu_si256((const __m256i *)xq));
-            __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * nb + b]);
-            acc[t][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t][u]);
-        }
+    const int64_t nb = a->nb;
+    __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
+    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        q8_0_block(&wb[b], a, t0, nt, b, acc0);
+        q8_0_block(&wb[b + 1], a, t0, nt, b + 1, acc1);
     }
-    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc[t][0], acc[t][1]));
+    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc0);
+    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
 }
 
 INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
@@ -112,15 +119,20 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     }
     for (int64_t b = 0; b < nb; b++) {
         const qtts_block_q4_k *blk = &wb[b];
-        uint8_t sc[8], mn[8];
-        qtts_q4k_scales(blk->scales, sc, mn);
+        uint32_t u[4];
+        qtts_q4k_scales_u32(blk->scales, u);
+        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+        const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
         const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
         __m256i isum[QTTS_TILE_TOKENS];
         for (int t = 0; t < nt; t++) isum[t] = _mm256_setzero_si256();
         for (int c = 0; c < 4; c++) {
             __m256i wq = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
             __m256i lo = _mm256_and_si256(wq, m4), hi = _mm256_and_si256(_mm256_srli_epi16(wq, 4), m4);
-            __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+            /* broadcast int16 scales 2c and 2c+1 */
+            __m256i slo = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(((4 * c + 1) << 8) | (4 * c))));
+            __m256i shi = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(((4 * c + 3) << 8) | (4 * c + 2))));
             const int64_t off_lo = 128 * (c >> 1) + 32 * (c & 1), off_hi = off_lo + 64;
             for (int t = 0; t < nt; t++) {
                 const int8_t *xq = a->q + (t0 + t) * cols + 256 * b;
@@ -130,7 +142,6 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
                                                                      _mm256_madd_epi16(phi, shi)));
             }
         }
-        __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
         for (int t = 0; t < nt; t++) {
             const float dx = a->qd[(t0 + t) * nb + b];
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * dx), acc[t]);

@@ -89,27 +89,34 @@ INLINE void bf16dot_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
+/* One Q8_0 block against nt tokens, accumulating into acc[0..nt). */
+INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m256 *acc) {
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i wq = _mm256_loadu_si256((const __m256i *)blk->qs);
+    __m256i aw = _mm256_abs_epi8(wq);
+    __mmask32 neg = _mm256_movepi8_mask(wq);
+    float dw = f16_to_f32(blk->d);
+    for (int t = 0; t < nt; t++) {
+        __m256i xq = _mm256_loadu_si256((const __m256i *)(a->q + (t0 + t) * a->cols + 32 * b));
+        __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
+        __m256i p = _mm256_dpbusd_epi32(zero, aw, sx);
+        __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t]);
+    }
+}
+
 INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
     const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
-    const int64_t nb = a->nb, cols = a->cols;
-    const __m256i zero = _mm256_setzero_si256();
-    __m256 acc[QTTS_TILE_TOKENS][2];
-    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const int u = (int)(b & 1);
-        __m256i wq = _mm256_loadu_si256((const __m256i *)wb[b].qs);
-        __m256i aw = _mm256_abs_epi8(wq);
-        __mmask32 neg = _mm256_movepi8_mask(wq);
-        float dw = f16_to_f32(wb[b].d);
-        for (int t = 0; t < nt; t++) {
-            __m256i xq = _mm256_loadu_si256((const __m256i *)(a->q + (t0 + t) * cols + 32 * b));
-            __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
-            __m256i p = _mm256_dpbusd_epi32(zero, aw, sx);
-            __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * nb + b]);
-            acc[t][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t][u]);
-        }
+    const int64_t nb = a->nb;
+    __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
+    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        q8_0_block(&wb[b], a, t0, nt, b, acc0);
+        q8_0_block(&wb[b + 1], a, t0, nt, b + 1, acc1);
     }
-    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc[t][0], acc[t][1]));
+    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc0);
+    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
 }
 
 INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
@@ -128,10 +135,12 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     }
     for (int64_t b = 0; b < nb; b++) {
         const qtts_block_q4_k *blk = &wb[b];
-        uint8_t sc[8], mn[8];
-        qtts_q4k_scales(blk->scales, sc, mn);
+        uint32_t u[4];
+        qtts_q4k_scales_u32(blk->scales, u);
+        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
         const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
-        __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
         __m512i s[4];
         s[0] = _mm512_permutexvar_epi16(idx_lo0, sc16);                                      /* 0 | 2 */
         s[1] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo0, one16), sc16);             /* 1 | 3 */
@@ -150,7 +159,6 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
                 isum[t] = _mm512_dpwssd_epi32(isum[t], phi, s[2 * p + 1]);
             }
         }
-        __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
         for (int t = 0; t < nt; t++) {
             const float dx = a->qd[(t0 + t) * nb + b];
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_set1_ps(d * dx), acc[t]);

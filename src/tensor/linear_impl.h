@@ -6,6 +6,7 @@
 #define QTTS_TENSOR_LINEAR_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "tensor/tensor.h"
 
@@ -46,6 +47,20 @@ static inline void qtts_q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]
         sc[j + 4] = (uint8_t)((s[j + 8] & 0xF) | ((s[j] >> 6) << 4));
         m[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
     }
+}
+
+/* The same as four little-endian words {scales 0-3, scales 4-7, mins 0-3,
+ * mins 4-7}, computed in registers (SIMD kernels: avoids a byte-store ->
+ * vector-load forwarding stall per block). */
+static inline void qtts_q4k_scales_u32(const uint8_t *s, uint32_t out[4]) {
+    uint32_t a, b, c;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + 4, 4);
+    memcpy(&c, s + 8, 4);
+    out[0] = a & 0x3f3f3f3fu;
+    out[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    out[2] = b & 0x3f3f3f3fu;
+    out[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
 }
 
 #endif
