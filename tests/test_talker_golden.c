@@ -122,18 +122,16 @@ static int32_t cap_pick(void *ctx, int b, int group, float *logits, int64_t voca
     return qtts_argmax(logits, vocab);
 }
 
-static int frames_seen;
 static void on_frame(void *user, qtts_request *r, int64_t frame, const int32_t *codes, int64_t n) {
     (void)r;
     (void)codes;
     (void)n;
     int64_t *count = user;
     if (frame == *count) (*count)++;
-    frames_seen++;
 }
 
 static void run_case(const char *sub, const char *cname, const char *call, qtts_pool *pool) {
-    char prefix[128], arg[64], dir[1024];
+    char prefix[256], arg[64], dir[1024];
     snprintf(prefix, sizeof prefix, "%stk_%s", sub, cname);
     printf("case %s\n", prefix);
     int clone = strstr(call, "generate_voice_clone") != NULL, cv = strstr(call, "generate_custom_voice") != NULL;
@@ -151,7 +149,7 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
 
     npy_array ids = {0}, instr = {0}, ref_ids = {0}, ref_codes = {0}, spk = {0};
     load(prefix, "input_ids", &ids);
-    char nm[512];
+    char nm[400];
     snprintf(nm, sizeof nm, "%s_instruct_ids", prefix);
     if (fixture_exists(nm)) load(prefix, "instruct_ids", &instr);
     snprintf(nm, sizeof nm, "%s_spk_embedding", prefix);
