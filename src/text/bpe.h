@@ -46,6 +46,11 @@ static inline const qtts_merge_slot *qtts_merges_get(const qtts_merges *m, int32
     }
 }
 
+static inline void qtts_merges_prefetch(const qtts_merges *m, int32_t a, int32_t b) {
+    uint64_t key = qtts_merges_key(a, b);
+    __builtin_prefetch(&m->slots[(size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & m->mask]);
+}
+
 /* Scratch space for qtts_bpe_merge, reusable across calls (zero-init). */
 typedef struct {
     int32_t *next, *prev;

@@ -12,6 +12,7 @@
 
 #include "io/json_util.h"
 #include "text/bpe.h"
+#include "text/tokenizer_internal.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
 
@@ -97,19 +98,71 @@ static int read_file(const char *path, char **buf, size_t *len, qtts_err *err) {
 
 static int is_hspace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
+/* One parsed merges.txt line: tokens a and b, their concatenation in the
+ * batch's scratch buffer, and the three hashes. */
+typedef struct {
+    const char *a, *b;
+    size_t la, lb, cat_off, lineno;
+    uint32_t ha, hb, hc;
+} merge_line;
+
+enum { MERGE_BATCH = 64 };
+
+/* Resolves a batch of merge lines. The lookups are hashed and prefetched
+ * first: the vocab table is far larger than cache, and this halves load time. */
+static int add_merge_batch(qtts_tokenizer *t, const char *path, merge_line *ml, int n, const char *cat, int32_t *rank,
+                           qtts_err *err) {
+    const qtts_vocab *v = &t->vocab;
+    for (int i = 0; i < n; i++) {
+        qtts_vocab_prefetch(v, ml[i].ha);
+        qtts_vocab_prefetch(v, ml[i].hb);
+        qtts_vocab_prefetch(v, ml[i].hc);
+    }
+    int32_t ids[MERGE_BATCH][3];
+    for (int i = 0; i < n; i++) {
+        const merge_line *m = &ml[i];
+        int32_t ia = qtts_vocab_find_hashed(v, m->a, m->la, m->ha), ib = qtts_vocab_find_hashed(v, m->b, m->lb, m->hb);
+        if (ia < 0 || ib < 0) {
+            size_t l = ia < 0 ? m->la : m->lb;
+            return qtts_fail(err, "%s:%zu: merge token '%.*s' is not in vocab.json", path, m->lineno,
+                             (int)(l > 64 ? 64 : l), ia < 0 ? m->a : m->b);
+        }
+        size_t lc = m->la + m->lb;
+        int32_t im = qtts_vocab_find_hashed(v, cat + m->cat_off, lc, m->hc);
+        if (im < 0)
+            return qtts_fail(err, "%s:%zu: merged token '%.*s' is not in vocab.json", path, m->lineno,
+                             (int)(lc > 64 ? 64 : lc), cat + m->cat_off);
+        ids[i][0] = ia;
+        ids[i][1] = ib;
+        ids[i][2] = im;
+        qtts_merges_prefetch(&t->merges, ia, ib);
+    }
+    for (int i = 0; i < n; i++)
+        if (qtts_merges_put(&t->merges, ids[i][0], ids[i][1], (*rank)++, ids[i][2], err)) return -1;
+    return 0;
+}
+
 static int load_merges(qtts_tokenizer *t, const char *path, qtts_err *err) {
     char *buf;
     size_t len;
     if (read_file(path, &buf, &len, err)) return -1;
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
+    merge_line ml[MERGE_BATCH];
+    int nml = 0;
     char *cat = NULL;
-    size_t cat_cap = 0;
+    size_t cat_len = 0, cat_cap = 0;
     int rc = -1;
-    if (qtts_merges_init(&t->merges, lines, err)) goto out;
     int32_t rank = 0;
     size_t lineno = 0;
-    for (const char *p = buf, *end = buf + len; p < end;) {
+    if (qtts_merges_init(&t->merges, lines, err)) goto out;
+    for (const char *p = buf, *end = buf + len; p < end || nml;) {
+        if (p >= end || nml == MERGE_BATCH) {
+            if (add_merge_batch(t, path, ml, nml, cat, &rank, err)) goto out;
+            nml = 0;
+            cat_len = 0;
+            continue;
+        }
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         lineno++;
@@ -129,31 +182,29 @@ static int load_merges(qtts_tokenizer *t, const char *path, qtts_err *err) {
             qtts_fail(err, "%s:%zu: expected two tokens separated by a space", path, lineno);
             goto out;
         }
-        size_t la = (size_t)(sp - a), lb = (size_t)(e - b);
-        int32_t ia = qtts_vocab_find(&t->vocab, a, la), ib = qtts_vocab_find(&t->vocab, b, lb);
-        if (ia < 0 || ib < 0) {
-            qtts_fail(err, "%s:%zu: merge token '%.*s' is not in vocab.json", path, lineno,
-                      (int)(ia < 0 ? (la > 64 ? 64 : la) : (lb > 64 ? 64 : lb)), ia < 0 ? a : b);
-            goto out;
-        }
-        if (la + lb > cat_cap) {
-            cat_cap = (la + lb) * 2;
-            char *nc = realloc(cat, cat_cap);
+        merge_line *m = &ml[nml++];
+        m->a = a;
+        m->la = (size_t)(sp - a);
+        m->b = b;
+        m->lb = (size_t)(e - b);
+        m->lineno = lineno;
+        if (cat_len + m->la + m->lb > cat_cap) {
+            size_t cap = (cat_len + m->la + m->lb) * 2 + 4096;
+            char *nc = realloc(cat, cap);
             if (!nc) {
                 qtts_fail(err, "%s: out of memory", path);
                 goto out;
             }
             cat = nc;
+            cat_cap = cap;
         }
-        memcpy(cat, a, la);
-        memcpy(cat + la, b, lb);
-        int32_t im = qtts_vocab_find(&t->vocab, cat, la + lb);
-        if (im < 0) {
-            qtts_fail(err, "%s:%zu: merged token '%.*s' is not in vocab.json", path, lineno,
-                      (int)(la + lb > 64 ? 64 : la + lb), cat);
-            goto out;
-        }
-        if (qtts_merges_put(&t->merges, ia, ib, rank++, im, err)) goto out;
+        m->cat_off = cat_len;
+        memcpy(cat + cat_len, a, m->la);
+        memcpy(cat + cat_len + m->la, b, m->lb);
+        cat_len += m->la + m->lb;
+        m->ha = qtts_vocab_hash(m->a, m->la);
+        m->hb = qtts_vocab_hash(m->b, m->lb);
+        m->hc = qtts_vocab_hash(cat + m->cat_off, m->la + m->lb);
     }
     rc = 0;
 out:
@@ -680,3 +731,7 @@ int qtts_tok_decode(const qtts_tokenizer *t, const int32_t *ids, int n, char **o
     if (out_len) *out_len = k;
     return 0;
 }
+
+const qtts_merges *qtts_tok_merges(const qtts_tokenizer *t) { return &t->merges; }
+
+int32_t qtts_tok_byte_id(const qtts_tokenizer *t, uint8_t b) { return t->byte_id[b]; }

@@ -5,7 +5,7 @@
 
 #include "text/utf8.h"
 
-static uint32_t str_hash(const char *s, size_t len) {
+uint32_t qtts_vocab_hash(const char *s, size_t len) {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
     for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
     return (uint32_t)(h ^ (h >> 32));
@@ -79,12 +79,17 @@ static int64_t arena_add(qtts_vocab *v, const char *s, size_t len, qtts_err *err
     return off;
 }
 
+static int put_hashed(qtts_vocab *v, const char *s, size_t len, int32_t id, int replace, uint32_t h, qtts_err *err);
+
 int qtts_vocab_put(qtts_vocab *v, const char *s, size_t len, int32_t id, int replace, qtts_err *err) {
+    return put_hashed(v, s, len, id, replace, qtts_vocab_hash(s, len), err);
+}
+
+static int put_hashed(qtts_vocab *v, const char *s, size_t len, int32_t id, int replace, uint32_t h, qtts_err *err) {
     if (id < 0 || id > QTTS_VOCAB_MAX_ID) return qtts_fail(err, "token id %d out of range [0, %d]", id, QTTS_VOCAB_MAX_ID);
     if (len > 65535) return qtts_fail(err, "token of %zu bytes is too long", len);
     if ((v->count + 1) * 2 > v->mask + 1 && vocab_grow_slots(v, err)) return -1;
     if (vocab_reserve_ids(v, id, err)) return -1;
-    uint32_t h = str_hash(s, len);
     size_t i = h & v->mask;
     for (; v->slots[i].id >= 0; i = (i + 1) & v->mask) {
         qtts_vocab_slot *sl = &v->slots[i];
@@ -108,8 +113,16 @@ int qtts_vocab_put(qtts_vocab *v, const char *s, size_t len, int32_t id, int rep
 }
 
 int32_t qtts_vocab_find(const qtts_vocab *v, const char *s, size_t len) {
-    if (!v->slots) return -1;
-    uint32_t h = str_hash(s, len);
+    return v->slots ? qtts_vocab_find_hashed(v, s, len, qtts_vocab_hash(s, len)) : -1;
+}
+
+void qtts_vocab_prefetch(const qtts_vocab *v, uint32_t h) {
+    /* First touch the slot; once it is cached, the string it points at. */
+    const qtts_vocab_slot *sl = &v->slots[h & v->mask];
+    __builtin_prefetch(sl);
+}
+
+int32_t qtts_vocab_find_hashed(const qtts_vocab *v, const char *s, size_t len, uint32_t h) {
     for (size_t i = h & v->mask; v->slots[i].id >= 0; i = (i + 1) & v->mask) {
         const qtts_vocab_slot *sl = &v->slots[i];
         if (sl->hash == h && sl->len == len && !memcmp(v->arena + sl->off, s, len)) return sl->id;
@@ -203,6 +216,26 @@ static int scan_string(scanner *sc, char *out, size_t *out_len) {
     return 0;
 }
 
+/* One parsed "token": id pair waiting in a batch; its decoded bytes sit in
+ * the arena's free tail at `off`, right after the previous entry's. */
+typedef struct {
+    size_t off, len, at;
+    uint32_t hash;
+    int32_t id;
+} pending_entry;
+
+enum { PUT_BATCH = 32 };
+
+/* Inserts a batch in order; the slots were prefetched when it was built. */
+static int flush_batch(qtts_vocab *v, const char *name, const pending_entry *pe, int n, qtts_err *err) {
+    for (int i = 0; i < n; i++) {
+        /* In order, each entry's bytes are exactly at the arena's end. */
+        if (put_hashed(v, v->arena + pe[i].off, pe[i].len, pe[i].id, 0, pe[i].hash, err))
+            return qtts_fail_prefix(err, "%s: byte %zu", name, pe[i].at);
+    }
+    return 0;
+}
+
 int qtts_vocab_parse_json(qtts_vocab *v, const char *name, const char *buf, size_t len, qtts_err *err) {
     scanner sc = {buf, buf + len, buf, name, err};
     /* Decoded strings are never longer than their JSON text, so the whole
@@ -219,11 +252,14 @@ int qtts_vocab_parse_json(qtts_vocab *v, const char *name, const char *buf, size
     sc.p++;
     skip_ws(&sc);
     if (sc.p < sc.end && *sc.p == '}') return qtts_fail(err, "%s: empty vocabulary", name);
+    pending_entry pe[PUT_BATCH];
+    int npe = 0;
+    size_t tail = v->arena_len; /* where the next decoded string goes */
     for (;;) {
         skip_ws(&sc);
         if (sc.p >= sc.end || *sc.p != '"') return scan_fail(&sc, "expected a token string");
         const char *tok_at = sc.p;
-        char *out = v->arena + v->arena_len;
+        char *out = v->arena + tail;
         size_t tlen = 0;
         if (scan_string(&sc, out, &tlen)) return -1;
         if (qtts_utf8_check(out, tlen) != tlen) {
@@ -240,9 +276,14 @@ int qtts_vocab_parse_json(qtts_vocab *v, const char *name, const char *buf, size
         if (sc.p == digits) return scan_fail(&sc, "expected a non-negative integer id");
         if (id > QTTS_VOCAB_MAX_ID) return scan_fail(&sc, "token id too large");
         if (sc.p < sc.end && (*sc.p == '.' || *sc.p == 'e' || *sc.p == 'E')) return scan_fail(&sc, "id is not an integer");
-        if (qtts_vocab_put(v, out, tlen, (int32_t)id, 0, err)) {
-            sc.p = tok_at;
-            return qtts_fail_prefix(err, "%s: byte %zu", name, (size_t)(tok_at - buf));
+        uint32_t h = qtts_vocab_hash(out, tlen);
+        __builtin_prefetch(&v->slots[h & v->mask]);
+        pe[npe++] = (pending_entry){tail, tlen, (size_t)(tok_at - buf), h, (int32_t)id};
+        tail += tlen;
+        /* The table may grow during a flush, so stop short of its threshold. */
+        if (npe == PUT_BATCH || (v->count + (size_t)npe + 1) * 2 > v->mask + 1) {
+            if (flush_batch(v, name, pe, npe, err)) return -1;
+            npe = 0;
         }
         skip_ws(&sc);
         if (sc.p < sc.end && *sc.p == ',') {
@@ -255,6 +296,7 @@ int qtts_vocab_parse_json(qtts_vocab *v, const char *name, const char *buf, size
         }
         return scan_fail(&sc, "expected ',' or '}'");
     }
+    if (flush_batch(v, name, pe, npe, err)) return -1;
     skip_ws(&sc);
     if (sc.p != sc.end) return scan_fail(&sc, "trailing data after the object");
     return 0;

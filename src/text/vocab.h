@@ -33,6 +33,12 @@ void qtts_vocab_free(qtts_vocab *v);
 int qtts_vocab_put(qtts_vocab *v, const char *s, size_t len, int32_t id, int replace, qtts_err *err);
 /* -1 when absent. */
 int32_t qtts_vocab_find(const qtts_vocab *v, const char *s, size_t len);
+
+/* The same lookup split in steps, so that a loader can hash and prefetch a
+ * batch of strings before resolving them (the table is larger than cache). */
+uint32_t qtts_vocab_hash(const char *s, size_t len);
+void qtts_vocab_prefetch(const qtts_vocab *v, uint32_t hash);
+int32_t qtts_vocab_find_hashed(const qtts_vocab *v, const char *s, size_t len, uint32_t hash);
 /* NULL when no token has this id. */
 const char *qtts_vocab_str(const qtts_vocab *v, int32_t id, size_t *len);
 
