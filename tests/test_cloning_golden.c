@@ -76,15 +76,6 @@ static void compare_tap(void *p, const char *name, const float *data, int64_t d0
     npy_free(&a);
 }
 
-static double cosine(const float *a, const float *b, int64_t n) {
-    double ab = 0, aa = 0, bb = 0;
-    for (int64_t i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return ab / sqrt(aa * bb);
-}
 
 static void check_codes(const int32_t *got, int64_t frames, int64_t n_q, const char *fixture) {
     npy_array c;
