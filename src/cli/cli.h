@@ -15,4 +15,7 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Resolves the model path: explicit value, else $QTTS_MODEL; NULL if neither. */
 const char *cli_model_path(const char *given);
 
+/* `qtts codec encode ...` (argv[0] = "encode"); called by the codec dispatcher. */
+int codec_encode_main(int argc, char **argv);
+
 #endif
