@@ -8,4 +8,4 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config clang libclang-rt-dev \
   libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev \
-  libcurl4-openssl-dev curl ca-certificates >/dev/null
+  libcurl4-openssl-dev libssl-dev curl ca-certificates >/dev/null

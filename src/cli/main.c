@@ -15,6 +15,7 @@ static const command commands[] = {
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
     {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
     {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},
+    {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
 };
 
 void cli_error(const char *fmt, ...) {
