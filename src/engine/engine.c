@@ -347,6 +347,18 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
         if (atomic_load(&s->stream->cancelled)) atomic_fetch_add(&e->n_cancelled, 1);
         else atomic_fetch_add(&e->n_failed, 1);
     } else {
+        if (s->req.keep_codes && s->gen && r.n_frames > 0) {
+            int64_t g = e->talker->cfg.num_code_groups;
+            int32_t *copy = malloc((size_t)(r.n_frames * g) * sizeof *copy);
+            if (copy) {
+                memcpy(copy, qtts_request_codes(s->gen), (size_t)(r.n_frames * g) * sizeof *copy);
+                pthread_mutex_lock(&s->stream->mu);
+                s->stream->codes = copy;
+                s->stream->n_code_frames = (size_t)r.n_frames;
+                s->stream->n_codebooks = (int)g;
+                pthread_mutex_unlock(&s->stream->mu);
+            }
+        }
         stream_finish(s->stream, &r);
         atomic_fetch_add(&e->n_done, 1);
     }

@@ -196,7 +196,9 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
         buf = pack_activations(pool, &j, &ok);
         if (!ok) j.isa = QTTS_ISA_SCALAR; /* out of memory: the reference path needs no scratch */
     }
-    qtts_parallel_for(pool, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
+    /* Waking the pool costs more than a few tens of thousands of MACs. */
+    qtts_pool *run_on = (double)w->rows * (double)w->cols * (double)n < 65536.0 ? NULL : pool;
+    qtts_parallel_for(run_on, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
     free(buf);
 }
 
