@@ -95,18 +95,6 @@ const char *qtts_audio_format_mime(qtts_audio_format f, qtts_sample_format sf) {
     }
 }
 
-int qtts_sample_format_parse(const char *name, qtts_sample_format *out, qtts_err *err) {
-    if (name && (!strcasecmp(name, "s16") || !strcasecmp(name, "pcm16") || !strcasecmp(name, "int16"))) {
-        *out = QTTS_SAMPLE_S16;
-        return 0;
-    }
-    if (name && (!strcasecmp(name, "f32") || !strcasecmp(name, "float") || !strcasecmp(name, "float32"))) {
-        *out = QTTS_SAMPLE_F32;
-        return 0;
-    }
-    return qtts_fail(err, "unknown sample format '%s' (expected s16 or f32)", name ? name : "(null)");
-}
-
 /* ---- sink plumbing ---- */
 
 static int sink_emit(qtts_encoder *e, const void *bytes, size_t n) {
