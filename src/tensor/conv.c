@@ -209,6 +209,35 @@ void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_
     }
 }
 
+size_t qtts_gemm_pack_size(int64_t M, int64_t K) {
+    int64_t mp = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+    return (size_t)(mp * K + mp);
+}
+
+void qtts_gemm(qtts_pool *pool, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+               int64_t ldb, float *Y, int64_t ldy, const float *add, int64_t ldadd, float *apack) {
+    if (M <= 0 || N <= 0) return;
+    /* A as the "weights" of a 1-tap conv with M output rows and K inputs; B as its input signal. */
+    qtts_conv v = {.c_in = K, .c_out = M, .k = 1, .dil = 1};
+    v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+    v.w = apack;
+    v.bias = apack + v.rows_pad * K;
+    for (int64_t rb = 0; rb < v.rows_pad / QTTS_CONV_MR; rb++) {
+        float *dst = apack + rb * K * QTTS_CONV_MR;
+        for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+            int64_t m = rb * QTTS_CONV_MR + rr;
+            if (m < M) {
+                const float *src = A + m * lda;
+                for (int64_t k = 0; k < K; k++) dst[k * QTTS_CONV_MR + rr] = src[k];
+            } else {
+                for (int64_t k = 0; k < K; k++) dst[k * QTTS_CONV_MR + rr] = 0.0f;
+            }
+        }
+    }
+    memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
+    qtts_conv1d_cm(pool, &v, B, ldb, N, Y, ldy, add, ldadd);
+}
+
 typedef struct {
     const float *ph;
     int64_t ldph, c_out, s, T, ldo;
