@@ -22,6 +22,14 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of the whole process (all threads): on a shared machine this
+ * shows what the work costs when the threads actually run. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* ---- per-stage timing through the debug hook ---- */
 enum { MAX_ST = 32 };
 typedef struct {
@@ -79,6 +87,10 @@ typedef struct {
     volatile double sink;
 } peak_job;
 
+typedef struct {
+    double wall, cpu; /* GFLOP/s per wall second (all threads) and per CPU second (one core) */
+} peak_result;
+
 static void peak_body(void *p, int tid, int n) {
     (void)tid, (void)n;
     peak_job *j = p;
@@ -89,21 +101,24 @@ static void peak_body(void *p, int tid, int n) {
 #endif
 }
 
-static double measure_peak(qtts_pool *pool, int threads) {
+static peak_result measure_peak(qtts_pool *pool, int threads) {
+    peak_result r = {0, 0};
 #if defined(__x86_64__)
     int lanes = qtts_conv_isa_best() == QTTS_CONV_ISA_AVX512 ? 16 : qtts_conv_isa_best() == QTTS_CONV_ISA_AVX2 ? 8 : 0;
-    if (!lanes) return 0;
+    if (!lanes) return r;
     peak_job j = {20000000, lanes, 0};
     qtts_pool_run(pool, peak_body, &j); /* warm-up */
     j.iters = 40000000;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     qtts_pool_run(pool, peak_body, &j);
-    double dt = now() - t0;
-    return 12.0 * lanes * 2.0 * (double)j.iters * threads / dt * 1e-9;
+    double dt = now() - t0, dc = cpu_now() - c0;
+    double flop = 12.0 * lanes * 2.0 * (double)j.iters * threads;
+    r.wall = flop / dt * 1e-9;
+    r.cpu = flop / dc * 1e-9;
 #else
     (void)pool, (void)threads;
-    return 0;
 #endif
+    return r;
 }
 
 static void parse_list(const char *s, int *out, int *n) {
@@ -158,16 +173,17 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_decoder: %s\n", err.msg);
             return 1;
         }
-        double peak = measure_peak(pool, threads[ti]);
+        peak_result peak = measure_peak(pool, threads[ti]);
         qtts_codec_stream *S[64];
         stage_times times;
         memset(&times, 0, sizeof times);
         for (int k = 0; k < streams; k++) S[k] = qtts_codec_stream_new(dec, &err);
-        double tstart = 0;
+        double tstart = 0, cstart = 0;
         for (int64_t f = 0; f < total; f += chunk) {
             int64_t n = f + chunk <= total ? chunk : total - f;
             if (f == warm) {
                 tstart = now();
+                cstart = cpu_now();
                 memset(&times, 0, sizeof times);
                 if (streams == 1) qtts_codec_stream_set_debug(S[0], on_stage, &times);
                 times.last = tstart;
@@ -185,14 +201,17 @@ int main(int argc, char **argv) {
                 return 1;
             }
         }
-        double dt = now() - tstart;
+        double dt = now() - tstart, dc = cpu_now() - cstart;
         double ms = dt * 1e3 / frames / streams, gf = 2 * macs * frames * streams / dt * 1e-9;
+        double cms = dc * 1e3 / frames / streams, cgf = 2 * macs * frames * streams / dc * 1e-9;
         double rms = 0;
         for (int64_t i = (int64_t)warm * fs; i < total * fs; i++) rms += (double)out[i] * out[i];
-        printf("threads %d, %d stream(s), chunk %d: %.2f ms per frame (RTF %.3f), %.1f GFLOP/s; measured FMA peak "
-               "%.0f GFLOP/s -> %.0f%% of peak (audio rms %.3g)\n",
-               threads[ti], streams, chunk, ms, ms / 80.0, gf, peak, peak > 0 ? 100 * gf / peak : 0,
-               sqrt(rms / (frames * fs)));
+        printf("threads %d, %d stream(s), chunk %d: wall %.2f ms per frame (RTF %.3f), %.1f GFLOP/s = %.0f%% of the "
+               "FMA peak measured now (%.0f GFLOP/s wall)\n"
+               "  cpu time %.2f ms per frame, %.1f GFLOP/s per busy core = %.0f%% of the per-core FMA peak (%.0f GFLOP/s "
+               "per cpu second)  [audio rms %.3g]\n",
+               threads[ti], streams, chunk, ms, ms / 80.0, gf, peak.wall > 0 ? 100 * gf / peak.wall : 0, peak.wall,
+               cms, cgf, peak.cpu > 0 ? 100 * cgf / peak.cpu : 0, peak.cpu, sqrt(rms / (frames * fs)));
         if (streams == 1) {
             printf("  per-stage ms/frame:");
             for (int i = 0; i < times.n; i++) printf(" %s %.2f", times.name[i], times.t[i] * 1e3 / frames);

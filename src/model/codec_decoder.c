@@ -22,9 +22,10 @@
 enum { MAX_STAGES = 8, N_RES = 3, RES_K = 7 };
 static const int64_t k_res_dilations[N_RES] = {1, 3, 9}; /* fixed by the architecture */
 
-/* A dense layer run time-major: y[m][:] = x[m][:K] * wt + bias, wt = W^T [K][N]. */
+/* A dense layer run time-major: y[m][:] = W x[m][:K] + bias (W packed for qtts_gemm). */
 typedef struct {
-    float *wt, *bias; /* bias [N] or NULL */
+    qtts_gemm_b w;
+    float *bias; /* [N] or NULL */
     int64_t K, N;
 } lin;
 
@@ -143,10 +144,11 @@ static float *load_vec(qtts_codec_decoder *d, const qtts_store *st, const char *
 
 /* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
 static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
-    l->wt = keep(d, qtts_malloc((size_t)(N * K) * sizeof(float), err), err);
-    if (!l->wt) return -1;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t k = 0; k < K; k++) l->wt[k * N + n] = w[n * K + k];
+    if (qtts_gemm_b_init(&l->w, w, N, K, err)) return -1;
+    if (!keep(d, l->w.p, err)) {
+        l->w.p = NULL;
+        return -1;
+    }
     l->bias = bias;
     l->K = K;
     l->N = N;
@@ -675,7 +677,7 @@ static int lin_run(qtts_codec_decoder *d, qtts_pool *pool, const lin *l, const f
                    qtts_err *err) {
     float *pack = ws(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
     if (!pack) return -1;
-    qtts_gemm(pool, M, l->N, l->K, x, l->K, l->wt, l->N, y, l->N, l->bias, 0, pack);
+    qtts_gemm(pool, M, x, l->K, &l->w, y, l->N, l->bias, 0, pack);
     return 0;
 }
 
