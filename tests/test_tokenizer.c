@@ -240,6 +240,12 @@ static void test_edge_cases(const qtts_tokenizer *tok) {
     EXPECT(tok, "日本語のテキスト、中文文本。한국어 텍스트", 101059, 102819, 15767, 56833, 61803, 70534, 5373, 104811,
            108704, 1773, 23573, 124785, 31079, 10764, 44104, 53189);
     EXPECT(tok, "Don't'S \xC5\xBF'\xC5\xBF", 8002, 944, 13272, 25917, 123, 6, 144815);
+    /* \s is Unicode White_Space as in the reference engines: U+0085 is
+     * whitespace, U+180E and U+FEFF are not (PCRE2's own \s disagrees). */
+    EXPECT(tok, "a\xE1\xA0\x8E" "b c", 64, 123970, 236, 65, 272);
+    EXPECT(tok, "a \xE1\xA0\x8E" "a", 64, 86089, 254, 236, 64);
+    EXPECT(tok, "a\xC2\x85" "b \xC2\x85\xC2\x85" "c", 64, 126, 227, 65, 2139, 227, 126, 227, 66);
+    EXPECT(tok, "x\xE3\x80\x80\xE3\x80\x80y\xEF\xBB\xBFz", 87, 22441, 22441, 88, 3225, 89);
     /* TTS added tokens are split out like the chat ones. */
     EXPECT(tok, "<tts_pad><tts_text_bos><tts_text_eod><tts_text_bos_single>", 151671, 151672, 151673, 151674);
 
