@@ -2,7 +2,8 @@
  * weight type at 1024x3072 and 3072x1024, n = 1 and n = 8 tokens, on 1 and 2
  * threads; "cache" reuses one matrix (L2/L3-resident), "dram" cycles through
  * distinct copies totalling > 64 MB so every call streams from memory.
- * Usage: bench_kernels [seconds-per-case] (QTTS_ISA caps the kernel family). */
+ * Usage: bench_kernels [seconds-per-case [type [threads]]]
+ * (QTTS_ISA caps the kernel family). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,11 +54,14 @@ static int make_copies(qtts_dtype type, int64_t rows, int64_t cols, int copies, 
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 0.25;
     if (!(secs > 0)) secs = 0.25;
+    const char *only_type = argc > 2 ? argv[2] : NULL;
+    int only_threads = argc > 3 ? atoi(argv[3]) : 0;
     const qtts_dtype types[] = {QTTS_F32, QTTS_BF16, QTTS_F16, QTTS_Q8_0, QTTS_Q4_K};
     const int64_t shapes[2][2] = {{1024, 3072}, {3072, 1024}};
     printf("kernel family: %s\n", qtts_isa_name(qtts_cpu_isa()));
     printf("%-5s %-10s %3s %2s %-5s %9s %8s %8s\n", "type", "shape", "thr", "n", "mem", "MB/mat", "GB/s", "GFLOP/s");
     for (int th = 1; th <= 2; th++) {
+        if (only_threads && th != only_threads) continue;
         qtts_err err = {{0}};
         qtts_pool *pool = qtts_pool_create(th, &err);
         if (!pool) {
@@ -65,6 +69,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            if (only_type && qtts_dtype_from_name(only_type) != types[ti]) continue;
             for (int si = 0; si < 2; si++) {
                 int64_t rows = shapes[si][0], cols = shapes[si][1];
                 size_t bytes = qtts_dtype_row_bytes(types[ti], cols) * (size_t)rows;
