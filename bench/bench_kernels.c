@@ -87,16 +87,16 @@ int main(int argc, char **argv) {
                     for (int mem = 0; mem < 2; mem++) {
                         int use = mem ? copies : 1;
                         qtts_linear(pool, &mats[0], NULL, x, n, y); /* warm-up */
-                        /* best of 3 timed runs: the machine is shared, take the least disturbed */
+                        /* best of 15 short timed runs: the machine is shared, take the least disturbed */
                         double per = 1e30, cpu_per = 1e30;
-                        for (int rep = 0; rep < 3; rep++) {
+                        for (int rep = 0; rep < 15; rep++) {
                             long iters = 0;
                             double t0 = now(), t1, c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
                             do {
                                 for (int k = 0; k < 8; k++, iters++)
                                     qtts_linear(pool, &mats[iters % use], NULL, x, n, y);
                                 t1 = now();
-                            } while (t1 - t0 < secs / 3);
+                            } while (t1 - t0 < secs / 15);
                             if ((t1 - t0) / (double)iters < per) per = (t1 - t0) / (double)iters;
                             double c = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / (double)iters;
                             if (c < cpu_per) cpu_per = c;

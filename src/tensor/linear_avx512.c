@@ -14,10 +14,6 @@ INLINE float hsum4(__m128 s) {
     return _mm_cvtss_f32(s);
 }
 
-INLINE float hsum8(__m256 v) {
-    return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
-}
-
 INLINE float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
 /* 16 weights of a float-like row as f32; lanes outside `m` are zero. */
@@ -125,8 +121,30 @@ INLINE void bf16dot_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-/* One Q8_0 block against nt tokens, accumulating into acc[0..nt). */
-INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m256 *acc) {
+/* Two consecutive Q8_0 blocks in one 512-bit vector (lanes 0-7: block b,
+ * 8-15: block b+1), so each instruction covers 64 weights. */
+INLINE void q8_0_block2(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b,
+                        __m512 *acc) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i idx01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)blk[0].qs)),
+                                    _mm256_loadu_si256((const __m256i *)blk[1].qs), 1);
+    __m512i aw = _mm512_abs_epi8(wq);
+    __mmask64 neg = _mm512_movepi8_mask(wq);
+    __m128i dh = _mm_cvtsi32_si128((int)((uint32_t)blk[0].d | ((uint32_t)blk[1].d << 16)));
+    __m512 dw = _mm512_permutexvar_ps(idx01, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
+    for (int t = 0; t < nt; t++) {
+        __m512i xq = _mm512_loadu_si512(a->q + (t0 + t) * a->cols + 32 * b);
+        __m512i sx = _mm512_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
+        __m512i p = _mm512_dpbusd_epi32(zero, aw, sx);
+        __m128 dx2 = _mm_castpd_ps(_mm_load_sd((const double *)(a->qd + (t0 + t) * a->nb + b)));
+        __m512 sc = _mm512_mul_ps(dw, _mm512_permutexvar_ps(idx01, _mm512_castps128_ps512(dx2)));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sc, acc[t]);
+    }
+}
+
+/* A single Q8_0 block (odd tail). */
+INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m512 *acc) {
     const __m256i zero = _mm256_setzero_si256();
     __m256i wq = _mm256_loadu_si256((const __m256i *)blk->qs);
     __m256i aw = _mm256_abs_epi8(wq);
@@ -134,25 +152,22 @@ INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0
     float dw = f16_to_f32(blk->d);
     for (int t = 0; t < nt; t++) {
         __m256i xq = _mm256_loadu_si256((const __m256i *)(a->q + (t0 + t) * a->cols + 32 * b));
-        __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
+        __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq);
         __m256i p = _mm256_dpbusd_epi32(zero, aw, sx);
-        __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t]);
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_zextps256_ps512(v)); /* upper lanes zero */
     }
 }
 
 INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
     const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
     const int64_t nb = a->nb;
-    __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
-    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    __m512 acc[QTTS_TILE_TOKENS];
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        q8_0_block(&wb[b], a, t0, nt, b, acc0);
-        q8_0_block(&wb[b + 1], a, t0, nt, b + 1, acc1);
-    }
-    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc0);
-    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
+    for (; b + 2 <= nb; b += 2) q8_0_block2(&wb[b], a, t0, nt, b, acc);
+    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc);
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
 INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
