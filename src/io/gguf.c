@@ -695,6 +695,7 @@ int qtts_gguf_write(const char *path, const qtts_store *st, const qtts_gguf_kv *
         free(tmp);
         return -1;
     }
+    (void)fchmod(fd, 0644); /* mkstemp makes 0600; a model file is normally world-readable */
     wr w = {fdopen(fd, "wb"), 0, 0};
     if (!w.f) {
         close(fd);
