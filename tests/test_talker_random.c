@@ -68,8 +68,9 @@ int main(void) {
                               .n_text_ids = 10, .speaker = i ? NULL : "ryan", .instruct_ids = i ? instr : NULL,
                               .n_instruct_ids = i ? 4 : 0, .non_streaming = -1};
         qtts_prompt p;
-        TEST_CHECK(qtts_prompt_build(m, pool, &s, &p, &err) == 0, "random %s prompt: %s", sizes[i], err.msg);
-        if (!err.msg[0]) {
+        int prc = qtts_prompt_build(m, pool, &s, &p, &err);
+        TEST_CHECK(prc == 0, "random %s prompt: %s", sizes[i], err.msg);
+        if (prc == 0) {
             int finite = 1;
             for (int64_t j = 0; j < p.n_rows * p.dim; j++) finite &= p.rows[j] == p.rows[j];
             TEST_CHECK(finite && p.dim == m->cfg.talker.hidden, "random %s prompt values", sizes[i]);
