@@ -106,7 +106,7 @@ static int codec_decode(int argc, char **argv) {
         }
     }
     qtts_sample_format fmt;
-    if (qtts_sample_format_parse(fmt_name, &fmt, NULL)) {
+    if (qtts_sample_format_parse(fmt_name, &fmt)) {
         cli_error("--sample-format: expected s16 or f32, got '%s'", fmt_name);
         return CLI_USAGE;
     }

@@ -324,8 +324,8 @@ int cmd_say(int argc, char **argv) {
         return CLI_USAGE;
     }
     qtts_sample_format sfmt;
-    if (qtts_sample_format_parse(sample_format, &sfmt, &qe)) {
-        cli_error("--sample-format: %s", qe.msg);
+    if (qtts_sample_format_parse(sample_format, &sfmt)) {
+        cli_error("--sample-format: expected s16 or f32, got '%s'", sample_format);
         free(chunks);
         free(text);
         return CLI_USAGE;

@@ -265,7 +265,13 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     const qtts_model_config *c = &e->talker->cfg;
     int32_t *text_ids = NULL, *instr_ids = NULL, *ref_ids = NULL;
     int n_text = 0, n_instr = 0, n_ref = 0, rc = -1;
-    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, s->text, &text_ids, &n_text, err)) goto done;
+    /* Leading line breaks would merge with the template's "\n" token and
+     * shift the positional slicing of the prompt (spec section 3): skip
+     * leading whitespace, which carries no speech. */
+    const char *text = s->text;
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
+    if (!*text) return qtts_fail(err, "the input text is only whitespace");
+    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err)) goto done;
     if (s->instruct && *s->instruct &&
         qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_INSTRUCT, s->instruct, &instr_ids, &n_instr, err))
         goto done;
