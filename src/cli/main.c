@@ -13,6 +13,7 @@ typedef struct {
 
 static const command commands[] = {
     {"say", cmd_say, "synthesize speech from text (file or streaming output)"},
+    {"quantize", cmd_quantize, "write a model as one quantized .gguf file (q8_0, q4_k, bf16, f32)"},
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
     {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
     {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},

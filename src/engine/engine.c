@@ -6,6 +6,7 @@
  * Requests join and leave at frame boundaries. Other jobs (voice extraction)
  * run between frames. Request threads only validate, enqueue and read. */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
+#include "io/model_pack.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -577,15 +579,41 @@ static void load_models(qtts_pool *pool, void *ctx) {
         }
     }
     const char *path = j->p->model_path;
-    e->talker = qtts_talker_model_load(path, &topt, &j->err);
-    if (!e->talker) return;
-    e->decoder = qtts_codec_decoder_open(path, &j->err);
-    if (!e->decoder) return;
-    e->tok = qtts_tok_load(path, &j->err);
-    if (!e->tok) return;
-    if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
-        e->cloner = clone_frontend_open(path, e->talker->store, &e->talker->cfg, &j->err);
-        if (!e->cloner) return;
+    size_t plen = strlen(path);
+    if (plen > 5 && !strcmp(path + plen - 5, ".gguf")) {
+        /* one-file model (qtts quantize): text files go to a private folder */
+        char tmp[PATH_MAX];
+        qtts_store *model_store = NULL;
+        if (qtts_model_unpack(path, tmp, sizeof tmp, &model_store, &e->codec_store, &j->err)) return;
+        qtts_model_config cfg;
+        qtts_generation_config gen;
+        qtts_codec_config cc;
+        char codec_dir[PATH_MAX + 32];
+        snprintf(codec_dir, sizeof codec_dir, "%s/speech_tokenizer", tmp);
+        int ok = !qtts_model_config_load(&cfg, tmp, &j->err) && !qtts_generation_config_load(&gen, tmp, &j->err) &&
+                 !qtts_codec_config_load(&cc, codec_dir, &j->err);
+        if (ok) {
+            e->talker = qtts_talker_model_from_store(model_store, &cfg, &gen, &topt, &j->err); /* owns the store */
+            model_store = NULL;
+            ok = e->talker && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, &j->err)) != NULL &&
+                 (e->tok = qtts_tok_load(tmp, &j->err)) != NULL;
+            if (ok && cfg.variant == QTTS_VARIANT_BASE)
+                ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, &j->err)) != NULL;
+        }
+        qtts_store_free(model_store);
+        qtts_pack_remove_dir(tmp);
+        if (!ok) return;
+    } else {
+        e->talker = qtts_talker_model_load(path, &topt, &j->err);
+        if (!e->talker) return;
+        e->decoder = qtts_codec_decoder_open(path, &j->err);
+        if (!e->decoder) return;
+        e->tok = qtts_tok_load(path, &j->err);
+        if (!e->tok) return;
+        if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
+            e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, &j->err);
+            if (!e->cloner) return;
+        }
     }
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
@@ -599,6 +627,7 @@ static void unload_models(qtts_pool *pool, void *ctx) {
     if (e->cloner) clone_frontend_free(e->cloner);
     qtts_tok_free(e->tok);
     qtts_codec_decoder_free(e->decoder);
+    qtts_store_free(e->codec_store); /* borrows the talker store's mapping (packed models) */
     qtts_talker_model_free(e->talker);
 }
 
