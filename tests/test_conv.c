@@ -127,6 +127,29 @@ int main(void) {
         free(m); free(xh); free(col); free(yt); free(bt);
     }
 
+    /* packed gemm (time-major layers): odd M, N not a multiple of the panel, bias row and full add */
+    {
+        int64_t shapes[][3] = {{1, 5, 3}, {4, 100, 64}, {9, 48, 7}, {16, 97, 130}, {3, 1, 1}};
+        for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+            int64_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2], lda = K + 2;
+            float *A = rand_buf(M * lda, &seed, 1), *W = rand_buf(N * K, &seed, 1), *bias = rand_buf(N, &seed, 1);
+            float *want = malloc(sizeof(float) * (size_t)(M * N)), *got = malloc(sizeof(float) * (size_t)(M * N));
+            float *pack = malloc(sizeof(float) * qtts_gemm_pack_size(M, K));
+            qtts_gemm_b B;
+            TEST_CHECK(qtts_gemm_b_init(&B, W, N, K, &err) == 0, "gemm b: %s", err.msg);
+            qtts_gemm_ref(M, N, K, A, lda, W, want, N, bias, 0);
+            qtts_gemm(pool, M, A, lda, &B, got, N, bias, 0, pack);
+            char what[64];
+            snprintf(what, sizeof what, "gemm %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+            TEST_NEAR(got, want, (size_t)(M * N), 1e-5 * (1 + sqrt((double)K)), what);
+            qtts_gemm_ref(M, N, K, A, lda, W, want, N, NULL, 0);
+            qtts_gemm(pool, M, A, lda, &B, got, N, NULL, 0, pack);
+            TEST_NEAR(got, want, (size_t)(M * N), 1e-5 * (1 + sqrt((double)K)), what);
+            qtts_gemm_b_free(&B);
+            free(A); free(W); free(bias); free(want); free(got); free(pack);
+        }
+    }
+
     /* depthwise time-major conv */
     {
         int64_t C = 10, T = 9, k = 7;

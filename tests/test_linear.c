@@ -55,6 +55,8 @@ static void make_mat(qtts_mat *m, qtts_dtype type, int64_t rows, int64_t cols, f
             break;
         default: qtts_quantize_row(type, s, d, cols); break;
         }
+        /* GGML allows -128 in Q8_0 (our quantizer never writes it): the sign tricks must handle it */
+        if (type == QTTS_Q8_0) ((qtts_block_q8_0 *)d)[0].qs[r % 32] = -128;
         qtts_err err;
         qtts_convert_to_f32(type, d, *deq + r * cols, cols, &err);
     }

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audio/audio_write.h"
+#include "audio/encoder.h"
 #include "cli/cli.h"
 #include "engine/executor.h"
 #include "io/rvq.h"
@@ -147,7 +147,7 @@ static int codec_decode(int argc, char **argv) {
     if (job.rc) {
         cli_error("%s", job.err.msg);
         rc = CLI_FAIL;
-    } else if (qtts_wav_write(out, job.audio, job.n_samples, (int)job.sample_rate, fmt, &err)) {
+    } else if (qtts_audio_write_file(out, NULL, fmt, job.audio, (size_t)job.n_samples, (int)job.sample_rate, 1, &err)) {
         cli_error("%s", err.msg);
         rc = CLI_FAIL;
     }

@@ -12,6 +12,7 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"say", cmd_say, "synthesize speech from text (file or streaming output)"},
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
     {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
     {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},

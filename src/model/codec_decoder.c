@@ -17,17 +17,22 @@
 #include <sys/stat.h>
 
 #include "tensor/conv.h"
-#include "tensor/linear.h"
 #include "tensor/ops.h"
 
 enum { MAX_STAGES = 8, N_RES = 3, RES_K = 7 };
 static const int64_t k_res_dilations[N_RES] = {1, 3, 9}; /* fixed by the architecture */
 
-/* A causal conv run time-major: y rows = im2col(x with history) * m^T + bias.
+/* A dense layer run time-major: y[m][:] = W x[m][:K] + bias (W packed for qtts_gemm). */
+typedef struct {
+    qtts_gemm_b w;
+    float *bias; /* [N] or NULL */
+    int64_t K, N;
+} lin;
+
+/* A causal conv run time-major: y rows = im2col(x with history) * wt + bias.
  * For a transposed conv each input row yields `mult` output rows. */
 typedef struct {
-    qtts_mat m;
-    float *bias;
+    lin l;
     int64_t c_in, c_out, k, dil, hist, mult;
 } tmconv;
 
@@ -36,7 +41,7 @@ typedef struct {
 } snake;
 
 typedef struct {
-    qtts_mat q, k, v, o, gate, up, down;
+    lin q, k, v, o, gate, up, down;
     float *in_norm, *post_norm, *ls_attn, *ls_mlp;
 } tlayer;
 
@@ -45,8 +50,7 @@ typedef struct {
     float *dw_wt, *dw_b; /* depthwise [k][L] (transposed), bias [L] */
     int64_t dw_k;
     float *ln_w, *ln_b, *gamma;
-    qtts_mat pw1, pw2;
-    float *pw1_b, *pw2_b;
+    lin pw1, pw2;
     int64_t inner;
 } upstage;
 
@@ -66,7 +70,7 @@ typedef struct {
 
 enum {
     WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_K, WS_V, WS_AO, WS_O, WS_G, WS_U,
-    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_CMB, WS_XP, WS_PH, WS_TMP, WS_COUNT
+    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_CMB, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_COUNT
 };
 
 struct qtts_codec_decoder {
@@ -76,10 +80,10 @@ struct qtts_codec_decoder {
     float rms_eps;
     double rope_theta;
     float *codebooks; /* [nq][cb][half], normalised */
-    qtts_mat p_first, p_rest;
+    lin p_first, p_rest;
     tmconv pre;
-    qtts_mat in_proj, out_proj;
-    float *in_proj_b, *out_proj_b, *norm_w;
+    lin in_proj, out_proj;
+    float *norm_w;
     tlayer *layers;
     upstage up[MAX_STAGES];
     tmconv dec0;
@@ -138,10 +142,37 @@ static float *load_vec(qtts_codec_decoder *d, const qtts_store *st, const char *
     return load_f32(d, st, name, 1, &n, err);
 }
 
-static int load_mat(const qtts_store *st, const char *name, int64_t rows, int64_t cols, qtts_mat *m, qtts_err *err) {
-    const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
+/* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
+static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
+    if (qtts_gemm_b_init(&l->w, w, N, K, err)) return -1;
+    if (!keep(d, l->w.p, err)) {
+        l->w.p = NULL;
+        return -1;
+    }
+    l->bias = bias;
+    l->K = K;
+    l->N = N;
+    return 0;
+}
+
+/* Linear weight `name` of shape [rows][cols] (-1 = any; extra trailing dims fold into cols if ndim 3). */
+static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *name, int ndim, const int64_t *shape,
+                    const char *bias_name, lin *l, qtts_err *err) {
+    const qtts_tensor *t = qtts_store_get(st, name, ndim, shape, err);
     if (!t) return -1;
-    return qtts_mat_from_tensor(m, t, QTTS_DTYPE_INVALID, err);
+    int64_t rows = t->shape[0], cols = qtts_tensor_numel(t) / (rows ? rows : 1);
+    float *b = NULL;
+    if (bias_name && !(b = load_vec(d, st, bias_name, rows, err))) return -1;
+    float *w = qtts_tensor_to_f32(t, err);
+    if (!w) return -1;
+    int rc = make_lin(d, w, rows, cols, b, l, err);
+    free(w);
+    return rc;
+}
+
+static int load_mat(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t rows, int64_t cols,
+                    lin *l, qtts_err *err) {
+    return load_lin(d, st, name, 2, (int64_t[]){rows, cols}, NULL, l, err);
 }
 
 static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t C, snake *s,
@@ -166,11 +197,10 @@ static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *p
 static int load_tmconv(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t c_out, int64_t c_in,
                        int64_t k, int64_t dil, tmconv *c, qtts_err *err) {
     char n[256];
+    char bn[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
-    const qtts_tensor *t = qtts_store_get3(st, n, c_out, c_in, k, err);
-    if (!t || qtts_mat_from_tensor(&c->m, t, QTTS_DTYPE_INVALID, err)) return -1;
-    snprintf(n, sizeof n, "%s.bias", prefix);
-    if (!(c->bias = load_vec(d, st, n, c_out, err))) return -1;
+    snprintf(bn, sizeof bn, "%s.bias", prefix);
+    if (load_lin(d, st, n, 3, (int64_t[]){c_out, c_in, k}, bn, &c->l, err)) return -1;
     c->c_in = c_in;
     c->c_out = c_out;
     c->k = k;
@@ -191,14 +221,17 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     float *b = load_vec(d, st, n, c_out, err);
     if (!b) return -1;
     int64_t taps = 0;
-    float *m = keep(d, qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err), err);
+    float *m = qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err);
     if (!m) return -1;
     float *bt = keep(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
-    if (!bt) return -1;
+    if (!bt) {
+        free(m);
+        return -1;
+    }
     for (int64_t j = 0; j < s; j++) memcpy(bt + j * c_out, b, (size_t)c_out * sizeof(float));
-    c->m = (qtts_mat){.type = QTTS_F32, .rows = s * c_out, .cols = c_in * taps,
-                      .row_bytes = (size_t)(c_in * taps) * sizeof(float), .data = m};
-    c->bias = bt;
+    int rc = make_lin(d, m, s * c_out, c_in * taps, bt, &c->l, err);
+    free(m);
+    if (rc) return -1;
     c->c_in = c_in;
     c->c_out = c_out;
     c->k = taps;
@@ -292,22 +325,20 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
         free(e);
         free(u);
     }
-    {
-        const qtts_tensor *t1 = qtts_store_get3(st, "decoder.quantizer.rvq_first.output_proj.weight", d->cd, d->half, 1, err);
-        if (!t1 || qtts_mat_from_tensor(&d->p_first, t1, QTTS_DTYPE_INVALID, err)) return -1;
-        const qtts_tensor *t2 = qtts_store_get3(st, "decoder.quantizer.rvq_rest.output_proj.weight", d->cd, d->half, 1, err);
-        if (!t2 || qtts_mat_from_tensor(&d->p_rest, t2, QTTS_DTYPE_INVALID, err)) return -1;
-    }
+    if (load_lin(d, st, "decoder.quantizer.rvq_first.output_proj.weight", 3, (int64_t[]){d->cd, d->half, 1}, NULL,
+                 &d->p_first, err) ||
+        load_lin(d, st, "decoder.quantizer.rvq_rest.output_proj.weight", 3, (int64_t[]){d->cd, d->half, 1}, NULL,
+                 &d->p_rest, err))
+        return -1;
 
     if (load_tmconv(d, st, "decoder.pre_conv.conv", d->L, d->cd, 3, 1, &d->pre, err)) return -1;
 
-    if (load_mat(st, "decoder.pre_transformer.input_proj.weight", d->Hd, d->L, &d->in_proj, err) ||
-        load_mat(st, "decoder.pre_transformer.output_proj.weight", d->L, d->Hd, &d->out_proj, err))
+    if (load_lin(d, st, "decoder.pre_transformer.input_proj.weight", 2, (int64_t[]){d->Hd, d->L},
+                 "decoder.pre_transformer.input_proj.bias", &d->in_proj, err) ||
+        load_lin(d, st, "decoder.pre_transformer.output_proj.weight", 2, (int64_t[]){d->L, d->Hd},
+                 "decoder.pre_transformer.output_proj.bias", &d->out_proj, err))
         return -1;
-    if (!(d->in_proj_b = load_vec(d, st, "decoder.pre_transformer.input_proj.bias", d->Hd, err)) ||
-        !(d->out_proj_b = load_vec(d, st, "decoder.pre_transformer.output_proj.bias", d->L, err)) ||
-        !(d->norm_w = load_vec(d, st, "decoder.pre_transformer.norm.weight", d->Hd, err)))
-        return -1;
+    if (!(d->norm_w = load_vec(d, st, "decoder.pre_transformer.norm.weight", d->Hd, err))) return -1;
     d->layers = keep(d, qtts_calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *d->layers, err), err);
     if (!d->layers) return -1;
     int64_t qd = d->nh * d->hd, kvd = d->nkv * d->hd;
@@ -317,7 +348,7 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
         snprintf(p, sizeof p, "decoder.pre_transformer.layers.%lld", (long long)l);
 #define LMAT(field, sub, r, c)                                    \
     snprintf(n, sizeof n, "%s.%s.weight", p, sub);                \
-    if (load_mat(st, n, r, c, &ly->field, err)) return -1;
+    if (load_mat(d, st, n, r, c, &ly->field, err)) return -1;
 #define LVEC(field, sub)                                          \
     snprintf(n, sizeof n, "%s.%s", p, sub);                       \
     if (!(ly->field = load_vec(d, st, n, d->Hd, err))) return -1;
@@ -363,14 +394,15 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
         UVEC(ln_w, "norm.weight", d->L)
         UVEC(ln_b, "norm.bias", d->L)
         UVEC(gamma, "gamma", d->L)
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv1.weight", (long long)u);
-        if (load_mat(st, n, -1, d->L, &us->pw1, err)) return -1;
-        us->inner = us->pw1.rows;
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv2.weight", (long long)u);
-        if (load_mat(st, n, d->L, us->inner, &us->pw2, err)) return -1;
-        UVEC(pw1_b, "pwconv1.bias", us->inner)
-        UVEC(pw2_b, "pwconv2.bias", d->L)
 #undef UVEC
+        char bn[256];
+        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv1.weight", (long long)u);
+        snprintf(bn, sizeof bn, "decoder.upsample.%lld.1.pwconv1.bias", (long long)u);
+        if (load_lin(d, st, n, 2, (int64_t[]){-1, d->L}, bn, &us->pw1, err)) return -1;
+        us->inner = us->pw1.N;
+        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv2.weight", (long long)u);
+        snprintf(bn, sizeof bn, "decoder.upsample.%lld.1.pwconv2.bias", (long long)u);
+        if (load_lin(d, st, n, 2, (int64_t[]){d->L, us->inner}, bn, &us->pw2, err)) return -1;
     }
 
     {
@@ -471,22 +503,6 @@ qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
 
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     if (!d) return;
-    qtts_mat_free(&d->p_first);
-    qtts_mat_free(&d->p_rest);
-    qtts_mat_free(&d->pre.m);
-    qtts_mat_free(&d->in_proj);
-    qtts_mat_free(&d->out_proj);
-    if (d->layers)
-        for (int64_t l = 0; l < d->n_layers; l++) {
-            tlayer *ly = &d->layers[l];
-            qtts_mat *ms[] = {&ly->q, &ly->k, &ly->v, &ly->o, &ly->gate, &ly->up, &ly->down};
-            for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) qtts_mat_free(ms[i]);
-        }
-    for (int u = 0; u < MAX_STAGES; u++) {
-        qtts_mat_free(&d->up[u].pw1);
-        qtts_mat_free(&d->up[u].pw2);
-    }
-    qtts_mat_free(&d->dec0.m);
     for (int b = 0; b < MAX_STAGES; b++) {
         qtts_conv_free(&d->blk[b].tconv_cm);
         for (int r = 0; r < N_RES; r++) {
@@ -519,11 +535,11 @@ double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
     int64_t spf = 1;
     for (int64_t u = 0; u < d->n_up; u++) {
         const upstage *us = &d->up[u];
-        m += (double)spf * us->tconv.m.rows * us->tconv.m.cols;
+        m += (double)spf * us->tconv.l.N * us->tconv.l.K;
         spf *= us->tconv.mult;
         m += (double)spf * (d->L * us->dw_k + 2.0 * d->L * us->inner);
     }
-    m += (double)spf * d->dec0.m.rows * d->dec0.m.cols;
+    m += (double)spf * d->dec0.l.N * d->dec0.l.K;
     for (int64_t b = 0; b < d->n_blk; b++) {
         const dblock *bk = &d->blk[b];
         m += (double)spf * bk->in * bk->out * (bk->tm ? bk->tconv_tm.k : bk->tconv_cm.k) * bk->rate;
@@ -657,6 +673,14 @@ static void emit_cm(qtts_codec_stream *s, const char *stage, const float *x, int
     if (s->dbg) s->dbg(s->dbg_ctx, stage, x, C, n, ld, 1);
 }
 
+static int lin_run(qtts_codec_decoder *d, qtts_pool *pool, const lin *l, const float *x, int64_t M, float *y,
+                   qtts_err *err) {
+    float *pack = ws(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
+    if (!pack) return -1;
+    qtts_gemm(pool, M, x, l->K, &l->w, y, l->N, l->bias, 0, pack);
+    return 0;
+}
+
 /* Time-major causal conv over the stacked rows of several streams: rows[i]
  * input rows of stream i (from x, c_in floats each), hists[i] its history. */
 static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, float *const *hists,
@@ -666,10 +690,7 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
         N += rows[i];
         mx = rows[i] > mx ? rows[i] : mx;
     }
-    if (c->hist == 0 && c->k == 1) {
-        qtts_linear(pool, &c->m, c->bias, x, N, y);
-        return 0;
-    }
+    if (c->hist == 0 && c->k == 1) return lin_run(d, pool, &c->l, x, N, y, err);
     int64_t cols = c->c_in * c->k;
     float *col = ws(d, WS_COL, N * cols, err), *tmp = ws(d, WS_HTMP, (c->hist + mx) * c->c_in, err);
     if (!col || !tmp) return -1;
@@ -682,8 +703,7 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
         memcpy(hists[i], tmp + rows[i] * c->c_in, hb);
         off += rows[i];
     }
-    qtts_linear(pool, &c->m, c->bias, col, N, y);
-    return 0;
+    return lin_run(d, pool, &c->l, col, N, y, err);
 }
 
 /* The transformer over the stacked rows x [N][L] -> y [N][L]. */
@@ -696,13 +716,13 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
     if (!X || !Hn || !Q || !K || !V || !AO || !O || !G || !Up) return -1;
     for (int i = 0; i < ns; i++)
         if (kv_reserve(S[i], d->W - 1 + F[i], err)) return -1;
-    qtts_linear(pool, &d->in_proj, d->in_proj_b, in, N, X);
+    if (lin_run(d, pool, &d->in_proj, in, N, X, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         const tlayer *ly = &d->layers[l];
         qtts_rmsnorm(pool, X, ly->in_norm, N, Hd, d->rms_eps, Hn);
-        qtts_linear(pool, &ly->q, NULL, Hn, N, Q);
-        qtts_linear(pool, &ly->k, NULL, Hn, N, K);
-        qtts_linear(pool, &ly->v, NULL, Hn, N, V);
+        if (lin_run(d, pool, &ly->q, Hn, N, Q, err) || lin_run(d, pool, &ly->k, Hn, N, K, err) ||
+            lin_run(d, pool, &ly->v, Hn, N, V, err))
+            return -1;
         for (int i = 0; i < ns; i++) {
             qtts_codec_stream *s = S[i];
             float *q = Q + roff[i] * qd, *k = K + roff[i] * kvd, *v = V + roff[i] * kvd;
@@ -720,14 +740,13 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
             memmove(s->kc[l], s->kc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
             memmove(s->vc[l], s->vc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
         }
-        qtts_linear(pool, &ly->o, NULL, AO, N, O);
+        if (lin_run(d, pool, &ly->o, AO, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_attn[c] * O[r * Hd + c];
         qtts_rmsnorm(pool, X, ly->post_norm, N, Hd, d->rms_eps, Hn);
-        qtts_linear(pool, &ly->gate, NULL, Hn, N, G);
-        qtts_linear(pool, &ly->up, NULL, Hn, N, Up);
+        if (lin_run(d, pool, &ly->gate, Hn, N, G, err) || lin_run(d, pool, &ly->up, Hn, N, Up, err)) return -1;
         qtts_swiglu(G, Up, N * d->I);
-        qtts_linear(pool, &ly->down, NULL, G, N, O);
+        if (lin_run(d, pool, &ly->down, G, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_mlp[c] * O[r * Hd + c];
     }
@@ -738,8 +757,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         s->pos += F[i];
     }
     qtts_rmsnorm(pool, X, d->norm_w, N, Hd, d->rms_eps, Hn);
-    qtts_linear(pool, &d->out_proj, d->out_proj_b, Hn, N, y);
-    return 0;
+    return lin_run(d, pool, &d->out_proj, Hn, N, y, err);
 }
 
 /* ConvNeXt block in place on x [rows][L] (stacked streams). */
@@ -763,9 +781,9 @@ static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, q
         off += rows[i];
     }
     qtts_layernorm(pool, dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
-    qtts_linear(pool, &us->pw1, us->pw1_b, dw, N, p1);
+    if (lin_run(d, pool, &us->pw1, dw, N, p1, err)) return -1;
     qtts_gelu_erf(p1, N * us->inner);
-    qtts_linear(pool, &us->pw2, us->pw2_b, p1, N, dw);
+    if (lin_run(d, pool, &us->pw2, p1, N, dw, err)) return -1;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < L; c++) x[r * L + c] += us->gamma[c] * dw[r * L + c];
     return 0;
@@ -858,8 +876,7 @@ static int step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const
                 for (int64_t k = 0; k < half; k++) ar[k] += e[k];
             }
         }
-    qtts_linear(pool, &d->p_first, NULL, A0, N, Z);
-    qtts_linear(pool, &d->p_rest, NULL, AR, N, Z2);
+    if (lin_run(d, pool, &d->p_first, A0, N, Z, err) || lin_run(d, pool, &d->p_rest, AR, N, Z2, err)) return -1;
     for (int64_t k = 0; k < N * cd; k++) Z[k] += Z2[k];
     for (int i = 0; i < ns; i++) emit_tm(S[i], "rvq_out", Z + roff[i] * cd, cd, F[i]);
 

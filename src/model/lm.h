@@ -19,6 +19,10 @@
 
 typedef struct {
     qtts_mat q, k, v, o, gate, up, down;
+    /* When the weights were converted at load (owned storage), q|k|v and
+     * gate|up are stored as one matrix each so a step makes one call (and one
+     * pool dispatch) per group; q/k/v/gate/up are then views into them. */
+    qtts_mat qkv, gate_up;
     float *in_norm, *post_norm, *q_norm, *k_norm;
 } qtts_lm_layer;
 
@@ -52,7 +56,7 @@ void qtts_kv_free(qtts_kv_cache *c);
  * (one per thread of control; not shared between concurrent forwards). */
 typedef struct {
     int64_t rows_cap, dim_cap[4];
-    float *x, *h, *q, *k, *v, *att, *gate, *up;
+    float *x, *h, *q, *k, *v, *att, *gate, *up, *fused;
 } qtts_lm_work;
 
 void qtts_lm_work_free(qtts_lm_work *w);

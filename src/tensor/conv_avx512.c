@@ -35,14 +35,14 @@ CONV_TILE_512(1)
 CONV_TILE_512(2)
 CONV_TILE_512(3)
 
-void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                           float *y, int64_t ldy, const float *add, int64_t ldadd) {
+void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd) {
     const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
     int nv = (int)((nt + 15) / 16);
     int rem = (int)(nt - 16 * (nv - 1));
     __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
     __m512 acc[QTTS_CONV_MR][3];
-    const float *xt = x + t0;
+    const float *xt = x;
     if (nv == 3)
         tile512_3(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
     else if (nv == 2)
@@ -53,8 +53,8 @@ void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int
         int64_t row = rb * QTTS_CONV_MR + r;
         if (row >= cv->c_out) break;
         __m512 b = _mm512_set1_ps(cv->bias[row]);
-        float *yr = y + row * ldy + t0;
-        const float *ar = add ? add + row * ldadd + t0 : NULL;
+        float *yr = y + row * ldy;
+        const float *ar = add ? add + row * ldadd : NULL;
         for (int v = 0; v < nv; v++) {
             __mmask16 m = v == nv - 1 ? mlast : (__mmask16)0xFFFF;
             __m512 o = _mm512_add_ps(acc[r][v], b);
