@@ -48,7 +48,7 @@ INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t 
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-/* QTTS_DENSE_ROWS rows x nt tokens at once: each x vector load feeds 4 rows,
+/* DENSE_ROWS rows x nt tokens at once: each x vector load feeds 4 rows,
  * each weight vector 4 tokens (16 accumulators), which keeps batched calls
  * off the L2 bandwidth limit. out[rr * QTTS_TILE_TOKENS + t]. */
 enum { DENSE_ROWS = 4 };
