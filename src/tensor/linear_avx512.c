@@ -48,7 +48,7 @@ INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t 
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-/* QTTS_DENSE_ROWS rows x nt tokens at once: each x vector load feeds 4 rows,
+/* DENSE_ROWS rows x nt tokens at once: each x vector load feeds 4 rows,
  * each weight vector 4 tokens (16 accumulators), which keeps batched calls
  * off the L2 bandwidth limit. out[rr * QTTS_TILE_TOKENS + t]. */
 enum { DENSE_ROWS = 4 };
@@ -137,7 +137,7 @@ INLINE void q8_0_block2(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t
         __m512i xq = _mm512_loadu_si512(a->q + (t0 + t) * a->cols + 32 * b);
         __m512i sx = _mm512_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
         __m512i p = _mm512_dpbusd_epi32(zero, aw, sx);
-        __m128 dx2 = _mm_castpd_ps(_mm_load_sd((const double *)(a->qd + (t0 + t) * a->nb + b)));
+        __m128 dx2 = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(a->qd + (t0 + t) * a->nb + b)));
         __m512 sc = _mm512_mul_ps(dw, _mm512_permutexvar_ps(idx01, _mm512_castps128_ps512(dx2)));
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sc, acc[t]);
     }
