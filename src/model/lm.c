@@ -23,6 +23,19 @@ static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t
 /* Stacks owned matrices of one type and width into one (see qtts_lm_layer). */
 static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     memset(out, 0, sizeof *out);
+    /* zero-copy when the parts are views lying back to back (e.g. a file written in q,k,v order) */
+    int adjacent = 1;
+    for (int i = 0; i < n; i++)
+        adjacent &= !parts[i]->owned && parts[i]->type == parts[0]->type && parts[i]->cols == parts[0]->cols &&
+                    (i == 0 || (const char *)parts[i]->data ==
+                                   (const char *)parts[i - 1]->data + parts[i - 1]->row_bytes * (size_t)parts[i - 1]->rows);
+    if (adjacent) {
+        int64_t rows = 0;
+        for (int i = 0; i < n; i++) rows += parts[i]->rows;
+        *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols,
+                          .row_bytes = parts[0]->row_bytes, .data = parts[0]->data};
+        return 0;
+    }
     for (int i = 0; i < n; i++)
         if (!parts[i]->owned || parts[i]->type != parts[0]->type || parts[i]->cols != parts[0]->cols) return 0;
     int64_t rows = 0;

@@ -19,9 +19,10 @@
 
 typedef struct {
     qtts_mat q, k, v, o, gate, up, down;
-    /* When the weights were converted at load (owned storage), q|k|v and
-     * gate|up are stored as one matrix each so a step makes one call (and one
-     * pool dispatch) per group; q/k/v/gate/up are then views into them. */
+    /* q|k|v and gate|up as one matrix each, so a step makes one call (one
+     * pool dispatch, one activation pack) per group: when the weights were
+     * converted at load (owned; q/k/v/gate/up become views into the stack) or
+     * when the checkpoint views already lie back to back (zero-copy). */
     qtts_mat qkv, gate_up;
     float *in_norm, *post_norm, *q_norm, *k_norm;
 } qtts_lm_layer;

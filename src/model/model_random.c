@@ -1,6 +1,7 @@
 #include "model/model_random.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,65 +88,87 @@ static uint64_t name_seed(uint64_t seed, const char *name) {
     return h;
 }
 
-/* rows x cols with entries U(-a, a) (+ offset), stored as type t. */
-static int add_random(qtts_store *st, const char *name, qtts_dtype t, int64_t rows, int64_t cols, float a, float offset,
-                      uint64_t seed, qtts_err *err) {
+/* Fills rows x cols with entries U(-a, a) (+ offset), stored as type t at buf. */
+static int fill_random(char *buf, const char *name, qtts_dtype t, int64_t rows, int64_t cols, float a, float offset,
+                       uint64_t seed, qtts_err *err) {
     size_t rb = qtts_dtype_row_bytes(t, cols);
-    if (!rb) return qtts_fail(err, "random model: %s: %lld columns do not fit %s blocks", name, (long long)cols, qtts_dtype_name(t));
-    char *buf = qtts_malloc(rb * (size_t)rows, err);
-    float *row = qtts_malloc((size_t)cols * sizeof(float), err);
-    if (!buf || !row) {
-        free(buf);
-        free(row);
-        return -1;
-    }
     rng r = {name_seed(seed, name)};
     if (t == QTTS_Q8_0 || t == QTTS_Q4_K) {
         /* Quantized blocks straight from random bytes (quantizing f32 rows
          * at this size takes minutes): values span about [-a, a]. */
-        uint64_t *w64 = (uint64_t *)(void *)buf;
         size_t n64 = rb * (size_t)rows / 8;
         for (size_t i = 0; i < n64; i++) {
             uint64_t z = (r.s += 0x9E3779B97F4A7C15ull);
             z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
             z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            w64[i] = z ^ (z >> 31);
+            z ^= z >> 31;
+            memcpy(buf + 8 * i, &z, 8);
         }
         size_t bb = qtts_dtype_block_bytes(t), nb = rb * (size_t)rows / bb;
-        for (size_t b = 0; b < nb; b++) {
-            char *blk = buf + b * bb;
-            if (t == QTTS_Q8_0) {
-                qtts_block_q8_0 *q = (qtts_block_q8_0 *)(void *)blk;
-                q->d = qtts_f32_to_f16(a / 127.0f);
-            } else {
-                qtts_block_q4_k *q = (qtts_block_q4_k *)(void *)blk;
-                q->d = qtts_f32_to_f16(2.0f * a / (63.0f * 15.0f));
-                q->dmin = qtts_f32_to_f16(a / 63.0f);
+        for (size_t i = 0; i < nb; i++) {
+            char *blk = buf + i * bb;
+            uint16_t d = qtts_f32_to_f16(t == QTTS_Q8_0 ? a / 127.0f : 2.0f * a / (63.0f * 15.0f));
+            uint16_t dmin = qtts_f32_to_f16(a / 63.0f);
+            if (t == QTTS_Q8_0) memcpy(blk + offsetof(qtts_block_q8_0, d), &d, 2);
+            else {
+                memcpy(blk + offsetof(qtts_block_q4_k, d), &d, 2);
+                memcpy(blk + offsetof(qtts_block_q4_k, dmin), &dmin, 2);
             }
         }
-        free(row);
-        int64_t shape[2] = {rows, cols};
-        return qtts_store_add(st, name, t, 2, shape, buf, 1, err);
+        return 0;
     }
+    float *row = qtts_malloc((size_t)cols * sizeof(float), err);
+    if (!row) return -1;
     for (int64_t i = 0; i < rows; i++) {
         for (int64_t j = 0; j < cols; j++) row[j] = offset + rnd(&r, a);
         char *dst = buf + (size_t)i * rb;
         switch (t) {
         case QTTS_F32: memcpy(dst, row, (size_t)cols * sizeof(float)); break;
         case QTTS_BF16:
-            for (int64_t j = 0; j < cols; j++) ((uint16_t *)dst)[j] = qtts_f32_to_bf16(row[j]);
+            for (int64_t j = 0; j < cols; j++) ((uint16_t *)(void *)dst)[j] = qtts_f32_to_bf16(row[j]);
             break;
         case QTTS_F16:
-            for (int64_t j = 0; j < cols; j++) ((uint16_t *)dst)[j] = qtts_f32_to_f16(row[j]);
+            for (int64_t j = 0; j < cols; j++) ((uint16_t *)(void *)dst)[j] = qtts_f32_to_f16(row[j]);
             break;
         default: qtts_quantize_row(t, row, dst, cols); break;
         }
     }
     free(row);
-    int64_t shape[2] = {rows, cols};
-    int nd = rows == 1 ? 1 : 2;
-    if (nd == 1) shape[0] = cols;
-    return qtts_store_add(st, name, t, nd, shape, buf, 1, err);
+    return 0;
+}
+
+/* n matrices of one type and width in ONE buffer, back to back (the first
+ * tensor owns it), so the loader can use them as one stacked matrix. rows[i]
+ * == 1 with n == 1 makes a vector. */
+static int add_group(qtts_store *st, const char *const *names, const int64_t *rows, int n, qtts_dtype t, int64_t cols,
+                     float a, float offset, uint64_t seed, qtts_err *err) {
+    size_t rb = qtts_dtype_row_bytes(t, cols), total = 0;
+    if (!rb) return qtts_fail(err, "random model: %s: %lld columns do not fit %s blocks", names[0], (long long)cols,
+                              qtts_dtype_name(t));
+    for (int i = 0; i < n; i++) total += rb * (size_t)rows[i];
+    char *buf = qtts_malloc(total, err);
+    if (!buf) return -1;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        if (fill_random(buf + off, names[i], t, rows[i], cols, a, offset, seed, err)) {
+            if (i == 0) free(buf);
+            return -1;
+        }
+        int64_t shape[2] = {rows[i], cols};
+        int vec = n == 1 && rows[i] == 1;
+        if (vec) shape[0] = cols;
+        if (qtts_store_add(st, names[i], t, vec ? 1 : 2, shape, buf + off, i == 0, err)) {
+            if (i == 0) free(buf);
+            return -1;
+        }
+        off += rb * (size_t)rows[i];
+    }
+    return 0;
+}
+
+static int add_random(qtts_store *st, const char *name, qtts_dtype t, int64_t rows, int64_t cols, float a, float offset,
+                      uint64_t seed, qtts_err *err) {
+    return add_group(st, &name, &rows, 1, t, cols, a, offset, seed, err);
 }
 
 static int add_lm(qtts_store *st, const char *prefix, const qtts_lm_config *c, qtts_dtype wt, uint64_t seed, qtts_err *err) {
@@ -154,12 +177,17 @@ static int add_lm(qtts_store *st, const char *prefix, const qtts_lm_config *c, q
     const float aD = sqrtf(3.0f / (float)D), aq = sqrtf(3.0f / (float)qd), aI = sqrtf(3.0f / (float)I);
     for (int64_t l = 0; l < c->layers; l++) {
 #define N(s) (snprintf(n, sizeof n, "%slayers.%lld.%s", prefix, (long long)l, s), n)
-        if (add_random(st, N("self_attn.q_proj.weight"), wt, qd, D, aD, 0, seed, err) ||
-            add_random(st, N("self_attn.k_proj.weight"), wt, kvd, D, aD, 0, seed, err) ||
-            add_random(st, N("self_attn.v_proj.weight"), wt, kvd, D, aD, 0, seed, err) ||
+        char qn[200], kn[200], vn[200], gn[200], un[200];
+        snprintf(qn, sizeof qn, "%s", N("self_attn.q_proj.weight"));
+        snprintf(kn, sizeof kn, "%s", N("self_attn.k_proj.weight"));
+        snprintf(vn, sizeof vn, "%s", N("self_attn.v_proj.weight"));
+        snprintf(gn, sizeof gn, "%s", N("mlp.gate_proj.weight"));
+        snprintf(un, sizeof un, "%s", N("mlp.up_proj.weight"));
+        const char *qkv[3] = {qn, kn, vn}, *gu[2] = {gn, un};
+        const int64_t qkv_rows[3] = {qd, kvd, kvd}, gu_rows[2] = {I, I};
+        if (add_group(st, qkv, qkv_rows, 3, wt, D, aD, 0, seed, err) ||
             add_random(st, N("self_attn.o_proj.weight"), wt, D, qd, aq, 0, seed, err) ||
-            add_random(st, N("mlp.gate_proj.weight"), wt, I, D, aD, 0, seed, err) ||
-            add_random(st, N("mlp.up_proj.weight"), wt, I, D, aD, 0, seed, err) ||
+            add_group(st, gu, gu_rows, 2, wt, D, aD, 0, seed, err) ||
             add_random(st, N("mlp.down_proj.weight"), wt, D, I, aI, 0, seed, err) ||
             add_random(st, N("input_layernorm.weight"), QTTS_F32, 1, D, 0.1f, 1, seed, err) ||
             add_random(st, N("post_attention_layernorm.weight"), QTTS_F32, 1, D, 0.1f, 1, seed, err) ||
