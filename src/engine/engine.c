@@ -134,9 +134,8 @@ static int request_mode(const qtts_engine *e, const qtts_request *r, qtts_mode *
         return 0;
     case QTTS_VARIANT_BASE:
         if (!r->voice) return set_err(err, es, "this Base model clones a voice: give reference audio (or a registered voice)"), -1;
+        /* A voice without codes or transcript clones from its x-vector alone. */
         if (r->x_vector_only || !r->voice->codes || !r->voice->n_frames || !r->voice->ref_text) {
-            if (!r->x_vector_only && r->voice->n_frames && !r->voice->ref_text)
-                return set_err(err, es, "in-context cloning needs the reference transcript (ref_text), or use x-vector-only mode"), -1;
             *mode = QTTS_MODE_CLONE_XVEC;
         } else {
             *mode = QTTS_MODE_CLONE_ICL;
