@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "audio/encoder.h"
 #include "io/rvq.h"
 #include "io/spk.h"
 #include "support/npy.h"
@@ -78,6 +79,38 @@ int main(void) {
         npy_free(&codes);
     } else {
         TEST_CHECK(0, "missing ICL fixtures");
+    }
+
+    /* qtts codec encode: the golden input wave as a float WAV -> .rvq == enc_codes */
+    npy_array wave, enc;
+    if (npy_load_fixture("input_wave_1p5s", &wave) == 0 && npy_load_fixture("enc_codes", &enc) == 0) {
+        char wav_path[700], enc_path[700];
+        snprintf(wav_path, sizeof wav_path, "%s/in.wav", dir);
+        snprintf(enc_path, sizeof enc_path, "%s/in.rvq", dir);
+        TEST_CHECK(qtts_audio_write_file(wav_path, "wav", QTTS_SAMPLE_F32, wave.f, (size_t)wave.numel, 24000, 1, &err) == 0,
+                   "write wav: %s", err.msg);
+        golden_path(model, sizeof model, "Qwen3-TTS-12Hz-0.6B-Base-tiny");
+        snprintf(cmd, sizeof cmd, "%s codec encode %s -o %s -m %s 2>/dev/null", QTTS_BINARY, wav_path, enc_path, model);
+        TEST_CHECK(run(cmd) == 0, "codec encode failed: %s", cmd);
+        int32_t *codes = NULL;
+        int64_t T = 0;
+        TEST_CHECK(qtts_rvq_read(enc_path, 16, 2048, &codes, &T, &err) == 0, "read rvq: %s", err.msg);
+        int64_t want_frames = enc.ndim == 2 ? (enc.shape[1] == 16 ? enc.shape[0] : enc.shape[1]) : 0;
+        TEST_CHECK(T == want_frames, "encode: %lld frames, want %lld", (long long)T, (long long)want_frames);
+        if (codes && T == want_frames) {
+            /* the fixture may be [F][16] or [16][F]; compare frame-major */
+            int32_t *fm = malloc((size_t)(T * 16) * sizeof *fm);
+            for (int64_t t = 0; fm && t < T; t++)
+                for (int q = 0; q < 16; q++)
+                    fm[t * 16 + q] = enc.shape[1] == 16 ? enc.i[t * 16 + q] : enc.i[q * T + t];
+            if (fm) TEST_EQUAL_I32(codes, fm, (size_t)(T * 16), "qtts codec encode == enc_codes");
+            free(fm);
+        }
+        free(codes);
+        npy_free(&wave);
+        npy_free(&enc);
+    } else {
+        TEST_CHECK(0, "missing encoder fixtures");
     }
 
     /* usage errors exit 2, model errors exit 1, with one line */

@@ -1,6 +1,6 @@
 /* qtts codec decode|encode: the speech tokenizer on its own.
  *   decode: .rvq codes -> WAV (exact streaming decode, or the reference's chunked decode)
- *   encode: WAV -> .rvq (not implemented yet; codec_encode below is its slot) */
+ *   encode: audio -> .rvq (+ .spk), in cmd_codec_encode.c */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,7 @@ static void codec_usage(FILE *out) {
     fprintf(out,
             "usage: qtts codec decode IN.rvq -o OUT.wav [-m MODEL] [--sample-format s16|f32]\n"
             "                         [--official-chunking] [--threads N]\n"
-            "       qtts codec encode IN.wav -o OUT.rvq [-m MODEL]   (not available yet)\n\n"
+            "       qtts codec encode IN -o OUT.rvq [--spk OUT.spk] [-m MODEL]\n\n"
             "  -m, --model PATH      model folder containing speech_tokenizer/, or the tokenizer folder\n"
             "                        (default: $QTTS_MODEL)\n"
             "  -o, --output PATH     output file\n"
@@ -155,21 +155,13 @@ static int codec_decode(int argc, char **argv) {
     return rc;
 }
 
-/* Slot for the speech-tokenizer encoder (audio -> codes). */
-static int codec_encode(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    cli_error("codec encode: not available yet");
-    return CLI_FAIL;
-}
-
 int cmd_codec(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         codec_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "decode")) return codec_decode(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "encode")) return codec_encode(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "encode")) return codec_encode_main(argc - 1, argv + 1);
     cli_error("codec: unknown subcommand '%s' (decode or encode)", argv[1]);
     return CLI_USAGE;
 }
