@@ -31,7 +31,14 @@ static float *read_wav(const char *path, int64_t *n, int *sr, int *fmt) {
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf) return NULL;
     float *buf = malloc(sizeof(float) * (size_t)info.frames);
-    *n = sf_readf_float(sf, buf, info.frames);
+    if ((info.format & SF_FORMAT_SUBMASK) == SF_FORMAT_PCM_16) { /* the writer's scale: 32767 */
+        short *s = malloc(sizeof(short) * (size_t)info.frames);
+        *n = sf_readf_short(sf, s, info.frames);
+        for (int64_t i = 0; i < *n; i++) buf[i] = s[i] / 32767.0f;
+        free(s);
+    } else {
+        *n = sf_readf_float(sf, buf, info.frames);
+    }
     *sr = info.samplerate;
     *fmt = info.format & SF_FORMAT_SUBMASK;
     sf_close(sf);

@@ -200,6 +200,16 @@ int main(void) {
     qtts_codec_decoder *dec = qtts_codec_decoder_open(dir, &err);
     TEST_CHECK(dec != NULL, "open %s: %s", dir, err.msg);
     if (!pool || !dec) return test_finish("test_codec_decoder");
+    {
+        /* the tokenizer folder itself opens too; a wrong path names itself */
+        char tdir[4200];
+        snprintf(tdir, sizeof tdir, "%s/speech_tokenizer", dir);
+        qtts_codec_decoder *d2 = qtts_codec_decoder_open(tdir, &err);
+        TEST_CHECK(d2 != NULL, "open tokenizer folder: %s", err.msg);
+        qtts_codec_decoder_free(d2);
+        TEST_CHECK(!qtts_codec_decoder_open("/nonexistent/model", &err) && strstr(err.msg, "/nonexistent/model"),
+                   "bad path: '%s'", err.msg);
+    }
     int64_t nq = qtts_codec_decoder_num_quantizers(dec), fs = qtts_codec_decoder_frame_samples(dec);
     TEST_CHECK(fs == 1920 && nq == 16, "frame samples %lld, quantizers %lld", (long long)fs, (long long)nq);
 

@@ -191,9 +191,9 @@ void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, in
     conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y, tile_for(isa)};
     j.rows_outer = cv->rows_pad * cv->k > T + qtts_conv_history(cv);
     int64_t items = n_tb * j.n_rb;
-    /* Small convs are not worth waking the workers for. */
+    /* Small convs (well under a millisecond) are not worth waking the workers for. */
     int64_t work = cv->c_out * cv->c_in * cv->k * T;
-    qtts_parallel_for(work < 200000 ? NULL : pool, items, 1, conv_items, &j);
+    qtts_parallel_for(work < 1000000 ? NULL : pool, items, 1, conv_items, &j);
 }
 
 void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
@@ -290,7 +290,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
     gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, tile_for(QTTS_CONV_ISA_AUTO)};
     int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
-    qtts_parallel_for(M * K * B->N < 200000 ? NULL : pool, items, 1, gemm_items, &j);
+    qtts_parallel_for(M * K * B->N < 1000000 ? NULL : pool, items, 1, gemm_items, &j);
 }
 
 void qtts_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *w, float *Y,
@@ -324,7 +324,7 @@ static void ilv_rows(void *p, int64_t c0, int64_t c1, int tid) {
 void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_t c_out, int64_t s, int64_t T,
                           float *out, int64_t ldo) {
     ilv_job j = {ph, ldph, c_out, s, T, ldo, out};
-    qtts_parallel_for(c_out * s * T < 65536 ? NULL : pool, c_out, 8, ilv_rows, &j);
+    qtts_parallel_for(c_out * s * T < 262144 ? NULL : pool, c_out, 8, ilv_rows, &j);
 }
 
 /* ---- time-major helpers ------------------------------------------------- */
@@ -406,7 +406,7 @@ static void snake_rows(void *p, int64_t c0, int64_t c1, int tid) {
 void qtts_snake_cm(qtts_pool *pool, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t C, int64_t T,
                    const float *ea, const float *inv_b) {
     snake_job j = {x, ea, inv_b, y, ldx, ldy, T};
-    qtts_parallel_for(C * T < 32768 ? NULL : pool, C, 1, snake_rows, &j);
+    qtts_parallel_for(C * T < 131072 ? NULL : pool, C, 1, snake_rows, &j);
 }
 
 void qtts_snake_tm(float *x, int64_t ld, int64_t C, int64_t T, const float *ea, const float *inv_b) {
