@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "tensor/linear_impl.h"
+#include "tensor/linear_x86.h"
 #include "tensor/quant.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -158,9 +159,7 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     }
     for (int64_t b = 0; b < nb; b++) {
         const qtts_block_q4_k *blk = &wb[b];
-        uint32_t u[4];
-        qtts_q4k_scales_u32(blk->scales, u);
-        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m128i scm = qtts_q4k_scales_vec(blk->scales);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
         const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
         const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
