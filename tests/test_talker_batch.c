@@ -169,6 +169,10 @@ int main(void) {
             qtts_batch_remove(bt, y);
             TEST_CHECK(qtts_request_stop_reason(y) == QTTS_STOP_CANCELLED && qtts_request_n_frames(y) == 2, "cancelled");
             TEST_CHECK(qtts_batch_add(bt, y, &err) == -1, "finished request cannot rejoin");
+            qtts_request *w = make(m, pool, &in[3], 0, 0, 50);
+            qtts_batch_add(bt, w, &err);
+            qtts_request_free(w); /* freeing a request that is still in a batch takes it out first */
+            TEST_CHECK(qtts_batch_size(bt) == 1, "freed request left the batch");
             while (qtts_batch_step(bt, pool, &err) > 0) {}
             TEST_EQUAL_I32(qtts_request_codes(x), qtts_request_codes(ref), 8 * 16, "neighbour of a cancelled request");
         }

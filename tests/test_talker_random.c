@@ -57,7 +57,15 @@ int main(void) {
     const char *sizes[2] = {"0.6b", "1.7b"};
     const qtts_variant vars[2] = {QTTS_VARIANT_CUSTOM_VOICE, QTTS_VARIANT_VOICE_DESIGN};
     for (int i = 0; i < 2; i++) {
-        qtts_talker_model *m = qtts_model_random(sizes[i], vars[i], QTTS_Q4_K, 1, &err);
+        /* real widths, fewer layers (keeps the test fast; the bench builds the full stacks) */
+        qtts_model_config rc;
+        qtts_talker_model *m = NULL;
+        if (!qtts_model_random_config(&rc, sizes[i], vars[i], &err)) {
+            rc.talker.layers = 4;
+            rc.cp.layers = 2;
+            qtts_store *st = qtts_model_random_store(&rc, QTTS_Q4_K, 1, &err);
+            if (st) m = qtts_talker_model_from_store(st, &rc, NULL, NULL, &err);
+        }
         TEST_CHECK(m != NULL, "random %s: %s", sizes[i], err.msg);
         if (!m) continue;
         TEST_CHECK(m->cp.has_proj == (i == 1), "%s: small_to_mtp_projection present iff 1.7B", sizes[i]);

@@ -12,6 +12,7 @@ struct qtts_request {
     qtts_prompt prompt;
     qtts_kv_cache kv, cp_kv;
     int prefilled, in_batch;
+    struct qtts_batch *batch; /* the batch holding it, or NULL */
     int32_t pending;   /* sampled codebook-0 token waiting for its frame, or -1 */
     int64_t step;      /* talker steps done (= codebook-0 tokens sampled) */
     float *h;          /* talker normed hidden that produced `pending` */
@@ -119,6 +120,7 @@ void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t) {
 
 void qtts_request_free(qtts_request *r) {
     if (!r) return;
+    if (r->in_batch && r->batch) qtts_batch_remove(r->batch, r);
     qtts_prompt_free(&r->prompt);
     qtts_kv_free(&r->kv);
     qtts_kv_free(&r->cp_kv);
@@ -145,7 +147,10 @@ qtts_batch *qtts_batch_new(const qtts_talker_model *m, qtts_err *err) {
 
 void qtts_batch_free(qtts_batch *b) {
     if (!b) return;
-    for (int i = 0; i < b->n; i++) b->reqs[i]->in_batch = 0;
+    for (int i = 0; i < b->n; i++) {
+        b->reqs[i]->in_batch = 0;
+        b->reqs[i]->batch = NULL;
+    }
     free(b->reqs);
     qtts_lm_work_free(&b->work);
     qtts_cp_work_free(&b->cpw);
@@ -177,6 +182,7 @@ int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err) {
     }
     b->reqs[b->n++] = r;
     r->in_batch = 1;
+    r->batch = b;
     return 0;
 }
 
@@ -186,6 +192,7 @@ void qtts_batch_remove(qtts_batch *b, qtts_request *r) {
             memmove(b->reqs + i, b->reqs + i + 1, (size_t)(b->n - i - 1) * sizeof *b->reqs);
             b->n--;
             r->in_batch = 0;
+            r->batch = NULL;
             if (r->stop == QTTS_STOP_NONE) r->stop = QTTS_STOP_CANCELLED;
             return;
         }
@@ -383,13 +390,17 @@ int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         for (int i = 0; i < b->n; i++) {
             finish(b->reqs[i], QTTS_STOP_ERROR);
             b->reqs[i]->in_batch = 0;
+            b->reqs[i]->batch = NULL;
         }
         b->n = 0;
         return -1;
     }
     int w = 0;
     for (int i = 0; i < b->n; i++) {
-        if (b->reqs[i]->stop) b->reqs[i]->in_batch = 0;
+        if (b->reqs[i]->stop) {
+            b->reqs[i]->in_batch = 0;
+            b->reqs[i]->batch = NULL;
+        }
         else b->reqs[w++] = b->reqs[i];
     }
     b->n = w;

@@ -45,7 +45,9 @@ typedef enum {
 
 typedef struct qtts_request qtts_request;
 
-/* Called for each finished frame (codes[n_codes], n_codes = num_code_groups). */
+/* Called for each finished frame (codes[n_codes], n_codes = num_code_groups),
+ * on the thread running qtts_batch_step, as soon as the frame exists. It must
+ * not call the batch functions (add/remove/step) itself. */
 typedef void (*qtts_frame_fn)(void *user, qtts_request *r, int64_t frame, const int32_t *codes, int64_t n_codes);
 
 /* Optional hooks for tests and debugging (any may be NULL). step 0 = prefill. */
@@ -66,7 +68,7 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
                                        qtts_err *err);
 void qtts_request_set_callback(qtts_request *r, qtts_frame_fn fn, void *user);
 void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t);
-void qtts_request_free(qtts_request *r); /* must not be in a batch */
+void qtts_request_free(qtts_request *r); /* leaves its batch first if it is in one */
 
 int qtts_request_finished(const qtts_request *r);
 qtts_stop_reason qtts_request_stop_reason(const qtts_request *r);
