@@ -95,8 +95,8 @@ int main(void) {
     TEST_CHECK(run(cmd, msg, sizeof msg) == 2 && strstr(msg, "sample-format"), "bad format: '%s'", msg);
     snprintf(cmd, sizeof cmd, "env -u QTTS_MODEL %s codec decode %s -o %s", QTTS_BINARY, rvq, wav);
     TEST_CHECK(run(cmd, msg, sizeof msg) == 2 && strstr(msg, "model"), "no model: '%s'", msg);
-    snprintf(cmd, sizeof cmd, "%s codec encode x.wav -o y.rvq -m %s", QTTS_BINARY, tok);
-    TEST_CHECK(run(cmd, msg, sizeof msg) == 1 && strstr(msg, "not available"), "encode: '%s'", msg);
+    snprintf(cmd, sizeof cmd, "%s codec encode /nonexistent/x.wav -o /nonexistent/y.rvq -m %s", QTTS_BINARY, tok);
+    TEST_CHECK(run(cmd, msg, sizeof msg) == 1 && strstr(msg, "x.wav"), "encode of a missing file: '%s'", msg);
 
     unlink(rvq);
     unlink(wav);
