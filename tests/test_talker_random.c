@@ -114,18 +114,18 @@ int main(void) {
         qtts_gen_params gp;
         qtts_gen_params_greedy(&gp, &gc, 7);
         cap ca = {calloc(8 * 3072, sizeof(float)), 0}, cb = {calloc(8 * 3072, sizeof(float)), 0};
-        qtts_request *ra = qtts_request_new(a, pool, &s, &gp, &err), *rb = qtts_request_new(b, pool, &s, &gp, &err);
+        qtts_gen_request *ra = qtts_gen_request_new(a, pool, &s, &gp, &err), *rb = qtts_gen_request_new(b, pool, &s, &gp, &err);
         if (ra && rb) {
             qtts_gen_trace ta = {.talker_logits = on_logits, .user = &ca}, tb = {.talker_logits = on_logits, .user = &cb};
-            qtts_request_set_trace(ra, &ta);
-            qtts_request_set_trace(rb, &tb);
+            qtts_gen_request_set_trace(ra, &ta);
+            qtts_gen_request_set_trace(rb, &tb);
             TEST_CHECK(!qtts_generate(a, pool, ra, &err) && !qtts_generate(b, pool, rb, &err), "gen: %s", err.msg);
-            TEST_CHECK(qtts_request_n_frames(ra) == 7 && qtts_request_n_frames(rb) == 7, "frames");
+            TEST_CHECK(qtts_gen_request_n_frames(ra) == 7 && qtts_gen_request_n_frames(rb) == 7, "frames");
             TEST_NEAR(cb.logits, ca.logits, (size_t)(7 * 3072), 1e-4, "fused vs separate: talker logits");
-            TEST_EQUAL_I32(qtts_request_codes(rb), qtts_request_codes(ra), 7 * 16, "fused vs separate: codes");
+            TEST_EQUAL_I32(qtts_gen_request_codes(rb), qtts_gen_request_codes(ra), 7 * 16, "fused vs separate: codes");
         }
-        qtts_request_free(ra);
-        qtts_request_free(rb);
+        qtts_gen_request_free(ra);
+        qtts_gen_request_free(rb);
         free(ca.logits);
         free(cb.logits);
     }

@@ -56,7 +56,7 @@ typedef struct slot {
 
 static void slot_free(slot *s) {
     if (!s) return;
-    if (s->gen) qtts_request_free(s->gen);
+    if (s->gen) qtts_gen_request_free(s->gen);
     if (s->dec) qtts_codec_stream_free(s->dec);
     if (s->voice) qtts_voice_release(s->voice);
     free(s->text);
@@ -310,9 +310,9 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     if (s->req.max_frames > 0) p.max_frames = s->req.max_frames;
     p.seed = s->req.seed;
     p.stream = 0; /* the seed alone keys a request's draws */
-    s->gen = qtts_request_new(e->talker, pool, &spec, &p, err);
+    s->gen = qtts_gen_request_new(e->talker, pool, &spec, &p, err);
     if (!s->gen) goto done;
-    qtts_request_set_callback(s->gen, on_frame, s);
+    qtts_gen_request_set_callback(s->gen, on_frame, s);
     s->dec = qtts_codec_stream_new(e->decoder, err);
     if (!s->dec) goto done;
     /* ICL: the reference codes are decoded first (as the reference decodes
@@ -341,14 +341,14 @@ done:
 static void slot_finish(qtts_engine *e, slot *s, const char *error) {
     qtts_result r = {0};
     r.seed = s->req.seed;
-    r.n_frames = (int)(s->gen ? qtts_request_n_frames(s->gen) : 0);
+    r.n_frames = (int)(s->gen ? qtts_gen_request_n_frames(s->gen) : 0);
     r.audio_seconds = (double)s->samples_out / e->sample_rate;
     r.queue_ms = s->t_start - s->t_submit;
     r.first_audio_ms = s->t_first_audio > 0 ? s->t_first_audio - s->t_submit : 0;
     r.total_ms = now_ms() - s->t_submit;
     r.talker_ms = s->talker_ms;
     r.decoder_ms = s->decoder_ms;
-    r.finished_by_eos = s->gen && qtts_request_stop_reason(s->gen) == QTTS_STOP_EOS;
+    r.finished_by_eos = s->gen && qtts_gen_request_stop_reason(s->gen) == QTTS_STOP_EOS;
     if (error) {
         stream_fail(s->stream, error);
         if (atomic_load(&s->stream->cancelled)) atomic_fetch_add(&e->n_cancelled, 1);
@@ -358,7 +358,7 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
             int64_t g = e->talker->cfg.num_code_groups;
             int32_t *copy = malloc((size_t)(r.n_frames * g) * sizeof *copy);
             if (copy) {
-                memcpy(copy, qtts_request_codes(s->gen), (size_t)(r.n_frames * g) * sizeof *copy);
+                memcpy(copy, qtts_gen_request_codes(s->gen), (size_t)(r.n_frames * g) * sizeof *copy);
                 pthread_mutex_lock(&s->stream->mu);
                 s->stream->codes = copy;
                 s->stream->n_code_frames = (size_t)r.n_frames;
@@ -503,7 +503,7 @@ static int frame_loop(qtts_pool *pool, void *ctx) {
 
     for (slot *s = e->active, *next; s; s = next) {
         next = s->next;
-        if (!failed && !qtts_request_finished(s->gen)) continue;
+        if (!failed && !qtts_gen_request_finished(s->gen)) continue;
         if (!failed) qtts_batch_remove(e->batch, s->gen);
         slot_finish(e, s, failed ? err.msg : NULL);
         unlink_slot(e, s);

@@ -8,10 +8,7 @@
 
 #include "engine/executor.h"
 #include "model/codec_decoder.h"
-/* generate.h's request type shares its name with the public qtts_request. */
-#define qtts_request qtts_gen_request
 #include "model/generate.h"
-#undef qtts_request
 #include "model/talker.h"
 #include "qtts.h"
 #include "model/prompt.h"

@@ -6,7 +6,7 @@
 
 #include "tensor/linear.h"
 
-struct qtts_request {
+struct qtts_gen_request {
     const qtts_talker_model *m;
     qtts_gen_params p;
     qtts_prompt prompt;
@@ -29,7 +29,7 @@ struct qtts_request {
 
 struct qtts_batch {
     const qtts_talker_model *m;
-    qtts_request **reqs;
+    qtts_gen_request **reqs;
     int n, cap;
     qtts_lm_work work;
     qtts_cp_work cpw;
@@ -40,7 +40,7 @@ struct qtts_batch {
     float *samp;             /* [2 x V] */
     float *h, *e0, *esum;    /* [b x D] */
     int32_t *codes;          /* [b x (G-1)] */
-    qtts_request **act;      /* [b] */
+    qtts_gen_request **act;      /* [b] */
     qtts_kv_cache **caches;  /* [b] */
     int64_t *ntok;           /* [b] */
 };
@@ -72,7 +72,7 @@ static int check_params(const qtts_gen_params *p, qtts_err *err) {
     return 0;
 }
 
-qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
+qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
                                        qtts_err *err) {
     if (check_params(p, err)) return NULL;
     if (prompt->dim != m->cfg.talker.hidden || prompt->n_rows <= 0 || prompt->n_trailing < 0) {
@@ -80,7 +80,7 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
                   (long long)m->cfg.talker.hidden);
         return NULL;
     }
-    qtts_request *r = qtts_calloc(1, sizeof *r, err);
+    qtts_gen_request *r = qtts_calloc(1, sizeof *r, err);
     if (!r) return NULL;
     r->m = m;
     r->p = *p;
@@ -91,7 +91,7 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
         qtts_kv_init(&r->cp_kv, &m->cfg.cp, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
         !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) || !(r->seen = qtts_calloc((size_t)V, 1, err))) {
-        qtts_request_free(r);
+        qtts_gen_request_free(r);
         return NULL;
     }
     r->prompt = *prompt;
@@ -99,26 +99,26 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
     return r;
 }
 
-qtts_request *qtts_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
+qtts_gen_request *qtts_gen_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
                                const qtts_gen_params *p, qtts_err *err) {
     if (check_params(p, err)) return NULL;
     qtts_prompt pr;
     if (qtts_prompt_build(m, pool, spec, &pr, err)) return NULL;
-    qtts_request *r = qtts_request_from_prompt(m, &pr, p, err);
+    qtts_gen_request *r = qtts_gen_request_from_prompt(m, &pr, p, err);
     qtts_prompt_free(&pr);
     return r;
 }
 
-void qtts_request_set_callback(qtts_request *r, qtts_frame_fn fn, void *user) {
+void qtts_gen_request_set_callback(qtts_gen_request *r, qtts_frame_fn fn, void *user) {
     r->cb = fn;
     r->cb_user = user;
 }
-void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t) {
+void qtts_gen_request_set_trace(qtts_gen_request *r, const qtts_gen_trace *t) {
     if (t) r->trace = *t;
     else memset(&r->trace, 0, sizeof r->trace);
 }
 
-void qtts_request_free(qtts_request *r) {
+void qtts_gen_request_free(qtts_gen_request *r) {
     if (!r) return;
     if (r->in_batch && r->batch) qtts_batch_remove(r->batch, r);
     qtts_prompt_free(&r->prompt);
@@ -131,11 +131,11 @@ void qtts_request_free(qtts_request *r) {
     free(r);
 }
 
-int qtts_request_finished(const qtts_request *r) { return r->stop != QTTS_STOP_NONE; }
-qtts_stop_reason qtts_request_stop_reason(const qtts_request *r) { return r->stop; }
-int64_t qtts_request_n_frames(const qtts_request *r) { return r->n_frames; }
-const int32_t *qtts_request_codes(const qtts_request *r) { return r->codes; }
-int64_t qtts_request_prompt_len(const qtts_request *r) { return r->prompt.n_rows; }
+int qtts_gen_request_finished(const qtts_gen_request *r) { return r->stop != QTTS_STOP_NONE; }
+qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r) { return r->stop; }
+int64_t qtts_gen_request_n_frames(const qtts_gen_request *r) { return r->n_frames; }
+const int32_t *qtts_gen_request_codes(const qtts_gen_request *r) { return r->codes; }
+int64_t qtts_gen_request_prompt_len(const qtts_gen_request *r) { return r->prompt.n_rows; }
 
 /* ---- batch ---- */
 
@@ -169,13 +169,13 @@ void qtts_batch_free(qtts_batch *b) {
     free(b);
 }
 
-int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err) {
+int qtts_batch_add(qtts_batch *b, qtts_gen_request *r, qtts_err *err) {
     if (r->m != b->m) return qtts_fail(err, "request belongs to another model");
     if (r->in_batch) return qtts_fail(err, "request is already in a batch");
     if (r->stop != QTTS_STOP_NONE) return qtts_fail(err, "request has already finished");
     if (b->n == b->cap) {
         int cap = b->cap ? b->cap * 2 : 8;
-        qtts_request **n = realloc(b->reqs, (size_t)cap * sizeof *n);
+        qtts_gen_request **n = realloc(b->reqs, (size_t)cap * sizeof *n);
         if (!n) return qtts_fail(err, "out of memory adding a request");
         b->reqs = n;
         b->cap = cap;
@@ -186,7 +186,7 @@ int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err) {
     return 0;
 }
 
-void qtts_batch_remove(qtts_batch *b, qtts_request *r) {
+void qtts_batch_remove(qtts_batch *b, qtts_gen_request *r) {
     for (int i = 0; i < b->n; i++)
         if (b->reqs[i] == r) {
             memmove(b->reqs + i, b->reqs + i + 1, (size_t)(b->n - i - 1) * sizeof *b->reqs);
@@ -222,7 +222,7 @@ static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err)
             grow((void **)&b->h, (size_t)nb * (size_t)D * f, err) || grow((void **)&b->e0, (size_t)nb * (size_t)D * f, err) ||
             grow((void **)&b->esum, (size_t)nb * (size_t)D * f, err) ||
             grow((void **)&b->codes, (size_t)nb * (size_t)G1 * sizeof(int32_t), err) ||
-            grow((void **)&b->act, (size_t)nb * sizeof(qtts_request *), err) ||
+            grow((void **)&b->act, (size_t)nb * sizeof(qtts_gen_request *), err) ||
             grow((void **)&b->caches, (size_t)nb * sizeof(qtts_kv_cache *), err) ||
             grow((void **)&b->ntok, (size_t)nb * sizeof(int64_t), err))
             return -1;
@@ -232,7 +232,7 @@ static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err)
 }
 
 /* Processes and samples codebook 0 for request r from its raw logits z (modified). */
-static int32_t pick_c0(qtts_batch *b, qtts_request *r, float *z) {
+static int32_t pick_c0(qtts_batch *b, qtts_gen_request *r, float *z) {
     const qtts_model_config *c = &b->m->cfg;
     const int64_t V = c->talker.vocab;
     if (r->trace.talker_logits) memcpy(b->raw, z, (size_t)V * sizeof(float));
@@ -256,18 +256,18 @@ typedef struct {
 
 static int32_t cp_pick(void *ctx, int bi, int group, float *logits, int64_t vocab) {
     qtts_batch *b = ((cp_ctx *)ctx)->b;
-    qtts_request *r = b->act[bi];
+    qtts_gen_request *r = b->act[bi];
     if (r->trace.cp_logits) r->trace.cp_logits(r->trace.user, r->n_frames, group, logits, vocab);
     double u = r->p.cp.do_sample ? qtts_philox_uniform(r->p.seed, r->p.stream, (uint32_t)r->n_frames, (uint32_t)group)
                                  : 0.0;
     return qtts_sample_pick(logits, vocab, &r->p.cp, u, b->samp);
 }
 
-static void finish(qtts_request *r, qtts_stop_reason why) {
+static void finish(qtts_gen_request *r, qtts_stop_reason why) {
     if (r->stop == QTTS_STOP_NONE) r->stop = why;
 }
 
-static int append_frame(qtts_request *r, int64_t G, const int32_t *frame, qtts_err *err) {
+static int append_frame(qtts_gen_request *r, int64_t G, const int32_t *frame, qtts_err *err) {
     if (r->n_frames == r->cap_frames) {
         int64_t cap = r->cap_frames ? r->cap_frames * 2 : 64;
         if (grow((void **)&r->codes, (size_t)cap * (size_t)G * sizeof(int32_t), err)) return -1;
@@ -292,7 +292,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     int np = 0;
     int64_t off = 0;
     for (int i = 0; i < nb; i++) {
-        qtts_request *r = b->reqs[i];
+        qtts_gen_request *r = b->reqs[i];
         if (r->prefilled || r->stop) continue;
         r->prefilled = 1;
         if (r->p.max_frames <= 0) {
@@ -315,7 +315,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         }
         qtts_linear(pool, &m->codec_head, NULL, b->h, np, b->logits);
         for (int k = 0; k < np; k++) {
-            qtts_request *r = b->act[k];
+            qtts_gen_request *r = b->act[k];
             memcpy(r->h, b->h + k * D, (size_t)D * sizeof(float));
             if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, 0, r->h, D);
             int32_t tok = pick_c0(b, r, b->logits + k * V);
@@ -327,7 +327,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     /* 2. code predictor for every pending codebook-0 token */
     int na = 0;
     for (int i = 0; i < nb; i++) {
-        qtts_request *r = b->reqs[i];
+        qtts_gen_request *r = b->reqs[i];
         if (r->stop || r->pending < 0) continue;
         b->act[na] = r;
         b->caches[na] = &r->cp_kv;
@@ -345,7 +345,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     int nt = 0;
     int32_t frame[64 + 1];
     for (int k = 0; k < na; k++) {
-        qtts_request *r = b->act[k];
+        qtts_gen_request *r = b->act[k];
         frame[0] = r->pending;
         memcpy(frame + 1, b->codes + k * G1, (size_t)G1 * sizeof(int32_t));
         int64_t fi = r->n_frames;
@@ -372,7 +372,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
     qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits);
     for (int k = 0; k < nt; k++) {
-        qtts_request *r = b->act[k];
+        qtts_gen_request *r = b->act[k];
         memcpy(r->h, b->hid + k * D, (size_t)D * sizeof(float));
         if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, r->step, r->h, D);
         int32_t tok = pick_c0(b, r, b->logits + k * V);
@@ -407,7 +407,7 @@ int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     return w;
 }
 
-int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_request *r, qtts_err *err) {
+int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_gen_request *r, qtts_err *err) {
     qtts_batch *b = qtts_batch_new(m, err);
     if (!b) return -1;
     int rc = qtts_batch_add(b, r, err);
