@@ -189,7 +189,7 @@ int main(void) {
             TEST_CHECK(0, "missing %s", name);
             continue;
         }
-        qtts_voice v;
+        qtts_voice_data v;
         int icl = strstr(cases[c], "icl") != NULL;
         rc = qtts_voice_extract(&v, pool, spk, icl ? enc : NULL, rw.f, rw.numel, icl ? "ref text" : NULL, 0, &err);
         TEST_CHECK(rc == 0, "%s: voice: %s", cases[c], err.msg);
@@ -213,7 +213,7 @@ int main(void) {
     }
 
     /* too-short input is a clear error, not a crash */
-    rc = qtts_voice_extract(&(qtts_voice){0}, pool, spk, enc, wav.f, 1000, NULL, 0, &err);
+    rc = qtts_voice_extract(&(qtts_voice_data){0}, pool, spk, enc, wav.f, 1000, NULL, 0, &err);
     TEST_CHECK(rc != 0 && strstr(err.msg, "too short"), "short reference rejected: %s", err.msg);
 
     /* CLI: codec encode on a WAV of the test signal -> .rvq + .spk */

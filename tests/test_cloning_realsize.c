@@ -210,7 +210,7 @@ int main(void) {
     float *w = malloc((size_t)ns * sizeof(float));
     for (int64_t i = 0; i < ns; i++)
         w[i] = 0.3f * sinf(2.0f * (float)M_PI * (220.0f + 0.01f * (float)i) * (float)i / 24000.0f) + 0.02f * urand();
-    qtts_voice v;
+    qtts_voice_data v;
     double t0 = now_s();
     int rc = qtts_voice_extract(&v, pool, spk, enc, w, ns, "text", 0, &err);
     double t1 = now_s();

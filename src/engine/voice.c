@@ -8,9 +8,7 @@
 
 #include "engine/engine_internal.h"
 
-#define qtts_voice qtts_voice_data
 #include "model/voice.h"
-#undef qtts_voice
 
 struct clone_frontend {
     qtts_spk_encoder *spk;
