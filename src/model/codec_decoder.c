@@ -41,7 +41,7 @@ typedef struct {
 } snake;
 
 typedef struct {
-    lin q, k, v, o, gate, up, down;
+    lin qkv, o, gate_up, down; /* q|k|v and gate|up stacked: one weight pass each */
     float *in_norm, *post_norm, *ls_attn, *ls_mlp;
 } tlayer;
 
@@ -69,7 +69,7 @@ typedef struct {
 } dblock;
 
 enum {
-    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_K, WS_V, WS_AO, WS_O, WS_G, WS_U,
+    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_AO, WS_O, WS_G, WS_U,
     WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_CMB, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_COUNT
 };
 
@@ -173,6 +173,29 @@ static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *nam
 static int load_mat(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t rows, int64_t cols,
                     lin *l, qtts_err *err) {
     return load_lin(d, st, name, 2, (int64_t[]){rows, cols}, NULL, l, err);
+}
+
+/* Several [rows_i][cols] weights "<prefix>.<sub_i>.weight" stacked into one layer. */
+static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, const char *const *subs,
+                     const int64_t *rows, int n, int64_t cols, lin *l, qtts_err *err) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    float *w = qtts_malloc((size_t)(total * cols) * sizeof(float), err);
+    if (!w) return -1;
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s.%s.weight", prefix, subs[i]);
+        const qtts_tensor *t = qtts_store_get2(st, name, rows[i], cols, err);
+        if (!t || qtts_convert_to_f32(t->type, t->data, w + off * cols, rows[i] * cols, err)) {
+            free(w);
+            return -1;
+        }
+        off += rows[i];
+    }
+    int rc = make_lin(d, w, total, cols, NULL, l, err);
+    free(w);
+    return rc;
 }
 
 static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t C, snake *s,
@@ -352,12 +375,15 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
 #define LVEC(field, sub)                                          \
     snprintf(n, sizeof n, "%s.%s", p, sub);                       \
     if (!(ly->field = load_vec(d, st, n, d->Hd, err))) return -1;
-        LMAT(q, "self_attn.q_proj", qd, d->Hd)
-        LMAT(k, "self_attn.k_proj", kvd, d->Hd)
-        LMAT(v, "self_attn.v_proj", kvd, d->Hd)
+        {
+            const char *subs[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+            const int64_t rows[] = {qd, kvd, kvd};
+            if (stack_lin(d, st, p, subs, rows, 3, d->Hd, &ly->qkv, err)) return -1;
+            const char *mlp[] = {"mlp.gate_proj", "mlp.up_proj"};
+            const int64_t mrows[] = {d->I, d->I};
+            if (stack_lin(d, st, p, mlp, mrows, 2, d->Hd, &ly->gate_up, err)) return -1;
+        }
         LMAT(o, "self_attn.o_proj", d->Hd, qd)
-        LMAT(gate, "mlp.gate_proj", d->I, d->Hd)
-        LMAT(up, "mlp.up_proj", d->I, d->Hd)
         LMAT(down, "mlp.down_proj", d->Hd, d->I)
         LVEC(in_norm, "input_layernorm.weight")
         LVEC(post_norm, "post_attention_layernorm.weight")
@@ -713,27 +739,28 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
 static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int64_t *F,
                        const int64_t *roff, int ns, int64_t N, const float *in, float *y, qtts_err *err) {
     int64_t Hd = d->Hd, qd = d->nh * d->hd, kvd = d->nkv * d->hd;
-    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *Q = ws(d, WS_Q, N * qd, err);
-    float *K = ws(d, WS_K, N * kvd, err), *V = ws(d, WS_V, N * kvd, err), *AO = ws(d, WS_AO, N * qd, err);
-    float *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * d->I, err), *Up = ws(d, WS_U, N * d->I, err);
-    if (!X || !Hn || !Q || !K || !V || !AO || !O || !G || !Up) return -1;
+    int64_t qkvd = qd + 2 * kvd, I = d->I;
+    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *QKV = ws(d, WS_Q, N * qkvd, err);
+    float *AO = ws(d, WS_AO, N * qd, err), *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * I, err);
+    float *GU = ws(d, WS_U, N * 2 * I, err);
+    if (!X || !Hn || !QKV || !AO || !O || !G || !GU) return -1;
     for (int i = 0; i < ns; i++)
         if (kv_reserve(S[i], d->W - 1 + F[i], err)) return -1;
     if (lin_run(d, pool, &d->in_proj, in, N, X, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         const tlayer *ly = &d->layers[l];
         qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->in_norm, N, Hd, d->rms_eps, Hn);
-        if (lin_run(d, pool, &ly->q, Hn, N, Q, err) || lin_run(d, pool, &ly->k, Hn, N, K, err) ||
-            lin_run(d, pool, &ly->v, Hn, N, V, err))
-            return -1;
+        if (lin_run(d, pool, &ly->qkv, Hn, N, QKV, err)) return -1;
         for (int i = 0; i < ns; i++) {
             qtts_codec_stream *s = S[i];
-            float *q = Q + roff[i] * qd, *k = K + roff[i] * kvd, *v = V + roff[i] * kvd;
-            qtts_rope_neox(q, F[i], qd, d->nh, d->hd, s->pos, d->rope_theta);
-            qtts_rope_neox(k, F[i], kvd, d->nkv, d->hd, s->pos, d->rope_theta);
-            memcpy(s->kc[l] + s->n_cached * kvd, k, (size_t)(F[i] * kvd) * sizeof(float));
-            memcpy(s->vc[l] + s->n_cached * kvd, v, (size_t)(F[i] * kvd) * sizeof(float));
-            qtts_attn_args a = {.q = q, .q_stride = qd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
+            float *q = QKV + roff[i] * qkvd, *k = q + qd;
+            qtts_rope_neox(q, F[i], qkvd, d->nh, d->hd, s->pos, d->rope_theta);
+            qtts_rope_neox(k, F[i], qkvd, d->nkv, d->hd, s->pos, d->rope_theta);
+            for (int64_t f = 0; f < F[i]; f++) {
+                memcpy(s->kc[l] + (s->n_cached + f) * kvd, k + f * qkvd, (size_t)kvd * sizeof(float));
+                memcpy(s->vc[l] + (s->n_cached + f) * kvd, k + f * qkvd + kvd, (size_t)kvd * sizeof(float));
+            }
+            qtts_attn_args a = {.q = q, .q_stride = qkvd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
                                 .out = AO + roff[i] * qd, .out_stride = qd, .n_q = F[i], .q_first = s->n_cached,
                                 .n_heads = d->nh, .n_kv_heads = d->nkv, .head_dim = d->hd, .window = d->W,
                                 .scale = 1.0f / sqrtf((float)d->hd)};
@@ -747,8 +774,11 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_attn[c] * O[r * Hd + c];
         qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->post_norm, N, Hd, d->rms_eps, Hn);
-        if (lin_run(d, pool, &ly->gate, Hn, N, G, err) || lin_run(d, pool, &ly->up, Hn, N, Up, err)) return -1;
-        qtts_swiglu(G, Up, N * d->I);
+        if (lin_run(d, pool, &ly->gate_up, Hn, N, GU, err)) return -1;
+        for (int64_t r = 0; r < N; r++) {
+            memcpy(G + r * I, GU + r * 2 * I, (size_t)I * sizeof(float));
+            qtts_swiglu(G + r * I, GU + r * 2 * I + I, I);
+        }
         if (lin_run(d, pool, &ly->down, G, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_mlp[c] * O[r * Hd + c];
