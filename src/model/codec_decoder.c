@@ -70,7 +70,8 @@ typedef struct {
 
 enum {
     WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_AO, WS_O, WS_G, WS_U,
-    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_CMB, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_COUNT
+    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_BLK,
+    WS_COUNT = WS_BLK + MAX_STAGES
 };
 
 struct qtts_codec_decoder {
@@ -91,6 +92,7 @@ struct qtts_codec_decoder {
     snake fin_act;
     qtts_conv fin_conv;
     int64_t max_chunk;
+    int64_t cm_budget; /* bytes of a block output kept cache-resident (see cm_chain) */
     void **allocs;
     int n_allocs, cap_allocs;
     float *ws[WS_COUNT];
@@ -297,6 +299,7 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
     d->rms_eps = (float)cfg->dec.rms_eps;
     d->rope_theta = cfg->dec.rope_theta;
     d->max_chunk = 8;
+    d->cm_budget = 1 << 19;
     if (d->nq < 2 || d->cb <= 0 || d->cd < 2 || d->cd % 2 || d->L <= 0 || d->Hd <= 0 || d->nh <= 0 || d->nkv <= 0 ||
         d->nh % d->nkv || d->hd <= 0 || d->hd % 2 || d->I <= 0 || d->W <= 0 || d->D <= 0 || d->n_layers < 0 ||
         d->n_up < 0 || d->n_up > MAX_STAGES || d->n_blk < 1 || d->n_blk > MAX_STAGES || d->D % (1LL << d->n_blk))
@@ -552,6 +555,10 @@ int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *d) {
 }
 void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *d, int64_t frames) {
     d->max_chunk = frames < 1 ? 1 : frames > 256 ? 256 : frames;
+}
+
+void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
+    d->cm_budget = bytes < 1 ? 1 : bytes;
 }
 
 double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
@@ -831,49 +838,66 @@ static void cm_pad(qtts_pool *pool, const float *in, int64_t ldin, float *xp, fl
     for (int64_t c = 0; c < C; c++) memcpy(hist + c * H, xp + c * ld + T, (size_t)H * sizeof(float));
 }
 
-/* Channel-major part (residual units onward) of one stream. in: time-major
- * [T][C] rows (the last time-major stage output), b0: first block to run
- * whole (a block before it only needs its residual units). */
-static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
-                   int64_t T, float *out, qtts_err *err) {
+/* Output samples per input sample of the channel-major chain from block b on. */
+static int64_t chain_gain(const qtts_codec_decoder *d, int64_t b) {
+    int64_t g = 1;
+    for (int64_t j = b; j < d->n_blk; j++) g *= d->blk[j].tm ? 1 : d->blk[j].rate;
+    return g;
+}
+
+
+/* Blocks b.. of the channel-major tail and the output conv for one stream:
+ * in holds C channels x T samples (row stride ldin; for a block whose
+ * transposed conv already ran time-major it is that conv's output and is
+ * updated in place); out gets T*chain_gain(b) samples. When a block's output
+ * would outgrow the cache budget, the rest of the chain runs on pieces of
+ * the input: every layer carries its own history, so this is exact, and the
+ * big early weights still see the whole chunk. */
+static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, int64_t b, float *in,
+                    int64_t ldin, int64_t C, int64_t T, float *out, qtts_err *err) {
     char name[32];
-    float *cur = ws(d, WS_CMA, C * T, err);
-    if (!cur) return -1;
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
-    int slot = WS_CMA;
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    for (; b < d->n_blk; b++) {
         const dblock *bk = &d->blk[b];
+        int64_t up = bk->tm ? 1 : bk->rate;
+        if (T > 1 && T * up * bk->out * (int64_t)sizeof(float) > d->cm_budget) {
+            int64_t p = d->cm_budget / (up * bk->out * (int64_t)sizeof(float)), g = chain_gain(d, b);
+            if (p < 1) p = 1;
+            for (int64_t t0 = 0; t0 < T; t0 += p)
+                if (cm_chain(d, pool, s, b, in + t0, ldin, C, T - t0 < p ? T - t0 : p, out + t0 * g, err)) return -1;
+            return 0;
+        }
+        float *cur = in;
+        int64_t ld = ldin;
         if (!bk->tm) {
             int64_t H = qtts_conv_history(&bk->tconv_cm), Tout = T * bk->rate;
             float *xp = ws(d, WS_XP, bk->in * (H + T), err), *ph = ws(d, WS_PH, bk->rate * bk->out * T, err);
-            int nslot = slot == WS_CMA ? WS_CMB : WS_CMA;
-            float *nx = ws(d, nslot, bk->out * Tout, err);
-            if (!xp || !ph || !nx) return -1;
-            cm_pad(pool, cur, T, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
+            cur = ws(d, WS_BLK + (int)b, bk->out * Tout, err);
+            if (!xp || !ph || !cur) return -1;
+            cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
             qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0);
-            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, nx, Tout);
-            cur = nx;
-            slot = nslot;
-            T = Tout;
+            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout);
+            ld = T = Tout;
         }
         for (int r = 0; r < N_RES; r++) {
             const resunit *ru = &bk->ru[r];
             int64_t H = qtts_conv_history(&ru->c1);
             float *xp = ws(d, WS_XP, bk->out * (H + T), err), *tmp = ws(d, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
-            cm_pad(pool, cur, T, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
+            cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
             qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0);
             qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib);
-            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, T, cur, T);
+            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
-        emit_cm(s, name, cur, T, bk->out, T);
+        emit_cm(s, name, cur, ld, bk->out, T);
+        in = cur;
+        ldin = ld;
+        C = bk->out;
     }
     int64_t H = qtts_conv_history(&d->fin_conv);
     float *xp = ws(d, WS_XP, d->d_last * (H + T), err);
     if (!xp) return -1;
-    cm_pad(pool, cur, T, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
+    cm_pad(pool, in, ldin, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 1);
     emit_cm(s, name, xp + H, H + T, d->d_last, T);
     qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0);
@@ -881,6 +905,16 @@ static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s,
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];
     return 0;
+}
+
+/* Channel-major part of one stream, from the last time-major output [T][C]. */
+static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
+                   int64_t T, float *out, qtts_err *err) {
+    float *cur = ws(d, WS_CMA, C * T, err);
+    if (!cur) return -1;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
+    return cm_chain(d, pool, s, 0, cur, T, C, T, out, err);
 }
 
 /* One step: ns streams with 1..max_chunk frames each, codes validated. */

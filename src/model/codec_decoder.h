@@ -45,6 +45,10 @@ int64_t qtts_codec_decoder_frame_samples(const qtts_codec_decoder *dec); /* 1920
 int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *dec);   /* 24000 */
 /* Frames processed per internal step (longer feeds are split; exact either way). Default 8. */
 void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *dec, int64_t frames);
+/* Largest block output (bytes) the high-rate tail keeps in cache before it
+ * runs the remaining blocks on pieces of the step (exact either way; for
+ * tuning and tests). Default 512 KiB. */
+void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *dec, int64_t bytes);
 
 /* A stream's state; starts at frame 0 with zero history. */
 qtts_codec_stream *qtts_codec_stream_new(const qtts_codec_decoder *dec, qtts_err *err);
