@@ -67,7 +67,9 @@ typedef void (*qtts_codec_stage_fn)(void *ctx, const char *stage, const float *d
                                     int64_t ch_stride, int64_t t_stride);
 void qtts_codec_stream_set_debug(qtts_codec_stream *s, qtts_codec_stage_fn fn, void *ctx);
 
-/* Streaming decode of n_frames new frames: out gets n_frames*frame_samples samples. */
+/* Streaming decode of n_frames new frames: out gets n_frames*frame_samples samples.
+ * Bad codes are rejected before anything changes; after any other failure
+ * (out of memory) the stream is inconsistent and must be reset. */
 int qtts_codec_decode_feed(qtts_codec_decoder *dec, qtts_pool *pool, qtts_codec_stream *s, const int32_t *codes,
                            int64_t n_frames, float *out, qtts_err *err);
 
