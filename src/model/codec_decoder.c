@@ -800,6 +800,17 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
     return lin_run(d, pool, &d->out_proj, Hn, N, y, err);
 }
 
+typedef struct {
+    float *x;
+    int64_t width;
+} gelu_job;
+
+static void gelu_rows(void *p, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const gelu_job *j = p;
+    qtts_gelu_erf(j->x + r0 * j->width, (r1 - r0) * j->width);
+}
+
 /* ConvNeXt block in place on x [rows][L] (stacked streams). */
 static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, qtts_codec_stream *const *S,
                     const int64_t *rows, int ns, int u, float *x, qtts_err *err) {
@@ -822,7 +833,8 @@ static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, q
     }
     qtts_layernorm(par(pool, (double)N * L), dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
     if (lin_run(d, pool, &us->pw1, dw, N, p1, err)) return -1;
-    qtts_gelu_erf(p1, N * us->inner);
+    gelu_job gj = {p1, us->inner};
+    qtts_parallel_for(par(pool, (double)N * us->inner * 8), N, 1, gelu_rows, &gj);
     if (lin_run(d, pool, &us->pw2, p1, N, dw, err)) return -1;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < L; c++) x[r * L + c] += us->gamma[c] * dw[r * L + c];
