@@ -161,6 +161,9 @@ static void other_sizes(qtts_pool *pool) {
     }
     feed_chunks(dec, pool, codes, T, NULL, 0, w);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: random feed vs one forward");
+    qtts_codec_decoder_set_cache_budget(dec, 300);
+    feed_chunks(dec, pool, codes, T, NULL, 0, w);
+    TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: tail in pieces vs one forward");
     /* official chunking with a context reaching back to frame 0 re-decodes everything: exact */
     TEST_CHECK(qtts_codec_decode_offline(dec, pool, codes, T, 4, 1000, w, &err) == 0, "offline: %s", err.msg);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: chunk 4 + full context vs one forward");
@@ -350,6 +353,14 @@ int main(void) {
             feed_chunks(dec, pool, c20, T20, NULL, 0, w);
             worst = fmax(worst, TEST_NEAR(w, ref, (size_t)(T20 * fs), STREAM_TOL, "random splits vs one forward"));
         }
+        /* the high-rate tail run on small pieces (tiny cache budgets force the splitting at every block) */
+        static const int64_t budgets[] = {1, 700, 5000, 40000};
+        for (int b = 0; b < 4; b++) {
+            qtts_codec_decoder_set_cache_budget(dec, budgets[b]);
+            feed_chunks(dec, pool, c20, T20, (const int[]){3, 8, 1}, 3, w);
+            worst = fmax(worst, TEST_NEAR(w, ref, (size_t)(T20 * fs), STREAM_TOL, "tail in pieces vs one forward"));
+        }
+        qtts_codec_decoder_set_cache_budget(dec, 1 << 19);
         printf("  %-28s max abs err %.3g\n", "chunk invariance", worst);
         qtts_codec_decoder_set_max_chunk(dec, 8);
 

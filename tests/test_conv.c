@@ -32,7 +32,8 @@ int main(void) {
     /* causal conv: odd row counts, time tails, dilations */
     int64_t cases[][5] = {/* c_out, c_in, k, dil, T */
                           {8, 8, 7, 1, 48},  {5, 3, 3, 1, 1},   {13, 9, 7, 3, 47}, {16, 16, 7, 9, 100},
-                          {1, 12, 7, 1, 49}, {24, 32, 1, 1, 17}, {9, 4, 2, 1, 200}, {64, 48, 7, 3, 150}};
+                          {1, 12, 7, 1, 49}, {24, 32, 1, 1, 17}, {9, 4, 2, 1, 200}, {64, 48, 7, 3, 150},
+                          {12, 5, 3, 2, 60}, {3, 7, 7, 1, 33}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t co = cases[c][0], ci = cases[c][1], k = cases[c][2], dil = cases[c][3], T = cases[c][4];
         int64_t H = (k - 1) * dil, ldx = H + T + 3, ldy = T + 5;

@@ -41,7 +41,7 @@ typedef struct {
 } snake;
 
 typedef struct {
-    lin q, k, v, o, gate, up, down;
+    lin qkv, o, gate_up, down; /* q|k|v and gate|up stacked: one weight pass each */
     float *in_norm, *post_norm, *ls_attn, *ls_mlp;
 } tlayer;
 
@@ -69,8 +69,9 @@ typedef struct {
 } dblock;
 
 enum {
-    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_K, WS_V, WS_AO, WS_O, WS_G, WS_U,
-    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_CMB, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_COUNT
+    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_AO, WS_O, WS_G, WS_U,
+    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_BLK,
+    WS_COUNT = WS_BLK + MAX_STAGES
 };
 
 struct qtts_codec_decoder {
@@ -91,6 +92,7 @@ struct qtts_codec_decoder {
     snake fin_act;
     qtts_conv fin_conv;
     int64_t max_chunk;
+    int64_t cm_budget; /* bytes of a block output kept cache-resident (see cm_chain) */
     void **allocs;
     int n_allocs, cap_allocs;
     float *ws[WS_COUNT];
@@ -173,6 +175,29 @@ static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *nam
 static int load_mat(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t rows, int64_t cols,
                     lin *l, qtts_err *err) {
     return load_lin(d, st, name, 2, (int64_t[]){rows, cols}, NULL, l, err);
+}
+
+/* Several [rows_i][cols] weights "<prefix>.<sub_i>.weight" stacked into one layer. */
+static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, const char *const *subs,
+                     const int64_t *rows, int n, int64_t cols, lin *l, qtts_err *err) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    float *w = qtts_malloc((size_t)(total * cols) * sizeof(float), err);
+    if (!w) return -1;
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s.%s.weight", prefix, subs[i]);
+        const qtts_tensor *t = qtts_store_get2(st, name, rows[i], cols, err);
+        if (!t || qtts_convert_to_f32(t->type, t->data, w + off * cols, rows[i] * cols, err)) {
+            free(w);
+            return -1;
+        }
+        off += rows[i];
+    }
+    int rc = make_lin(d, w, total, cols, NULL, l, err);
+    free(w);
+    return rc;
 }
 
 static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t C, snake *s,
@@ -274,6 +299,7 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
     d->rms_eps = (float)cfg->dec.rms_eps;
     d->rope_theta = cfg->dec.rope_theta;
     d->max_chunk = 8;
+    d->cm_budget = 1 << 19;
     if (d->nq < 2 || d->cb <= 0 || d->cd < 2 || d->cd % 2 || d->L <= 0 || d->Hd <= 0 || d->nh <= 0 || d->nkv <= 0 ||
         d->nh % d->nkv || d->hd <= 0 || d->hd % 2 || d->I <= 0 || d->W <= 0 || d->D <= 0 || d->n_layers < 0 ||
         d->n_up < 0 || d->n_up > MAX_STAGES || d->n_blk < 1 || d->n_blk > MAX_STAGES || d->D % (1LL << d->n_blk))
@@ -352,12 +378,15 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
 #define LVEC(field, sub)                                          \
     snprintf(n, sizeof n, "%s.%s", p, sub);                       \
     if (!(ly->field = load_vec(d, st, n, d->Hd, err))) return -1;
-        LMAT(q, "self_attn.q_proj", qd, d->Hd)
-        LMAT(k, "self_attn.k_proj", kvd, d->Hd)
-        LMAT(v, "self_attn.v_proj", kvd, d->Hd)
+        {
+            const char *subs[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+            const int64_t rows[] = {qd, kvd, kvd};
+            if (stack_lin(d, st, p, subs, rows, 3, d->Hd, &ly->qkv, err)) return -1;
+            const char *mlp[] = {"mlp.gate_proj", "mlp.up_proj"};
+            const int64_t mrows[] = {d->I, d->I};
+            if (stack_lin(d, st, p, mlp, mrows, 2, d->Hd, &ly->gate_up, err)) return -1;
+        }
         LMAT(o, "self_attn.o_proj", d->Hd, qd)
-        LMAT(gate, "mlp.gate_proj", d->I, d->Hd)
-        LMAT(up, "mlp.up_proj", d->I, d->Hd)
         LMAT(down, "mlp.down_proj", d->Hd, d->I)
         LVEC(in_norm, "input_layernorm.weight")
         LVEC(post_norm, "post_attention_layernorm.weight")
@@ -526,6 +555,10 @@ int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *d) {
 }
 void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *d, int64_t frames) {
     d->max_chunk = frames < 1 ? 1 : frames > 256 ? 256 : frames;
+}
+
+void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
+    d->cm_budget = bytes < 1 ? 1 : bytes;
 }
 
 double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
@@ -713,27 +746,28 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
 static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int64_t *F,
                        const int64_t *roff, int ns, int64_t N, const float *in, float *y, qtts_err *err) {
     int64_t Hd = d->Hd, qd = d->nh * d->hd, kvd = d->nkv * d->hd;
-    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *Q = ws(d, WS_Q, N * qd, err);
-    float *K = ws(d, WS_K, N * kvd, err), *V = ws(d, WS_V, N * kvd, err), *AO = ws(d, WS_AO, N * qd, err);
-    float *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * d->I, err), *Up = ws(d, WS_U, N * d->I, err);
-    if (!X || !Hn || !Q || !K || !V || !AO || !O || !G || !Up) return -1;
+    int64_t qkvd = qd + 2 * kvd, I = d->I;
+    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *QKV = ws(d, WS_Q, N * qkvd, err);
+    float *AO = ws(d, WS_AO, N * qd, err), *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * I, err);
+    float *GU = ws(d, WS_U, N * 2 * I, err);
+    if (!X || !Hn || !QKV || !AO || !O || !G || !GU) return -1;
     for (int i = 0; i < ns; i++)
         if (kv_reserve(S[i], d->W - 1 + F[i], err)) return -1;
     if (lin_run(d, pool, &d->in_proj, in, N, X, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         const tlayer *ly = &d->layers[l];
         qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->in_norm, N, Hd, d->rms_eps, Hn);
-        if (lin_run(d, pool, &ly->q, Hn, N, Q, err) || lin_run(d, pool, &ly->k, Hn, N, K, err) ||
-            lin_run(d, pool, &ly->v, Hn, N, V, err))
-            return -1;
+        if (lin_run(d, pool, &ly->qkv, Hn, N, QKV, err)) return -1;
         for (int i = 0; i < ns; i++) {
             qtts_codec_stream *s = S[i];
-            float *q = Q + roff[i] * qd, *k = K + roff[i] * kvd, *v = V + roff[i] * kvd;
-            qtts_rope_neox(q, F[i], qd, d->nh, d->hd, s->pos, d->rope_theta);
-            qtts_rope_neox(k, F[i], kvd, d->nkv, d->hd, s->pos, d->rope_theta);
-            memcpy(s->kc[l] + s->n_cached * kvd, k, (size_t)(F[i] * kvd) * sizeof(float));
-            memcpy(s->vc[l] + s->n_cached * kvd, v, (size_t)(F[i] * kvd) * sizeof(float));
-            qtts_attn_args a = {.q = q, .q_stride = qd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
+            float *q = QKV + roff[i] * qkvd, *k = q + qd;
+            qtts_rope_neox(q, F[i], qkvd, d->nh, d->hd, s->pos, d->rope_theta);
+            qtts_rope_neox(k, F[i], qkvd, d->nkv, d->hd, s->pos, d->rope_theta);
+            for (int64_t f = 0; f < F[i]; f++) {
+                memcpy(s->kc[l] + (s->n_cached + f) * kvd, k + f * qkvd, (size_t)kvd * sizeof(float));
+                memcpy(s->vc[l] + (s->n_cached + f) * kvd, k + f * qkvd + kvd, (size_t)kvd * sizeof(float));
+            }
+            qtts_attn_args a = {.q = q, .q_stride = qkvd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
                                 .out = AO + roff[i] * qd, .out_stride = qd, .n_q = F[i], .q_first = s->n_cached,
                                 .n_heads = d->nh, .n_kv_heads = d->nkv, .head_dim = d->hd, .window = d->W,
                                 .scale = 1.0f / sqrtf((float)d->hd)};
@@ -747,8 +781,11 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_attn[c] * O[r * Hd + c];
         qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->post_norm, N, Hd, d->rms_eps, Hn);
-        if (lin_run(d, pool, &ly->gate, Hn, N, G, err) || lin_run(d, pool, &ly->up, Hn, N, Up, err)) return -1;
-        qtts_swiglu(G, Up, N * d->I);
+        if (lin_run(d, pool, &ly->gate_up, Hn, N, GU, err)) return -1;
+        for (int64_t r = 0; r < N; r++) {
+            memcpy(G + r * I, GU + r * 2 * I, (size_t)I * sizeof(float));
+            qtts_swiglu(G + r * I, GU + r * 2 * I + I, I);
+        }
         if (lin_run(d, pool, &ly->down, G, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_mlp[c] * O[r * Hd + c];
@@ -761,6 +798,17 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
     }
     qtts_rmsnorm(par(pool, (double)N * Hd), X, d->norm_w, N, Hd, d->rms_eps, Hn);
     return lin_run(d, pool, &d->out_proj, Hn, N, y, err);
+}
+
+typedef struct {
+    float *x;
+    int64_t width;
+} gelu_job;
+
+static void gelu_rows(void *p, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const gelu_job *j = p;
+    qtts_gelu_erf(j->x + r0 * j->width, (r1 - r0) * j->width);
 }
 
 /* ConvNeXt block in place on x [rows][L] (stacked streams). */
@@ -785,7 +833,8 @@ static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, q
     }
     qtts_layernorm(par(pool, (double)N * L), dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
     if (lin_run(d, pool, &us->pw1, dw, N, p1, err)) return -1;
-    qtts_gelu_erf(p1, N * us->inner);
+    gelu_job gj = {p1, us->inner};
+    qtts_parallel_for(par(pool, (double)N * us->inner * 8), N, 1, gelu_rows, &gj);
     if (lin_run(d, pool, &us->pw2, p1, N, dw, err)) return -1;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < L; c++) x[r * L + c] += us->gamma[c] * dw[r * L + c];
@@ -801,49 +850,66 @@ static void cm_pad(qtts_pool *pool, const float *in, int64_t ldin, float *xp, fl
     for (int64_t c = 0; c < C; c++) memcpy(hist + c * H, xp + c * ld + T, (size_t)H * sizeof(float));
 }
 
-/* Channel-major part (residual units onward) of one stream. in: time-major
- * [T][C] rows (the last time-major stage output), b0: first block to run
- * whole (a block before it only needs its residual units). */
-static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
-                   int64_t T, float *out, qtts_err *err) {
+/* Output samples per input sample of the channel-major chain from block b on. */
+static int64_t chain_gain(const qtts_codec_decoder *d, int64_t b) {
+    int64_t g = 1;
+    for (int64_t j = b; j < d->n_blk; j++) g *= d->blk[j].tm ? 1 : d->blk[j].rate;
+    return g;
+}
+
+
+/* Blocks b.. of the channel-major tail and the output conv for one stream:
+ * in holds C channels x T samples (row stride ldin; for a block whose
+ * transposed conv already ran time-major it is that conv's output and is
+ * updated in place); out gets T*chain_gain(b) samples. When a block's output
+ * would outgrow the cache budget, the rest of the chain runs on pieces of
+ * the input: every layer carries its own history, so this is exact, and the
+ * big early weights still see the whole chunk. */
+static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, int64_t b, float *in,
+                    int64_t ldin, int64_t C, int64_t T, float *out, qtts_err *err) {
     char name[32];
-    float *cur = ws(d, WS_CMA, C * T, err);
-    if (!cur) return -1;
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
-    int slot = WS_CMA;
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    for (; b < d->n_blk; b++) {
         const dblock *bk = &d->blk[b];
+        int64_t up = bk->tm ? 1 : bk->rate;
+        if (T > 1 && T * up * bk->out * (int64_t)sizeof(float) > d->cm_budget) {
+            int64_t p = d->cm_budget / (up * bk->out * (int64_t)sizeof(float)), g = chain_gain(d, b);
+            if (p < 1) p = 1;
+            for (int64_t t0 = 0; t0 < T; t0 += p)
+                if (cm_chain(d, pool, s, b, in + t0, ldin, C, T - t0 < p ? T - t0 : p, out + t0 * g, err)) return -1;
+            return 0;
+        }
+        float *cur = in;
+        int64_t ld = ldin;
         if (!bk->tm) {
             int64_t H = qtts_conv_history(&bk->tconv_cm), Tout = T * bk->rate;
             float *xp = ws(d, WS_XP, bk->in * (H + T), err), *ph = ws(d, WS_PH, bk->rate * bk->out * T, err);
-            int nslot = slot == WS_CMA ? WS_CMB : WS_CMA;
-            float *nx = ws(d, nslot, bk->out * Tout, err);
-            if (!xp || !ph || !nx) return -1;
-            cm_pad(pool, cur, T, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
+            cur = ws(d, WS_BLK + (int)b, bk->out * Tout, err);
+            if (!xp || !ph || !cur) return -1;
+            cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
             qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0);
-            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, nx, Tout);
-            cur = nx;
-            slot = nslot;
-            T = Tout;
+            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout);
+            ld = T = Tout;
         }
         for (int r = 0; r < N_RES; r++) {
             const resunit *ru = &bk->ru[r];
             int64_t H = qtts_conv_history(&ru->c1);
             float *xp = ws(d, WS_XP, bk->out * (H + T), err), *tmp = ws(d, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
-            cm_pad(pool, cur, T, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
+            cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
             qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0);
             qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib);
-            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, T, cur, T);
+            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
-        emit_cm(s, name, cur, T, bk->out, T);
+        emit_cm(s, name, cur, ld, bk->out, T);
+        in = cur;
+        ldin = ld;
+        C = bk->out;
     }
     int64_t H = qtts_conv_history(&d->fin_conv);
     float *xp = ws(d, WS_XP, d->d_last * (H + T), err);
     if (!xp) return -1;
-    cm_pad(pool, cur, T, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
+    cm_pad(pool, in, ldin, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 1);
     emit_cm(s, name, xp + H, H + T, d->d_last, T);
     qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0);
@@ -851,6 +917,16 @@ static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s,
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];
     return 0;
+}
+
+/* Channel-major part of one stream, from the last time-major output [T][C]. */
+static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
+                   int64_t T, float *out, qtts_err *err) {
+    float *cur = ws(d, WS_CMA, C * T, err);
+    if (!cur) return -1;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
+    return cm_chain(d, pool, s, 0, cur, T, C, T, out, err);
 }
 
 /* One step: ns streams with 1..max_chunk frames each, codes validated. */
