@@ -48,6 +48,8 @@ static void say_usage(FILE *out) {
             "      --file FILE           read the text from FILE\n"
             "      --stream-by-line      every input line is its own utterance\n"
             "      --save-codes FILE     also write the generated codes (.rvq; single utterance)\n"
+            "      --play                play through the system player (aplay, paplay, pw-play or ffplay)\n"
+            "                            as audio is decoded (instead of -o)\n"
             "  engine:\n"
             "      --threads N           compute threads (default: all CPUs)\n"
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (default: as stored)\n"
@@ -101,6 +103,27 @@ static int out_write(out_state *o, const float *x, size_t n, int hold) {
     return 0;
 }
 
+static int write_to_file(void *user, const void *bytes, size_t n) {
+    FILE *f = user;
+    return fwrite(bytes, 1, n, f) == n && fflush(f) == 0 ? 0 : -1;
+}
+
+/* The first player found on PATH, fed a streaming WAV on its stdin. */
+static FILE *open_player(void) {
+    static const char *const players[][2] = {
+        {"aplay", "aplay -q -"},
+        {"paplay", "paplay"},
+        {"pw-play", "pw-play -"},
+        {"ffplay", "ffplay -nodisp -autoexit -loglevel quiet -"},
+    };
+    for (size_t i = 0; i < sizeof players / sizeof players[0]; i++) {
+        char check[128];
+        snprintf(check, sizeof check, "command -v %s >/dev/null 2>&1", players[i][0]);
+        if (system(check) == 0) return popen(players[i][1], "w");
+    }
+    return NULL;
+}
+
 static char *read_all(FILE *f, size_t *len) {
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
@@ -152,7 +175,7 @@ int cmd_say(int argc, char **argv) {
     enum {
         O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
         O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
-        O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT,
+        O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_PLAY,
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -169,13 +192,14 @@ int cmd_say(int argc, char **argv) {
         {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
         {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
         {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
-        {"quant", required_argument, 0, O_QUANT},  {"verbose", no_argument, 0, 'v'},
+        {"quant", required_argument, 0, O_QUANT},  {"play", no_argument, 0, O_PLAY},
+        {"verbose", no_argument, 0, 'v'},
         {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *model = NULL, *output = "out.wav", *format = NULL, *sample_format = "s16", *ref_audio = NULL;
     const char *ref_spk = NULL, *ref_rvq = NULL, *ref_text = NULL, *file = NULL, *save_codes = NULL, *quant = NULL;
-    int by_line = 0, verbose = 0, quiet = 0, threads = 0;
+    int by_line = 0, verbose = 0, quiet = 0, threads = 0, play = 0, output_given = 0;
     qtts_request req;
     qtts_request_default(&req);
     long lv;
@@ -186,7 +210,7 @@ int cmd_say(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":m:o:vqh", opts, NULL)) != -1) {
         switch (c) {
         case 'm': model = optarg; break;
-        case 'o': output = optarg; break;
+        case 'o': output = optarg; output_given = 1; break;
         case O_FORMAT: format = optarg; break;
         case O_SAMPLE_FORMAT: sample_format = optarg; break;
         case O_SPEAKER: req.speaker = optarg; break;
@@ -231,6 +255,7 @@ int cmd_say(int argc, char **argv) {
         case O_SAVE: save_codes = optarg; break;
         case O_THREADS: if (parse_int("--threads", optarg, 1, 256, &lv)) return CLI_USAGE; threads = (int)lv; break;
         case O_QUANT: quant = optarg; break;
+        case O_PLAY: play = 1; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
         case 'h': say_usage(stdout); return CLI_OK;
@@ -291,6 +316,22 @@ int cmd_say(int argc, char **argv) {
         free(chunks);
         free(text);
         return CLI_USAGE;
+    }
+    if (play && output_given) {
+        cli_error("say: --play and -o exclude each other");
+        free(chunks);
+        free(text);
+        return CLI_USAGE;
+    }
+    FILE *player = NULL;
+    if (play) {
+        player = open_player();
+        if (!player) {
+            cli_error("say: --play found no audio player (install alsa-utils, pulseaudio-utils, pipewire or ffmpeg)");
+            free(chunks);
+            free(text);
+            return CLI_FAIL;
+        }
     }
     /* ---- voice options that need no model ---- */
     if ((ref_audio || ref_spk) && req.speaker) {
@@ -408,7 +449,12 @@ int cmd_say(int argc, char **argv) {
         req.has_seed = 1;
         if (!req.greedy && !quiet) fprintf(stderr, "qtts: seed %llu\n", (unsigned long long)req.seed);
     }
-    enc = qtts_encoder_open_file(output, format, sfmt, qtts_engine_info(e)->sample_rate, 1, &qe);
+    if (player) {
+        qtts_audio_sink sink = {.write = write_to_file, .seek = NULL, .user = player};
+        enc = qtts_encoder_open(QTTS_AUDIO_WAV, QTTS_SAMPLE_S16, qtts_engine_info(e)->sample_rate, 1, &sink, &qe);
+    } else {
+        enc = qtts_encoder_open_file(output, format, sfmt, qtts_engine_info(e)->sample_rate, 1, &qe);
+    }
     if (!enc) {
         cli_error("%s", qe.msg);
         goto done;
@@ -487,6 +533,10 @@ int cmd_say(int argc, char **argv) {
     rc = CLI_OK;
 done:
     if (enc) qtts_encoder_abort(enc);
+    if (player && pclose(player) != 0 && rc == CLI_OK) {
+        cli_error("say: the audio player failed");
+        rc = CLI_FAIL;
+    }
     qtts_voice_release(voice);
     qtts_engine_free(e);
     free(xvec);

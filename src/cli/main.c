@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    /* A closed pipe (player quit, `| head`) is an error to report, not a silent kill. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;
