@@ -6,7 +6,6 @@
 #include "tensor/linear.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +56,6 @@ typedef struct {
     int bf16_dot;
     qtts_act act;
     float *scratch; /* scalar path: one dequantized row per thread */
-    atomic_long next_chunk; /* dynamic row scheduling, see linear_spmd */
 } linear_job;
 
 static void linear_rows_scalar(const linear_job *j, int64_t r0, int64_t r1) {
@@ -114,22 +112,6 @@ static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
     }
 #endif
     linear_rows_scalar(j, r0, r1);
-}
-
-/* Threads claim blocks of QTTS_TILE_ROWS rows from a shared counter rather
- * than taking fixed halves: a thread that is descheduled (a busy machine) or
- * slower (SMT sibling busy, small core) then delays the call by at most one
- * block instead of by its whole share. */
-static void linear_spmd(void *p, int tid, int n_threads) {
-    (void)n_threads;
-    linear_job *j = p;
-    const int64_t n_chunks = (j->w->rows + QTTS_TILE_ROWS - 1) / QTTS_TILE_ROWS;
-    for (;;) {
-        int64_t c = atomic_fetch_add_explicit(&j->next_chunk, 1, memory_order_relaxed);
-        if (c >= n_chunks) break;
-        int64_t r0 = c * QTTS_TILE_ROWS, r1 = r0 + QTTS_TILE_ROWS < j->w->rows ? r0 + QTTS_TILE_ROWS : j->w->rows;
-        linear_rows(j, r0, r1, tid);
-    }
 }
 
 void qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
@@ -255,12 +237,9 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
         buf = j.scratch = malloc(nt * (size_t)w->cols * sizeof(float));
         /* out of memory even for that: the reference path needs no scratch */
     }
-    if (!pool || qtts_pool_size(pool) == 1 || w->rows <= QTTS_TILE_ROWS) {
-        linear_rows(&j, 0, w->rows, 0);
-    } else {
-        atomic_init(&j.next_chunk, 0);
-        qtts_pool_run(pool, linear_spmd, &j);
-    }
+    /* Waking the pool costs more than a few tens of thousands of MACs. */
+    qtts_pool *run_on = (double)w->rows * (double)w->cols * (double)n < 65536.0 ? NULL : pool;
+    qtts_parallel_for(run_on, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
     free(buf);
 }
 
