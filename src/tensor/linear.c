@@ -213,7 +213,9 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
         }
         a->q = (const int8_t *)(buf + off);
     }
-    qtts_parallel_for(pool, j->n, 4, pack_rows, j);
+    /* small packs (decode steps) inline: a pool round trip costs more than the work */
+    if (j->n * j->w->cols < (1 << 16)) pack_rows(j, 0, j->n, 0);
+    else qtts_parallel_for(pool, j->n, 4, pack_rows, j);
     return buf;
 }
 
