@@ -13,6 +13,7 @@ int cmd_say(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
 int cmd_download(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
