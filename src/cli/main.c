@@ -19,6 +19,7 @@ static const command commands[] = {
     {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
     {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},
     {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
+    {"bench", cmd_bench, "end-to-end speed benchmark at real model sizes (random weights) or on a model"},
 };
 
 void cli_error(const char *fmt, ...) {

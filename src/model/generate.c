@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tensor/linear.h"
 
@@ -43,7 +44,31 @@ struct qtts_batch {
     qtts_gen_request **act;      /* [b] */
     qtts_kv_cache **caches;  /* [b] */
     int64_t *ntok;           /* [b] */
+    qtts_batch_timing timing;
 };
+
+/* ---- stage timing (benchmarks) ---- */
+
+typedef struct {
+    int64_t wall, cpu;
+} stamp;
+
+static int64_t ns_of(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static stamp stamp_now(void) { return (stamp){ns_of(CLOCK_MONOTONIC), ns_of(CLOCK_THREAD_CPUTIME_ID)}; }
+static void stage_add(qtts_stage_time *t, stamp since, int64_t rows) {
+    stamp n = stamp_now();
+    t->wall_ns += n.wall - since.wall;
+    t->cpu_ns += n.cpu - since.cpu;
+    t->calls++;
+    t->rows += rows;
+}
+
+void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out) { *out = b->timing; }
+void qtts_batch_reset_timing(qtts_batch *b) { memset(&b->timing, 0, sizeof b->timing); }
 
 void qtts_gen_params_from_config(qtts_gen_params *p, const qtts_generation_config *g) {
     memset(p, 0, sizeof *p);
@@ -307,6 +332,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         np++;
     }
     if (np) {
+        stamp t0 = stamp_now();
         if (qtts_lm_forward(&m->lm, pool, &b->work, np, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
         int64_t last = 0;
         for (int k = 0; k < np; k++) {
@@ -322,10 +348,12 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
             if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
             else r->pending = tok;
         }
+        stage_add(&b->timing.prefill, t0, np);
     }
 
     /* 2. code predictor for every pending codebook-0 token */
     int na = 0;
+    stamp t_cp = stamp_now();
     for (int i = 0; i < nb; i++) {
         qtts_gen_request *r = b->reqs[i];
         if (r->stop || r->pending < 0) continue;
@@ -340,6 +368,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->e0, b->caches, cp_pick, &cc, b->codes, b->esum,
                                 NULL, NULL, err))
         return -1;
+    stage_add(&b->timing.cp, t_cp, na);
 
     /* 3. emit frames, build next talker inputs */
     int nt = 0;
@@ -369,6 +398,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     if (!nt) return 0;
 
     /* 4. one talker step for all of them */
+    stamp t_tk = stamp_now();
     if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
     qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits);
     for (int k = 0; k < nt; k++) {
@@ -379,6 +409,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
         else r->pending = tok;
     }
+    stage_add(&b->timing.talker, t_tk, nt);
     return 0;
 }
 

@@ -91,6 +91,20 @@ int qtts_batch_size(const qtts_batch *b);
  * request of the batch is stopped with QTTS_STOP_ERROR and removed). */
 int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err);
 
+/* Cumulative time spent in each stage of qtts_batch_step since the batch was
+ * made or the last reset (for benchmarks): wall and calling-thread CPU
+ * nanoseconds, calls and batch rows. prefill: talker forward over joining
+ * prompts + codec_head + sampling; cp: code predictor for pending tokens;
+ * talker: the single-token talker step + codec_head + sampling. */
+typedef struct {
+    int64_t wall_ns, cpu_ns, calls, rows;
+} qtts_stage_time;
+typedef struct {
+    qtts_stage_time prefill, cp, talker;
+} qtts_batch_timing;
+void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out);
+void qtts_batch_reset_timing(qtts_batch *b);
+
 /* Runs one request alone to completion. */
 int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_gen_request *r, qtts_err *err);
 
