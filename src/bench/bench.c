@@ -113,7 +113,7 @@ typedef struct {
     int64_t frames_out, samples_out;
 } bstream;
 
-static void on_frame(void *user, qtts_request *req, int64_t frame, const int32_t *codes, int64_t n) {
+static void on_frame(void *user, qtts_gen_request *req, int64_t frame, const int32_t *codes, int64_t n) {
     (void)req, (void)frame;
     bstream *s = user;
     if (s->n_pending == s->cap) {
@@ -177,7 +177,7 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
     memset(pr, 0, sizeof *pr);
     int rc = -1;
     bstream *st = calloc((size_t)n, sizeof *st);
-    qtts_request **req = calloc((size_t)n, sizeof *req);
+    qtts_gen_request **req = calloc((size_t)n, sizeof *req);
     qtts_codec_stream **ds = calloc((size_t)n, sizeof *ds);
     const int32_t **cs = calloc((size_t)n, sizeof *cs);
     int64_t *nf = calloc((size_t)n, sizeof *nf);
@@ -214,10 +214,10 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
             pr->prompt_cpu_ms = thread_cpu_ms() - c0;
         }
         pr->prompt_rows = p.n_rows;
-        req[i] = qtts_request_from_prompt(m, &p, &gp, err);
+        req[i] = qtts_gen_request_from_prompt(m, &p, &gp, err);
         qtts_prompt_free(&p);
         if (!req[i]) goto done;
-        qtts_request_set_callback(req[i], on_frame, &st[i]);
+        qtts_gen_request_set_callback(req[i], on_frame, &st[i]);
         if (!(st[i].dec = qtts_codec_stream_new(c->dec, err)) ||
             !(st[i].pcm = qtts_malloc((size_t)fs * sizeof(float), err)) || qtts_batch_add(b, req[i], err))
             goto done;
@@ -286,9 +286,9 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
     stage_from(&pr->cp, &t.cp);
     stage_from(&pr->decoder, &dec_steady);
     for (int i = 0; i < n; i++) {
-        if (qtts_request_stop_reason(req[i]) != QTTS_STOP_MAX_FRAMES) {
+        if (qtts_gen_request_stop_reason(req[i]) != QTTS_STOP_MAX_FRAMES) {
             qtts_fail(err, "bench: stream %d stopped early (reason %d) after %lld frames", i,
-                      (int)qtts_request_stop_reason(req[i]), (long long)st[i].frames_out);
+                      (int)qtts_gen_request_stop_reason(req[i]), (long long)st[i].frames_out);
             goto done;
         }
         pr->frames_out += st[i].frames_out;
@@ -298,7 +298,7 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
 done:
     if (b) qtts_batch_free(b);
     for (int i = 0; st && i < n; i++) {
-        if (req) qtts_request_free(req[i]);
+        if (req) qtts_gen_request_free(req[i]);
         qtts_codec_stream_free(st[i].dec);
         free(st[i].pending);
         free(st[i].pcm);
