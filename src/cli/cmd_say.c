@@ -505,11 +505,12 @@ int cmd_say(int argc, char **argv) {
         if (verbose)
             fprintf(stderr,
                     "qtts: utterance %ld: %d frames (%.2f s audio%s), queue %.0f ms, first audio %.0f ms, total %.0f "
-                    "ms (RTF %.3f); talker+code predictor %.0f ms, decoder %.0f ms; seed %llu\n",
+                    "ms (RTF %.3f); prefill %.1f ms, talker %.1f ms, code predictor %.1f ms, decoder %.1f ms; "
+                    "seed %llu\n",
                     i + 1, res.n_frames, res.audio_seconds, res.finished_by_eos ? ", ended by EOS" : ", frame limit",
                     res.queue_ms, res.first_audio_ms, res.total_ms,
-                    res.audio_seconds > 0 ? res.total_ms / 1e3 / res.audio_seconds : 0.0, res.talker_ms,
-                    res.decoder_ms, (unsigned long long)res.seed);
+                    res.audio_seconds > 0 ? res.total_ms / 1e3 / res.audio_seconds : 0.0, res.prefill_ms,
+                    res.talker_ms, res.code_predictor_ms, res.decoder_ms, (unsigned long long)res.seed);
         if (save_codes) {
             size_t nf = 0;
             int g = 0;

@@ -49,7 +49,8 @@ typedef struct slot {
     int64_t cap_pcm;
     qtts_mode mode;
     double t_submit, t_start, t_first_audio;
-    double talker_ms, decoder_ms;
+    double prefill_ms, talker_ms, cp_ms, decoder_ms;
+    int prefilled;
     int64_t samples_out;
     struct slot *next;
 } slot;
@@ -346,7 +347,9 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
     r.queue_ms = s->t_start - s->t_submit;
     r.first_audio_ms = s->t_first_audio > 0 ? s->t_first_audio - s->t_submit : 0;
     r.total_ms = now_ms() - s->t_submit;
+    r.prefill_ms = s->prefill_ms;
     r.talker_ms = s->talker_ms;
+    r.code_predictor_ms = s->cp_ms;
     r.decoder_ms = s->decoder_ms;
     r.finished_by_eos = s->gen && qtts_gen_request_stop_reason(s->gen) == QTTS_STOP_EOS;
     if (error) {
@@ -486,16 +489,30 @@ static int frame_loop(qtts_pool *pool, void *ctx) {
         return more;
     }
 
-    double t0 = now_ms();
+    qtts_batch_timing tm0, tm1;
+    qtts_batch_get_timing(e->batch, &tm0);
     int64_t frames_before = 0;
     for (slot *s = e->active; s; s = s->next) frames_before += s->n_pending;
     int left = qtts_batch_step(e->batch, pool, &err);
-    double dt = now_ms() - t0;
-    int n_active = 0;
-    for (slot *s = e->active; s; s = s->next) n_active++;
+    qtts_batch_get_timing(e->batch, &tm1);
+    /* stage times of this step, shared among the requests that took part */
+    double d_prefill = (double)(tm1.prefill.wall_ns - tm0.prefill.wall_ns) / 1e6;
+    double d_cp = (double)(tm1.cp.wall_ns - tm0.cp.wall_ns) / 1e6;
+    double d_talker = (double)(tm1.talker.wall_ns - tm0.talker.wall_ns) / 1e6;
+    int n_active = 0, n_new = 0;
+    for (slot *s = e->active; s; s = s->next) {
+        n_active++;
+        n_new += !s->prefilled;
+    }
     int64_t frames_after = 0;
     for (slot *s = e->active; s; s = s->next) {
-        s->talker_ms += dt / n_active;
+        if (!s->prefilled) {
+            s->prefill_ms += d_prefill / n_new;
+            s->prefilled = 1;
+        } else {
+            s->cp_ms += d_cp / (n_active - n_new);
+            s->talker_ms += d_talker / (n_active - n_new);
+        }
         frames_after += s->n_pending;
     }
     atomic_fetch_add(&e->n_frames, (uint64_t)(frames_after - frames_before));
