@@ -7,6 +7,7 @@
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 int cmd_info(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -13,6 +13,7 @@ typedef struct {
 
 static const command commands[] = {
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
+    {"serve", cmd_serve, "HTTP server: OpenAI-compatible speech API, voices, metrics"},
 };
 
 void cli_error(const char *fmt, ...) {
