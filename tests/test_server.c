@@ -115,7 +115,7 @@ static void test_wav_writer(void) {
     for (int i = 0; i < 100; i++) x[i] = sinf(i * 0.1f) * 0.5f;
     srv_buf b = {0};
     char err[128];
-    srv_audio_out *o = srv_audio_out_new(SRV_FMT_WAV, 24000, 100, srv_buf_sink, &b, err, sizeof err);
+    srv_audio_out *o = srv_audio_out_new(SRV_FMT_WAV, 24000, 100, srv_buf_sink, &b, NULL, err, sizeof err);
     TEST_CHECK(o && !srv_audio_out_write(o, x, 100) && !srv_audio_out_finish(o), "wav encode");
     srv_audio_out_free(o);
     const unsigned char *d;
@@ -462,6 +462,15 @@ static void test_base_server(const char *vdir) {
             TEST_CHECK(r.status == 200 && frames > 0 && labs(frames - n_wav) <= 24000 / 10 + 1920,
                        "%s decodes with libsndfile: status %d, %ld frames (wav %ld)", fmts[k], r.status, frames,
                        n_wav);
+            th_resp_free(&r);
+            q = speech_json("alice", fmts[k], "audio", NULL);
+            th_post_json(port, "/v1/audio/speech", NULL, q, &r, 120);
+            free(q);
+            frames = r.status == 200 ? sndfile_frames(r.body, r.body_len, &rr) : -1;
+            TEST_CHECK(r.status == 200 && r.chunked && r.complete && frames > 0 &&
+                           labs(frames - n_wav) <= 24000 / 10 + 1920,
+                       "streamed %s decodes with libsndfile: status %d, %ld frames (wav %ld)", fmts[k], r.status,
+                       frames, n_wav);
         }
         th_resp_free(&r);
     }

@@ -365,7 +365,7 @@ static unsigned char *th_make_wav(const float *x, size_t n, int rate, size_t *si
 }
 
 /* Reads a file completely; NULL if missing. */
-static unsigned char *th_read_file(const char *path, size_t *n) {
+__attribute__((unused)) static unsigned char *th_read_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     *n = 0;
     if (!f) return NULL;

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "server/buf.h"
+
 typedef enum { SRV_FMT_WAV, SRV_FMT_PCM, SRV_FMT_FLAC, SRV_FMT_MP3, SRV_FMT_OPUS, SRV_FMT_AAC } srv_format;
 
 /* Bytes out; returns 0, or non-zero to fail the encoder (out of memory). */
@@ -19,9 +21,12 @@ const char *srv_format_name(srv_format f);
 
 /* total_samples: the exact sample count when known up front (a buffered
  * response: the WAV header then carries real sizes), 0 when streaming (the
- * WAV header then says "unknown length", as streaming WAV readers expect). */
+ * WAV header then says "unknown length", as streaming WAV readers expect).
+ * seekable: for a buffered response, the empty buffer the sink appends to;
+ * formats whose header is final only at the end (FLAC totals, the MP3
+ * Xing tag) then patch it in place. NULL when streaming. */
 srv_audio_out *srv_audio_out_new(srv_format f, int sample_rate, size_t total_samples, srv_sink_fn sink,
-                                 void *user, char *err, size_t err_size);
+                                 void *user, srv_buf *seekable, char *err, size_t err_size);
 int srv_audio_out_write(srv_audio_out *o, const float *x, size_t n);
 /* Flushes whatever the format keeps back. */
 int srv_audio_out_finish(srv_audio_out *o);

@@ -478,7 +478,7 @@ static enum MHD_Result run_buffered(qtts_server *s, struct MHD_Connection *c, sp
         }
         char err[256];
         srv_buf body = {0};
-        ss->enc = srv_audio_out_new(ss->fmt, s->info->sample_rate, n, srv_buf_sink, &body, err, sizeof err);
+        ss->enc = srv_audio_out_new(ss->fmt, s->info->sample_rate, n, srv_buf_sink, &body, &body, err, sizeof err);
         if (!ss->enc || srv_audio_out_write(ss->enc, x, n) || srv_audio_out_finish(ss->enc)) {
             srv_buf_free(&body);
             rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "encoding failed: %s",
@@ -556,7 +556,7 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
     if (o.mode == OUT_BUFFERED) return run_buffered(s, c, ss);
 
     ss->enc = srv_audio_out_new(o.fmt, s->info->sample_rate, 0, srv_buf_sink, o.mode == OUT_SSE ? &ss->raw : &ss->out,
-                                err, sizeof err);
+                                NULL, err, sizeof err);
     if (!ss->enc) {
         stream_release(ss);
         return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err);
