@@ -138,6 +138,11 @@ static int th_stop(th_server *s, double timeout_s) {
     th_drain_log(s);
     if (s->err_fd >= 0) close(s->err_fd);
     s->err_fd = -1;
+    /* Under ASan/UBSan the server's own reports count as failures. */
+    if (strstr(s->log, "Sanitizer") || strstr(s->log, "runtime error:")) {
+        fprintf(stderr, "server sanitizer report:\n%s\n", s->log);
+        if (rc == 0) rc = 99;
+    }
     return rc;
 }
 

@@ -97,7 +97,7 @@ static int enc_write(void *user, const void *bytes, size_t n) {
     srv_buf *b = o->seek_buf;
     size_t over = o->seek_pos < b->len ? b->len - o->seek_pos : 0;
     if (over > n) over = n;
-    memcpy(b->data + o->seek_pos, bytes, over);
+    if (over) memcpy(b->data + o->seek_pos, bytes, over);
     if (n > over && srv_buf_append(b, (const char *)bytes + over, n - over)) return -1;
     o->seek_pos += n;
     return 0;
