@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double th_now(void) {
+__attribute__((unused)) static double th_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -37,7 +37,7 @@ typedef struct {
     size_t log_len;
 } th_server;
 
-static void th_drain_log(th_server *s) {
+__attribute__((unused)) static void th_drain_log(th_server *s) {
     for (;;) {
         struct pollfd p = {.fd = s->err_fd, .events = POLLIN};
         if (s->err_fd < 0 || poll(&p, 1, 0) <= 0) return;
@@ -60,7 +60,7 @@ static void th_drain_log(th_server *s) {
 
 /* argv: extra arguments after "serve", NULL-terminated. Returns 0 when the
  * server printed its "listening on" line within timeout_s. */
-static int th_start(th_server *s, const char *const *args, double timeout_s) {
+__attribute__((unused)) static int th_start(th_server *s, const char *const *args, double timeout_s) {
     memset(s, 0, sizeof *s);
     s->err_fd = -1;
     int pfd[2];
@@ -116,7 +116,7 @@ static int th_start(th_server *s, const char *const *args, double timeout_s) {
 }
 
 /* Sends SIGTERM and waits; returns the exit status (or -1). */
-static int th_stop(th_server *s, double timeout_s) {
+__attribute__((unused)) static int th_stop(th_server *s, double timeout_s) {
     int rc = -1;
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
@@ -158,13 +158,13 @@ typedef struct {
     double t_first_body; /* seconds from sending to the first body byte; <0 if none */
 } th_resp;
 
-static void th_resp_free(th_resp *r) {
+__attribute__((unused)) static void th_resp_free(th_resp *r) {
     free(r->body);
     r->body = NULL;
     r->body_len = 0;
 }
 
-static int th_connect(int port) {
+__attribute__((unused)) static int th_connect(int port) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     struct sockaddr_in a;
@@ -181,7 +181,7 @@ static int th_connect(int port) {
     return fd;
 }
 
-static int th_send_all(int fd, const void *p, size_t n) {
+__attribute__((unused)) static int th_send_all(int fd, const void *p, size_t n) {
     const char *c = p;
     while (n) {
         ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
@@ -193,7 +193,7 @@ static int th_send_all(int fd, const void *p, size_t n) {
     return 0;
 }
 
-static const char *th_header(const th_resp *r, const char *name) {
+__attribute__((unused)) static const char *th_header(const th_resp *r, const char *name) {
     static __thread char val[512]; /* test code only */
     size_t nl = strlen(name);
     for (const char *p = r->headers; p && *p;) {
@@ -213,7 +213,7 @@ static const char *th_header(const th_resp *r, const char *name) {
 }
 
 /* Parses raw (headers + body as received) into r. */
-static void th_parse(const unsigned char *raw, size_t n, th_resp *r) {
+__attribute__((unused)) static void th_parse(const unsigned char *raw, size_t n, th_resp *r) {
     const unsigned char *end = NULL;
     for (size_t i = 0; i + 3 < n; i++)
         if (!memcmp(raw + i, "\r\n\r\n", 4)) {
@@ -266,7 +266,7 @@ static void th_parse(const unsigned char *raw, size_t n, th_resp *r) {
 
 /* One request on a new connection ("Connection: close"). extra: more header
  * lines, each ending in \r\n, or NULL. Returns 0 if a response was read. */
-static int th_request(int port, const char *method, const char *path, const char *extra, const void *body,
+__attribute__((unused)) static int th_request(int port, const char *method, const char *path, const char *extra, const void *body,
                       size_t body_len, th_resp *r, double timeout_s) {
     memset(r, 0, sizeof *r);
     r->t_first_body = -1;
@@ -308,11 +308,11 @@ static int th_request(int port, const char *method, const char *path, const char
     return r->status ? 0 : -1;
 }
 
-static int th_post_json(int port, const char *path, const char *extra, const char *json, th_resp *r, double timeout_s) {
+__attribute__((unused)) static int th_post_json(int port, const char *path, const char *extra, const char *json, th_resp *r, double timeout_s) {
     return th_request(port, "POST", path, extra, json, strlen(json), r, timeout_s);
 }
 
-static int th_get(int port, const char *path, const char *extra, th_resp *r) {
+__attribute__((unused)) static int th_get(int port, const char *path, const char *extra, th_resp *r) {
     return th_request(port, "GET", path, extra, NULL, 0, r, 30);
 }
 
@@ -320,7 +320,7 @@ static int th_get(int port, const char *path, const char *extra, th_resp *r) {
 
 /* Parses a RIFF PCM s16 mono WAV; returns the sample count or -1. *data
  * points at the samples. */
-static long th_wav_samples(const unsigned char *b, size_t n, const unsigned char **data, int *rate) {
+__attribute__((unused)) static long th_wav_samples(const unsigned char *b, size_t n, const unsigned char **data, int *rate) {
     if (n < 44 || memcmp(b, "RIFF", 4) || memcmp(b + 8, "WAVE", 4)) return -1;
     size_t off = 12;
     int fmt_ok = 0;
@@ -345,7 +345,7 @@ static long th_wav_samples(const unsigned char *b, size_t n, const unsigned char
 }
 
 /* Builds a 16-bit mono WAV file in memory from float samples. */
-static unsigned char *th_make_wav(const float *x, size_t n, int rate, size_t *size) {
+__attribute__((unused)) static unsigned char *th_make_wav(const float *x, size_t n, int rate, size_t *size) {
     *size = 44 + 2 * n;
     unsigned char *b = malloc(*size);
     if (!b) return NULL;
