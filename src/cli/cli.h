@@ -4,14 +4,26 @@
 #ifndef QTTS_CLI_H
 #define QTTS_CLI_H
 
+#include <stddef.h>
+
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_codec(int argc, char **argv);
+int cmd_download(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Resolves the model path: explicit value, else $QTTS_MODEL; NULL if neither. */
 const char *cli_model_path(const char *given);
+/* cli_model_path, then resolved: an existing path wins, else a model name
+ * (0.6b-base, a repo id or repo name) found in the download cache. Writes
+ * into buf and returns it, or prints one error line and returns NULL. */
+const char *cli_resolve_model(const char *given, char *buf, size_t size);
+
+/* `qtts codec encode ...` (argv[0] = "encode"); called by the codec dispatcher. */
+int codec_encode_main(int argc, char **argv);
 
 #endif

@@ -13,6 +13,9 @@ typedef struct {
 
 static const command commands[] = {
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
+    {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
+    {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},
+    {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
     {"serve", cmd_serve, "HTTP server: OpenAI-compatible speech API, voices, metrics"},
 };
 

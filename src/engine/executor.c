@@ -17,6 +17,9 @@ struct qtts_exec {
     pthread_cond_t has_work;
     job *head, *tail;
     int stopping;
+    int wake_pending;
+    qtts_idle_fn idle;
+    void *idle_ctx;
     int n_threads;
     qtts_pool *pool;
     int start_failed;
@@ -38,11 +41,29 @@ static void *engine_main(void *p) {
 
     for (;;) {
         pthread_mutex_lock(&ex->mu);
-        while (!ex->head && !ex->stopping) pthread_cond_wait(&ex->has_work, &ex->mu);
+        while (!ex->head && !ex->stopping && !ex->wake_pending) pthread_cond_wait(&ex->has_work, &ex->mu);
         job *j = ex->head;
-        if (!j) { /* stopping and drained */
+        if (!j) {
+            if (ex->stopping) { /* stopping and drained */
+                pthread_mutex_unlock(&ex->mu);
+                break;
+            }
+            /* Woken for the frame loop: step until it has nothing to do or a
+             * job is waiting (jobs run between frames). */
+            ex->wake_pending = 0;
+            qtts_idle_fn idle = ex->idle;
+            void *ctx = ex->idle_ctx;
             pthread_mutex_unlock(&ex->mu);
-            break;
+            if (!idle) continue;
+            for (;;) {
+                int more = idle(pool, ctx);
+                pthread_mutex_lock(&ex->mu);
+                int job_waiting = ex->head != NULL || ex->stopping;
+                if (more && job_waiting) ex->wake_pending = 1; /* resume stepping after the job */
+                pthread_mutex_unlock(&ex->mu);
+                if (!more || job_waiting) break;
+            }
+            continue;
         }
         ex->head = j->next;
         if (!ex->head) ex->tail = NULL;
@@ -113,6 +134,20 @@ void qtts_exec_call(qtts_exec *ex, qtts_job_fn fn, void *ctx) {
     while (!j.done) pthread_cond_wait(&j.done_cv, &ex->mu);
     pthread_mutex_unlock(&ex->mu);
     pthread_cond_destroy(&j.done_cv);
+}
+
+void qtts_exec_set_idle(qtts_exec *ex, qtts_idle_fn idle, void *ctx) {
+    pthread_mutex_lock(&ex->mu);
+    ex->idle = idle;
+    ex->idle_ctx = ctx;
+    pthread_mutex_unlock(&ex->mu);
+}
+
+void qtts_exec_wake(qtts_exec *ex) {
+    pthread_mutex_lock(&ex->mu);
+    ex->wake_pending = 1;
+    pthread_cond_signal(&ex->has_work);
+    pthread_mutex_unlock(&ex->mu);
 }
 
 qtts_pool *qtts_exec_pool(qtts_exec *ex) { return ex->pool; }

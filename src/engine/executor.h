@@ -20,6 +20,15 @@ void qtts_exec_free(qtts_exec *exec);
  * thread itself (a job submitting a sub-job), it runs inline. */
 void qtts_exec_call(qtts_exec *exec, qtts_job_fn fn, void *ctx);
 
+/* The engine's frame loop. When no job is queued, the engine thread calls
+ * idle(pool, ctx) repeatedly while it returns non-zero (one frame step per
+ * call, so queued jobs interleave between frames), then sleeps until a job
+ * arrives or qtts_exec_wake is called. Set once, before work is submitted. */
+typedef int (*qtts_idle_fn)(qtts_pool *pool, void *ctx);
+void qtts_exec_set_idle(qtts_exec *exec, qtts_idle_fn idle, void *ctx);
+/* Tells the engine thread that idle() has new work. Any thread may call it. */
+void qtts_exec_wake(qtts_exec *exec);
+
 /* The pool, for code already running on the engine thread. */
 qtts_pool *qtts_exec_pool(qtts_exec *exec);
 int qtts_exec_on_engine_thread(const qtts_exec *exec);

@@ -1,5 +1,15 @@
+/* Dense layers: dispatch to the best kernel family for this CPU, the scalar
+ * reference otherwise. The SIMD paths for Q8_0/Q4_K quantize the activations
+ * to int8 once per call (shared by every output row and thread) and use
+ * integer dot products; F32/F16/BF16 paths are exact up to f32 summation
+ * order (bf16 x bf16 dot products only when QTTS_LINEAR_BF16_DOT is asked). */
 #include "tensor/linear.h"
 
+#include <math.h>
+#include <stdlib.h>
+
+#include "tensor/cpu.h"
+#include "tensor/linear_impl.h"
 #include "tensor/quant.h"
 
 /* Dot product of weight row r with x, in the row's storage type. */
@@ -41,11 +51,12 @@ typedef struct {
     const float *bias, *x;
     int64_t n;
     float *y;
+    qtts_isa isa;
+    int bf16_dot;
+    qtts_act act;
 } linear_job;
 
-static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
-    (void)tid;
-    const linear_job *j = p;
+static void linear_rows_scalar(const linear_job *j, int64_t r0, int64_t r1) {
     for (int64_t t = 0; t < j->n; t++) {
         const float *x = j->x + t * j->w->cols;
         float *y = j->y + t * j->w->rows;
@@ -53,12 +64,142 @@ static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
     }
 }
 
+static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const linear_job *j = p;
+#if defined(__x86_64__)
+    if (j->isa == QTTS_ISA_AVX512) {
+        qtts_linear_rows_avx512(j->w, &j->act, j->bias, j->y, r0, r1, j->bf16_dot);
+        return;
+    }
+    if (j->isa == QTTS_ISA_AVX2) {
+        qtts_linear_rows_avx2(j->w, &j->act, j->bias, j->y, r0, r1);
+        return;
+    }
+#endif
+    linear_rows_scalar(j, r0, r1);
+}
+
 void qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
-    linear_job j = {w, bias, x, n, y};
-    linear_rows(&j, 0, w->rows, 0);
+    linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = QTTS_ISA_SCALAR};
+    linear_rows_scalar(&j, 0, w->rows);
+}
+
+/* ---- activation packing ---- */
+
+static int8_t quant_i8(float v, float id) {
+    int q = (int)lrintf(v * id);
+    return (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+}
+
+/* One row: per 32 values (Q8_0 weights). */
+static void pack_q8_0(const float *x, int64_t cols, int8_t *q, float *qd) {
+    for (int64_t b = 0; b < cols / 32; b++, x += 32, q += 32) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+        float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        qd[b] = d;
+        for (int i = 0; i < 32; i++) q[i] = quant_i8(x[i], id);
+    }
+}
+
+/* One row: per 256 values, in the Q4_K nibble order (see linear_impl.h). */
+static void pack_q8_k(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum) {
+    static const int sub_at[8] = {0, 2, 1, 3, 4, 6, 5, 7}; /* natural sub-block at each 32-slot */
+    for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
+        float amax = 0.0f;
+        for (int i = 0; i < 256; i++) amax = fmaxf(amax, fabsf(x[i]));
+        float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+        qd[b] = d;
+        for (int s = 0; s < 8; s++) {
+            int j = sub_at[s];
+            int sum = 0;
+            for (int i = 0; i < 32; i++) {
+                int8_t v = quant_i8(x[32 * j + i], id);
+                q[32 * s + i] = v;
+                sum += v;
+            }
+            bsum[8 * b + j] = (int16_t)sum;
+        }
+    }
+}
+
+static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
+    (void)tid;
+    linear_job *j = p;
+    qtts_act *a = &j->act;
+    int64_t cols = a->cols;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *x = j->x + t * cols;
+        if (a->xbf)
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)a->xbf)[t * cols + i] = qtts_f32_to_bf16(x[i]);
+        else if (j->w->type == QTTS_Q8_0)
+            pack_q8_0(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb);
+        else if (j->w->type == QTTS_Q4_K)
+            pack_q8_k(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb,
+                      (int16_t *)a->bsum + t * a->nsub);
+    }
+}
+
+/* Allocates and fills the activation pack; returns the buffer to free (NULL
+ * if none was needed or on allocation failure: then *ok = 0). */
+static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
+    qtts_act *a = &j->act;
+    a->n = j->n;
+    a->cols = j->w->cols;
+    a->x = j->x;
+    *ok = 1;
+    size_t n = (size_t)j->n, cols = (size_t)j->w->cols;
+    size_t bytes = 0;
+    if (j->w->type == QTTS_Q8_0) {
+        a->nb = (int64_t)cols / 32;
+        bytes = n * cols + n * (size_t)a->nb * sizeof(float) + 64;
+    } else if (j->w->type == QTTS_Q4_K) {
+        a->nb = (int64_t)cols / 256;
+        a->nsub = (int64_t)cols / 32;
+        bytes = n * cols + n * (size_t)a->nb * sizeof(float) + n * (size_t)a->nsub * sizeof(int16_t) + 64;
+    } else if (j->w->type == QTTS_BF16 && j->bf16_dot) {
+        bytes = n * cols * sizeof(uint16_t);
+    } else {
+        return NULL;
+    }
+    char *buf = malloc(bytes);
+    if (!buf) {
+        *ok = 0;
+        return NULL;
+    }
+    if (j->w->type == QTTS_BF16) {
+        a->xbf = (const uint16_t *)buf;
+    } else {
+        size_t off = n * (size_t)a->nb * sizeof(float);
+        a->qd = (const float *)buf;
+        if (a->nsub) {
+            a->bsum = (const int16_t *)(buf + off);
+            off += n * (size_t)a->nsub * sizeof(int16_t);
+        }
+        a->q = (const int8_t *)(buf + off);
+    }
+    qtts_parallel_for(pool, j->n, 4, pack_rows, j);
+    return buf;
+}
+
+void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
+                     qtts_isa isa, unsigned flags) {
+    if (n <= 0 || w->rows <= 0) return;
+    const qtts_cpu_features *f = qtts_cpu_features_get();
+    while (isa > QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = (qtts_isa)(isa - 1);
+    linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = isa};
+    j.bf16_dot = (flags & QTTS_LINEAR_BF16_DOT) && isa == QTTS_ISA_AVX512 && f->avx512bf16;
+    void *buf = NULL;
+    if (isa != QTTS_ISA_SCALAR) {
+        int ok;
+        buf = pack_activations(pool, &j, &ok);
+        if (!ok) j.isa = QTTS_ISA_SCALAR; /* out of memory: the reference path needs no scratch */
+    }
+    qtts_parallel_for(pool, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
+    free(buf);
 }
 
 void qtts_linear(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
-    linear_job j = {w, bias, x, n, y};
-    qtts_parallel_for(pool, w->rows, 16, linear_rows, &j);
+    qtts_linear_isa(pool, w, bias, x, n, y, qtts_cpu_isa(), 0);
 }

@@ -4,6 +4,7 @@
 #define QTTS_TENSOR_LINEAR_H
 
 #include "core/threadpool.h"
+#include "tensor/cpu.h"
 #include "tensor/tensor.h"
 
 /* x: n rows of w->cols floats; y: n rows of w->rows floats; bias may be NULL. */
@@ -11,5 +12,17 @@ void qtts_linear(qtts_pool *pool, const qtts_mat *w, const float *bias, const fl
 
 /* Reference implementation (scalar, single thread): what every SIMD path is tested against. */
 void qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y);
+
+/* The same with an explicit kernel family (capped to what the CPU supports;
+ * for tests and benchmarks) and option flags. */
+enum {
+    /* BF16 weights on AVX-512 BF16 CPUs: round x to bf16 and use bf16 dot
+     * products (vdpbf16ps). About 2x the compute rate, for compute-bound
+     * batched calls, at a relative error of ~2^-9 per product. Off by default:
+     * qtts_linear keeps x in f32 (exact products, memory-bound anyway at n=1). */
+    QTTS_LINEAR_BF16_DOT = 1u,
+};
+void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
+                     qtts_isa isa, unsigned flags);
 
 #endif

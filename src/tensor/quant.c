@@ -10,10 +10,13 @@ static void quantize_q8_0(const float *x, qtts_block_q8_0 *y, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
         float amax = 0.0f;
         for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
-        float d = amax / 127.0f;
-        float id = d ? 1.0f / d : 0.0f;
-        y[b].d = qtts_f32_to_f16(d);
-        for (int i = 0; i < 32; i++) y[b].qs[i] = (int8_t)lrintf(x[i] * id);
+        /* quantize against the scale as stored (f16), not the exact one */
+        y[b].d = qtts_f32_to_f16(amax / 127.0f);
+        float d = qtts_f16_to_f32(y[b].d), id = d > 0 ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 32; i++) {
+            long q = lrintf(x[i] * id);
+            y[b].qs[i] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+        }
     }
 }
 
@@ -34,43 +37,89 @@ static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
     }
 }
 
-/* Per 32-element sub-block: value ~= scale*q - min with q in 0..15, found by
- * a min/max fit refined with a few least-squares passes. */
+/* Q4_K: value = d*sc_j*q - dmin*m_j, q in 0..15, sc_j and m_j 6-bit codes per
+ * 32-value sub-block j, d and dmin f16 per 256 values.
+ *
+ * Quantizer (minimises the squared error): per sub-block, a search over
+ * candidate scales, each followed by the least-squares (scale, offset) for
+ * the levels it assigns, with the format's constraint offset <= 0; then the
+ * 6-bit codes; then a local search of each sub-block's codes (+-1) against
+ * the error after the final rounding. */
+
+/* Level for value x on the grid s*q + m (is = 1/s), q clamped to 0..15. */
+static int level(float x, float is, float m) {
+    float v = (x - m) * is + 0.5f; /* round half up; cheap, and ties do not matter here */
+    return v < 1.0f ? 0 : v >= 15.0f ? 15 : (int)v;
+}
+
+static float grid_err(const float *x, float s, float m) {
+    float e = 0, is = s > 0 ? 1.0f / s : 0.0f;
+    for (int i = 0; i < 32; i++) {
+        float d = s * (float)level(x[i], is, m) + m - x[i];
+        e += d * d;
+    }
+    return e;
+}
+
 static void fit_subblock(const float *x, float *scale, float *min) {
     float lo = x[0], hi = x[0];
     for (int i = 1; i < 32; i++) {
         lo = fminf(lo, x[i]);
         hi = fmaxf(hi, x[i]);
     }
-    if (lo > 0) lo = 0;
-    if (hi == lo) {
+    if (lo > 0) lo = 0; /* the offset -dmin*m cannot be positive */
+    if (hi <= lo) {
         *scale = 0;
         *min = -lo;
         return;
     }
-    float s = (hi - lo) / 15.0f, m = lo;
-    for (int iter = 0; iter < 4; iter++) {
-        /* assign levels, then solve the 2x2 least squares for (s, m) */
-        double sq = 0, sqq = 0, sx = 0, sxq = 0;
+    float best_s = (hi - lo) / 15.0f, best_m = lo;
+    float best_e = grid_err(x, best_s, best_m);
+    for (int step = -6; step <= 6; step++) {
+        float is = (15.0f + 0.1f * (float)step) / (hi - lo);
+        /* levels from this grid, then the least-squares line through them */
+        double n = 32, sq = 0, sqq = 0, sx = 0, sxq = 0;
         for (int i = 0; i < 32; i++) {
-            int q = (int)lrintf((x[i] - m) / s);
-            q = q < 0 ? 0 : q > 15 ? 15 : q;
+            int q = level(x[i], is, lo);
             sq += q;
             sqq += (double)q * q;
             sx += x[i];
             sxq += (double)x[i] * q;
         }
-        double det = 32.0 * sqq - sq * sq;
-        if (det <= 0) break;
-        double ns = (32.0 * sxq - sq * sx) / det;
-        double nm = (sx - ns * sq) / 32.0;
-        if (ns <= 0 || nm > 0) break; /* keep the format's min <= 0 */
-        s = (float)ns;
-        m = (float)nm;
+        double det = n * sqq - sq * sq;
+        if (det <= 0) continue;
+        double ns = (n * sxq - sq * sx) / det, nm = (sx - ns * sq) / n;
+        if (nm > 0) { /* offset must stay <= 0: refit the scale alone with offset 0 */
+            nm = 0;
+            ns = sqq > 0 ? sxq / sqq : 0;
+        }
+        if (ns <= 0) continue;
+        float e = grid_err(x, (float)ns, (float)nm);
+        if (e < best_e) {
+            best_e = e;
+            best_s = (float)ns;
+            best_m = (float)nm;
+        }
     }
-    *scale = s;
-    *min = -m;
+    *scale = best_s;
+    *min = -best_m;
 }
+
+static void pack_scales(uint8_t *s, const uint8_t *ls, const uint8_t *lm) {
+    memset(s, 0, 12);
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            s[j] |= ls[j];
+            s[j + 4] |= lm[j];
+        } else {
+            s[j + 4] = (uint8_t)((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+            s[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+            s[j] |= (uint8_t)((lm[j] >> 4) << 6);
+        }
+    }
+}
+
+static int clamp63(int v) { return v < 0 ? 0 : v > 63 ? 63 : v; }
 
 static void quantize_q4_k(const float *x, qtts_block_q4_k *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256) {
@@ -80,40 +129,39 @@ static void quantize_q4_k(const float *x, qtts_block_q4_k *y, int64_t n) {
             max_scale = fmaxf(max_scale, scales[j]);
             max_min = fmaxf(max_min, mins[j]);
         }
-        float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-        float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+        qtts_block_q4_k *blk = &y[b];
+        blk->d = qtts_f32_to_f16(max_scale / 63.0f);
+        blk->dmin = qtts_f32_to_f16(max_min / 63.0f);
+        const float d = qtts_f16_to_f32(blk->d), dmin = qtts_f16_to_f32(blk->dmin);
         uint8_t ls[8], lm[8];
         for (int j = 0; j < 8; j++) {
-            int a = (int)lrintf(inv_scale * scales[j]), c = (int)lrintf(inv_min * mins[j]);
-            ls[j] = (uint8_t)(a > 63 ? 63 : a);
-            lm[j] = (uint8_t)(c > 63 ? 63 : c);
+            const float *xs = x + 32 * j;
+            int a = d > 0 ? clamp63((int)lrintf(scales[j] / d)) : 0;
+            int c = dmin > 0 ? clamp63((int)lrintf(mins[j] / dmin)) : 0;
+            /* the codes nearest the fit need not be best after rounding: try neighbours */
+            int best_a = a, best_c = c;
+            float best_e = grid_err(xs, d * (float)a, -dmin * (float)c);
+            for (int da = -1; da <= 1; da++)
+                for (int dc = -1; dc <= 1; dc++) {
+                    int a2 = a + da, c2 = c + dc;
+                    if ((!da && !dc) || a2 < 0 || a2 > 63 || c2 < 0 || c2 > 63) continue;
+                    float e = grid_err(xs, d * (float)a2, -dmin * (float)c2);
+                    if (e < best_e) {
+                        best_e = e;
+                        best_a = a2;
+                        best_c = c2;
+                    }
+                }
+            ls[j] = (uint8_t)best_a;
+            lm[j] = (uint8_t)best_c;
         }
-        qtts_block_q4_k *blk = &y[b];
-        memset(blk->scales, 0, sizeof blk->scales);
-        for (int j = 0; j < 8; j++) {
-            if (j < 4) {
-                blk->scales[j] = ls[j];
-                blk->scales[j + 4] = lm[j];
-            } else {
-                blk->scales[j + 4] = (uint8_t)((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
-                blk->scales[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
-                blk->scales[j] |= (uint8_t)((lm[j] >> 4) << 6);
-            }
-        }
-        float d = max_scale / 63.0f, dmin = max_min / 63.0f;
-        blk->d = qtts_f32_to_f16(d);
-        blk->dmin = qtts_f32_to_f16(dmin);
-        d = qtts_f16_to_f32(blk->d);
-        dmin = qtts_f16_to_f32(blk->dmin);
+        pack_scales(blk->scales, ls, lm);
         uint8_t q[256];
         for (int j = 0; j < 8; j++) {
             uint8_t sc, m;
             get_scale_min_k4(j, blk->scales, &sc, &m);
-            float ds = d * sc, dm = dmin * m;
-            for (int i = 0; i < 32; i++) {
-                int v = ds > 0 ? (int)lrintf((x[32 * j + i] + dm) / ds) : 0;
-                q[32 * j + i] = (uint8_t)(v < 0 ? 0 : v > 15 ? 15 : v);
-            }
+            float ds = d * (float)sc, is = ds > 0 ? 1.0f / ds : 0.0f;
+            for (int i = 0; i < 32; i++) q[32 * j + i] = (uint8_t)level(x[32 * j + i], is, -dmin * (float)m);
         }
         for (int j = 0; j < 256; j += 64)
             for (int l = 0; l < 32; l++) blk->qs[j / 2 + l] = (uint8_t)(q[j + l] | (q[j + l + 32] << 4));

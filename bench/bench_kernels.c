@@ -1,0 +1,105 @@
+/* Dense-layer throughput: GB/s of weight bytes read by qtts_linear for each
+ * weight type at 1024x3072 and 3072x1024, n = 1 and n = 8 tokens, on 1 and 2
+ * threads; "cache" reuses one matrix (L2/L3-resident), "dram" cycles through
+ * distinct copies totalling > 64 MB so every call streams from memory.
+ * Usage: bench_kernels [seconds-per-case] (QTTS_ISA caps the kernel family). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io/store.h"
+#include "tensor/cpu.h"
+#include "tensor/linear.h"
+#include "tensor/quant.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int make_copies(qtts_dtype type, int64_t rows, int64_t cols, int copies, qtts_mat *mats) {
+    size_t rb = qtts_dtype_row_bytes(type, cols);
+    size_t bytes = rb * (size_t)rows;
+    float *row = malloc((size_t)cols * sizeof(float));
+    char *first = malloc(bytes);
+    if (!row || !first) return -1;
+    uint64_t s = 88172645463325252ull;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < cols; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            row[i] = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5) * 0.2f;
+        }
+        char *d = first + (size_t)r * rb;
+        if (type == QTTS_F32) memcpy(d, row, (size_t)cols * 4);
+        else if (type == QTTS_BF16)
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)d)[i] = qtts_f32_to_bf16(row[i]);
+        else if (type == QTTS_F16)
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)d)[i] = qtts_f32_to_f16(row[i]);
+        else qtts_quantize_row(type, row, d, cols);
+    }
+    free(row);
+    for (int c = 0; c < copies; c++) {
+        char *buf = c ? malloc(bytes) : first;
+        if (!buf) return -1;
+        if (c) memcpy(buf, first, bytes);
+        mats[c] = (qtts_mat){type, rows, cols, rb, buf, buf};
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    double secs = argc > 1 ? atof(argv[1]) : 0.25;
+    if (!(secs > 0)) secs = 0.25;
+    const qtts_dtype types[] = {QTTS_F32, QTTS_BF16, QTTS_F16, QTTS_Q8_0, QTTS_Q4_K};
+    const int64_t shapes[2][2] = {{1024, 3072}, {3072, 1024}};
+    printf("kernel family: %s\n", qtts_isa_name(qtts_cpu_isa()));
+    printf("%-5s %-10s %3s %2s %-5s %9s %8s %8s\n", "type", "shape", "thr", "n", "mem", "MB/mat", "GB/s", "GFLOP/s");
+    for (int th = 1; th <= 2; th++) {
+        qtts_err err = {{0}};
+        qtts_pool *pool = qtts_pool_create(th, &err);
+        if (!pool) {
+            fprintf(stderr, "bench_kernels: %s\n", err.msg);
+            return 1;
+        }
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            for (int si = 0; si < 2; si++) {
+                int64_t rows = shapes[si][0], cols = shapes[si][1];
+                size_t bytes = qtts_dtype_row_bytes(types[ti], cols) * (size_t)rows;
+                int copies = (int)((160u << 20) / bytes) + 1; /* > 64 MB of distinct weights, well past L3 */
+                qtts_mat *mats = calloc((size_t)copies, sizeof *mats);
+                float *x = malloc((size_t)(8 * cols) * sizeof(float)), *y = malloc((size_t)(8 * rows) * sizeof(float));
+                if (!mats || !x || !y || make_copies(types[ti], rows, cols, copies, mats)) {
+                    fprintf(stderr, "bench_kernels: out of memory\n");
+                    return 1;
+                }
+                for (int64_t i = 0; i < 8 * cols; i++) x[i] = sinf((float)i);
+                for (int n = 1; n <= 8; n += 7) {
+                    for (int mem = 0; mem < 2; mem++) {
+                        int use = mem ? copies : 1;
+                        qtts_linear(pool, &mats[0], NULL, x, n, y); /* warm-up */
+                        long iters = 0;
+                        double t0 = now(), t1;
+                        do {
+                            for (int k = 0; k < 8; k++, iters++) qtts_linear(pool, &mats[iters % use], NULL, x, n, y);
+                            t1 = now();
+                        } while (t1 - t0 < secs);
+                        double per = (t1 - t0) / (double)iters;
+                        printf("%-5s %4lldx%-5lld %3d %2d %-5s %9.2f %8.1f %8.1f\n", qtts_dtype_name(types[ti]),
+                               (long long)rows, (long long)cols, th, n, mem ? "dram" : "cache", (double)bytes / 1e6,
+                               (double)bytes / per / 1e9, 2.0 * (double)rows * (double)cols * n / per / 1e9);
+                        fflush(stdout);
+                    }
+                }
+                for (int c = 0; c < copies; c++) qtts_mat_free(&mats[c]);
+                free(mats);
+                free(x);
+                free(y);
+            }
+        }
+        qtts_pool_free(pool);
+    }
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* Any byte string given to the GGUF parser yields tensors that lie inside the
+ * buffer and metadata whose strings/arrays lie inside it, or a clean error. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/gguf.h"
+
+static void touch(const uint8_t *data, size_t size, const void *p, size_t n) {
+    const uint8_t *q = p;
+    if (n && (q < data || q + n > data + size)) abort();
+    volatile uint8_t sink = 0;
+    for (size_t k = 0; k < n; k++) sink ^= q[k];
+    (void)sink;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    qtts_err err = {{0}};
+    qtts_gguf *g = qtts_gguf_parse(data, size, "fuzz", &err);
+    if (!g) return 0;
+    for (int i = 0; i < qtts_gguf_n_tensors(g); i++) {
+        const qtts_tensor *t = qtts_gguf_tensor(g, i);
+        touch(data, size, t->data, t->nbytes);
+    }
+    for (int i = 0; i < qtts_gguf_n_kv(g); i++) {
+        const char *key = qtts_gguf_kv_key(g, i);
+        size_t len;
+        const char *s = qtts_gguf_get_str(g, key, &len);
+        if (s) touch(data, size, s, len);
+        int64_t iv;
+        double fv;
+        (void)qtts_gguf_get_int(g, key, &iv, &err);
+        (void)qtts_gguf_get_float(g, key, &fv, &err);
+        qtts_gguf_type et;
+        uint64_t cnt;
+        const void *arr;
+        if (qtts_gguf_get_arr(g, key, &et, &cnt, &arr, &err) == 0) {
+            if (et == QTTS_GGUF_STRING) {
+                for (uint64_t k = 0; k < cnt && k < 1000; k++) {
+                    s = qtts_gguf_get_arr_str(g, key, k, &len);
+                    if (!s) abort();
+                    touch(data, size, s, len);
+                }
+            }
+        }
+    }
+    qtts_store *st = qtts_store_new(&err);
+    if (st) (void)qtts_gguf_add_to_store(g, st, &err);
+    qtts_store_free(st);
+    qtts_gguf_free(g);
+    return 0;
+}

@@ -1,0 +1,91 @@
+#include "audio/audio_write.h"
+
+#include <sndfile.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct qtts_wav_writer {
+    SNDFILE *sf;
+    char *path;
+    int64_t frames;
+};
+
+int qtts_sample_format_parse(const char *name, qtts_sample_format *out) {
+    if (!name) return -1;
+    if (!strcasecmp(name, "s16") || !strcasecmp(name, "pcm16") || !strcasecmp(name, "int16")) {
+        *out = QTTS_SAMPLE_S16;
+        return 0;
+    }
+    if (!strcasecmp(name, "f32") || !strcasecmp(name, "float") || !strcasecmp(name, "float32")) {
+        *out = QTTS_SAMPLE_F32;
+        return 0;
+    }
+    return -1;
+}
+
+const char *qtts_sample_format_name(qtts_sample_format f) { return f == QTTS_SAMPLE_F32 ? "f32" : "s16"; }
+
+qtts_wav_writer *qtts_wav_open(const char *path, int sample_rate, qtts_sample_format fmt, qtts_err *err) {
+    if (sample_rate <= 0) {
+        qtts_fail(err, "%s: bad sample rate %d", path, sample_rate);
+        return NULL;
+    }
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    info.samplerate = sample_rate;
+    info.channels = 1;
+    info.format = SF_FORMAT_WAV | (fmt == QTTS_SAMPLE_F32 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16);
+    qtts_wav_writer *w = qtts_calloc(1, sizeof *w, err);
+    if (!w) return NULL;
+    w->path = strdup(path);
+    if (!w->path) {
+        free(w);
+        qtts_fail(err, "%s: out of memory", path);
+        return NULL;
+    }
+    w->sf = sf_open(path, SFM_WRITE, &info);
+    if (!w->sf) {
+        qtts_fail(err, "%s: cannot create WAV file: %s", path, sf_strerror(NULL));
+        free(w->path);
+        free(w);
+        return NULL;
+    }
+    /* Clip instead of wrapping around when a float sample is outside [-1, 1]. */
+    sf_command(w->sf, SFC_SET_CLIPPING, NULL, SF_TRUE);
+    return w;
+}
+
+int qtts_wav_append(qtts_wav_writer *w, const float *samples, int64_t n, qtts_err *err) {
+    while (n > 0) {
+        sf_count_t chunk = n > (1 << 20) ? (1 << 20) : (sf_count_t)n;
+        sf_count_t got = sf_writef_float(w->sf, samples, chunk);
+        if (got != chunk) return qtts_fail(err, "%s: write failed: %s", w->path, sf_strerror(w->sf));
+        w->frames += got;
+        samples += got;
+        n -= got;
+    }
+    return 0;
+}
+
+int64_t qtts_wav_frames_written(const qtts_wav_writer *w) { return w->frames; }
+
+int qtts_wav_close(qtts_wav_writer *w, qtts_err *err) {
+    if (!w) return 0;
+    int rc = 0;
+    if (sf_close(w->sf) != 0) rc = qtts_fail(err, "%s: closing the WAV file failed", w->path);
+    free(w->path);
+    free(w);
+    return rc;
+}
+
+int qtts_wav_write(const char *path, const float *samples, int64_t n, int sample_rate, qtts_sample_format fmt,
+                   qtts_err *err) {
+    qtts_wav_writer *w = qtts_wav_open(path, sample_rate, fmt, err);
+    if (!w) return -1;
+    if (qtts_wav_append(w, samples, n, err)) {
+        qtts_wav_close(w, NULL);
+        return -1;
+    }
+    return qtts_wav_close(w, err);
+}

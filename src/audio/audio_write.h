@@ -1,0 +1,31 @@
+/* Writing mono float audio to WAV files (libsndfile): whole buffers or
+ * streamed chunk by chunk as frames are decoded. */
+#ifndef QTTS_AUDIO_AUDIO_WRITE_H
+#define QTTS_AUDIO_AUDIO_WRITE_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+
+typedef enum {
+    QTTS_SAMPLE_S16 = 0, /* 16-bit PCM (default); samples clipped to [-1, 1] */
+    QTTS_SAMPLE_F32 = 1, /* 32-bit IEEE float */
+} qtts_sample_format;
+
+/* "s16" / "f32" (also "pcm16", "float"); -1 if unknown. */
+int qtts_sample_format_parse(const char *name, qtts_sample_format *out);
+const char *qtts_sample_format_name(qtts_sample_format f);
+
+typedef struct qtts_wav_writer qtts_wav_writer;
+
+qtts_wav_writer *qtts_wav_open(const char *path, int sample_rate, qtts_sample_format fmt, qtts_err *err);
+int qtts_wav_append(qtts_wav_writer *w, const float *samples, int64_t n, qtts_err *err);
+/* Finalizes the header and frees w (also on error). */
+int qtts_wav_close(qtts_wav_writer *w, qtts_err *err);
+int64_t qtts_wav_frames_written(const qtts_wav_writer *w);
+
+/* open + append + close. */
+int qtts_wav_write(const char *path, const float *samples, int64_t n, int sample_rate, qtts_sample_format fmt,
+                   qtts_err *err);
+
+#endif

@@ -1,0 +1,175 @@
+/* qtts codec decode|encode: the speech tokenizer on its own.
+ *   decode: .rvq codes -> WAV (exact streaming decode, or the reference's chunked decode)
+ *   encode: WAV -> .rvq (not implemented yet; codec_encode below is its slot) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audio/audio_write.h"
+#include "cli/cli.h"
+#include "engine/executor.h"
+#include "io/rvq.h"
+#include "model/codec_decoder.h"
+
+static void codec_usage(FILE *out) {
+    fprintf(out,
+            "usage: qtts codec decode IN.rvq -o OUT.wav [-m MODEL] [--sample-format s16|f32]\n"
+            "                         [--official-chunking] [--threads N]\n"
+            "       qtts codec encode IN.wav -o OUT.rvq [-m MODEL]   (not available yet)\n\n"
+            "  -m, --model PATH      model folder containing speech_tokenizer/, or the tokenizer folder\n"
+            "                        (default: $QTTS_MODEL)\n"
+            "  -o, --output PATH     output file\n"
+            "  --sample-format F     WAV sample format: s16 (default) or f32\n"
+            "  --official-chunking   decode like the reference: 300-frame chunks with 25 frames of left\n"
+            "                        context (default: exact streaming decode = one forward over all frames)\n"
+            "  --threads N           compute threads (default: online CPUs)\n\n"
+            ".rvq: 16 codebooks x T frames, codebook-major, 11-bit codes packed LSB first, 22 bytes per frame.\n");
+}
+
+typedef struct {
+    const char *model, *input;
+    const int32_t *codes;
+    int64_t T;
+    int official;
+    float *audio;
+    int64_t n_samples, sample_rate;
+    int rc;
+    qtts_err err;
+} decode_job;
+
+/* Runs on the engine thread: load the decoder, decode, free it. */
+static void decode_on_engine(qtts_pool *pool, void *p) {
+    decode_job *j = p;
+    j->rc = -1;
+    qtts_codec_decoder *dec = qtts_codec_decoder_open(j->model, &j->err);
+    if (!dec) return;
+    int64_t fs = qtts_codec_decoder_frame_samples(dec);
+    j->sample_rate = qtts_codec_decoder_sample_rate(dec);
+    j->audio = qtts_malloc(sizeof(float) * (size_t)(j->T * fs), &j->err);
+    if (j->audio) {
+        j->rc = qtts_codec_decode_offline(dec, pool, j->codes, j->T, j->official ? QTTS_CODEC_OFFICIAL_CHUNK : 0,
+                                          QTTS_CODEC_OFFICIAL_CONTEXT, j->audio, &j->err);
+        j->n_samples = j->T * fs;
+    }
+    qtts_codec_decoder_free(dec);
+}
+
+/* The tokenizer's code geometry, read without loading weights. */
+static int codec_geometry(const char *model, int64_t *nq, int64_t *cb, qtts_err *err) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/speech_tokenizer/config.json", model);
+    if (access(dir, R_OK) == 0)
+        snprintf(dir, sizeof dir, "%s/speech_tokenizer", model);
+    else
+        snprintf(dir, sizeof dir, "%s", model);
+    qtts_codec_config cfg;
+    if (qtts_codec_config_load(&cfg, dir, err)) return -1;
+    *nq = cfg.dec.num_quantizers;
+    *cb = cfg.dec.codebook_size;
+    return 0;
+}
+
+static int codec_decode(int argc, char **argv) {
+    const char *model = NULL, *out = NULL, *in = NULL, *fmt_name = "s16";
+    int official = 0;
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            codec_usage(stdout);
+            return CLI_OK;
+        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_val) {
+            model = argv[++i];
+        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has_val) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--sample-format") && has_val) {
+            fmt_name = argv[++i];
+        } else if (!strcmp(a, "--official-chunking")) {
+            official = 1;
+        } else if (!strcmp(a, "--threads") && has_val) {
+            char *end;
+            threads = strtol(argv[++i], &end, 10);
+            if (*end || threads < 1 || threads > 1024) {
+                cli_error("--threads: expected a number from 1 to 1024, got '%s'", argv[i]);
+                return CLI_USAGE;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("codec decode: unknown or incomplete option '%s' (see 'qtts codec --help')", a);
+            return CLI_USAGE;
+        } else if (!in) {
+            in = a;
+        } else {
+            cli_error("codec decode: more than one input file ('%s', '%s')", in, a);
+            return CLI_USAGE;
+        }
+    }
+    qtts_sample_format fmt;
+    if (qtts_sample_format_parse(fmt_name, &fmt)) {
+        cli_error("--sample-format: expected s16 or f32, got '%s'", fmt_name);
+        return CLI_USAGE;
+    }
+    if (!in || !out) {
+        cli_error("codec decode: need an input .rvq file and -o OUT.wav (see 'qtts codec --help')");
+        return CLI_USAGE;
+    }
+    model = cli_model_path(model);
+    if (!model) {
+        cli_error("codec decode: no model given (use -m PATH or set QTTS_MODEL)");
+        return CLI_USAGE;
+    }
+    if (threads < 1) threads = 1;
+
+    qtts_err err = {{0}};
+    int64_t nq = 0, cb = 0;
+    if (codec_geometry(model, &nq, &cb, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    int32_t *codes = NULL;
+    int64_t T = 0;
+    if (qtts_rvq_read(in, nq, cb, &codes, &T, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    qtts_exec *ex = qtts_exec_create((int)threads, &err);
+    if (!ex) {
+        free(codes);
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    decode_job job = {.model = model, .input = in, .codes = codes, .T = T, .official = official};
+    qtts_exec_call(ex, decode_on_engine, &job);
+    qtts_exec_free(ex);
+    free(codes);
+    int rc = CLI_OK;
+    if (job.rc) {
+        cli_error("%s", job.err.msg);
+        rc = CLI_FAIL;
+    } else if (qtts_wav_write(out, job.audio, job.n_samples, (int)job.sample_rate, fmt, &err)) {
+        cli_error("%s", err.msg);
+        rc = CLI_FAIL;
+    }
+    free(job.audio);
+    return rc;
+}
+
+/* Slot for the speech-tokenizer encoder (audio -> codes). */
+static int codec_encode(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    cli_error("codec encode: not available yet");
+    return CLI_FAIL;
+}
+
+int cmd_codec(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        codec_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_USAGE : CLI_OK;
+    }
+    if (!strcmp(argv[1], "decode")) return codec_decode(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "encode")) return codec_encode(argc - 1, argv + 1);
+    cli_error("codec: unknown subcommand '%s' (decode or encode)", argv[1]);
+    return CLI_USAGE;
+}

@@ -1,0 +1,228 @@
+/* qtts codec encode IN -o OUT.rvq [--spk OUT.spk] [--threads N] [-m PATH]
+ *
+ * Encodes a reference recording (any format libsndfile reads, any rate) into
+ * speech-tokenizer codes (.rvq), and optionally the speaker x-vector (.spk,
+ * needs a Base model folder). Codes need only the speech tokenizer: -m may
+ * be a model folder (its speech_tokenizer/ is used) or the tokenizer folder.
+ * All loading and compute run as one job on the engine thread. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audio/audio_read.h"
+#include "cli/cli.h"
+#include "engine/executor.h"
+#include "io/spk.h"
+#include "io/store.h"
+#include "model/codec_encoder.h"
+#include "model/config.h"
+#include "model/speaker_encoder.h"
+
+/* ---- local .rvq writer: TO BE REPLACED by src/io/rvq.h at merge ----------
+ * Format: codes [n_q][T] row-major (codebook-major), each code 11 bits,
+ * packed LSB-first into one bit stream; 22 bytes per frame for 16 codebooks;
+ * no header. */
+static int codec_encode_write_rvq_local(const char *path, const int32_t *codes_ft, int64_t frames, int64_t n_q,
+                                        qtts_err *err) {
+    size_t nbits = (size_t)(frames * n_q) * 11, nbytes = (nbits + 7) / 8;
+    unsigned char *buf = qtts_calloc(nbytes ? nbytes : 1, 1, err);
+    if (!buf) return -1;
+    size_t bit = 0;
+    for (int64_t q = 0; q < n_q; q++)
+        for (int64_t t = 0; t < frames; t++) {
+            int32_t c = codes_ft[t * n_q + q];
+            if (c < 0 || c >= 2048) {
+                free(buf);
+                return qtts_fail(err, "%s: code %d out of the 11-bit range", path, c);
+            }
+            for (int b = 0; b < 11; b++, bit++)
+                if ((c >> b) & 1) buf[bit >> 3] |= (unsigned char)(1u << (bit & 7));
+        }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(buf);
+        return qtts_fail(err, "%s: cannot create: %s", path, strerror(errno));
+    }
+    int bad = fwrite(buf, 1, nbytes, f) != nbytes;
+    if (fclose(f)) bad = 1;
+    free(buf);
+    return bad ? qtts_fail(err, "%s: write failed", path) : 0;
+}
+/* ---- end of local .rvq writer ------------------------------------------- */
+
+typedef struct {
+    const char *in, *model;
+    int want_spk;
+    /* results */
+    int32_t *codes;
+    int64_t frames, n_q;
+    float *xvec;
+    int64_t dim;
+    double seconds;
+    int rc;
+    qtts_err err;
+} encode_job;
+
+static int is_file(const char *p) {
+    struct stat s;
+    return stat(p, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+static void encode_run(qtts_pool *pool, void *ctx) {
+    encode_job *j = ctx;
+    qtts_err *err = &j->err;
+    char tok_dir[PATH_MAX], cfg_path[PATH_MAX];
+    qtts_store *tok_st = NULL, *main_st = NULL;
+    qtts_codec_encoder *enc = NULL;
+    qtts_spk_encoder *spk = NULL;
+    qtts_audio a = {0};
+    j->rc = -1;
+    /* the tokenizer lives in <model>/speech_tokenizer, or -m is the tokenizer itself */
+    snprintf(cfg_path, sizeof cfg_path, "%s/speech_tokenizer/config.json", j->model);
+    if (is_file(cfg_path))
+        snprintf(tok_dir, sizeof tok_dir, "%s/speech_tokenizer", j->model);
+    else
+        snprintf(tok_dir, sizeof tok_dir, "%s", j->model);
+    qtts_codec_config ccfg;
+    if (qtts_codec_config_load(&ccfg, tok_dir, err)) goto done;
+    if (!(tok_st = qtts_store_open(tok_dir, err))) goto done;
+    if (!(enc = qtts_codec_encoder_load(tok_st, &ccfg, err))) goto done;
+    qtts_audio_opts o;
+    qtts_audio_opts_default(&o);
+    o.target_rate = qtts_codec_encoder_sample_rate(enc);
+    o.min_samples = 1;
+    if (j->want_spk) {
+        qtts_model_config mcfg;
+        if (qtts_model_config_load(&mcfg, j->model, err)) {
+            qtts_fail_prefix(err, "--spk needs a Base model folder");
+            goto done;
+        }
+        if (!(main_st = qtts_store_open(j->model, err))) goto done;
+        if (!(spk = qtts_spk_encoder_load(main_st, &mcfg, err))) goto done;
+        if (qtts_spk_encoder_sample_rate(spk) != o.target_rate) {
+            qtts_fail(err, "speaker encoder rate %lld differs from the tokenizer rate %lld",
+                      (long long)qtts_spk_encoder_sample_rate(spk), (long long)o.target_rate);
+            goto done;
+        }
+        o.min_samples = qtts_spk_encoder_min_samples(spk);
+    }
+    if (qtts_audio_read_file(j->in, &o, &a, err)) goto done;
+    j->seconds = (double)a.n / (double)a.rate;
+    j->n_q = qtts_codec_encoder_valid_quantizers(enc);
+    j->frames = qtts_codec_encoder_frames(enc, a.n);
+    j->codes = qtts_malloc((size_t)(j->frames * j->n_q) * sizeof(int32_t), err);
+    if (!j->codes) goto done;
+    if (qtts_codec_encoder_encode(enc, pool, a.samples, a.n, j->n_q, j->codes, NULL, NULL, err)) goto done;
+    if (spk) {
+        j->dim = qtts_spk_encoder_dim(spk);
+        j->xvec = qtts_malloc((size_t)j->dim * sizeof(float), err);
+        if (!j->xvec || qtts_spk_encoder_embed(spk, pool, a.samples, a.n, j->xvec, NULL, NULL, err)) goto done;
+    }
+    j->rc = 0;
+done:
+    qtts_audio_free(&a);
+    qtts_spk_encoder_free(spk);
+    qtts_codec_encoder_free(enc);
+    qtts_store_free(main_st);
+    qtts_store_free(tok_st);
+}
+
+static void encode_usage(FILE *f) {
+    fprintf(f, "usage: qtts codec encode IN -o OUT.rvq [--spk OUT.spk] [--threads N] [-m MODEL]\n"
+               "  IN           reference audio (WAV/FLAC/OGG/MP3..., any rate and channel count)\n"
+               "  -o OUT.rvq   speech-tokenizer codes [16][frames], 11-bit packed\n"
+               "  --spk FILE   also write the speaker x-vector (float32 LE; needs a Base model)\n"
+               "  --threads N  compute threads (default: all cores)\n"
+               "  -m MODEL     model folder or speech_tokenizer folder (default $QTTS_MODEL)\n");
+}
+
+int codec_encode_main(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *spk_out = NULL, *model = NULL;
+    long threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            encode_usage(stdout);
+            return CLI_OK;
+        }
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!has_val) goto missing;
+            out = argv[++i];
+        } else if (!strcmp(a, "--spk")) {
+            if (!has_val) goto missing;
+            spk_out = argv[++i];
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!has_val) goto missing;
+            model = argv[++i];
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
+            if (!has_val) goto missing;
+            char *end = NULL;
+            threads = strtol(argv[++i], &end, 10);
+            if (!end || *end || threads < 1 || threads > 1024) {
+                cli_error("codec encode: --threads wants a number from 1 to 1024, got '%s'", argv[i]);
+                return CLI_USAGE;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("codec encode: unknown option '%s'", a);
+            encode_usage(stderr);
+            return CLI_USAGE;
+        } else if (!in) {
+            in = a;
+        } else {
+            cli_error("codec encode: more than one input ('%s' and '%s')", in, a);
+            return CLI_USAGE;
+        }
+        continue;
+    missing:
+        cli_error("codec encode: option '%s' needs a value", a);
+        return CLI_USAGE;
+    }
+    if (!in || !out) {
+        cli_error("codec encode: %s", !in ? "missing input audio file" : "missing -o OUT.rvq");
+        encode_usage(stderr);
+        return CLI_USAGE;
+    }
+    model = cli_model_path(model);
+    if (!model) {
+        cli_error("codec encode: no model given (use -m PATH or set QTTS_MODEL)");
+        return CLI_USAGE;
+    }
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? n : 1;
+    }
+    qtts_err err = {{0}};
+    qtts_exec *ex = qtts_exec_create((int)threads, &err);
+    if (!ex) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    encode_job j = {.in = in, .model = model, .want_spk = spk_out != NULL};
+    qtts_exec_call(ex, encode_run, &j);
+    qtts_exec_free(ex);
+    int rc = CLI_FAIL;
+    if (j.rc) {
+        cli_error("%s", j.err.msg);
+        goto done;
+    }
+    if (codec_encode_write_rvq_local(out, j.codes, j.frames, j.n_q, &err)) {
+        cli_error("%s", err.msg);
+        goto done;
+    }
+    if (spk_out && qtts_spk_write(spk_out, j.xvec, j.dim, &err)) {
+        cli_error("%s", err.msg);
+        goto done;
+    }
+    fprintf(stderr, "qtts: %s: %.2f s -> %lld frames x %lld codebooks%s\n", in, j.seconds, (long long)j.frames,
+            (long long)j.n_q, spk_out ? " + x-vector" : "");
+    rc = CLI_OK;
+done:
+    free(j.codes);
+    free(j.xvec);
+    return rc;
+}

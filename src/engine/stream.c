@@ -1,0 +1,151 @@
+#include "engine/stream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+qtts_stream *stream_new(void) {
+    qtts_stream *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->changed, &attr);
+    pthread_condattr_destroy(&attr);
+    atomic_init(&s->refs, 2); /* the reader and the engine */
+    s->state = STREAM_QUEUED;
+    return s;
+}
+
+void stream_release(qtts_stream *s) {
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->changed);
+    free(s->pcm);
+    free(s);
+}
+
+int stream_push(qtts_stream *s, const float *pcm, size_t n) {
+    pthread_mutex_lock(&s->mu);
+    if (s->tail + n > s->cap) {
+        /* compact first, grow if still short */
+        if (s->head > 0) {
+            memmove(s->pcm, s->pcm + s->head, (s->tail - s->head) * sizeof(float));
+            s->tail -= s->head;
+            s->head = 0;
+        }
+        if (s->tail + n > s->cap) {
+            size_t cap = s->cap ? s->cap : 24000;
+            while (cap < s->tail + n) cap *= 2;
+            float *np = realloc(s->pcm, cap * sizeof(float));
+            if (!np) {
+                pthread_mutex_unlock(&s->mu);
+                return -1;
+            }
+            s->pcm = np;
+            s->cap = cap;
+        }
+    }
+    memcpy(s->pcm + s->tail, pcm, n * sizeof(float));
+    s->tail += n;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+void stream_set_running(qtts_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    if (s->state == STREAM_QUEUED) s->state = STREAM_RUNNING;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void stream_finish(qtts_stream *s, const qtts_result *r) {
+    pthread_mutex_lock(&s->mu);
+    if (s->state != STREAM_FAILED) {
+        s->state = STREAM_DONE;
+        if (r) s->result = *r;
+    }
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void stream_fail(qtts_stream *s, const char *msg) {
+    pthread_mutex_lock(&s->mu);
+    if (s->state != STREAM_DONE && s->state != STREAM_FAILED) {
+        s->state = STREAM_FAILED;
+        snprintf(s->error, sizeof s->error, "%s", msg);
+    }
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+}
+
+long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    if (timeout_ms > 0) {
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (atomic_load(&s->cancelled) && s->state != STREAM_DONE) {
+            if (s->state != STREAM_FAILED) snprintf(s->error, sizeof s->error, "cancelled");
+            pthread_mutex_unlock(&s->mu);
+            return QTTS_STREAM_ERROR;
+        }
+        if (s->tail > s->head) {
+            size_t n = s->tail - s->head;
+            if (n > max) n = max;
+            memcpy(buf, s->pcm + s->head, n * sizeof(float));
+            s->head += n;
+            pthread_mutex_unlock(&s->mu);
+            return (long)n;
+        }
+        if (s->state == STREAM_DONE) {
+            pthread_mutex_unlock(&s->mu);
+            return 0;
+        }
+        if (s->state == STREAM_FAILED) {
+            pthread_mutex_unlock(&s->mu);
+            return QTTS_STREAM_ERROR;
+        }
+        if (timeout_ms == 0) {
+            pthread_mutex_unlock(&s->mu);
+            return QTTS_STREAM_TIMEOUT;
+        }
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&s->changed, &s->mu);
+        } else if (pthread_cond_timedwait(&s->changed, &s->mu, &deadline) == ETIMEDOUT) {
+            pthread_mutex_unlock(&s->mu);
+            return QTTS_STREAM_TIMEOUT;
+        }
+    }
+}
+
+const char *qtts_stream_error(const qtts_stream *s) { return s->error; }
+
+void qtts_stream_result(const qtts_stream *s, qtts_result *out) {
+    pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+    *out = s->result;
+    pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+}
+
+void qtts_stream_cancel(qtts_stream *s) {
+    atomic_store(&s->cancelled, 1);
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void qtts_stream_free(qtts_stream *s) {
+    if (!s) return;
+    qtts_stream_cancel(s);
+    stream_release(s);
+}

@@ -1,0 +1,37 @@
+/* A request's audio stream: the engine thread appends PCM as frames are
+ * decoded; the requesting thread reads it. Shared by both sides with a
+ * reference count, so either may finish first. */
+#ifndef QTTS_ENGINE_STREAM_H
+#define QTTS_ENGINE_STREAM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "qtts.h"
+
+typedef enum { STREAM_QUEUED, STREAM_RUNNING, STREAM_DONE, STREAM_FAILED } stream_state;
+
+struct qtts_stream {
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+    atomic_int refs;
+    atomic_int cancelled; /* set by the reader; the engine checks it at frame boundaries */
+    stream_state state;
+    float *pcm;
+    size_t head, tail, cap; /* unread samples are pcm[head..tail) */
+    qtts_result result;
+    char error[256];
+    void *engine_side; /* the engine's per-request data */
+};
+
+qtts_stream *stream_new(void);
+/* Engine side. */
+int stream_push(qtts_stream *s, const float *pcm, size_t n); /* -1: out of memory */
+void stream_set_running(qtts_stream *s);
+void stream_finish(qtts_stream *s, const qtts_result *r);
+void stream_fail(qtts_stream *s, const char *msg);
+/* Drops one reference; frees at zero. */
+void stream_release(qtts_stream *s);
+
+#endif

@@ -1,0 +1,187 @@
+/* Public voices (include/qtts.h): extracted once on the engine thread, then
+ * shared read-only by any number of requests through a reference count. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/engine_internal.h"
+
+#define qtts_voice qtts_voice_data
+#include "model/voice.h"
+#undef qtts_voice
+
+struct clone_frontend {
+    qtts_spk_encoder *spk;
+    qtts_store *codec_store;
+    qtts_codec_encoder *codec;
+};
+
+struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_store *model_store,
+                                           const qtts_model_config *cfg, qtts_err *err) {
+    struct clone_frontend *c = qtts_calloc(1, sizeof *c, err);
+    if (!c) return NULL;
+    c->spk = qtts_spk_encoder_load(model_store, cfg, err);
+    if (!c->spk) goto fail;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/speech_tokenizer", model_dir);
+    qtts_codec_config cc;
+    if (qtts_codec_config_load(&cc, dir, err)) goto fail;
+    c->codec_store = qtts_store_open(dir, err);
+    if (!c->codec_store) goto fail;
+    c->codec = qtts_codec_encoder_load(c->codec_store, &cc, err);
+    if (!c->codec) goto fail;
+    return c;
+fail:
+    clone_frontend_free(c);
+    return NULL;
+}
+
+void clone_frontend_free(struct clone_frontend *c) {
+    if (!c) return;
+    qtts_codec_encoder_free(c->codec);
+    qtts_store_free(c->codec_store);
+    qtts_spk_encoder_free(c->spk);
+    free(c);
+}
+
+static qtts_voice *voice_new(const float *xvec, size_t dim, const int32_t *codes, size_t n_frames, size_t n_q,
+                             const char *ref_text) {
+    qtts_voice *v = calloc(1, sizeof *v);
+    if (!v) return NULL;
+    atomic_init(&v->refs, 1);
+    v->xvec = malloc(dim * sizeof *v->xvec);
+    v->xvec_len = dim;
+    if (n_frames) v->codes = malloc(n_frames * n_q * sizeof *v->codes);
+    if (ref_text) v->ref_text = strdup(ref_text);
+    if (!v->xvec || (n_frames && !v->codes) || (ref_text && !v->ref_text)) {
+        qtts_voice_release(v);
+        return NULL;
+    }
+    memcpy(v->xvec, xvec, dim * sizeof *v->xvec);
+    if (n_frames) memcpy(v->codes, codes, n_frames * n_q * sizeof *v->codes);
+    v->n_frames = n_frames;
+    return v;
+}
+
+qtts_voice *qtts_voice_retain(qtts_voice *v) {
+    if (v) atomic_fetch_add(&v->refs, 1);
+    return v;
+}
+
+void qtts_voice_release(qtts_voice *v) {
+    if (!v || atomic_fetch_sub(&v->refs, 1) != 1) return;
+    free(v->xvec);
+    free(v->codes);
+    free(v->ref_text);
+    free(v);
+}
+
+const float *qtts_voice_xvector(const qtts_voice *v, size_t *len) {
+    if (len) *len = v->xvec_len;
+    return v->xvec;
+}
+
+const int32_t *qtts_voice_codes(const qtts_voice *v, size_t *n_frames) {
+    if (n_frames) *n_frames = v->n_frames;
+    return v->codes;
+}
+
+const char *qtts_voice_ref_text(const qtts_voice *v) { return v->ref_text; }
+
+static int check_base(const qtts_engine *e, char *err, size_t es) {
+    if (e->cloner) return 0;
+    snprintf(err, es, "this %s model cannot clone voices (a Base model is needed)", e->info.variant);
+    return -1;
+}
+
+qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
+                                  size_t n_frames, const char *ref_text, char *err, size_t es) {
+    if (check_base(e, err, es)) return NULL;
+    if (!xvec || xvec_len != (size_t)e->info.hidden_size) {
+        snprintf(err, es, "the x-vector has %zu values; this model needs %d", xvec_len, e->info.hidden_size);
+        return NULL;
+    }
+    for (size_t i = 0; i < xvec_len; i++)
+        if (!(xvec[i] == xvec[i]) || xvec[i] > 1e30f || xvec[i] < -1e30f) {
+            snprintf(err, es, "the x-vector holds a non-finite value at index %zu", i);
+            return NULL;
+        }
+    int64_t n_q = e->talker->cfg.num_code_groups, cb = e->talker->cfg.cp.vocab;
+    for (size_t i = 0; codes && i < n_frames * (size_t)n_q; i++)
+        if (codes[i] < 0 || codes[i] >= cb) {
+            snprintf(err, es, "reference code %d at frame %zu is outside 0..%lld", codes[i], i / (size_t)n_q,
+                     (long long)cb - 1);
+            return NULL;
+        }
+    qtts_voice *v = voice_new(xvec, xvec_len, codes, codes ? n_frames : 0, (size_t)n_q, ref_text);
+    if (!v) snprintf(err, es, "out of memory");
+    return v;
+}
+
+typedef struct {
+    qtts_engine *e;
+    const float *samples;
+    size_t n;
+    int rate;
+    const void *bytes;
+    size_t size;
+    const char *ref_text;
+    qtts_voice *out;
+    qtts_err err;
+} extract_job;
+
+/* Runs on the engine thread: decoding/resampling the upload is compute too. */
+static void extract(qtts_pool *pool, void *ctx) {
+    extract_job *j = ctx;
+    struct clone_frontend *c = j->e->cloner;
+    qtts_voice_data vd = {0};
+    int rc;
+    if (j->bytes) {
+        rc = qtts_voice_extract_memory(&vd, pool, c->spk, c->codec, j->bytes, j->size, "reference audio", j->ref_text,
+                                       0, &j->err);
+    } else {
+        float *resampled = NULL;
+        int64_t n = (int64_t)j->n;
+        const float *wav = j->samples;
+        int64_t rate = qtts_spk_encoder_sample_rate(c->spk);
+        if (j->rate != rate) {
+            if (qtts_audio_resample(j->samples, (int64_t)j->n, j->rate, rate, &resampled, &n, &j->err)) return;
+            wav = resampled;
+        }
+        rc = qtts_voice_extract(&vd, pool, c->spk, c->codec, wav, n, j->ref_text, 0, &j->err);
+        free(resampled);
+    }
+    if (rc) return;
+    j->out = voice_new(vd.xvec, (size_t)vd.dim, vd.codes, vd.codes ? (size_t)vd.n_frames : 0, (size_t)vd.n_q,
+                       j->ref_text);
+    if (!j->out) qtts_fail(&j->err, "out of memory");
+    qtts_voice_free(&vd);
+}
+
+qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
+                                    const char *ref_text, char *err, size_t es) {
+    if (check_base(e, err, es)) return NULL;
+    if (!samples || !n || sample_rate < 1000 || sample_rate > 384000) {
+        snprintf(err, es, "reference audio is empty or its sample rate %d is invalid", sample_rate);
+        return NULL;
+    }
+    extract_job j = {.e = e, .samples = samples, .n = n, .rate = sample_rate, .ref_text = ref_text};
+    qtts_exec_call(e->exec, extract, &j);
+    if (!j.out) snprintf(err, es, "%s", j.err.msg);
+    return j.out;
+}
+
+qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
+                                        char *err, size_t es) {
+    if (check_base(e, err, es)) return NULL;
+    if (!bytes || !size) {
+        snprintf(err, es, "reference audio is empty");
+        return NULL;
+    }
+    extract_job j = {.e = e, .bytes = bytes, .size = size, .ref_text = ref_text};
+    qtts_exec_call(e->exec, extract, &j);
+    if (!j.out) snprintf(err, es, "%s", j.err.msg);
+    return j.out;
+}

@@ -1,0 +1,91 @@
+/* Speech-tokenizer decoder (Qwen3-TTS-Tokenizer-12Hz): codes -> 24 kHz audio.
+ *
+ * Every layer is causal, so the decoder runs as an exact streaming decoder:
+ * a qtts_codec_stream keeps the transformer's sliding KV window (with a
+ * continuing RoPE position), each causal conv's left history and each
+ * transposed conv's input history. Feeding frames in any chunk sizes gives
+ * the samples of one forward over all frames (float rounding aside); the
+ * audio of a frame is out as soon as its codes are in.
+ *
+ * The reference's own offline decode ("official chunking": chunks of 300
+ * frames, each after the first re-decoding 25 frames of left context with a
+ * fresh state, context samples dropped) is qtts_codec_decode_offline with
+ * chunk > 0.
+ *
+ * Codes are FRAME-MAJOR: codes[t*n_q + q]. Negative codes (batch padding -1)
+ * are clamped to 0 as the reference does; codes >= codebook size are errors.
+ * All calls run on the engine thread with its pool; a decoder holds scratch
+ * buffers, so one decoder runs one call at a time (several streams share a
+ * decoder through qtts_codec_decode_step_batch). */
+#ifndef QTTS_MODEL_CODEC_DECODER_H
+#define QTTS_MODEL_CODEC_DECODER_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/threadpool.h"
+#include "io/store.h"
+#include "model/config.h"
+
+typedef struct qtts_codec_decoder qtts_codec_decoder;
+typedef struct qtts_codec_stream qtts_codec_stream;
+
+/* Loads the decoder from a store holding the official tensor names
+ * ("decoder.pre_conv.conv.weight", ...). Sizes come from cfg and the tensor
+ * shapes; the store must outlive the decoder (weights may be views into it). */
+qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_codec_config *cfg, qtts_err *err);
+/* path: a model folder containing speech_tokenizer/, or the tokenizer folder
+ * itself (config.json + model.safetensors). The decoder owns the store. */
+qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err);
+void qtts_codec_decoder_free(qtts_codec_decoder *dec);
+
+int64_t qtts_codec_decoder_num_quantizers(const qtts_codec_decoder *dec);
+int64_t qtts_codec_decoder_codebook_size(const qtts_codec_decoder *dec);
+int64_t qtts_codec_decoder_frame_samples(const qtts_codec_decoder *dec); /* 1920 */
+int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *dec);   /* 24000 */
+/* Frames processed per internal step (longer feeds are split; exact either way). Default 8. */
+void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *dec, int64_t frames);
+
+/* A stream's state; starts at frame 0 with zero history. */
+qtts_codec_stream *qtts_codec_stream_new(const qtts_codec_decoder *dec, qtts_err *err);
+void qtts_codec_stream_reset(qtts_codec_stream *s);
+void qtts_codec_stream_free(qtts_codec_stream *s);
+/* Frames decoded so far. */
+int64_t qtts_codec_stream_frames(const qtts_codec_stream *s);
+
+/* Debug hook: called for every stage output of every step of this stream.
+ * stage is one of "rvq_out", "pre_conv_out", "pre_transformer_out",
+ * "upsample<i>_transconv_out", "upsample<i>_convnext_out", "decoder<i>_out"
+ * (decoder0 = input conv, decoder1..N = blocks, then the final SnakeBeta and
+ * the output conv BEFORE the clamp). Element (c, t) is data[c*ch_stride +
+ * t*t_stride], t over the n new samples of this step. */
+typedef void (*qtts_codec_stage_fn)(void *ctx, const char *stage, const float *data, int64_t channels, int64_t n,
+                                    int64_t ch_stride, int64_t t_stride);
+void qtts_codec_stream_set_debug(qtts_codec_stream *s, qtts_codec_stage_fn fn, void *ctx);
+
+/* Streaming decode of n_frames new frames: out gets n_frames*frame_samples samples. */
+int qtts_codec_decode_feed(qtts_codec_decoder *dec, qtts_pool *pool, qtts_codec_stream *s, const int32_t *codes,
+                           int64_t n_frames, float *out, qtts_err *err);
+
+/* One step for several streams at once (each with its own codes and frame
+ * count, which may be 0): the low-rate layers run as one batched weight pass
+ * over all streams' rows. out[i] gets n_frames[i]*frame_samples samples.
+ * Streams must be distinct. Equal to feeding each stream separately. */
+int qtts_codec_decode_step_batch(qtts_codec_decoder *dec, qtts_pool *pool, qtts_codec_stream *const *streams,
+                                 const int32_t *const *codes, const int64_t *n_frames, int n_streams,
+                                 float *const *out, qtts_err *err);
+
+/* Offline decode of T frames into out (T*frame_samples). chunk <= 0: one exact
+ * streaming pass (= one forward over all frames). chunk > 0: the official
+ * chunked decode (chunk frames per piece, up to `context` frames of left
+ * context re-decoded with a fresh state and dropped); the reference uses
+ * chunk 300, context 25. */
+int qtts_codec_decode_offline(qtts_codec_decoder *dec, qtts_pool *pool, const int32_t *codes, int64_t T,
+                              int64_t chunk, int64_t context, float *out, qtts_err *err);
+
+enum { QTTS_CODEC_OFFICIAL_CHUNK = 300, QTTS_CODEC_OFFICIAL_CONTEXT = 25 };
+
+/* Multiply-accumulates per frame of the streaming decoder (for GFLOP/s figures; FLOP = 2*MAC). */
+double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *dec);
+
+#endif

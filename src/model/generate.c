@@ -1,0 +1,410 @@
+#include "model/generate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/linear.h"
+
+struct qtts_request {
+    const qtts_talker_model *m;
+    qtts_gen_params p;
+    qtts_prompt prompt;
+    qtts_kv_cache kv, cp_kv;
+    int prefilled, in_batch;
+    int32_t pending;   /* sampled codebook-0 token waiting for its frame, or -1 */
+    int64_t step;      /* talker steps done (= codebook-0 tokens sampled) */
+    float *h;          /* talker normed hidden that produced `pending` */
+    int32_t *hist;     /* distinct generated codebook-0 ids */
+    int64_t n_hist;
+    uint8_t *seen;     /* [talker vocab] */
+    int32_t *codes;    /* [cap_frames x G] */
+    int64_t n_frames, cap_frames;
+    qtts_stop_reason stop;
+    qtts_frame_fn cb;
+    void *cb_user;
+    qtts_gen_trace trace;
+};
+
+struct qtts_batch {
+    const qtts_talker_model *m;
+    qtts_request **reqs;
+    int n, cap;
+    qtts_lm_work work;
+    qtts_cp_work cpw;
+    /* per-step scratch, grown with the batch / prompt sizes */
+    int64_t rows_cap, b_cap;
+    float *x, *hid;          /* [rows x D] */
+    float *logits, *raw;     /* [b x V] */
+    float *samp;             /* [2 x V] */
+    float *h, *e0, *esum;    /* [b x D] */
+    int32_t *codes;          /* [b x (G-1)] */
+    qtts_request **act;      /* [b] */
+    qtts_kv_cache **caches;  /* [b] */
+    int64_t *ntok;           /* [b] */
+};
+
+void qtts_gen_params_from_config(qtts_gen_params *p, const qtts_generation_config *g) {
+    memset(p, 0, sizeof *p);
+    p->talker = (qtts_sample_cfg){g->do_sample, (float)g->temperature, g->top_k, (float)g->top_p};
+    p->repetition_penalty = (float)g->repetition_penalty;
+    p->min_new_tokens = 2;
+    p->cp = (qtts_sample_cfg){g->cp_do_sample, (float)g->cp_temperature, g->cp_top_k, (float)g->cp_top_p};
+    p->max_frames = g->max_new_tokens > 0 ? g->max_new_tokens - 1 : 0;
+}
+
+void qtts_gen_params_greedy(qtts_gen_params *p, const qtts_generation_config *g, int64_t max_frames) {
+    qtts_gen_params_from_config(p, g);
+    p->talker.do_sample = 0;
+    p->cp.do_sample = 0;
+    p->max_frames = max_frames;
+}
+
+static int check_params(const qtts_gen_params *p, qtts_err *err) {
+    const qtts_sample_cfg *c[2] = {&p->talker, &p->cp};
+    for (int i = 0; i < 2; i++)
+        if (c[i]->do_sample && (!(c[i]->temperature > 0) || !(c[i]->top_p > 0 && c[i]->top_p <= 1) || c[i]->top_k < 0))
+            return qtts_fail(err, "%s sampling: temperature must be > 0, top_p in (0, 1], top_k >= 0",
+                             i ? "code predictor" : "talker");
+    if (!(p->repetition_penalty > 0)) return qtts_fail(err, "repetition penalty must be > 0");
+    if (p->max_frames < 0 || p->min_new_tokens < 0) return qtts_fail(err, "max_frames and min_new_tokens must be >= 0");
+    return 0;
+}
+
+qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
+                                       qtts_err *err) {
+    if (check_params(p, err)) return NULL;
+    if (prompt->dim != m->cfg.talker.hidden || prompt->n_rows <= 0 || prompt->n_trailing < 0) {
+        qtts_fail(err, "prompt of width %lld does not fit the talker (hidden %lld)", (long long)prompt->dim,
+                  (long long)m->cfg.talker.hidden);
+        return NULL;
+    }
+    qtts_request *r = qtts_calloc(1, sizeof *r, err);
+    if (!r) return NULL;
+    r->m = m;
+    r->p = *p;
+    r->pending = -1;
+    const int64_t D = m->cfg.talker.hidden, V = m->cfg.talker.vocab;
+    int64_t want = prompt->n_rows + (p->max_frames < 256 ? p->max_frames : 256);
+    if (qtts_kv_init(&r->kv, &m->cfg.talker, want, prompt->n_rows + p->max_frames + 1, err) ||
+        qtts_kv_init(&r->cp_kv, &m->cfg.cp, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
+        !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
+        !(r->hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) || !(r->seen = qtts_calloc((size_t)V, 1, err))) {
+        qtts_request_free(r);
+        return NULL;
+    }
+    r->prompt = *prompt;
+    memset(prompt, 0, sizeof *prompt);
+    return r;
+}
+
+qtts_request *qtts_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
+                               const qtts_gen_params *p, qtts_err *err) {
+    if (check_params(p, err)) return NULL;
+    qtts_prompt pr;
+    if (qtts_prompt_build(m, pool, spec, &pr, err)) return NULL;
+    qtts_request *r = qtts_request_from_prompt(m, &pr, p, err);
+    qtts_prompt_free(&pr);
+    return r;
+}
+
+void qtts_request_set_callback(qtts_request *r, qtts_frame_fn fn, void *user) {
+    r->cb = fn;
+    r->cb_user = user;
+}
+void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t) {
+    if (t) r->trace = *t;
+    else memset(&r->trace, 0, sizeof r->trace);
+}
+
+void qtts_request_free(qtts_request *r) {
+    if (!r) return;
+    qtts_prompt_free(&r->prompt);
+    qtts_kv_free(&r->kv);
+    qtts_kv_free(&r->cp_kv);
+    free(r->h);
+    free(r->hist);
+    free(r->seen);
+    free(r->codes);
+    free(r);
+}
+
+int qtts_request_finished(const qtts_request *r) { return r->stop != QTTS_STOP_NONE; }
+qtts_stop_reason qtts_request_stop_reason(const qtts_request *r) { return r->stop; }
+int64_t qtts_request_n_frames(const qtts_request *r) { return r->n_frames; }
+const int32_t *qtts_request_codes(const qtts_request *r) { return r->codes; }
+int64_t qtts_request_prompt_len(const qtts_request *r) { return r->prompt.n_rows; }
+
+/* ---- batch ---- */
+
+qtts_batch *qtts_batch_new(const qtts_talker_model *m, qtts_err *err) {
+    qtts_batch *b = qtts_calloc(1, sizeof *b, err);
+    if (b) b->m = m;
+    return b;
+}
+
+void qtts_batch_free(qtts_batch *b) {
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) b->reqs[i]->in_batch = 0;
+    free(b->reqs);
+    qtts_lm_work_free(&b->work);
+    qtts_cp_work_free(&b->cpw);
+    free(b->x);
+    free(b->hid);
+    free(b->logits);
+    free(b->raw);
+    free(b->samp);
+    free(b->h);
+    free(b->e0);
+    free(b->esum);
+    free(b->codes);
+    free(b->act);
+    free(b->caches);
+    free(b->ntok);
+    free(b);
+}
+
+int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err) {
+    if (r->m != b->m) return qtts_fail(err, "request belongs to another model");
+    if (r->in_batch) return qtts_fail(err, "request is already in a batch");
+    if (r->stop != QTTS_STOP_NONE) return qtts_fail(err, "request has already finished");
+    if (b->n == b->cap) {
+        int cap = b->cap ? b->cap * 2 : 8;
+        qtts_request **n = realloc(b->reqs, (size_t)cap * sizeof *n);
+        if (!n) return qtts_fail(err, "out of memory adding a request");
+        b->reqs = n;
+        b->cap = cap;
+    }
+    b->reqs[b->n++] = r;
+    r->in_batch = 1;
+    return 0;
+}
+
+void qtts_batch_remove(qtts_batch *b, qtts_request *r) {
+    for (int i = 0; i < b->n; i++)
+        if (b->reqs[i] == r) {
+            memmove(b->reqs + i, b->reqs + i + 1, (size_t)(b->n - i - 1) * sizeof *b->reqs);
+            b->n--;
+            r->in_batch = 0;
+            if (r->stop == QTTS_STOP_NONE) r->stop = QTTS_STOP_CANCELLED;
+            return;
+        }
+}
+
+int qtts_batch_size(const qtts_batch *b) { return b->n; }
+
+static int grow(void **p, size_t bytes, qtts_err *err) {
+    void *n = realloc(*p, bytes);
+    if (!n) return qtts_fail(err, "generation: out of memory (%zu bytes)", bytes);
+    *p = n;
+    return 0;
+}
+
+static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err) {
+    const int64_t D = b->m->cfg.talker.hidden, V = b->m->cfg.talker.vocab, G1 = b->m->cfg.num_code_groups - 1;
+    if (rows > b->rows_cap) {
+        if (grow((void **)&b->x, (size_t)rows * (size_t)D * sizeof(float), err) ||
+            grow((void **)&b->hid, (size_t)rows * (size_t)D * sizeof(float), err))
+            return -1;
+        b->rows_cap = rows;
+    }
+    if (nb > b->b_cap || !b->samp) {
+        size_t f = sizeof(float);
+        if (grow((void **)&b->logits, (size_t)nb * (size_t)V * f, err) ||
+            grow((void **)&b->raw, (size_t)V * f, err) || grow((void **)&b->samp, 2 * (size_t)V * f, err) ||
+            grow((void **)&b->h, (size_t)nb * (size_t)D * f, err) || grow((void **)&b->e0, (size_t)nb * (size_t)D * f, err) ||
+            grow((void **)&b->esum, (size_t)nb * (size_t)D * f, err) ||
+            grow((void **)&b->codes, (size_t)nb * (size_t)G1 * sizeof(int32_t), err) ||
+            grow((void **)&b->act, (size_t)nb * sizeof(qtts_request *), err) ||
+            grow((void **)&b->caches, (size_t)nb * sizeof(qtts_kv_cache *), err) ||
+            grow((void **)&b->ntok, (size_t)nb * sizeof(int64_t), err))
+            return -1;
+        b->b_cap = nb;
+    }
+    return 0;
+}
+
+/* Processes and samples codebook 0 for request r from its raw logits z (modified). */
+static int32_t pick_c0(qtts_batch *b, qtts_request *r, float *z) {
+    const qtts_model_config *c = &b->m->cfg;
+    const int64_t V = c->talker.vocab;
+    if (r->trace.talker_logits) memcpy(b->raw, z, (size_t)V * sizeof(float));
+    qtts_talker_process_logits(z, V, r->hist, r->n_hist, r->p.repetition_penalty, r->step, r->p.min_new_tokens,
+                               c->codec_eos);
+    if (r->trace.talker_logits) r->trace.talker_logits(r->trace.user, r->step, b->raw, z, V);
+    int32_t tok;
+    double u = r->p.talker.do_sample ? qtts_philox_uniform(r->p.seed, r->p.stream, (uint32_t)r->step, 0) : 0.0;
+    tok = qtts_sample_pick(z, V, &r->p.talker, u, b->samp);
+    if (tok >= 0 && tok < V && !r->seen[tok]) {
+        r->seen[tok] = 1;
+        r->hist[r->n_hist++] = tok;
+    }
+    r->step++;
+    return tok;
+}
+
+typedef struct {
+    qtts_batch *b;
+} cp_ctx;
+
+static int32_t cp_pick(void *ctx, int bi, int group, float *logits, int64_t vocab) {
+    qtts_batch *b = ((cp_ctx *)ctx)->b;
+    qtts_request *r = b->act[bi];
+    if (r->trace.cp_logits) r->trace.cp_logits(r->trace.user, r->n_frames, group, logits, vocab);
+    double u = r->p.cp.do_sample ? qtts_philox_uniform(r->p.seed, r->p.stream, (uint32_t)r->n_frames, (uint32_t)group)
+                                 : 0.0;
+    return qtts_sample_pick(logits, vocab, &r->p.cp, u, b->samp);
+}
+
+static void finish(qtts_request *r, qtts_stop_reason why) {
+    if (r->stop == QTTS_STOP_NONE) r->stop = why;
+}
+
+static int append_frame(qtts_request *r, int64_t G, const int32_t *frame, qtts_err *err) {
+    if (r->n_frames == r->cap_frames) {
+        int64_t cap = r->cap_frames ? r->cap_frames * 2 : 64;
+        if (grow((void **)&r->codes, (size_t)cap * (size_t)G * sizeof(int32_t), err)) return -1;
+        r->cap_frames = cap;
+    }
+    memcpy(r->codes + r->n_frames * G, frame, (size_t)G * sizeof(int32_t));
+    r->n_frames++;
+    return 0;
+}
+
+static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
+    const qtts_talker_model *m = b->m;
+    const qtts_model_config *c = &m->cfg;
+    const int64_t D = c->talker.hidden, V = c->talker.vocab, G = c->num_code_groups, G1 = G - 1;
+    int nb = b->n;
+    int64_t rows = 0;
+    for (int i = 0; i < nb; i++)
+        if (!b->reqs[i]->prefilled) rows += b->reqs[i]->prompt.n_rows;
+    if (batch_reserve(b, rows > nb ? rows : nb, nb, err)) return -1;
+
+    /* 1. prefill the requests that joined */
+    int np = 0;
+    int64_t off = 0;
+    for (int i = 0; i < nb; i++) {
+        qtts_request *r = b->reqs[i];
+        if (r->prefilled || r->stop) continue;
+        r->prefilled = 1;
+        if (r->p.max_frames <= 0) {
+            finish(r, QTTS_STOP_MAX_FRAMES);
+            continue;
+        }
+        memcpy(b->x + off * D, r->prompt.rows, (size_t)(r->prompt.n_rows * D) * sizeof(float));
+        b->act[np] = r;
+        b->caches[np] = &r->kv;
+        b->ntok[np] = r->prompt.n_rows;
+        off += r->prompt.n_rows;
+        np++;
+    }
+    if (np) {
+        if (qtts_lm_forward(&m->lm, pool, &b->work, np, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
+        int64_t last = 0;
+        for (int k = 0; k < np; k++) {
+            last += b->ntok[k];
+            memcpy(b->h + k * D, b->hid + (last - 1) * D, (size_t)D * sizeof(float));
+        }
+        qtts_linear(pool, &m->codec_head, NULL, b->h, np, b->logits);
+        for (int k = 0; k < np; k++) {
+            qtts_request *r = b->act[k];
+            memcpy(r->h, b->h + k * D, (size_t)D * sizeof(float));
+            if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, 0, r->h, D);
+            int32_t tok = pick_c0(b, r, b->logits + k * V);
+            if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
+            else r->pending = tok;
+        }
+    }
+
+    /* 2. code predictor for every pending codebook-0 token */
+    int na = 0;
+    for (int i = 0; i < nb; i++) {
+        qtts_request *r = b->reqs[i];
+        if (r->stop || r->pending < 0) continue;
+        b->act[na] = r;
+        b->caches[na] = &r->cp_kv;
+        memcpy(b->h + na * D, r->h, (size_t)D * sizeof(float));
+        if (qtts_talker_codec_embed(m, r->pending, b->e0 + na * D, err)) return -1;
+        na++;
+    }
+    if (!na) return 0;
+    cp_ctx cc = {b};
+    if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->e0, b->caches, cp_pick, &cc, b->codes, b->esum,
+                                NULL, NULL, err))
+        return -1;
+
+    /* 3. emit frames, build next talker inputs */
+    int nt = 0;
+    int32_t frame[64 + 1];
+    for (int k = 0; k < na; k++) {
+        qtts_request *r = b->act[k];
+        frame[0] = r->pending;
+        memcpy(frame + 1, b->codes + k * G1, (size_t)G1 * sizeof(int32_t));
+        int64_t fi = r->n_frames;
+        if (append_frame(r, G, frame, err)) return -1;
+        r->pending = -1;
+        if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
+        if (r->n_frames >= r->p.max_frames) {
+            finish(r, QTTS_STOP_MAX_FRAMES); /* the reference would run one more talker step and drop its token */
+            continue;
+        }
+        const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
+        float *x = b->x + nt * D;
+        const float *e0 = b->e0 + k * D, *es = b->esum + k * D;
+        for (int64_t i = 0; i < D; i++) x[i] = e0[i] + es[i] + text[i];
+        if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
+        b->act[nt] = r;
+        b->caches[nt] = &r->kv;
+        b->ntok[nt] = 1;
+        nt++;
+    }
+    if (!nt) return 0;
+
+    /* 4. one talker step for all of them */
+    if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
+    qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits);
+    for (int k = 0; k < nt; k++) {
+        qtts_request *r = b->act[k];
+        memcpy(r->h, b->hid + k * D, (size_t)D * sizeof(float));
+        if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, r->step, r->h, D);
+        int32_t tok = pick_c0(b, r, b->logits + k * V);
+        if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
+        else r->pending = tok;
+    }
+    return 0;
+}
+
+int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
+    if (b->m->cfg.num_code_groups > 65) return qtts_fail(err, "num_code_groups %lld is too large",
+                                                         (long long)b->m->cfg.num_code_groups);
+    int rc = batch_step(b, pool, err);
+    if (rc) {
+        for (int i = 0; i < b->n; i++) {
+            finish(b->reqs[i], QTTS_STOP_ERROR);
+            b->reqs[i]->in_batch = 0;
+        }
+        b->n = 0;
+        return -1;
+    }
+    int w = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (b->reqs[i]->stop) b->reqs[i]->in_batch = 0;
+        else b->reqs[w++] = b->reqs[i];
+    }
+    b->n = w;
+    return w;
+}
+
+int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_request *r, qtts_err *err) {
+    qtts_batch *b = qtts_batch_new(m, err);
+    if (!b) return -1;
+    int rc = qtts_batch_add(b, r, err);
+    while (!rc) {
+        int left = qtts_batch_step(b, pool, err);
+        if (left < 0) rc = -1;
+        else if (left == 0) break;
+    }
+    qtts_batch_free(b);
+    return rc;
+}

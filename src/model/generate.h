@@ -1,0 +1,95 @@
+/* The generation loop (spec §7 / §12b): talker prefill, then one frame per
+ * step: code predictor for the pending codebook-0 token -> frame [G codes]
+ * delivered to the frame callback at once -> next talker input (sum of the G
+ * codebook embeddings + trailing text row or PAD) -> one talker step ->
+ * next codebook-0 token. Stops at EOS (never a frame) or after max_frames.
+ *
+ * Batching: a qtts_batch steps several requests together, one frame each per
+ * qtts_batch_step (talker rows and code-predictor rows batched through every
+ * weight matmul). Requests join (qtts_batch_add) and leave (finish, or
+ * qtts_batch_remove) at frame boundaries. Every random draw is keyed by the
+ * request's (seed, stream, step, sub-step), so a request's codes never depend
+ * on its neighbours. All compute runs on the pool passed in; no threads here. */
+#ifndef QTTS_MODEL_GENERATE_H
+#define QTTS_MODEL_GENERATE_H
+
+#include <stdint.h>
+
+#include "model/prompt.h"
+#include "model/sampler.h"
+#include "model/talker.h"
+
+typedef struct {
+    qtts_sample_cfg talker; /* codebook 0 */
+    float repetition_penalty;
+    int64_t min_new_tokens; /* EOS masked while fewer codebook-0 tokens were generated (official: 2) */
+    qtts_sample_cfg cp;     /* codebooks 1..G-1 */
+    /* At most this many frames. The official max_new_tokens K (talker steps)
+     * gives at most K-1 frames: max_frames = K - 1. */
+    int64_t max_frames;
+    uint64_t seed, stream;
+} qtts_gen_params;
+
+/* Official defaults from generation_config.json (max_frames = max_new_tokens - 1). */
+void qtts_gen_params_from_config(qtts_gen_params *p, const qtts_generation_config *g);
+/* Greedy on both stages (bit-exact validation mode), max_frames as given. */
+void qtts_gen_params_greedy(qtts_gen_params *p, const qtts_generation_config *g, int64_t max_frames);
+
+typedef enum {
+    QTTS_STOP_NONE = 0, /* still running */
+    QTTS_STOP_EOS,
+    QTTS_STOP_MAX_FRAMES,
+    QTTS_STOP_CANCELLED,
+    QTTS_STOP_ERROR,
+} qtts_stop_reason;
+
+typedef struct qtts_request qtts_request;
+
+/* Called for each finished frame (codes[n_codes], n_codes = num_code_groups). */
+typedef void (*qtts_frame_fn)(void *user, qtts_request *r, int64_t frame, const int32_t *codes, int64_t n_codes);
+
+/* Optional hooks for tests and debugging (any may be NULL). step 0 = prefill. */
+typedef struct {
+    /* raw codec_head logits and the processed scores (HF processors, before temperature/top-k/top-p) */
+    void (*talker_logits)(void *user, int64_t step, const float *raw, const float *scores, int64_t vocab);
+    void (*step_input)(void *user, int64_t step, const float *x, int64_t dim); /* talker input of step >= 1 */
+    void (*talker_hidden)(void *user, int64_t step, const float *h, int64_t dim); /* normed last hidden */
+    void (*cp_logits)(void *user, int64_t frame, int group, const float *raw, int64_t vocab);
+    void *user;
+} qtts_gen_trace;
+
+/* Builds the prompt (model/prompt.h) and a request ready to join a batch. */
+qtts_request *qtts_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
+                               const qtts_gen_params *p, qtts_err *err);
+/* Same from a prompt built elsewhere; takes ownership of its buffers (prompt is cleared). */
+qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
+                                       qtts_err *err);
+void qtts_request_set_callback(qtts_request *r, qtts_frame_fn fn, void *user);
+void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t);
+void qtts_request_free(qtts_request *r); /* must not be in a batch */
+
+int qtts_request_finished(const qtts_request *r);
+qtts_stop_reason qtts_request_stop_reason(const qtts_request *r);
+int64_t qtts_request_n_frames(const qtts_request *r);
+/* All frames so far, [n_frames x num_code_groups], valid until the next step or free. */
+const int32_t *qtts_request_codes(const qtts_request *r);
+int64_t qtts_request_prompt_len(const qtts_request *r);
+
+typedef struct qtts_batch qtts_batch;
+
+qtts_batch *qtts_batch_new(const qtts_talker_model *m, qtts_err *err);
+void qtts_batch_free(qtts_batch *b); /* does not free the requests */
+/* Joins at the next step (its prefill runs then). A request can be in one batch. */
+int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err);
+/* Leaves now; an unfinished request is marked CANCELLED. */
+void qtts_batch_remove(qtts_batch *b, qtts_request *r);
+int qtts_batch_size(const qtts_batch *b);
+/* One frame for every request in the batch. Finished requests leave the
+ * batch. Returns the number of requests still in it, or -1 (then every
+ * request of the batch is stopped with QTTS_STOP_ERROR and removed). */
+int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err);
+
+/* Runs one request alone to completion. */
+int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_request *r, qtts_err *err);
+
+#endif

@@ -1,0 +1,278 @@
+#include "model/lm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/linear.h"
+#include "tensor/ops.h"
+
+static float *load_vec(const qtts_store *st, const char *name, int64_t n, qtts_err *err) {
+    const qtts_tensor *t = qtts_store_get1(st, name, n, err);
+    return t ? qtts_tensor_to_f32(t, err) : NULL;
+}
+
+static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t rows, int64_t cols, qtts_dtype wtype,
+                    qtts_err *err) {
+    const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
+    if (!t) return -1;
+    return qtts_mat_from_tensor(m, t, wtype, err);
+}
+
+int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg, qtts_dtype wtype,
+                 qtts_err *err) {
+    memset(lm, 0, sizeof *lm);
+    lm->cfg = *cfg;
+    const int64_t D = cfg->hidden, qd = cfg->heads * cfg->head_dim, kvd = cfg->kv_heads * cfg->head_dim;
+    const int64_t I = cfg->intermediate;
+    char name[256];
+    lm->layers = qtts_calloc((size_t)cfg->layers, sizeof *lm->layers, err);
+    if (!lm->layers) return -1;
+    for (int64_t i = 0; i < cfg->layers; i++) {
+        qtts_lm_layer *L = &lm->layers[i];
+#define NM(suffix) (snprintf(name, sizeof name, "%slayers.%lld.%s", prefix, (long long)i, suffix), name)
+        if (load_mat(&L->q, st, NM("self_attn.q_proj.weight"), qd, D, wtype, err) ||
+            load_mat(&L->k, st, NM("self_attn.k_proj.weight"), kvd, D, wtype, err) ||
+            load_mat(&L->v, st, NM("self_attn.v_proj.weight"), kvd, D, wtype, err) ||
+            load_mat(&L->o, st, NM("self_attn.o_proj.weight"), D, qd, wtype, err) ||
+            load_mat(&L->gate, st, NM("mlp.gate_proj.weight"), I, D, wtype, err) ||
+            load_mat(&L->up, st, NM("mlp.up_proj.weight"), I, D, wtype, err) ||
+            load_mat(&L->down, st, NM("mlp.down_proj.weight"), D, I, wtype, err) ||
+            !(L->in_norm = load_vec(st, NM("input_layernorm.weight"), D, err)) ||
+            !(L->post_norm = load_vec(st, NM("post_attention_layernorm.weight"), D, err)) ||
+            !(L->q_norm = load_vec(st, NM("self_attn.q_norm.weight"), cfg->head_dim, err)) ||
+            !(L->k_norm = load_vec(st, NM("self_attn.k_norm.weight"), cfg->head_dim, err))) {
+            qtts_lm_free(lm);
+            return -1;
+        }
+#undef NM
+    }
+    snprintf(name, sizeof name, "%snorm.weight", prefix);
+    if (!(lm->norm = load_vec(st, name, D, err))) {
+        qtts_lm_free(lm);
+        return -1;
+    }
+    return 0;
+}
+
+void qtts_lm_free(qtts_lm *lm) {
+    if (!lm) return;
+    if (lm->layers) {
+        for (int64_t i = 0; i < lm->cfg.layers; i++) {
+            qtts_lm_layer *L = &lm->layers[i];
+            qtts_mat_free(&L->q);
+            qtts_mat_free(&L->k);
+            qtts_mat_free(&L->v);
+            qtts_mat_free(&L->o);
+            qtts_mat_free(&L->gate);
+            qtts_mat_free(&L->up);
+            qtts_mat_free(&L->down);
+            free(L->in_norm);
+            free(L->post_norm);
+            free(L->q_norm);
+            free(L->k_norm);
+        }
+        free(lm->layers);
+    }
+    free(lm->norm);
+    memset(lm, 0, sizeof *lm);
+}
+
+/* ---- KV cache ---- */
+
+int qtts_kv_init(qtts_kv_cache *c, const qtts_lm_config *cfg, int64_t initial_cap, int64_t max_cap, qtts_err *err) {
+    memset(c, 0, sizeof *c);
+    c->n_layers = cfg->layers;
+    c->kv_dim = cfg->kv_heads * cfg->head_dim;
+    c->max_cap = max_cap;
+    c->k = qtts_calloc((size_t)c->n_layers, sizeof *c->k, err);
+    c->v = qtts_calloc((size_t)c->n_layers, sizeof *c->v, err);
+    if (!c->k || !c->v) {
+        qtts_kv_free(c);
+        return -1;
+    }
+    if (initial_cap > 0 && qtts_kv_reserve(c, initial_cap, err)) {
+        qtts_kv_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int qtts_kv_reserve(qtts_kv_cache *c, int64_t need, qtts_err *err) {
+    if (need <= c->cap) return 0;
+    if (c->max_cap > 0 && need > c->max_cap)
+        return qtts_fail(err, "KV cache: %lld positions needed, limit is %lld", (long long)need,
+                         (long long)c->max_cap);
+    int64_t cap = c->cap ? c->cap : 16;
+    while (cap < need) cap *= 2;
+    if (c->max_cap > 0 && cap > c->max_cap) cap = c->max_cap;
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        size_t bytes = (size_t)cap * (size_t)c->kv_dim * sizeof(float);
+        float *k = realloc(c->k[l], bytes);
+        if (!k) return qtts_fail(err, "KV cache: out of memory growing to %lld positions", (long long)cap);
+        c->k[l] = k;
+        float *v = realloc(c->v[l], bytes);
+        if (!v) return qtts_fail(err, "KV cache: out of memory growing to %lld positions", (long long)cap);
+        c->v[l] = v;
+    }
+    c->cap = cap;
+    return 0;
+}
+
+void qtts_kv_reset(qtts_kv_cache *c) { c->len = 0; }
+
+void qtts_kv_free(qtts_kv_cache *c) {
+    if (!c) return;
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        if (c->k) free(c->k[l]);
+        if (c->v) free(c->v[l]);
+    }
+    free(c->k);
+    free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- forward ---- */
+
+void qtts_lm_work_free(qtts_lm_work *w) {
+    if (!w) return;
+    free(w->x);
+    free(w->h);
+    free(w->q);
+    free(w->k);
+    free(w->v);
+    free(w->att);
+    free(w->gate);
+    free(w->up);
+    memset(w, 0, sizeof *w);
+}
+
+static int work_reserve(qtts_lm_work *w, const qtts_lm_config *c, int64_t rows, qtts_err *err) {
+    int64_t dims[4] = {c->hidden, c->heads * c->head_dim, c->kv_heads * c->head_dim, c->intermediate};
+    int grow = rows > w->rows_cap || !w->x;
+    for (int i = 0; i < 4; i++)
+        if (dims[i] > w->dim_cap[i]) grow = 1;
+    if (!grow) return 0;
+    int64_t cap = rows > w->rows_cap ? rows : w->rows_cap;
+    for (int i = 0; i < 4; i++)
+        if (dims[i] > w->dim_cap[i]) w->dim_cap[i] = dims[i];
+    struct {
+        float **p;
+        int64_t n;
+    } bufs[] = {{&w->x, w->dim_cap[0]},   {&w->h, w->dim_cap[0]},   {&w->q, w->dim_cap[1]},
+                {&w->k, w->dim_cap[2]},   {&w->v, w->dim_cap[2]},   {&w->att, w->dim_cap[1]},
+                {&w->gate, w->dim_cap[3]}, {&w->up, w->dim_cap[3]}};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        float *p = realloc(*bufs[i].p, (size_t)cap * (size_t)bufs[i].n * sizeof(float));
+        if (!p) return qtts_fail(err, "decoder: out of memory for %lld rows of scratch", (long long)cap);
+        *bufs[i].p = p;
+    }
+    w->rows_cap = cap;
+    return 0;
+}
+
+/* Attention work item: one (row, head). Each row knows its sequence. */
+typedef struct {
+    const qtts_lm_config *cfg;
+    const float *q;
+    float *att;
+    const int64_t *row_seq, *row_pos;
+    const float *const *kc, *const *vc; /* per sequence, this layer */
+    float scale;
+} attn_job;
+
+static void attn_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const attn_job *j = p;
+    const int64_t H = j->cfg->heads, hd = j->cfg->head_dim, group = H / j->cfg->kv_heads;
+    const int64_t qd = H * hd, kvd = j->cfg->kv_heads * hd;
+    for (int64_t it = i0; it < i1; it++) {
+        int64_t r = it / H, h = it % H, s = j->row_seq[r];
+        qtts_attn_args a = {
+            .q = j->q + r * qd + h * hd,
+            .q_stride = qd,
+            .k = j->kc[s] + (h / group) * hd,
+            .v = j->vc[s] + (h / group) * hd,
+            .kv_stride = kvd,
+            .out = j->att + r * qd + h * hd,
+            .out_stride = qd,
+            .n_q = 1,
+            .q_first = j->row_pos[r],
+            .n_heads = 1,
+            .n_kv_heads = 1,
+            .head_dim = hd,
+            .window = 0,
+            .scale = j->scale,
+        };
+        qtts_attention(NULL, &a);
+    }
+}
+
+int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_seq, qtts_kv_cache *const *caches,
+                    const int64_t *n_tok, const float *x_in, float *out, float *layer_in, qtts_err *err) {
+    const qtts_lm_config *c = &lm->cfg;
+    const int64_t D = c->hidden, hd = c->head_dim, qd = c->heads * hd, kvd = c->kv_heads * hd, I = c->intermediate;
+    const float eps = (float)c->rms_eps;
+    int64_t rows = 0;
+    for (int s = 0; s < n_seq; s++) {
+        if (n_tok[s] < 0) return qtts_fail(err, "decoder: negative token count");
+        if (qtts_kv_reserve(caches[s], caches[s]->len + n_tok[s], err)) return -1;
+        rows += n_tok[s];
+    }
+    if (rows == 0) return 0;
+    if (work_reserve(w, c, rows, err)) return -1;
+    int64_t *row_seq = qtts_malloc((size_t)rows * 2 * sizeof(int64_t), err);
+    const float **kc = qtts_malloc((size_t)n_seq * 2 * sizeof(float *), err);
+    if (!row_seq || !kc) {
+        free(row_seq);
+        free(kc);
+        return -1;
+    }
+    int64_t *row_pos = row_seq + rows;
+    const float **vc = kc + n_seq;
+    for (int s = 0, r = 0; s < n_seq; s++)
+        for (int64_t t = 0; t < n_tok[s]; t++, r++) {
+            row_seq[r] = s;
+            row_pos[r] = caches[s]->len + t;
+        }
+
+    float *x = w->x;
+    memmove(x, x_in, (size_t)rows * (size_t)D * sizeof(float));
+    for (int64_t l = 0; l < c->layers; l++) {
+        const qtts_lm_layer *L = &lm->layers[l];
+        if (layer_in) memcpy(layer_in + l * rows * D, x, (size_t)rows * (size_t)D * sizeof(float));
+        qtts_rmsnorm(pool, x, L->in_norm, rows, D, eps, w->h);
+        qtts_linear(pool, &L->q, NULL, w->h, rows, w->q);
+        qtts_linear(pool, &L->k, NULL, w->h, rows, w->k);
+        qtts_linear(pool, &L->v, NULL, w->h, rows, w->v);
+        qtts_rmsnorm(pool, w->q, L->q_norm, rows * c->heads, hd, eps, w->q);
+        qtts_rmsnorm(pool, w->k, L->k_norm, rows * c->kv_heads, hd, eps, w->k);
+        for (int s = 0, r = 0; s < n_seq; r += (int)n_tok[s], s++) {
+            if (!n_tok[s]) continue;
+            qtts_kv_cache *kv = caches[s];
+            qtts_rope_neox(w->q + r * qd, n_tok[s], qd, c->heads, hd, kv->len, c->rope_theta);
+            qtts_rope_neox(w->k + r * kvd, n_tok[s], kvd, c->kv_heads, hd, kv->len, c->rope_theta);
+            memcpy(kv->k[l] + kv->len * kvd, w->k + r * kvd, (size_t)n_tok[s] * (size_t)kvd * sizeof(float));
+            memcpy(kv->v[l] + kv->len * kvd, w->v + r * kvd, (size_t)n_tok[s] * (size_t)kvd * sizeof(float));
+            kc[s] = kv->k[l];
+            vc[s] = kv->v[l];
+        }
+        attn_job aj = {c, w->q, w->att, row_seq, row_pos, kc, vc, 1.0f / sqrtf((float)hd)};
+        qtts_parallel_for(pool, rows * c->heads, 1, attn_items, &aj);
+        qtts_linear(pool, &L->o, NULL, w->att, rows, w->h);
+        for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
+        qtts_rmsnorm(pool, x, L->post_norm, rows, D, eps, w->h);
+        qtts_linear(pool, &L->gate, NULL, w->h, rows, w->gate);
+        qtts_linear(pool, &L->up, NULL, w->h, rows, w->up);
+        qtts_swiglu(w->gate, w->up, rows * I);
+        qtts_linear(pool, &L->down, NULL, w->gate, rows, w->h);
+        for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
+    }
+    for (int s = 0; s < n_seq; s++) caches[s]->len += n_tok[s];
+    qtts_rmsnorm(pool, x, lm->norm, rows, D, eps, out);
+    if (layer_in) memcpy(layer_in + c->layers * rows * D, out, (size_t)rows * (size_t)D * sizeof(float));
+    free(row_seq);
+    free(kc);
+    return 0;
+}

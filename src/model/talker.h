@@ -1,0 +1,48 @@
+/* The talker: text embedding + 2-layer text projection, codec embedding,
+ * the 28-layer decoder (model/lm.h), codec_head, and the code predictor.
+ * Loaded from a qtts_store with the official tensor names (talker.*). */
+#ifndef QTTS_MODEL_TALKER_H
+#define QTTS_MODEL_TALKER_H
+
+#include "model/code_predictor.h"
+#include "model/config.h"
+#include "model/lm.h"
+
+typedef struct {
+    /* Storage type for every weight matrix (decoder layers, heads, text
+     * projection, small_to_mtp_projection). QTTS_DTYPE_INVALID keeps the
+     * checkpoint's type (zero-copy view of the mapped file). */
+    qtts_dtype weight_type;
+} qtts_talker_options;
+
+typedef struct qtts_talker_model {
+    qtts_model_config cfg;
+    qtts_generation_config gen;
+    qtts_store *store;          /* owned */
+    const qtts_tensor *text_emb; /* zero-copy view [text_vocab x text_hidden]; rows converted on demand */
+    qtts_mat fc1, fc2;           /* text_projection */
+    float *fc1_b, *fc2_b;
+    const qtts_tensor *codec_emb; /* view [talker vocab x D] */
+    qtts_mat codec_head;
+    qtts_lm lm;
+    qtts_code_predictor cp;
+} qtts_talker_model;
+
+/* dir: model folder (config.json, generation_config.json, model.safetensors[.index.json]). */
+qtts_talker_model *qtts_talker_model_load(const char *dir, const qtts_talker_options *opt, qtts_err *err);
+/* Takes ownership of st (freed with the model, also on failure). gen may be NULL (official defaults). */
+qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model_config *cfg,
+                                               const qtts_generation_config *gen, const qtts_talker_options *opt,
+                                               qtts_err *err);
+void qtts_talker_model_free(qtts_talker_model *m);
+
+/* out[n x D] = text_projection(text_embedding[ids]). */
+int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const int32_t *ids, int64_t n, float *out,
+                           qtts_err *err);
+/* out[D] = codec_embedding[id] (talker codebook-0 / control table). */
+int qtts_talker_codec_embed(const qtts_talker_model *m, int64_t id, float *out, qtts_err *err);
+
+/* Row `row` of a 2-D tensor as f32 (any storage type). */
+int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err);
+
+#endif

@@ -1,0 +1,323 @@
+#include "tensor/conv.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/conv_kernels.h"
+
+/* ---- weights ------------------------------------------------------------ */
+
+static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int64_t dil, qtts_err *err) {
+    memset(cv, 0, sizeof *cv);
+    if (rows <= 0 || c_in <= 0 || k <= 0 || dil <= 0)
+        return qtts_fail(err, "conv: bad geometry (rows %lld, c_in %lld, k %lld, dilation %lld)", (long long)rows,
+                         (long long)c_in, (long long)k, (long long)dil);
+    cv->c_in = c_in;
+    cv->c_out = rows;
+    cv->k = k;
+    cv->dil = dil;
+    cv->rows_pad = (rows + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+    cv->w = qtts_calloc((size_t)(cv->rows_pad * c_in * k), sizeof(float), err);
+    cv->bias = qtts_calloc((size_t)cv->rows_pad, sizeof(float), err);
+    if (!cv->w || !cv->bias) {
+        qtts_conv_free(cv);
+        return -1;
+    }
+    return 0;
+}
+
+/* Packed index of weight (row r, input ci, tap kk). */
+static inline size_t pack_index(const qtts_conv *cv, int64_t r, int64_t ci, int64_t kk) {
+    int64_t rb = r / QTTS_CONV_MR, rr = r % QTTS_CONV_MR;
+    return (size_t)(((rb * cv->c_in + ci) * cv->k + kk) * QTTS_CONV_MR + rr);
+}
+
+int qtts_conv_init(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
+                   int64_t dil, qtts_err *err) {
+    if (conv_alloc(cv, c_out, c_in, k, dil, err)) return -1;
+    for (int64_t co = 0; co < c_out; co++) {
+        for (int64_t ci = 0; ci < c_in; ci++)
+            for (int64_t kk = 0; kk < k; kk++) cv->w[pack_index(cv, co, ci, kk)] = w[(co * c_in + ci) * k + kk];
+        cv->bias[co] = bias ? bias[co] : 0.0f;
+    }
+    return 0;
+}
+
+int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
+                              int64_t k, int64_t stride, qtts_err *err) {
+    if (stride <= 0 || k <= 0) return qtts_fail(err, "conv transpose: bad kernel %lld / stride %lld", (long long)k,
+                                                (long long)stride);
+    int64_t H = (k + stride - 1) / stride - 1;
+    if (conv_alloc(cv, c_out * stride, c_in, H + 1, 1, err)) return -1;
+    /* phase j, output co: input t-h through tap j+h*s; conv tap kk reads input t-(H-kk). */
+    for (int64_t j = 0; j < stride; j++)
+        for (int64_t co = 0; co < c_out; co++) {
+            int64_t r = j * c_out + co;
+            for (int64_t ci = 0; ci < c_in; ci++)
+                for (int64_t kk = 0; kk <= H; kk++) {
+                    int64_t tap = j + (H - kk) * stride;
+                    cv->w[pack_index(cv, r, ci, kk)] = tap < k ? w[(ci * c_out + co) * k + tap] : 0.0f;
+                }
+            cv->bias[r] = bias ? bias[co] : 0.0f;
+        }
+    return 0;
+}
+
+void qtts_conv_free(qtts_conv *cv) {
+    if (!cv) return;
+    free(cv->w);
+    free(cv->bias);
+    memset(cv, 0, sizeof *cv);
+}
+
+float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                      int64_t *taps, qtts_err *err) {
+    if (stride <= 0 || k <= 0) {
+        qtts_fail(err, "conv transpose: bad kernel %lld / stride %lld", (long long)k, (long long)stride);
+        return NULL;
+    }
+    int64_t H = (k + stride - 1) / stride - 1, nk = H + 1;
+    float *m = qtts_calloc((size_t)(stride * c_out * c_in * nk), sizeof(float), err);
+    if (!m) return NULL;
+    for (int64_t j = 0; j < stride; j++)
+        for (int64_t co = 0; co < c_out; co++)
+            for (int64_t ci = 0; ci < c_in; ci++)
+                for (int64_t kk = 0; kk < nk; kk++) {
+                    int64_t tap = j + (H - kk) * stride;
+                    if (tap < k) m[(j * c_out + co) * c_in * nk + ci * nk + kk] = w[(ci * c_out + co) * k + tap];
+                }
+    *taps = nk;
+    return m;
+}
+
+/* ---- ISA selection ------------------------------------------------------ */
+
+int qtts_conv_isa_supported(qtts_conv_isa isa) {
+    switch (isa) {
+    case QTTS_CONV_ISA_AUTO:
+    case QTTS_CONV_ISA_SCALAR: return 1;
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_CONV_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case QTTS_CONV_ISA_AVX512: return __builtin_cpu_supports("avx512f");
+#endif
+    default: return 0;
+    }
+}
+
+qtts_conv_isa qtts_conv_isa_best(void) {
+    if (qtts_conv_isa_supported(QTTS_CONV_ISA_AVX512)) return QTTS_CONV_ISA_AVX512;
+    if (qtts_conv_isa_supported(QTTS_CONV_ISA_AVX2)) return QTTS_CONV_ISA_AVX2;
+    return QTTS_CONV_ISA_SCALAR;
+}
+
+const char *qtts_conv_isa_name(qtts_conv_isa isa) {
+    switch (isa) {
+    case QTTS_CONV_ISA_AUTO: return qtts_conv_isa_name(qtts_conv_isa_best());
+    case QTTS_CONV_ISA_AVX2: return "avx2";
+    case QTTS_CONV_ISA_AVX512: return "avx512";
+    default: return "scalar";
+    }
+}
+
+static qtts_conv_isa resolve(qtts_conv_isa isa) {
+    if (isa == QTTS_CONV_ISA_AUTO) return qtts_conv_isa_best();
+    return qtts_conv_isa_supported(isa) ? isa : QTTS_CONV_ISA_SCALAR;
+}
+
+/* ---- channel-major conv ------------------------------------------------- */
+
+void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
+                           float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const int64_t K = cv->k, dil = cv->dil;
+    const float *wb = cv->w + (size_t)rb * cv->c_in * K * QTTS_CONV_MR;
+    float acc[QTTS_CONV_MR][QTTS_CONV_NT];
+    memset(acc, 0, sizeof acc);
+    for (int64_t ci = 0; ci < cv->c_in; ci++) {
+        const float *xr = x + ci * ldx + t0;
+        for (int64_t kk = 0; kk < K; kk++) {
+            const float *wp = wb + (ci * K + kk) * QTTS_CONV_MR;
+            const float *xp = xr + kk * dil;
+            for (int r = 0; r < QTTS_CONV_MR; r++)
+                for (int64_t t = 0; t < nt; t++) acc[r][t] += wp[r] * xp[t];
+        }
+    }
+    for (int r = 0; r < QTTS_CONV_MR; r++) {
+        int64_t row = rb * QTTS_CONV_MR + r;
+        if (row >= cv->c_out) break;
+        float *yr = y + row * ldy + t0;
+        const float *ar = add ? add + row * ldadd + t0 : NULL;
+        for (int64_t t = 0; t < nt; t++) yr[t] = acc[r][t] + cv->bias[row] + (ar ? ar[t] : 0.0f);
+    }
+}
+
+typedef struct {
+    const qtts_conv *cv;
+    const float *x, *add;
+    int64_t ldx, ldy, ldadd, T, n_rb;
+    float *y;
+    qtts_conv_tile_fn tile;
+} conv_job;
+
+/* Items are (time block, row block) with the row block fastest, so a thread
+ * keeps one input panel hot in cache while it sweeps the weights. */
+static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const conv_job *j = p;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t tb = i / j->n_rb, rb = i % j->n_rb;
+        int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
+        j->tile(j->cv, j->x, j->ldx, t0, nt, rb, j->y, j->ldy, j->add, j->ldadd);
+    }
+}
+
+void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+    if (T <= 0) return;
+    conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, y, qtts_conv_tile_scalar};
+    switch (resolve(isa)) {
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_CONV_ISA_AVX512: j.tile = qtts_conv_tile_avx512; break;
+    case QTTS_CONV_ISA_AVX2: j.tile = qtts_conv_tile_avx2; break;
+#endif
+    default: break;
+    }
+    int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    int64_t items = n_tb * j.n_rb;
+    /* Small convs are not worth waking the workers for. */
+    int64_t work = cv->c_out * cv->c_in * cv->k * T;
+    qtts_parallel_for(work < 200000 ? NULL : pool, items, 1, conv_items, &j);
+}
+
+void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                    int64_t ldy, const float *add, int64_t ldadd) {
+    qtts_conv1d_cm_isa(pool, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_AUTO);
+}
+
+void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
+                        const float *add, int64_t ldadd) {
+    for (int64_t row = 0; row < cv->c_out; row++) {
+        int64_t rb = row / QTTS_CONV_MR, rr = row % QTTS_CONV_MR;
+        for (int64_t t = 0; t < T; t++) {
+            float acc = 0.0f;
+            for (int64_t ci = 0; ci < cv->c_in; ci++)
+                for (int64_t kk = 0; kk < cv->k; kk++)
+                    acc += cv->w[((rb * cv->c_in + ci) * cv->k + kk) * QTTS_CONV_MR + rr] *
+                           x[ci * ldx + t + kk * cv->dil];
+            y[row * ldy + t] = acc + cv->bias[row] + (add ? add[row * ldadd + t] : 0.0f);
+        }
+    }
+}
+
+typedef struct {
+    const float *ph;
+    int64_t ldph, c_out, s, T, ldo;
+    float *out;
+} ilv_job;
+
+static void ilv_rows(void *p, int64_t c0, int64_t c1, int tid) {
+    (void)tid;
+    const ilv_job *j = p;
+    for (int64_t co = c0; co < c1; co++) {
+        float *o = j->out + co * j->ldo;
+        for (int64_t ph = 0; ph < j->s; ph++) {
+            const float *src = j->ph + (ph * j->c_out + co) * j->ldph;
+            for (int64_t t = 0; t < j->T; t++) o[t * j->s + ph] = src[t];
+        }
+    }
+}
+
+void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_t c_out, int64_t s, int64_t T,
+                          float *out, int64_t ldo) {
+    ilv_job j = {ph, ldph, c_out, s, T, ldo, out};
+    qtts_parallel_for(c_out * s * T < 65536 ? NULL : pool, c_out, 8, ilv_rows, &j);
+}
+
+/* ---- time-major helpers ------------------------------------------------- */
+
+void qtts_im2col_tm(const float *xh, int64_t ldx, int64_t c_in, int64_t T, int64_t k, int64_t dil, float *col) {
+    for (int64_t t = 0; t < T; t++) {
+        float *c = col + t * c_in * k;
+        for (int64_t kk = 0; kk < k; kk++) {
+            const float *xr = xh + (t + kk * dil) * ldx;
+            for (int64_t ci = 0; ci < c_in; ci++) c[ci * k + kk] = xr[ci];
+        }
+    }
+}
+
+void qtts_dwconv_tm(const float *xh, int64_t C, int64_t T, const float *wt, int64_t k, const float *b, float *y) {
+    for (int64_t t = 0; t < T; t++) {
+        float *yr = y + t * C;
+        for (int64_t c = 0; c < C; c++) yr[c] = 0.0f;
+        for (int64_t kk = 0; kk < k; kk++) {
+            const float *xr = xh + (t + kk) * C, *wr = wt + kk * C;
+            for (int64_t c = 0; c < C; c++) yr[c] += wr[c] * xr[c];
+        }
+        for (int64_t c = 0; c < C; c++) yr[c] += b ? b[c] : 0.0f;
+    }
+}
+
+/* ---- SnakeBeta ---------------------------------------------------------- */
+
+static inline float sin2_poly(float v) {
+    float q = nearbyintf(v * QTTS_SIN_2_OVER_PI);
+    float r = ((v - q * QTTS_SIN_DP1) - q * QTTS_SIN_DP2) - q * QTTS_SIN_DP3;
+    r = r > QTTS_SIN_PI_4 ? QTTS_SIN_PI_4 : r < -QTTS_SIN_PI_4 ? -QTTS_SIN_PI_4 : r;
+    float z = r * r;
+    float s = r + r * z * (QTTS_SIN_S1 + z * (QTTS_SIN_S2 + z * QTTS_SIN_S3));
+    float c = 1.0f - 0.5f * z + z * z * (QTTS_COS_C1 + z * (QTTS_COS_C2 + z * QTTS_COS_C3));
+    /* odd multiple of pi/2: sin^2 = cos^2 of the remainder (no int conversion: no UB for huge q) */
+    float odd = q - 2.0f * floorf(q * 0.5f);
+    float m = odd != 0.0f ? c : s;
+    return m * m;
+}
+
+void qtts_snake_row_ref(const float *x, float *y, int64_t n, float ea, float inv_b) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] + inv_b * sin2_poly(ea * x[i]);
+}
+
+void qtts_snake_row_libm(const float *x, float *y, int64_t n, float ea, float inv_b) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = sinf(ea * x[i]);
+        y[i] = x[i] + inv_b * (s * s);
+    }
+}
+
+void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv_b, qtts_conv_isa isa) {
+    switch (resolve(isa)) {
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_CONV_ISA_AVX512: qtts_snake_row_avx512(x, y, n, ea, inv_b); return;
+    case QTTS_CONV_ISA_AVX2: qtts_snake_row_avx2(x, y, n, ea, inv_b); return;
+#endif
+    default: qtts_snake_row_ref(x, y, n, ea, inv_b); return;
+    }
+}
+
+void qtts_snake_row(const float *x, float *y, int64_t n, float ea, float inv_b) {
+    qtts_snake_row_isa(x, y, n, ea, inv_b, QTTS_CONV_ISA_AUTO);
+}
+
+typedef struct {
+    const float *x, *ea, *ib;
+    float *y;
+    int64_t ldx, ldy, T;
+} snake_job;
+
+static void snake_rows(void *p, int64_t c0, int64_t c1, int tid) {
+    (void)tid;
+    const snake_job *j = p;
+    for (int64_t c = c0; c < c1; c++) qtts_snake_row(j->x + c * j->ldx, j->y + c * j->ldy, j->T, j->ea[c], j->ib[c]);
+}
+
+void qtts_snake_cm(qtts_pool *pool, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t C, int64_t T,
+                   const float *ea, const float *inv_b) {
+    snake_job j = {x, ea, inv_b, y, ldx, ldy, T};
+    qtts_parallel_for(C * T < 32768 ? NULL : pool, C, 1, snake_rows, &j);
+}
+
+void qtts_snake_tm(float *x, int64_t ld, int64_t C, int64_t T, const float *ea, const float *inv_b) {
+    for (int64_t t = 0; t < T; t++) {
+        float *r = x + t * ld;
+        for (int64_t c = 0; c < C; c++) r[c] = r[c] + inv_b[c] * sin2_poly(ea[c] * r[c]);
+    }
+}

@@ -1,0 +1,101 @@
+/* 1-D convolution kernels for the speech-tokenizer decoder (all causal).
+ *
+ * Two layouts are used:
+ *  - channel-major ("cm"): a signal of C channels is C rows of floats, each row
+ *    holding the conv's left history ((k-1)*dil samples) followed by the T new
+ *    samples. Used at high sample rates, where T is large: the kernel
+ *    vectorizes over time and broadcasts the weights (blocked direct
+ *    convolution, no im2col).
+ *  - time-major ("tm"): T rows of C floats (history rows first). Used at low
+ *    rates (few samples per call), where a conv is an im2col row per output
+ *    sample times a weight matrix (qtts_linear).
+ *
+ * A causal ConvTranspose with kernel K and stride s (output trimmed to L*s
+ * samples, as the reference does by dropping the last K-s) is computed as s
+ * phase convolutions over the INPUT: output sample t*s+j depends on inputs
+ * t-h for h = 0..H, H = ceil(K/s)-1, through tap j+h*s. Keeping the last H
+ * input samples as history is therefore the exact streaming form of the
+ * overlap-add tail (no separate tail buffer is needed). */
+#ifndef QTTS_TENSOR_CONV_H
+#define QTTS_TENSOR_CONV_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/threadpool.h"
+
+/* Output rows per register tile of the channel-major kernel (packing unit). */
+enum { QTTS_CONV_MR = 8 };
+
+/* A channel-major conv with packed weights. For a transposed conv the rows are
+ * the s phases: row j*c_out + co produces output channel co, phase j. */
+typedef struct {
+    int64_t c_in, c_out, k, dil; /* c_out: rows computed (c_out*stride for a transposed conv) */
+    int64_t rows_pad;            /* c_out rounded up to QTTS_CONV_MR */
+    float *w;                    /* [rows_pad/MR][c_in][k][MR] */
+    float *bias;                 /* [rows_pad] */
+} qtts_conv;
+
+/* w: PyTorch Conv1d weight [c_out][c_in][k]; bias [c_out] or NULL. */
+int qtts_conv_init(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
+                   int64_t dil, qtts_err *err);
+/* w: PyTorch ConvTranspose1d weight [c_in][c_out][k], stride s; bias [c_out] or NULL.
+ * The result has c_out*s rows (phase-major) and k = H+1 taps over the input. */
+int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
+                              int64_t k, int64_t stride, qtts_err *err);
+void qtts_conv_free(qtts_conv *cv);
+/* Input history samples the conv needs: (k-1)*dil. */
+static inline int64_t qtts_conv_history(const qtts_conv *cv) { return (cv->k - 1) * cv->dil; }
+
+/* Channel-major causal conv: y[co][t] = bias[co] + sum_{ci,k} W[co][ci][k] x[ci][t + k*dil]
+ * (+ add[co][t] if add) for t in [0, T). Row ci of x starts with its history.
+ * add may alias y (in-place residual). Multi-threaded over time and row blocks. */
+void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                    int64_t ldy, const float *add, int64_t ldadd);
+/* Scalar single-thread twin of qtts_conv1d_cm (what the SIMD paths are tested against). */
+void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
+                        const float *add, int64_t ldadd);
+
+/* Interleaves the phase rows of a transposed conv: out[co][t*s+j] = ph[j*c_out+co][t]. */
+void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_t c_out, int64_t s, int64_t T,
+                          float *out, int64_t ldo);
+
+/* Time-major weight matrix of a conv for qtts_linear: row co, column ci*k+kk
+ * (the PyTorch Conv1d layout, so a plain conv needs no copy). For a
+ * transposed conv: rows j*c_out+co (so a linear output row of c_out*s floats
+ * is s consecutive output samples), columns ci*(H+1)+kk, tap j+(H-kk)*s. */
+float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                      int64_t *taps, qtts_err *err);
+/* im2col for time-major convs: col[t][ci*k+kk] = xh[t + kk*dil][ci], xh has
+ * (k-1)*dil history rows then T rows of c_in floats (row stride ldx). */
+void qtts_im2col_tm(const float *xh, int64_t ldx, int64_t c_in, int64_t T, int64_t k, int64_t dil, float *col);
+
+/* Depthwise causal conv, time-major: y[t][c] = b[c] + sum_kk wt[kk][c] xh[t+kk][c]
+ * (wt: the PyTorch [c][1][k] weight transposed to [k][c]). xh has k-1 history rows. */
+void qtts_dwconv_tm(const float *xh, int64_t C, int64_t T, const float *wt, int64_t k, const float *b, float *y);
+
+/* SnakeBeta, y = x + inv_b * sin^2(ea * x), with ea = exp(alpha) and
+ * inv_b = 1/(exp(beta)+1e-9) precomputed per channel. In-place allowed. */
+void qtts_snake_row(const float *x, float *y, int64_t n, float ea, float inv_b);
+/* Scalar twin (same algorithm, no SIMD) and the libm formula, for tests. */
+void qtts_snake_row_ref(const float *x, float *y, int64_t n, float ea, float inv_b);
+void qtts_snake_row_libm(const float *x, float *y, int64_t n, float ea, float inv_b);
+/* Channel-major: row c of x (ldx) -> row c of y (ldy), T samples, parallel over channels. */
+void qtts_snake_cm(qtts_pool *pool, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t C, int64_t T,
+                   const float *ea, const float *inv_b);
+/* Time-major: rows of C floats (stride ld), in place. */
+void qtts_snake_tm(float *x, int64_t ld, int64_t C, int64_t T, const float *ea, const float *inv_b);
+
+/* SIMD paths. AUTO picks the best the CPU supports (cpuid at each call). */
+typedef enum { QTTS_CONV_ISA_AUTO, QTTS_CONV_ISA_SCALAR, QTTS_CONV_ISA_AVX2, QTTS_CONV_ISA_AVX512 } qtts_conv_isa;
+/* The path AUTO resolves to on this CPU. */
+qtts_conv_isa qtts_conv_isa_best(void);
+const char *qtts_conv_isa_name(qtts_conv_isa isa);
+/* 1 if this CPU (and build) can run isa. */
+int qtts_conv_isa_supported(qtts_conv_isa isa);
+/* Explicit-ISA forms for tests and benchmarks (an unsupported isa falls back to scalar). */
+void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa);
+void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv_b, qtts_conv_isa isa);
+
+#endif

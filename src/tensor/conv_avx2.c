@@ -1,0 +1,97 @@
+/* AVX2+FMA tiles of the channel-major conv and SnakeBeta (built with -mavx2
+ * -mfma; only called after a cpuid check in conv.c). Scalar twins:
+ * qtts_conv_tile_scalar / qtts_snake_row_ref. */
+#include <immintrin.h>
+
+#include "tensor/conv_kernels.h"
+
+static inline __m256i tail_mask(int64_t n) {
+    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n > 8 ? 8 : n)), idx);
+}
+
+/* 4 rows (half h of the 8-row packed block) x 3 vectors of 8 time samples. */
+static void tile4x24(const float *wb, int h, const float *x, int64_t ldx, int64_t c_in, int64_t K, int64_t dil,
+                     int64_t nt, __m256 out[4][3]) {
+    __m256 a[4][3];
+    for (int r = 0; r < 4; r++)
+        for (int v = 0; v < 3; v++) a[r][v] = _mm256_setzero_ps();
+    __m256i m[3];
+    for (int v = 0; v < 3; v++) m[v] = tail_mask(nt - 8 * v);
+    const float *wp = wb + 4 * h;
+    for (int64_t ci = 0; ci < c_in; ci++) {
+        const float *xr = x + ci * ldx;
+        for (int64_t kk = 0; kk < K; kk++, wp += QTTS_CONV_MR) {
+            const float *xp = xr + kk * dil;
+            __m256 xv[3];
+            for (int v = 0; v < 3; v++) xv[v] = _mm256_maskload_ps(xp + 8 * v, m[v]);
+            for (int r = 0; r < 4; r++) {
+                __m256 w = _mm256_broadcast_ss(wp + r);
+                for (int v = 0; v < 3; v++) a[r][v] = _mm256_fmadd_ps(w, xv[v], a[r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int v = 0; v < 3; v++) out[r][v] = a[r][v];
+}
+
+void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
+                         float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
+    for (int64_t ts = 0; ts < nt; ts += 24) {
+        int64_t n = nt - ts < 24 ? nt - ts : 24;
+        for (int h = 0; h < 2; h++) {
+            if (rb * QTTS_CONV_MR + 4 * h >= cv->c_out) break;
+            __m256 acc[4][3];
+            tile4x24(wb, h, x + t0 + ts, ldx, cv->c_in, cv->k, cv->dil, n, acc);
+            for (int r = 0; r < 4; r++) {
+                int64_t row = rb * QTTS_CONV_MR + 4 * h + r;
+                if (row >= cv->c_out) break;
+                __m256 b = _mm256_set1_ps(cv->bias[row]);
+                float *yr = y + row * ldy + t0 + ts;
+                const float *ar = add ? add + row * ldadd + t0 + ts : NULL;
+                for (int v = 0; v < 3 && 8 * v < n; v++) {
+                    __m256i m = tail_mask(n - 8 * v);
+                    __m256 o = _mm256_add_ps(acc[r][v], b);
+                    if (ar) o = _mm256_add_ps(o, _mm256_maskload_ps(ar + 8 * v, m));
+                    _mm256_maskstore_ps(yr + 8 * v, m, o);
+                }
+            }
+        }
+    }
+}
+
+static inline __m256 sin2_256(__m256 v) {
+    __m256 q = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(QTTS_SIN_2_OVER_PI)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(q, _mm256_set1_ps(QTTS_SIN_DP1), v);
+    r = _mm256_fnmadd_ps(q, _mm256_set1_ps(QTTS_SIN_DP2), r);
+    r = _mm256_fnmadd_ps(q, _mm256_set1_ps(QTTS_SIN_DP3), r);
+    r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-QTTS_SIN_PI_4)), _mm256_set1_ps(QTTS_SIN_PI_4));
+    __m256 z = _mm256_mul_ps(r, r);
+    __m256 ps = _mm256_fmadd_ps(z, _mm256_set1_ps(QTTS_SIN_S3), _mm256_set1_ps(QTTS_SIN_S2));
+    ps = _mm256_fmadd_ps(z, ps, _mm256_set1_ps(QTTS_SIN_S1));
+    __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(r, z), ps, r);
+    __m256 pc = _mm256_fmadd_ps(z, _mm256_set1_ps(QTTS_COS_C3), _mm256_set1_ps(QTTS_COS_C2));
+    pc = _mm256_fmadd_ps(z, pc, _mm256_set1_ps(QTTS_COS_C1));
+    __m256 c = _mm256_fmadd_ps(_mm256_mul_ps(z, z), pc, _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, _mm256_set1_ps(1.0f)));
+    __m256 half_floor = _mm256_round_ps(_mm256_mul_ps(q, _mm256_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m256 odd = _mm256_fnmadd_ps(_mm256_set1_ps(2.0f), half_floor, q);
+    __m256 is_odd = _mm256_cmp_ps(odd, _mm256_setzero_ps(), _CMP_NEQ_UQ);
+    __m256 m = _mm256_blendv_ps(s, c, is_odd);
+    return _mm256_mul_ps(m, m);
+}
+
+void qtts_snake_row_avx2(const float *x, float *y, int64_t n, float ea, float inv_b) {
+    __m256 a = _mm256_set1_ps(ea), ib = _mm256_set1_ps(inv_b);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(ib, sin2_256(_mm256_mul_ps(a, v)), v));
+    }
+    if (i < n) {
+        __m256i m = tail_mask(n - i);
+        __m256 v = _mm256_maskload_ps(x + i, m);
+        _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(ib, sin2_256(_mm256_mul_ps(a, v)), v));
+    }
+}

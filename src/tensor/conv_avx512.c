@@ -1,0 +1,101 @@
+/* AVX-512 tiles of the channel-major conv and SnakeBeta (built with
+ * -mavx512f; only called after a cpuid check in conv.c). Scalar twins:
+ * qtts_conv_tile_scalar / qtts_snake_row_ref. */
+#include <immintrin.h>
+
+#include "tensor/conv_kernels.h"
+
+/* 8 rows x NV vectors of 16 time samples; the last vector is masked to nt. */
+#define CONV_TILE_512(NV)                                                                                  \
+    static void tile512_##NV(const float *wb, const float *x, int64_t ldx, int64_t c_in, int64_t K,        \
+                             int64_t dil, __mmask16 mlast, __m512 out[QTTS_CONV_MR][3]) {                  \
+        __m512 a[QTTS_CONV_MR][NV];                                                                        \
+        _Pragma("GCC unroll 8") for (int r = 0; r < QTTS_CONV_MR; r++)                                     \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm512_setzero_ps();            \
+        const float *wp = wb;                                                                              \
+        for (int64_t ci = 0; ci < c_in; ci++) {                                                            \
+            const float *xr = x + ci * ldx;                                                                \
+            for (int64_t kk = 0; kk < K; kk++, wp += QTTS_CONV_MR) {                                       \
+                const float *xp = xr + kk * dil;                                                           \
+                __m512 xv[NV];                                                                             \
+                _Pragma("GCC unroll 3") for (int v = 0; v < NV - 1; v++) xv[v] = _mm512_loadu_ps(xp + 16 * v); \
+                xv[NV - 1] = _mm512_maskz_loadu_ps(mlast, xp + 16 * (NV - 1));                             \
+                _Pragma("GCC unroll 8") for (int r = 0; r < QTTS_CONV_MR; r++) {                           \
+                    __m512 w = _mm512_set1_ps(wp[r]);                                                      \
+                    _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] =                         \
+                        _mm512_fmadd_ps(w, xv[v], a[r][v]);                                                \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < QTTS_CONV_MR; r++)                                     \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) out[r][v] = a[r][v];                      \
+    }
+
+CONV_TILE_512(1)
+CONV_TILE_512(2)
+CONV_TILE_512(3)
+
+void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
+                           float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
+    int nv = (int)((nt + 15) / 16);
+    int rem = (int)(nt - 16 * (nv - 1));
+    __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
+    __m512 acc[QTTS_CONV_MR][3];
+    const float *xt = x + t0;
+    if (nv == 3)
+        tile512_3(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
+    else if (nv == 2)
+        tile512_2(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
+    else
+        tile512_1(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
+    for (int r = 0; r < QTTS_CONV_MR; r++) {
+        int64_t row = rb * QTTS_CONV_MR + r;
+        if (row >= cv->c_out) break;
+        __m512 b = _mm512_set1_ps(cv->bias[row]);
+        float *yr = y + row * ldy + t0;
+        const float *ar = add ? add + row * ldadd + t0 : NULL;
+        for (int v = 0; v < nv; v++) {
+            __mmask16 m = v == nv - 1 ? mlast : (__mmask16)0xFFFF;
+            __m512 o = _mm512_add_ps(acc[r][v], b);
+            if (ar) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, ar + 16 * v));
+            _mm512_mask_storeu_ps(yr + 16 * v, m, o);
+        }
+    }
+}
+
+static inline __m512 sin2_512(__m512 v) {
+    __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(QTTS_SIN_2_OVER_PI)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(q, _mm512_set1_ps(QTTS_SIN_DP1), v);
+    r = _mm512_fnmadd_ps(q, _mm512_set1_ps(QTTS_SIN_DP2), r);
+    r = _mm512_fnmadd_ps(q, _mm512_set1_ps(QTTS_SIN_DP3), r);
+    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-QTTS_SIN_PI_4)), _mm512_set1_ps(QTTS_SIN_PI_4));
+    __m512 z = _mm512_mul_ps(r, r);
+    __m512 ps = _mm512_fmadd_ps(z, _mm512_set1_ps(QTTS_SIN_S3), _mm512_set1_ps(QTTS_SIN_S2));
+    ps = _mm512_fmadd_ps(z, ps, _mm512_set1_ps(QTTS_SIN_S1));
+    __m512 s = _mm512_fmadd_ps(_mm512_mul_ps(r, z), ps, r);
+    __m512 pc = _mm512_fmadd_ps(z, _mm512_set1_ps(QTTS_COS_C3), _mm512_set1_ps(QTTS_COS_C2));
+    pc = _mm512_fmadd_ps(z, pc, _mm512_set1_ps(QTTS_COS_C1));
+    __m512 c = _mm512_fmadd_ps(_mm512_mul_ps(z, z), pc, _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, _mm512_set1_ps(1.0f)));
+    __m512 half_floor = _mm512_roundscale_ps(_mm512_mul_ps(q, _mm512_set1_ps(0.5f)),
+                                             _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 odd = _mm512_fnmadd_ps(_mm512_set1_ps(2.0f), half_floor, q);
+    __mmask16 is_odd = _mm512_cmp_ps_mask(odd, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    __m512 m = _mm512_mask_blend_ps(is_odd, s, c);
+    return _mm512_mul_ps(m, m);
+}
+
+void qtts_snake_row_avx512(const float *x, float *y, int64_t n, float ea, float inv_b) {
+    __m512 a = _mm512_set1_ps(ea), ib = _mm512_set1_ps(inv_b);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(ib, sin2_512(_mm512_mul_ps(a, v)), v));
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(ib, sin2_512(_mm512_mul_ps(a, v)), v));
+    }
+}

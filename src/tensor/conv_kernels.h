@@ -1,0 +1,40 @@
+/* Per-ISA inner kernels of conv.c (private to src/tensor). Each computes one
+ * register tile of the channel-major conv: rows [rb*MR, rb*MR+MR) (clipped to
+ * c_out) and time [t0, t0+nt), nt <= QTTS_CONV_NT. */
+#ifndef QTTS_TENSOR_CONV_KERNELS_H
+#define QTTS_TENSOR_CONV_KERNELS_H
+
+#include <stdint.h>
+
+#include "tensor/conv.h"
+
+enum { QTTS_CONV_NT = 48 }; /* time samples per tile */
+
+typedef void (*qtts_conv_tile_fn)(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt,
+                                  int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
+
+void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
+                           float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
+                         float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
+                           float *y, int64_t ldy, const float *add, int64_t ldadd);
+
+void qtts_snake_row_avx2(const float *x, float *y, int64_t n, float ea, float inv_b);
+void qtts_snake_row_avx512(const float *x, float *y, int64_t n, float ea, float inv_b);
+
+/* sin^2 by Cody-Waite reduction modulo pi/2 and the Cephes sinf/cosf
+ * polynomials on [-pi/4, pi/4]; shared constants so every path agrees. */
+#define QTTS_SIN_2_OVER_PI 0.636619772367581343f
+#define QTTS_SIN_DP1 1.5703125f
+#define QTTS_SIN_DP2 4.837512969970703125e-4f
+#define QTTS_SIN_DP3 7.54978995489188216e-8f
+#define QTTS_SIN_PI_4 0.785398163397448310f
+#define QTTS_SIN_S1 (-1.6666654611e-1f)
+#define QTTS_SIN_S2 8.3321608736e-3f
+#define QTTS_SIN_S3 (-1.9515295891e-4f)
+#define QTTS_COS_C1 4.166664568298827e-2f
+#define QTTS_COS_C2 (-1.388731625493765e-3f)
+#define QTTS_COS_C3 2.443315711809948e-5f
+
+#endif

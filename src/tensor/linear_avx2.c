@@ -1,0 +1,195 @@
+/* AVX2 + FMA + F16C dense-layer kernels (see linear_impl.h for the activation
+ * layouts). Each weight row is loaded once per tile of up to 4 tokens and
+ * applied to all of them, so batched calls cost little more weight traffic
+ * than n = 1. Only called after a cpuid check (tensor/cpu.h). */
+#include <immintrin.h>
+
+#include "tensor/linear_impl.h"
+#include "tensor/quant.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE float hsum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+
+/* 8 weights of a float-like row as f32. */
+INLINE __m256 load_w8(const void *w, int64_t i, qtts_dtype type) {
+    if (type == QTTS_F32) return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (type == QTTS_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+INLINE float load_w1(const void *w, int64_t i, qtts_dtype type) {
+    if (type == QTTS_F32) return ((const float *)w)[i];
+    if (type == QTTS_F16) return f16_to_f32(((const uint16_t *)w)[i]);
+    return qtts_bf16_to_f32(((const uint16_t *)w)[i]);
+}
+
+INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
+                       qtts_dtype type) {
+    const void *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+    const int64_t cols = w->cols;
+    const float *x = a->x + t0 * cols;
+    __m256 acc[QTTS_TILE_TOKENS][2];
+    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= cols; i += 16) {
+        __m256 w0 = load_w8(wr, i, type), w1 = load_w8(wr, i + 8, type);
+        for (int t = 0; t < nt; t++) {
+            acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * cols + i), acc[t][0]);
+            acc[t][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * cols + i + 8), acc[t][1]);
+        }
+    }
+    for (; i + 8 <= cols; i += 8) {
+        __m256 w0 = load_w8(wr, i, type);
+        for (int t = 0; t < nt; t++) acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * cols + i), acc[t][0]);
+    }
+    for (int t = 0; t < nt; t++) {
+        float s = hsum8(_mm256_add_ps(acc[t][0], acc[t][1]));
+        for (int64_t k = i; k < cols; k++) s += load_w1(wr, k, type) * x[t * cols + k];
+        out[t] = s;
+    }
+}
+
+INLINE void f32_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile(w, a, r, t0, nt, out, QTTS_F32);
+}
+INLINE void f16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile(w, a, r, t0, nt, out, QTTS_F16);
+}
+INLINE void bf16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile(w, a, r, t0, nt, out, QTTS_BF16);
+}
+
+/* Signed int8 x int8 dot of 32 values as 8 int32 partial sums. */
+INLINE __m256i dot_i8(__m256i aw, __m256i w, __m256i x) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w)), ones);
+}
+
+/* One Q8_0 block against nt tokens, accumulating into acc[0..nt). */
+INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m256 *acc) {
+    __m256i wq = _mm256_loadu_si256((const __m256i *)blk->qs);
+    __m256i aw = _mm256_abs_epi8(wq);
+    float dw = f16_to_f32(blk->d);
+    for (int t = 0; t < nt; t++) {
+        const int8_t *xq = a->q + (t0 + t) * a->cols + 32 * b;
+        __m256i p = dot_i8(aw, wq, _mm256_loadu_si256((const __m256i *)xq));
+        __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t]);
+    }
+}
+
+INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const int64_t nb = a->nb;
+    __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
+    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        q8_0_block(&wb[b], a, t0, nt, b, acc0);
+        q8_0_block(&wb[b + 1], a, t0, nt, b + 1, acc1);
+    }
+    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc0);
+    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
+}
+
+INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    const qtts_block_q4_k *wb = (const qtts_block_q4_k *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const int64_t nb = a->nb, cols = a->cols;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[QTTS_TILE_TOKENS];
+    __m128 accm[QTTS_TILE_TOKENS];
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm256_setzero_ps();
+        accm[t] = _mm_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const qtts_block_q4_k *blk = &wb[b];
+        uint32_t u[4];
+        qtts_q4k_scales_u32(blk->scales, u);
+        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+        const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
+        __m256i isum[QTTS_TILE_TOKENS];
+        for (int t = 0; t < nt; t++) isum[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            __m256i wq = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
+            __m256i lo = _mm256_and_si256(wq, m4), hi = _mm256_and_si256(_mm256_srli_epi16(wq, 4), m4);
+            /* broadcast int16 scales 2c and 2c+1 */
+            __m256i slo = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(((4 * c + 1) << 8) | (4 * c))));
+            __m256i shi = _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)(((4 * c + 3) << 8) | (4 * c + 2))));
+            const int64_t off_lo = 128 * (c >> 1) + 32 * (c & 1), off_hi = off_lo + 64;
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a->q + (t0 + t) * cols + 256 * b;
+                __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(xq + off_lo)));
+                __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xq + off_hi)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(plo, slo),
+                                                                     _mm256_madd_epi16(phi, shi)));
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            const float dx = a->qd[(t0 + t) * nb + b];
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * dx), acc[t]);
+            __m128i bs = _mm_loadu_si128((const __m128i *)(a->bsum + (t0 + t) * a->nsub + 8 * b));
+            accm[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(m16, bs)), _mm_set1_ps(dmin * dx), accm[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) out[t] = hsum8(acc[t]) - hsum4(accm[t]);
+}
+
+/* Rows [r0, r1) in blocks of QTTS_TILE_ROWS; within a block, token tiles of
+ * up to 4, so a block's weights stay in cache while all tokens pass. */
+#define DEFINE_ROWS(name, tile)                                                                            \
+    static void name(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,       \
+                     int64_t r1) {                                                                         \
+        for (int64_t rb = r0; rb < r1; rb += QTTS_TILE_ROWS) {                                             \
+            int64_t re = rb + QTTS_TILE_ROWS < r1 ? rb + QTTS_TILE_ROWS : r1;                              \
+            for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {                                      \
+                int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;               \
+                for (int64_t r = rb; r < re; r++) {                                                        \
+                    float out[QTTS_TILE_TOKENS];                                                           \
+                    switch (nt) {                                                                          \
+                    case 1: tile(w, a, r, t0, 1, out); break;                                              \
+                    case 2: tile(w, a, r, t0, 2, out); break;                                              \
+                    case 3: tile(w, a, r, t0, 3, out); break;                                              \
+                    default: tile(w, a, r, t0, 4, out); break;                                             \
+                    }                                                                                      \
+                    float bv = bias ? bias[r] : 0.0f;                                                      \
+                    for (int t = 0; t < nt; t++) y[(t0 + t) * w->rows + r] = out[t] + bv;                  \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+
+DEFINE_ROWS(rows_f32, f32_tile)
+DEFINE_ROWS(rows_f16, f16_tile)
+DEFINE_ROWS(rows_bf16, bf16_tile)
+DEFINE_ROWS(rows_q8_0, q8_0_tile)
+DEFINE_ROWS(rows_q4_k, q4_k_tile)
+
+void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
+                           int64_t r1) {
+    switch (w->type) {
+    case QTTS_F32: rows_f32(w, a, bias, y, r0, r1); break;
+    case QTTS_F16: rows_f16(w, a, bias, y, r0, r1); break;
+    case QTTS_BF16: rows_bf16(w, a, bias, y, r0, r1); break;
+    case QTTS_Q8_0: rows_q8_0(w, a, bias, y, r0, r1); break;
+    case QTTS_Q4_K: rows_q4_k(w, a, bias, y, r0, r1); break;
+    default: break;
+    }
+}

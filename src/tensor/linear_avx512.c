@@ -1,0 +1,214 @@
+/* AVX-512 (F/BW/VL/DQ + VNNI, optionally BF16) dense-layer kernels; the same
+ * structure as linear_avx2.c with 512-bit vectors, masked tails, vpdpbusd for
+ * Q8_0 and vpmaddubsw + vpdpwssd for Q4_K. Only called after a cpuid check. */
+#include <immintrin.h>
+
+#include "tensor/linear_impl.h"
+#include "tensor/quant.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE float hsum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE float hsum8(__m256 v) {
+    return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+}
+
+INLINE float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+
+/* 16 weights of a float-like row as f32; lanes outside `m` are zero. */
+INLINE __m512 load_w16(const void *w, int64_t i, qtts_dtype type, __mmask16 m) {
+    if (type == QTTS_F32) return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+    if (type == QTTS_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
+                       qtts_dtype type) {
+    const void *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+    const int64_t cols = w->cols;
+    const float *x = a->x + t0 * cols;
+    __m512 acc[QTTS_TILE_TOKENS][2];
+    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= cols; i += 32) {
+        __m512 w0 = load_w16(wr, i, type, 0xFFFF), w1 = load_w16(wr, i + 16, type, 0xFFFF);
+        for (int t = 0; t < nt; t++) {
+            acc[t][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + t * cols + i), acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + t * cols + i + 16), acc[t][1]);
+        }
+    }
+    for (; i < cols; i += 16) {
+        __mmask16 m = cols - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - i)) - 1);
+        __m512 w0 = load_w16(wr, i, type, m);
+        for (int t = 0; t < nt; t++)
+            acc[t][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + t * cols + i), acc[t][0]);
+    }
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+}
+
+INLINE void f32_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile(w, a, r, t0, nt, out, QTTS_F32);
+}
+INLINE void f16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile(w, a, r, t0, nt, out, QTTS_F16);
+}
+INLINE void bf16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile(w, a, r, t0, nt, out, QTTS_BF16);
+}
+
+/* bf16 x bf16 products with f32 accumulation (x pre-rounded to bf16). */
+INLINE void bf16dot_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    const uint16_t *wr = (const uint16_t *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const int64_t cols = w->cols;
+    const uint16_t *x = a->xbf + t0 * cols;
+    __m512 acc[QTTS_TILE_TOKENS][2];
+    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= cols; i += 64) {
+        __m512i w0 = _mm512_loadu_si512(wr + i), w1 = _mm512_loadu_si512(wr + i + 32);
+        for (int t = 0; t < nt; t++) {
+            __m512i x0 = _mm512_loadu_si512(x + t * cols + i), x1 = _mm512_loadu_si512(x + t * cols + i + 32);
+            acc[t][0] = _mm512_dpbf16_ps(acc[t][0], (__m512bh)w0, (__m512bh)x0);
+            acc[t][1] = _mm512_dpbf16_ps(acc[t][1], (__m512bh)w1, (__m512bh)x1);
+        }
+    }
+    for (; i < cols; i += 32) {
+        __mmask32 m = cols - i >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << (cols - i)) - 1);
+        __m512i w0 = _mm512_maskz_loadu_epi16(m, wr + i);
+        for (int t = 0; t < nt; t++) {
+            __m512i x0 = _mm512_maskz_loadu_epi16(m, x + t * cols + i);
+            acc[t][0] = _mm512_dpbf16_ps(acc[t][0], (__m512bh)w0, (__m512bh)x0);
+        }
+    }
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+}
+
+/* One Q8_0 block against nt tokens, accumulating into acc[0..nt). */
+INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m256 *acc) {
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i wq = _mm256_loadu_si256((const __m256i *)blk->qs);
+    __m256i aw = _mm256_abs_epi8(wq);
+    __mmask32 neg = _mm256_movepi8_mask(wq);
+    float dw = f16_to_f32(blk->d);
+    for (int t = 0; t < nt; t++) {
+        __m256i xq = _mm256_loadu_si256((const __m256i *)(a->q + (t0 + t) * a->cols + 32 * b));
+        __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
+        __m256i p = _mm256_dpbusd_epi32(zero, aw, sx);
+        __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t]);
+    }
+}
+
+INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const int64_t nb = a->nb;
+    __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
+    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        q8_0_block(&wb[b], a, t0, nt, b, acc0);
+        q8_0_block(&wb[b + 1], a, t0, nt, b + 1, acc1);
+    }
+    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc0);
+    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
+}
+
+INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    const qtts_block_q4_k *wb = (const qtts_block_q4_k *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const int64_t nb = a->nb, cols = a->cols;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    /* int16 lane -> scale index: pair p low nibbles use sub 4p (lanes 0-15) and 4p+2 (16-31). */
+    const __m512i idx_lo0 = _mm512_set_epi16(2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i one16 = _mm512_set1_epi16(1), four16 = _mm512_set1_epi16(4);
+    __m512 acc[QTTS_TILE_TOKENS];
+    __m128 accm[QTTS_TILE_TOKENS];
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const qtts_block_q4_k *blk = &wb[b];
+        uint32_t u[4];
+        qtts_q4k_scales_u32(blk->scales, u);
+        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
+        __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
+        __m512i s[4];
+        s[0] = _mm512_permutexvar_epi16(idx_lo0, sc16);                                      /* 0 | 2 */
+        s[1] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo0, one16), sc16);             /* 1 | 3 */
+        s[2] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo0, four16), sc16);            /* 4 | 6 */
+        s[3] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx_lo0, _mm512_add_epi16(four16, one16)), sc16);
+        __m512i isum[QTTS_TILE_TOKENS];
+        for (int t = 0; t < nt; t++) isum[t] = _mm512_setzero_si512();
+        for (int p = 0; p < 2; p++) {
+            __m512i wq = _mm512_loadu_si512(blk->qs + 64 * p);
+            __m512i lo = _mm512_and_si512(wq, m4), hi = _mm512_and_si512(_mm512_srli_epi16(wq, 4), m4);
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a->q + (t0 + t) * cols + 256 * b + 128 * p;
+                __m512i plo = _mm512_maddubs_epi16(lo, _mm512_loadu_si512(xq));
+                __m512i phi = _mm512_maddubs_epi16(hi, _mm512_loadu_si512(xq + 64));
+                isum[t] = _mm512_dpwssd_epi32(isum[t], plo, s[2 * p]);
+                isum[t] = _mm512_dpwssd_epi32(isum[t], phi, s[2 * p + 1]);
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            const float dx = a->qd[(t0 + t) * nb + b];
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_set1_ps(d * dx), acc[t]);
+            __m128i bs = _mm_loadu_si128((const __m128i *)(a->bsum + (t0 + t) * a->nsub + 8 * b));
+            accm[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(m16, bs)), _mm_set1_ps(dmin * dx), accm[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - hsum4(accm[t]);
+}
+
+#define DEFINE_ROWS(name, tile)                                                                            \
+    static void name(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,       \
+                     int64_t r1) {                                                                         \
+        for (int64_t rb = r0; rb < r1; rb += QTTS_TILE_ROWS) {                                             \
+            int64_t re = rb + QTTS_TILE_ROWS < r1 ? rb + QTTS_TILE_ROWS : r1;                              \
+            for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {                                      \
+                int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;               \
+                for (int64_t r = rb; r < re; r++) {                                                        \
+                    float out[QTTS_TILE_TOKENS];                                                           \
+                    switch (nt) {                                                                          \
+                    case 1: tile(w, a, r, t0, 1, out); break;                                              \
+                    case 2: tile(w, a, r, t0, 2, out); break;                                              \
+                    case 3: tile(w, a, r, t0, 3, out); break;                                              \
+                    default: tile(w, a, r, t0, 4, out); break;                                             \
+                    }                                                                                      \
+                    float bv = bias ? bias[r] : 0.0f;                                                      \
+                    for (int t = 0; t < nt; t++) y[(t0 + t) * w->rows + r] = out[t] + bv;                  \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+
+DEFINE_ROWS(rows_f32, f32_tile)
+DEFINE_ROWS(rows_f16, f16_tile)
+DEFINE_ROWS(rows_bf16, bf16_tile)
+DEFINE_ROWS(rows_bf16dot, bf16dot_tile)
+DEFINE_ROWS(rows_q8_0, q8_0_tile)
+DEFINE_ROWS(rows_q4_k, q4_k_tile)
+
+void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
+                             int64_t r1, int bf16_dot) {
+    switch (w->type) {
+    case QTTS_F32: rows_f32(w, a, bias, y, r0, r1); break;
+    case QTTS_F16: rows_f16(w, a, bias, y, r0, r1); break;
+    case QTTS_BF16:
+        if (bf16_dot) rows_bf16dot(w, a, bias, y, r0, r1);
+        else rows_bf16(w, a, bias, y, r0, r1);
+        break;
+    case QTTS_Q8_0: rows_q8_0(w, a, bias, y, r0, r1); break;
+    case QTTS_Q4_K: rows_q4_k(w, a, bias, y, r0, r1); break;
+    default: break;
+    }
+}

@@ -1,0 +1,66 @@
+/* Internal to the dense-layer kernels: the activation pack that qtts_linear
+ * builds once per call (f32 rows plus, depending on the weight type, an int8
+ * quantized copy or a bf16 copy) and the per-ISA row kernels that consume it.
+ * Not for model code: call qtts_linear (linear.h). */
+#ifndef QTTS_TENSOR_LINEAR_IMPL_H
+#define QTTS_TENSOR_LINEAR_IMPL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tensor/tensor.h"
+
+/* Activations of one call, n rows of `cols` values.
+ * - Q8_0 weights: q holds x quantized per 32 values (scale qd[t*nb + b],
+ *   q = round(x / scale), |q| <= 127), natural order.
+ * - Q4_K weights: one scale per 256 values; within each 256 block the int8
+ *   values are stored in the order of the Q4_K nibbles as two 128-value
+ *   halves, each [sub 4p | sub 4p+2 | sub 4p+1 | sub 4p+3] (sub = 32 values),
+ *   so one 64-byte load of weight bytes pairs with one 64-byte load of x for
+ *   its low nibbles and the next for its high nibbles. bsum[t*nsub + j] is
+ *   the sum of the int8 values of natural sub-block j (for the mins term).
+ * - BF16 weights with the fast option: xbf = x rounded to bf16. */
+typedef struct qtts_act {
+    int64_t n, cols;
+    const float *x;
+    const int8_t *q;
+    const float *qd;
+    const int16_t *bsum;
+    const uint16_t *xbf;
+    int64_t nb;  /* scales per row in qd */
+    int64_t nsub; /* bsum entries per row */
+} qtts_act;
+
+enum { QTTS_TILE_TOKENS = 4, QTTS_TILE_ROWS = 16 };
+
+/* y[t*rows + r] = dot(w row r, x row t) + bias[r] for r in [r0, r1), all t. */
+void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
+                           int64_t r1);
+void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
+                             int64_t r1, int bf16_dot);
+
+/* The Q4_K 12-byte scale field unpacked to 8 scales and 8 mins (each 0..63). */
+static inline void qtts_q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        m[j] = s[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s[j + 8] & 0xF) | ((s[j] >> 6) << 4));
+        m[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
+
+/* The same as four little-endian words {scales 0-3, scales 4-7, mins 0-3,
+ * mins 4-7}, computed in registers (SIMD kernels: avoids a byte-store ->
+ * vector-load forwarding stall per block). */
+static inline void qtts_q4k_scales_u32(const uint8_t *s, uint32_t out[4]) {
+    uint32_t a, b, c;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + 4, 4);
+    memcpy(&c, s + 8, 4);
+    out[0] = a & 0x3f3f3f3fu;
+    out[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    out[2] = b & 0x3f3f3f3fu;
+    out[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+}
+
+#endif

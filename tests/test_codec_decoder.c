@@ -1,0 +1,322 @@
+/* Speech-tokenizer decoder against the official PyTorch fixtures (tiny
+ * checkpoint), plus streaming/chunking/batching invariances.
+ * Golden tolerance: max abs error <= 1e-4 on every stage and waveform.
+ * Streaming vs. one forward: <= 1e-5. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "model/codec_decoder.h"
+#include "support/npy.h"
+
+#define GOLD_TOL 1e-4
+#define STREAM_TOL 1e-5
+
+typedef struct {
+    const char *stage;
+    int transposed; /* fixture stored [T][C] */
+    npy_array want;
+    float *got; /* [C][Tn] */
+    int64_t C, Tn, filled;
+} stage_rec;
+
+static stage_rec g_stages[] = {
+    {.stage = "rvq_out"}, {.stage = "pre_conv_out"}, {.stage = "pre_transformer_out", .transposed = 1},
+    {.stage = "upsample0_transconv_out"}, {.stage = "upsample0_convnext_out"}, {.stage = "upsample1_transconv_out"},
+    {.stage = "upsample1_convnext_out"}, {.stage = "decoder0_out"}, {.stage = "decoder1_out"},
+    {.stage = "decoder2_out"}, {.stage = "decoder3_out"}, {.stage = "decoder4_out"}, {.stage = "decoder5_out"},
+    {.stage = "decoder6_out"},
+};
+enum { N_STAGES = sizeof g_stages / sizeof g_stages[0] };
+
+static void on_stage(void *ctx, const char *stage, const float *data, int64_t C, int64_t n, int64_t cs, int64_t ts) {
+    (void)ctx;
+    for (int i = 0; i < N_STAGES; i++) {
+        stage_rec *r = &g_stages[i];
+        if (strcmp(r->stage, stage)) continue;
+        if (!r->got) return;
+        if (C != r->C || r->filled + n > r->Tn) {
+            TEST_CHECK(0, "stage %s: got %lld channels x %lld more samples, fixture is %lld x %lld (filled %lld)",
+                       stage, (long long)C, (long long)n, (long long)r->C, (long long)r->Tn, (long long)r->filled);
+            r->got = NULL;
+            return;
+        }
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t t = 0; t < n; t++) r->got[c * r->Tn + r->filled + t] = data[c * cs + t * ts];
+        r->filled += n;
+        return;
+    }
+    TEST_CHECK(0, "unexpected stage name %s", stage);
+}
+
+static float *load_wav(const char *name, int64_t *n) {
+    npy_array a;
+    if (npy_load_fixture(name, &a)) {
+        TEST_CHECK(0, "cannot load fixture %s", name);
+        return NULL;
+    }
+    *n = a.numel;
+    return a.f;
+}
+
+static int32_t *load_codes(const char *name, int64_t *T, int64_t nq) {
+    npy_array a;
+    if (npy_load_fixture(name, &a)) {
+        TEST_CHECK(0, "cannot load fixture %s", name);
+        return NULL;
+    }
+    TEST_CHECK(a.kind == 'i' && a.ndim == 2 && a.shape[1] == nq, "%s: expected int codes [T][%lld]", name,
+               (long long)nq);
+    *T = a.shape[0];
+    return a.i;
+}
+
+static unsigned g_seed = 12345;
+static int rnd(int n) {
+    g_seed = g_seed * 1103515245u + 12345u;
+    return (int)((g_seed >> 16) % (unsigned)n);
+}
+
+/* Feeds T frames in the chunk sizes produced by next_chunk. */
+static int feed_chunks(qtts_codec_decoder *dec, qtts_pool *pool, const int32_t *codes, int64_t T, const int *pattern,
+                       int npat, float *out) {
+    qtts_err err = {{0}};
+    qtts_codec_stream *s = qtts_codec_stream_new(dec, &err);
+    if (!s) return -1;
+    int64_t nq = qtts_codec_decoder_num_quantizers(dec), fs = qtts_codec_decoder_frame_samples(dec);
+    int64_t done = 0;
+    int rc = 0;
+    for (int i = 0; done < T; i++) {
+        int64_t n = npat > 0 ? pattern[i % npat] : 1 + rnd(9);
+        if (n > T - done) n = T - done;
+        if (qtts_codec_decode_feed(dec, pool, s, codes + done * nq, n, out + done * fs, &err)) {
+            TEST_CHECK(0, "feed: %s", err.msg);
+            rc = -1;
+            break;
+        }
+        done += n;
+    }
+    TEST_CHECK(rc || qtts_codec_stream_frames(s) == T, "stream frame count %lld != %lld",
+               (long long)qtts_codec_stream_frames(s), (long long)T);
+    qtts_codec_stream_free(s);
+    return rc;
+}
+
+int main(void) {
+    qtts_err err = {{0}};
+    qtts_pool *pool = qtts_pool_create(2, &err);
+    TEST_CHECK(pool != NULL, "pool: %s", err.msg);
+    char dir[4096];
+    golden_path(dir, sizeof dir, "Qwen3-TTS-12Hz-0.6B-Base-tiny");
+    qtts_codec_decoder *dec = qtts_codec_decoder_open(dir, &err);
+    TEST_CHECK(dec != NULL, "open %s: %s", dir, err.msg);
+    if (!pool || !dec) return test_finish("test_codec_decoder");
+    int64_t nq = qtts_codec_decoder_num_quantizers(dec), fs = qtts_codec_decoder_frame_samples(dec);
+    TEST_CHECK(fs == 1920 && nq == 16, "frame samples %lld, quantizers %lld", (long long)fs, (long long)nq);
+
+    /* ---- T20: every stage and the waveform vs. the reference forward ---- */
+    int64_t T20 = 0, T310 = 0, n = 0;
+    int32_t *c20 = load_codes("dec_codes_T20", &T20, nq);
+    int32_t *c310 = load_codes("dec_codes_T310", &T310, nq);
+    if (!c20 || !c310) return test_finish("test_codec_decoder");
+    float *w20 = malloc(sizeof(float) * (size_t)(T20 * fs));
+    {
+        for (int i = 0; i < N_STAGES; i++) {
+            stage_rec *r = &g_stages[i];
+            char name[128];
+            snprintf(name, sizeof name, "dec_T20_%s", r->stage);
+            if (npy_load_fixture(name, &r->want) || r->want.ndim != 2) {
+                TEST_CHECK(0, "fixture %s missing or not 2-D", name);
+                continue;
+            }
+            r->C = r->want.shape[r->transposed ? 1 : 0];
+            r->Tn = r->want.shape[r->transposed ? 0 : 1];
+            r->got = calloc((size_t)(r->C * r->Tn), sizeof(float));
+        }
+        qtts_codec_stream *s = qtts_codec_stream_new(dec, &err);
+        TEST_CHECK(s != NULL, "stream: %s", err.msg);
+        qtts_codec_stream_set_debug(s, on_stage, NULL);
+        /* one feed of 20 frames (internally split into steps of 8: the stages arrive in pieces) */
+        int rc = qtts_codec_decode_feed(dec, pool, s, c20, T20, w20, &err);
+        TEST_CHECK(rc == 0, "decode T20: %s", err.msg);
+        qtts_codec_stream_free(s);
+        for (int i = 0; i < N_STAGES; i++) {
+            stage_rec *r = &g_stages[i];
+            if (!r->got) continue;
+            TEST_CHECK(r->filled == r->Tn, "stage %s: %lld of %lld samples seen", r->stage, (long long)r->filled,
+                       (long long)r->Tn);
+            float *want = r->want.f;
+            float *tw = NULL;
+            if (r->transposed) {
+                tw = malloc(sizeof(float) * (size_t)(r->C * r->Tn));
+                for (int64_t t = 0; t < r->Tn; t++)
+                    for (int64_t c = 0; c < r->C; c++) tw[c * r->Tn + t] = want[t * r->C + c];
+                want = tw;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "T20 stage %s", r->stage);
+            double e = TEST_NEAR(r->got, want, (size_t)(r->C * r->Tn), GOLD_TOL, what);
+            printf("  %-28s [%lld x %lld] max abs err %.3g\n", r->stage, (long long)r->C, (long long)r->Tn, e);
+            free(tw);
+            free(r->got);
+            npy_free(&r->want);
+        }
+        float *want = load_wav("dec_T20_wav", &n);
+        if (want) {
+            TEST_CHECK(n == T20 * fs, "dec_T20_wav has %lld samples", (long long)n);
+            printf("  %-28s max abs err %.3g\n", "T20 wav", TEST_NEAR(w20, want, (size_t)n, GOLD_TOL, "T20 wav"));
+            free(want);
+        }
+    }
+
+    /* ---- official chunking, chunk 8 / context 4 ---- */
+    {
+        float *w = malloc(sizeof(float) * (size_t)(T20 * fs));
+        int rc = qtts_codec_decode_offline(dec, pool, c20, T20, 8, 4, w, &err);
+        TEST_CHECK(rc == 0, "chunked c8 l4: %s", err.msg);
+        float *want = load_wav("dec_T20_chunked_c8_l4_wav", &n);
+        if (want && rc == 0)
+            printf("  %-28s max abs err %.3g\n", "T20 chunked c8/l4",
+                   TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T20 chunked c8 l4"));
+        /* it must differ from the single forward (context 4 < receptive field) */
+        double dmax = 0;
+        for (int64_t i = 0; i < T20 * fs; i++) dmax = fmax(dmax, fabs(w[i] - w20[i]));
+        TEST_CHECK(dmax > 1e-4, "chunked decode equals the single forward (max diff %.3g): chunking not applied", dmax);
+        free(want);
+        free(w);
+    }
+
+    /* ---- T310: official 300/25 and the exact streaming single forward ---- */
+    {
+        float *w = malloc(sizeof(float) * (size_t)(T310 * fs));
+        int rc = qtts_codec_decode_offline(dec, pool, c310, T310, QTTS_CODEC_OFFICIAL_CHUNK,
+                                           QTTS_CODEC_OFFICIAL_CONTEXT, w, &err);
+        TEST_CHECK(rc == 0, "T310 official: %s", err.msg);
+        float *want = load_wav("dec_T310_wav", &n);
+        if (want && rc == 0)
+            printf("  %-28s max abs err %.3g\n", "T310 official 300/25",
+                   TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T310 official chunking"));
+        free(want);
+        static const int uneven[] = {1, 2, 3, 7, 5, 11, 4, 9, 6, 13, 8, 1, 30};
+        rc = feed_chunks(dec, pool, c310, T310, uneven, (int)(sizeof uneven / sizeof uneven[0]), w);
+        want = load_wav("dec_T310_single_forward_wav", &n);
+        if (want && rc == 0)
+            printf("  %-28s max abs err %.3g\n", "T310 streaming (uneven)",
+                   TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T310 streaming vs single forward"));
+        free(want);
+        free(w);
+    }
+
+    /* ---- batch item 1: codes[:13] (the reference pads with -1, clamps to 0, cuts) ---- */
+    {
+        int64_t T13 = 13;
+        float *w = malloc(sizeof(float) * (size_t)(T20 * fs));
+        float *want = load_wav("dec_batch_item1_T13_wav", &n);
+        int rc = qtts_codec_decode_offline(dec, pool, c20, T13, QTTS_CODEC_OFFICIAL_CHUNK, QTTS_CODEC_OFFICIAL_CONTEXT,
+                                           w, &err);
+        TEST_CHECK(rc == 0, "T13: %s", err.msg);
+        if (want && rc == 0) {
+            TEST_CHECK(n == T13 * fs, "batch item fixture has %lld samples", (long long)n);
+            printf("  %-28s max abs err %.3g\n", "batch item1 T13",
+                   TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "batch item 1 (13 frames)"));
+        }
+        /* the padded form: 20 frames with -1 after frame 13 */
+        int32_t *pad = malloc(sizeof(int32_t) * (size_t)(T20 * nq));
+        memcpy(pad, c20, sizeof(int32_t) * (size_t)(T20 * nq));
+        for (int64_t i = T13 * nq; i < T20 * nq; i++) pad[i] = -1;
+        rc = qtts_codec_decode_offline(dec, pool, pad, T20, QTTS_CODEC_OFFICIAL_CHUNK, QTTS_CODEC_OFFICIAL_CONTEXT, w,
+                                       &err);
+        TEST_CHECK(rc == 0, "padded: %s", err.msg);
+        if (want && rc == 0) TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "batch item 1, -1 padded to 20 frames");
+        free(pad);
+        free(want);
+        free(w);
+    }
+
+    /* ---- chunk invariance vs. one forward (one step over all frames) ---- */
+    {
+        float *ref = malloc(sizeof(float) * (size_t)(T20 * fs)), *w = malloc(sizeof(float) * (size_t)(T20 * fs));
+        qtts_codec_decoder_set_max_chunk(dec, 64);
+        int rc = feed_chunks(dec, pool, c20, T20, (const int[]){(int)T20}, 1, ref);
+        TEST_CHECK(rc == 0, "one-step forward failed");
+        double worst = 0;
+        for (int c = 1; c <= 8; c++) {
+            feed_chunks(dec, pool, c20, T20, &c, 1, w);
+            char what[64];
+            snprintf(what, sizeof what, "chunks of %d vs one forward", c);
+            worst = fmax(worst, TEST_NEAR(w, ref, (size_t)(T20 * fs), STREAM_TOL, what));
+        }
+        for (int trial = 0; trial < 4; trial++) {
+            qtts_codec_decoder_set_max_chunk(dec, 1 + rnd(10));
+            feed_chunks(dec, pool, c20, T20, NULL, 0, w);
+            worst = fmax(worst, TEST_NEAR(w, ref, (size_t)(T20 * fs), STREAM_TOL, "random splits vs one forward"));
+        }
+        printf("  %-28s max abs err %.3g\n", "chunk invariance", worst);
+        qtts_codec_decoder_set_max_chunk(dec, 8);
+
+        /* ---- batched steps == separate streams ---- */
+        enum { NS = 3 };
+        const int32_t *src[NS] = {c20, c310, c310 + 100 * nq};
+        float *sep[NS], *bat[NS];
+        qtts_codec_stream *st[NS];
+        for (int i = 0; i < NS; i++) {
+            sep[i] = malloc(sizeof(float) * (size_t)(T20 * fs));
+            bat[i] = malloc(sizeof(float) * (size_t)(T20 * fs));
+            feed_chunks(dec, pool, src[i], T20, (const int[]){(int)T20}, 1, sep[i]);
+            st[i] = qtts_codec_stream_new(dec, &err);
+        }
+        int64_t done[NS] = {0};
+        for (int round = 0; round < 100; round++) {
+            const int32_t *cp[NS];
+            int64_t nf[NS];
+            float *op[NS];
+            int left = 0;
+            for (int i = 0; i < NS; i++) {
+                nf[i] = rnd(4); /* 0..3 frames, streams at different positions */
+                if (nf[i] > T20 - done[i]) nf[i] = T20 - done[i];
+                cp[i] = src[i] + done[i] * nq;
+                op[i] = bat[i] + done[i] * fs;
+                left += done[i] < T20;
+            }
+            if (!left) break;
+            rc = qtts_codec_decode_step_batch(dec, pool, st, cp, nf, NS, op, &err);
+            TEST_CHECK(rc == 0, "batch step: %s", err.msg);
+            for (int i = 0; i < NS; i++) done[i] += nf[i];
+        }
+        worst = 0;
+        for (int i = 0; i < NS; i++) {
+            TEST_CHECK(done[i] == T20, "stream %d only got %lld frames", i, (long long)done[i]);
+            worst = fmax(worst, TEST_NEAR(bat[i], sep[i], (size_t)(T20 * fs), STREAM_TOL, "batched vs separate"));
+            free(sep[i]);
+            free(bat[i]);
+            qtts_codec_stream_free(st[i]);
+        }
+        printf("  %-28s max abs err %.3g\n", "batched vs separate", worst);
+        free(ref);
+        free(w);
+    }
+
+    /* ---- bad input: clear errors, no state change ---- */
+    {
+        int32_t bad[16];
+        memcpy(bad, c20, sizeof bad);
+        bad[5] = 2048;
+        float *w = malloc(sizeof(float) * (size_t)fs);
+        qtts_codec_stream *s = qtts_codec_stream_new(dec, &err);
+        err.msg[0] = 0;
+        TEST_CHECK(qtts_codec_decode_feed(dec, pool, s, bad, 1, w, &err) == -1 && strstr(err.msg, "out of range"),
+                   "code 2048 accepted (msg '%s')", err.msg);
+        TEST_CHECK(qtts_codec_stream_frames(s) == 0, "failed feed advanced the stream");
+        TEST_CHECK(qtts_codec_decode_offline(dec, pool, c20, 0, 0, 0, w, &err) == -1, "0 frames accepted");
+        qtts_codec_stream_free(s);
+        free(w);
+    }
+
+    free(w20);
+    free(c20);
+    free(c310);
+    qtts_codec_decoder_free(dec);
+    qtts_pool_free(pool);
+    return test_finish("test_codec_decoder");
+}

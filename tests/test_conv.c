@@ -1,0 +1,177 @@
+/* Conv kernels: every SIMD path vs. the scalar twin, the packed layouts vs.
+ * naive PyTorch-semantics formulas (causal Conv1d, trimmed ConvTranspose1d),
+ * and SnakeBeta's polynomial sine vs. libm. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tensor/conv.h"
+#include "tensor/linear.h"
+
+static float frand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+static float *rand_buf(int64_t n, unsigned *seed, float scale) {
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = frand(seed) * scale;
+    return p;
+}
+
+static const qtts_conv_isa k_isas[] = {QTTS_CONV_ISA_SCALAR, QTTS_CONV_ISA_AVX2, QTTS_CONV_ISA_AVX512};
+
+int main(void) {
+    unsigned seed = 99;
+    qtts_err err = {{0}};
+    qtts_pool *pool = qtts_pool_create(2, &err);
+    TEST_CHECK(pool != NULL, "pool: %s", err.msg);
+    printf("best conv ISA here: %s\n", qtts_conv_isa_name(QTTS_CONV_ISA_AUTO));
+
+    /* causal conv: odd row counts, time tails, dilations */
+    int64_t cases[][5] = {/* c_out, c_in, k, dil, T */
+                          {8, 8, 7, 1, 48},  {5, 3, 3, 1, 1},   {13, 9, 7, 3, 47}, {16, 16, 7, 9, 100},
+                          {1, 12, 7, 1, 49}, {24, 32, 1, 1, 17}, {9, 4, 2, 1, 200}, {64, 48, 7, 3, 150}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t co = cases[c][0], ci = cases[c][1], k = cases[c][2], dil = cases[c][3], T = cases[c][4];
+        int64_t H = (k - 1) * dil, ldx = H + T + 3, ldy = T + 5;
+        float *w = rand_buf(co * ci * k, &seed, 0.5f), *b = rand_buf(co, &seed, 0.1f);
+        float *x = rand_buf(ci * ldx, &seed, 1.0f), *add = rand_buf(co * ldy, &seed, 1.0f);
+        float *want = calloc((size_t)(co * ldy), sizeof(float)), *got = calloc((size_t)(co * ldy), sizeof(float));
+        for (int64_t o = 0; o < co; o++)
+            for (int64_t t = 0; t < T; t++) {
+                double acc = b[o] + add[o * ldy + t];
+                for (int64_t i = 0; i < ci; i++)
+                    for (int64_t kk = 0; kk < k; kk++) acc += (double)w[(o * ci + i) * k + kk] * x[i * ldx + t + kk * dil];
+                want[o * ldy + t] = (float)acc;
+            }
+        qtts_conv cv;
+        TEST_CHECK(qtts_conv_init(&cv, w, b, co, ci, k, dil, &err) == 0, "init: %s", err.msg);
+        char what[128];
+        qtts_conv1d_cm_ref(&cv, x, ldx, T, got, ldy, add, ldy);
+        snprintf(what, sizeof what, "conv ref %lldx%lldx%lld d%lld T%lld", (long long)co, (long long)ci,
+                 (long long)k, (long long)dil, (long long)T);
+        TEST_NEAR(got, want, (size_t)(co * ldy), 1e-5, what);
+        for (size_t s = 0; s < sizeof k_isas / sizeof k_isas[0]; s++) {
+            if (!qtts_conv_isa_supported(k_isas[s])) continue;
+            memset(got, 0, sizeof(float) * (size_t)(co * ldy));
+            qtts_conv1d_cm_isa(pool, &cv, x, ldx, T, got, ldy, add, ldy, k_isas[s]);
+            snprintf(what, sizeof what, "conv %s %lldx%lldx%lld d%lld T%lld", qtts_conv_isa_name(k_isas[s]),
+                     (long long)co, (long long)ci, (long long)k, (long long)dil, (long long)T);
+            TEST_NEAR(got, want, (size_t)(co * ldy), 1e-5, what);
+            /* padding columns untouched */
+            int clean = 1;
+            for (int64_t o = 0; o < co; o++)
+                for (int64_t t = T; t < ldy; t++) clean &= got[o * ldy + t] == 0.0f;
+            TEST_CHECK(clean, "%s wrote past T", what);
+        }
+        qtts_conv_free(&cv);
+        free(w);
+        free(b);
+        free(x);
+        free(add);
+        free(want);
+        free(got);
+    }
+
+    /* transposed conv (kernel k, stride s, output trimmed to L*s): channel-major phases and time-major matrix */
+    int64_t tcases[][5] = {/* c_in, c_out, k, s, L */ {16, 8, 16, 8, 5}, {8, 5, 10, 5, 7}, {6, 3, 6, 3, 33},
+                           {4, 4, 2, 2, 9}, {5, 7, 5, 2, 6}};
+    for (size_t c = 0; c < sizeof tcases / sizeof tcases[0]; c++) {
+        int64_t ci = tcases[c][0], co = tcases[c][1], k = tcases[c][2], s = tcases[c][3], L = tcases[c][4];
+        float *w = rand_buf(ci * co * k, &seed, 0.5f), *b = rand_buf(co, &seed, 0.1f);
+        float *x = rand_buf(ci * L, &seed, 1.0f);
+        int64_t full = (L - 1) * s + k, Tout = L * s;
+        double *ref = calloc((size_t)(co * full), sizeof(double));
+        for (int64_t i = 0; i < ci; i++)
+            for (int64_t t = 0; t < L; t++)
+                for (int64_t o = 0; o < co; o++)
+                    for (int64_t kk = 0; kk < k; kk++) ref[o * full + t * s + kk] += (double)x[i * L + t] * w[(i * co + o) * k + kk];
+        float *want = malloc(sizeof(float) * (size_t)(co * Tout));
+        for (int64_t o = 0; o < co; o++)
+            for (int64_t t = 0; t < Tout; t++) want[o * Tout + t] = (float)(ref[o * full + t] + b[o]);
+        qtts_conv cv;
+        TEST_CHECK(qtts_conv_init_transposed(&cv, w, b, ci, co, k, s, &err) == 0, "init T: %s", err.msg);
+        int64_t H = qtts_conv_history(&cv);
+        float *xp = calloc((size_t)(ci * (H + L)), sizeof(float));
+        for (int64_t i = 0; i < ci; i++) memcpy(xp + i * (H + L) + H, x + i * L, sizeof(float) * (size_t)L);
+        float *ph = malloc(sizeof(float) * (size_t)(s * co * L)), *got = malloc(sizeof(float) * (size_t)(co * Tout));
+        qtts_conv1d_cm(pool, &cv, xp, H + L, L, ph, L, NULL, 0);
+        qtts_conv_interleave(pool, ph, L, co, s, L, got, Tout);
+        char what[96];
+        snprintf(what, sizeof what, "convT cm %lld->%lld k%lld s%lld", (long long)ci, (long long)co, (long long)k,
+                 (long long)s);
+        TEST_NEAR(got, want, (size_t)(co * Tout), 1e-5, what);
+        /* time-major: im2col over [H + L][ci] rows, linear, output rows of co = consecutive samples */
+        int64_t taps = 0;
+        float *m = qtts_conv_tm_transposed_matrix(w, ci, co, k, s, &taps, &err);
+        TEST_CHECK(m && taps == H + 1, "tm matrix: %s", err.msg);
+        float *xh = calloc((size_t)((H + L) * ci), sizeof(float));
+        for (int64_t t = 0; t < L; t++)
+            for (int64_t i = 0; i < ci; i++) xh[(H + t) * ci + i] = x[i * L + t];
+        float *col = malloc(sizeof(float) * (size_t)(L * ci * taps)), *yt = malloc(sizeof(float) * (size_t)(Tout * co));
+        qtts_im2col_tm(xh, ci, ci, L, taps, 1, col);
+        float *bt = malloc(sizeof(float) * (size_t)(s * co));
+        for (int64_t j = 0; j < s; j++) memcpy(bt + j * co, b, sizeof(float) * (size_t)co);
+        qtts_mat mm = {.type = QTTS_F32, .rows = s * co, .cols = ci * taps, .row_bytes = sizeof(float) * (size_t)(ci * taps),
+                       .data = m};
+        qtts_linear_ref(&mm, bt, col, L, yt);
+        for (int64_t t = 0; t < Tout; t++)
+            for (int64_t o = 0; o < co; o++) got[o * Tout + t] = yt[t * co + o];
+        snprintf(what, sizeof what, "convT tm %lld->%lld k%lld s%lld", (long long)ci, (long long)co, (long long)k,
+                 (long long)s);
+        TEST_NEAR(got, want, (size_t)(co * Tout), 1e-5, what);
+        qtts_conv_free(&cv);
+        free(w); free(b); free(x); free(ref); free(want); free(xp); free(ph); free(got);
+        free(m); free(xh); free(col); free(yt); free(bt);
+    }
+
+    /* depthwise time-major conv */
+    {
+        int64_t C = 10, T = 9, k = 7;
+        float *wt = rand_buf(k * C, &seed, 1), *b = rand_buf(C, &seed, 1), *xh = rand_buf((T + k - 1) * C, &seed, 1);
+        float *y = malloc(sizeof(float) * (size_t)(T * C)), *want = malloc(sizeof(float) * (size_t)(T * C));
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t c = 0; c < C; c++) {
+                double a = b[c];
+                for (int64_t kk = 0; kk < k; kk++) a += (double)wt[kk * C + c] * xh[(t + kk) * C + c];
+                want[t * C + c] = (float)a;
+            }
+        qtts_dwconv_tm(xh, C, T, wt, k, b, y);
+        TEST_NEAR(y, want, (size_t)(T * C), 1e-5, "depthwise tm");
+        free(wt); free(b); free(xh); free(y); free(want);
+    }
+
+    /* SnakeBeta: polynomial sin^2 vs libm, all ISAs, tails, large arguments */
+    {
+        int64_t n = 1000;
+        float *x = rand_buf(n, &seed, 40.0f), *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+        x[0] = 0; x[1] = 1e6f; x[2] = -3e4f; x[3] = 1.5707964f; x[4] = -3.1415927f;
+        float eas[] = {1.0f, 0.37f, 2.9f}, ibs[] = {1.0f, 0.8f, 2.5f};
+        for (int p = 0; p < 3; p++) {
+            qtts_snake_row_libm(x, want, n, eas[p], ibs[p]);
+            for (size_t s = 0; s < sizeof k_isas / sizeof k_isas[0]; s++) {
+                if (!qtts_conv_isa_supported(k_isas[s])) continue;
+                for (int64_t len = n; len > n - 20; len -= 7) {
+                    memset(got, 0, sizeof(float) * (size_t)n);
+                    qtts_snake_row_isa(x + 5, got + 5, len - 5, eas[p], ibs[p], k_isas[s]);
+                    char what[64];
+                    snprintf(what, sizeof what, "snake %s n=%lld", qtts_conv_isa_name(k_isas[s]), (long long)len);
+                    /* |x| <= 40: one ulp of x (3.8e-6) plus the sine error times inv_b */
+                    TEST_NEAR(got + 5, want + 5, (size_t)(len - 5), 4e-6 + 1e-6 * ibs[p], what);
+                    TEST_CHECK(got[len] == 0.0f || len == n, "%s wrote past n", what);
+                }
+                qtts_snake_row_isa(x, got, 5, eas[p], ibs[p], k_isas[s]);
+                for (int i = 0; i < 5; i++)
+                    TEST_CHECK(isfinite(got[i]) && got[i] >= x[i] - 1e-6f * fabsf(x[i]) &&
+                                   got[i] <= x[i] + ibs[p] * 1.0001f + 1e-6f * fabsf(x[i]),
+                               "snake %s special x=%g -> %g", qtts_conv_isa_name(k_isas[s]), x[i], got[i]);
+            }
+        }
+        free(x); free(want); free(got);
+    }
+
+    qtts_pool_free(pool);
+    return test_finish("test_conv");
+}

@@ -1,0 +1,178 @@
+/* Dense-layer kernels: every kernel family this CPU supports (and forced
+ * scalar) against qtts_linear_ref, for each weight type, odd shapes and
+ * n = 1, 2, 3, 7, 16 tokens, through a 2-thread pool.
+ *
+ * Tolerances, per output, with A = sum_i |w_i x_i| (w = the stored weights,
+ * dequantized):
+ *  - F32/F16/BF16 (f32 products): |err| <= 1e-5 A + 1e-6 (summation order only).
+ *  - BF16 with QTTS_LINEAR_BF16_DOT: x rounded to bf16, |err| <= 2^-8 A + 1e-6.
+ *  - Q8_0/Q4_K (x quantized to int8 per 32/256 values, step s = amax/127):
+ *    |err| <= 1.01 * sum_i |w_i| s_i / 2 + 1e-5 A + 1e-6, the provable bound of
+ *    the activation rounding; the typical relative error is printed too. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "io/store.h"
+#include "tensor/cpu.h"
+#include "tensor/linear.h"
+#include "tensor/quant.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double urand(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static float gauss(void) {
+    double u = urand() + 1e-12, v = urand();
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* Builds a rows x cols matrix of `type` from Gaussian values; *deq gets the
+ * dequantized weights (what the kernels effectively multiply by). */
+static void make_mat(qtts_mat *m, qtts_dtype type, int64_t rows, int64_t cols, float **deq) {
+    float *src = malloc((size_t)(rows * cols) * sizeof(float));
+    for (int64_t i = 0; i < rows * cols; i++) src[i] = gauss() * 0.1f;
+    m->type = type;
+    m->rows = rows;
+    m->cols = cols;
+    m->row_bytes = qtts_dtype_row_bytes(type, cols);
+    char *buf = malloc(m->row_bytes * (size_t)rows);
+    *deq = malloc((size_t)(rows * cols) * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *s = src + r * cols;
+        char *d = buf + (size_t)r * m->row_bytes;
+        switch (type) {
+        case QTTS_F32: memcpy(d, s, (size_t)cols * 4); break;
+        case QTTS_BF16:
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)d)[i] = qtts_f32_to_bf16(s[i]);
+            break;
+        case QTTS_F16:
+            for (int64_t i = 0; i < cols; i++) ((uint16_t *)d)[i] = qtts_f32_to_f16(s[i]);
+            break;
+        default: qtts_quantize_row(type, s, d, cols); break;
+        }
+        qtts_err err;
+        qtts_convert_to_f32(type, d, *deq + r * cols, cols, &err);
+    }
+    m->data = buf;
+    m->owned = buf;
+    free(src);
+}
+
+typedef struct {
+    double max_ratio; /* max |err| / bound */
+    double rel_rms;   /* rms(err) / rms(y) */
+} errstat;
+
+static errstat check(const qtts_mat *m, const float *deq, const float *x, int64_t n, const float *got,
+                     const float *want, int quant_act, int bf16_act) {
+    int64_t blk = m->type == QTTS_Q4_K ? 256 : 32;
+    double worst = 0, e2 = 0, y2 = 0;
+    for (int64_t t = 0; t < n; t++) {
+        const float *xt = x + t * m->cols;
+        for (int64_t r = 0; r < m->rows; r++) {
+            const float *w = deq + r * m->cols;
+            double A = 0, Q = 0;
+            for (int64_t i = 0; i < m->cols; i++) A += fabs((double)w[i] * xt[i]);
+            if (quant_act) {
+                for (int64_t b = 0; b < m->cols / blk; b++) {
+                    double amax = 0, sw = 0;
+                    for (int64_t i = b * blk; i < (b + 1) * blk; i++) {
+                        amax = fmax(amax, fabs(xt[i]));
+                        sw += fabs(w[i]);
+                    }
+                    Q += sw * amax / 127.0 / 2.0;
+                }
+            }
+            double bound = 1.01 * Q + (bf16_act ? A / 256.0 : 0) + 1e-5 * A + 1e-6;
+            double e = fabs((double)got[t * m->rows + r] - want[t * m->rows + r]);
+            double ratio = isnan(e) ? INFINITY : e / bound;
+            if (ratio > worst) worst = ratio;
+            e2 += e * e;
+            y2 += (double)want[t * m->rows + r] * want[t * m->rows + r];
+        }
+    }
+    errstat s = {worst, sqrt(e2 / (y2 + 1e-30))};
+    return s;
+}
+
+int main(void) {
+    const qtts_cpu_features *f = qtts_cpu_features_get();
+    printf("cpu: avx2 %d fma %d f16c %d avx512f %d bw %d vl %d dq %d vnni %d bf16 %d; selected %s\n", f->avx2,
+           f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni, f->avx512bf16,
+           qtts_isa_name(qtts_cpu_isa()));
+    /* ISA selection honours the cap and never exceeds the hardware. */
+    TEST_CHECK(qtts_isa_select(f, "scalar") == QTTS_ISA_SCALAR, "QTTS_ISA=scalar not honoured");
+    TEST_CHECK(qtts_isa_select(f, "avx2") <= QTTS_ISA_AVX2, "QTTS_ISA=avx2 not honoured");
+    qtts_cpu_features none;
+    memset(&none, 0, sizeof none);
+    TEST_CHECK(qtts_isa_select(&none, "avx512") == QTTS_ISA_SCALAR, "cap selected an unsupported ISA");
+    TEST_CHECK(qtts_isa_select(f, NULL) == qtts_isa_select(f, "bogus"), "unknown cap changed the choice");
+
+    qtts_err err = {{0}};
+    qtts_pool *pool = qtts_pool_create(2, &err);
+    TEST_CHECK(pool != NULL, "pool: %s", err.msg);
+    if (!pool) return test_finish("test_linear");
+
+    const qtts_dtype types[] = {QTTS_F32, QTTS_F16, QTTS_BF16, QTTS_Q8_0, QTTS_Q4_K};
+    const int64_t ns[] = {1, 2, 3, 7, 16};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        qtts_dtype type = types[ti];
+        int64_t blk = qtts_dtype_block_elems(type);
+        /* shapes: (rows, cols); plain types get odd cols, block types multiples of the block */
+        int64_t shapes[3][2] = {{37, blk > 1 ? blk * 3 : 77}, {100, blk > 1 ? blk * 5 : 301}, {16, blk > 1 ? blk : 64}};
+        for (int si = 0; si < 3; si++) {
+            int64_t rows = shapes[si][0], cols = shapes[si][1];
+            qtts_mat m;
+            float *deq;
+            make_mat(&m, type, rows, cols, &deq);
+            float *bias = malloc((size_t)rows * sizeof(float));
+            for (int64_t r = 0; r < rows; r++) bias[r] = gauss();
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                int64_t n = ns[ni];
+                float *x = malloc((size_t)(n * cols) * sizeof(float));
+                for (int64_t i = 0; i < n * cols; i++) x[i] = gauss() * (i % 5 == 0 ? 3.0f : 1.0f);
+                float *want = malloc((size_t)(n * rows) * sizeof(float));
+                float *got = malloc((size_t)(n * rows) * sizeof(float));
+                qtts_linear_ref(&m, si == 1 ? NULL : bias, x, n, want);
+                for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
+                    if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
+                    for (int fast = 0; fast < 2; fast++) {
+                        int bf16_act = fast && type == QTTS_BF16 && isa == QTTS_ISA_AVX512 && f->avx512bf16;
+                        if (fast && !bf16_act) continue;
+                        memset(got, 0xff, (size_t)(n * rows) * sizeof(float)); /* NaN: unwritten outputs fail */
+                        qtts_linear_isa(pool, &m, si == 1 ? NULL : bias, x, n, got, (qtts_isa)isa,
+                                        fast ? QTTS_LINEAR_BF16_DOT : 0);
+                        int quant_act = isa != QTTS_ISA_SCALAR && blk > 1;
+                        errstat s = check(&m, deq, x, n, got, want, quant_act, bf16_act);
+                        TEST_CHECK(s.max_ratio <= 1.0,
+                                   "%s %s%s %lldx%lld n=%lld: error %.3g x the bound (rel rms %.3g)",
+                                   qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), fast ? " bf16dot" : "",
+                                   (long long)rows, (long long)cols, (long long)n, s.max_ratio, s.rel_rms);
+                        if (si == 1 && n == 7)
+                            printf("  %-6s %-5s%-8s %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
+                                   qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), fast ? " bf16dot" : "",
+                                   (long long)rows, (long long)cols, (long long)n, s.max_ratio, s.rel_rms);
+                    }
+                }
+                /* the public entry point (auto ISA) agrees too */
+                qtts_linear(pool, &m, si == 1 ? NULL : bias, x, n, got);
+                errstat s = check(&m, deq, x, n, got, want, qtts_cpu_isa() != QTTS_ISA_SCALAR && blk > 1, 0);
+                TEST_CHECK(s.max_ratio <= 1.0, "qtts_linear %s n=%lld: error %.3g x bound", qtts_dtype_name(type),
+                           (long long)n, s.max_ratio);
+                free(x);
+                free(want);
+                free(got);
+            }
+            free(bias);
+            free(deq);
+            qtts_mat_free(&m);
+        }
+    }
+    qtts_pool_free(pool);
+    return test_finish("test_linear");
+}
