@@ -24,7 +24,7 @@
 
 #define BASE_MODEL QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-0.6B-Base-tiny"
 #define CUSTOM_MODEL QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
-#define FRAMES "16" /* max_new_tokens in requests: bounds the run time */
+#define FRAMES "6" /* max_new_tokens in requests: bounds the run time */
 
 /* ---------------- in-process units ---------------- */
 
@@ -236,14 +236,21 @@ static char *b64_of(const void *p, size_t n) {
     return s;
 }
 
-static char *speech_json(const char *voice, const char *fmt, const char *stream_format, const char *extra) {
+/* A greedy request. Most use x-vector-only cloning (cheapest); icl=1 uses the
+ * voice's reference codes and text too. */
+static char *speech_json_mode(const char *voice, const char *fmt, const char *stream_format, const char *extra,
+                              int icl) {
     char *s = malloc(1024);
     snprintf(s, 1024,
              "{\"model\":\"qwen3-tts\",\"input\":\"Hello world, this is a test.\",\"voice\":\"%s\","
-             "\"response_format\":\"%s\",\"temperature\":0,\"seed\":7,\"max_new_tokens\":" FRAMES "%s%s%s%s}",
+             "\"response_format\":\"%s\",\"temperature\":0,\"seed\":7,\"max_new_tokens\":" FRAMES "%s%s%s%s%s}",
              voice, fmt, stream_format ? ",\"stream_format\":\"" : "", stream_format ? stream_format : "",
-             stream_format ? "\"" : "", extra ? extra : "");
+             stream_format ? "\"" : "", icl ? "" : ",\"x_vector_only\":true", extra ? extra : "");
     return s;
+}
+
+static char *speech_json(const char *voice, const char *fmt, const char *stream_format, const char *extra) {
+    return speech_json_mode(voice, fmt, stream_format, extra, 0);
 }
 
 typedef struct {
@@ -540,14 +547,19 @@ static void test_base_server(const char *vdir) {
     TEST_CHECK(r.status == 200 && n_fast == lround(n_wav / 2.0), "speed 2: %ld samples (normal %ld)", n_fast, n_wav);
     th_resp_free(&r);
 
-    /* ---- greedy determinism under concurrent load ---- */
+    /* ---- greedy determinism under concurrent load (ICL: reference codes + text) ---- */
     {
+        th_resp solo;
+        q = speech_json_mode("alice", "pcm", NULL, NULL, 1);
+        th_post_json(port, "/v1/audio/speech", NULL, q, &solo, 120);
+        free(q);
+        TEST_CHECK(solo.status == 200 && solo.body_len > 0, "ICL request alone: %d", solo.status);
         enum { NJ = 4 };
         conc_job jobs[NJ];
         pthread_t th[NJ];
         char *bodies[NJ];
         for (int i = 0; i < NJ; i++) {
-            bodies[i] = speech_json(i % 2 ? "bob" : "alice", "pcm", NULL, NULL);
+            bodies[i] = speech_json_mode(i % 2 ? "bob" : "alice", "pcm", NULL, NULL, 1);
             jobs[i].port = port;
             jobs[i].body = bodies[i];
             pthread_create(&th[i], NULL, conc_run, &jobs[i]);
@@ -555,18 +567,19 @@ static void test_base_server(const char *vdir) {
         for (int i = 0; i < NJ; i++) pthread_join(th[i], NULL);
         for (int i = 0; i < NJ; i++) {
             if (i % 2 == 0)
-                TEST_CHECK(jobs[i].r.status == 200 && jobs[i].r.body_len == pcm_r.body_len &&
-                               !memcmp(jobs[i].r.body, pcm_r.body, pcm_r.body_len),
+                TEST_CHECK(jobs[i].r.status == 200 && jobs[i].r.body_len == solo.body_len &&
+                               !memcmp(jobs[i].r.body, solo.body, solo.body_len),
                            "concurrent request %d gives the same bytes as alone (%d, %zu bytes)", i,
                            jobs[i].r.status, jobs[i].r.body_len);
             else /* bob is alice's voice registered from her files */
-                TEST_CHECK(jobs[i].r.status == 200 && jobs[i].r.body_len == pcm_r.body_len &&
-                               !memcmp(jobs[i].r.body, pcm_r.body, pcm_r.body_len),
+                TEST_CHECK(jobs[i].r.status == 200 && jobs[i].r.body_len == solo.body_len &&
+                               !memcmp(jobs[i].r.body, solo.body, solo.body_len),
                            "voice from spk/rvq speaks exactly like the WAV-registered original (%d, %zu bytes)",
                            jobs[i].r.status, jobs[i].r.body_len);
             th_resp_free(&jobs[i].r);
             free(bodies[i]);
         }
+        th_resp_free(&solo);
     }
 
     /* ---- inline cloning with ref_audio (data URL) ---- */
@@ -574,7 +587,7 @@ static void test_base_server(const char *vdir) {
         char *body = malloc(strlen(wb ? wb : "") + 512);
         sprintf(body,
                 "{\"input\":\"Hi.\",\"ref_audio\":\"data:audio/wav;base64,%s\",\"x_vector_only\":true,"
-                "\"temperature\":0,\"max_new_tokens\":8,\"response_format\":\"wav\"}",
+                "\"temperature\":0,\"max_new_tokens\":4,\"response_format\":\"wav\"}",
                 wb ? wb : "");
         th_post_json(port, "/v1/audio/speech", NULL, body, &r, 120);
         TEST_CHECK(r.status == 200 && th_wav_samples(r.body, r.body_len, &sd, &rate) >= 0,
@@ -629,13 +642,13 @@ static void test_base_server(const char *vdir) {
             f = fopen(p2, "wb");
             fwrite(spk, 1, spk_n, f);
             fclose(f);
-            q = speech_json("dave", "pcm", NULL, ",\"x_vector_only\":true");
+            q = speech_json("dave", "pcm", NULL, NULL);
             th_post_json(port, "/v1/audio/speech", NULL, q, &r, 120);
             free(q);
             TEST_CHECK(r.status == 200, "a voice that appeared in the shared dir is found: %d", r.status);
             th_resp_free(&r);
             unlink(p2);
-            q = speech_json("dave", "pcm", NULL, ",\"x_vector_only\":true");
+            q = speech_json("dave", "pcm", NULL, NULL);
             th_post_json(port, "/v1/audio/speech", NULL, q, &r, 120);
             free(q);
             expect_error(&r, 400, "voice_not_found", "a voice removed from the shared dir is gone");
@@ -705,7 +718,7 @@ static void test_auth_server(void) {
     th_resp_free(&r);
     TEST_CHECK(spk_name[0], "the CustomVoice model lists speakers");
     if (spk_name[0]) {
-        char *q = speech_json(spk_name, "wav", NULL, ",\"language\":\"auto\"");
+        char *q = speech_json_mode(spk_name, "wav", NULL, ",\"language\":\"auto\"", 1);
         th_post_json(srv.port, "/v1/audio/speech", key, q, &r, 120);
         const unsigned char *d;
         int rate;
