@@ -668,6 +668,160 @@ static void test_base_server(const char *vdir) {
     free(wav);
 }
 
+
+/* Opens a request and returns the socket once the response headers (and, if
+ * want_body, some body bytes) arrived; -1 on failure. raw/len get what was read. */
+static int open_stream(int port, const char *json, int want_body, char *raw, size_t cap, size_t *len, double timeout_s) {
+    int fd = th_connect(port);
+    if (fd < 0) return -1;
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      strlen(json));
+    if (th_send_all(fd, head, (size_t)hn) || th_send_all(fd, json, strlen(json))) {
+        close(fd);
+        return -1;
+    }
+    *len = 0;
+    if (!want_body) return fd;
+    double end = th_now() + timeout_s;
+    while (th_now() < end && *len < cap - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t k = recv(fd, raw + *len, cap - 1 - *len, 0);
+        if (k <= 0) break;
+        *len += (size_t)k;
+        raw[*len] = 0;
+        const char *he = strstr(raw, "\r\n\r\n");
+        if (he && (size_t)(he - raw) + 4 + 64 < *len) return fd; /* headers + some body */
+    }
+    close(fd);
+    return -1;
+}
+
+/* Reads until the peer closes (or timeout); returns the bytes read. */
+static size_t read_rest(int fd, char *raw, size_t len, size_t cap, double timeout_s) {
+    double end = th_now() + timeout_s;
+    while (th_now() < end && len < cap - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t k = recv(fd, raw + len, cap - 1 - len, 0);
+        if (k <= 0) break;
+        len += (size_t)k;
+    }
+    raw[len] = 0;
+    return len;
+}
+
+static double metric(int port, const char *name) {
+    th_resp r;
+    double v = -1;
+    if (th_get(port, "/metrics", NULL, &r) == 0 && r.body) {
+        char key[128];
+        snprintf(key, sizeof key, "\n%s ", name);
+        const char *at = strstr((const char *)r.body, key);
+        if (at) v = atof(at + strlen(key));
+    }
+    th_resp_free(&r);
+    return v;
+}
+
+/* One slot, one queue place: a third request gets 503 + Retry-After; clients
+ * that hang up cancel their requests; SIGTERM cuts a stream that outlives the
+ * drain deadline, visibly (audio: no final chunk; SSE: an error event). */
+static void test_busy_disconnect_drain(const char *vdir) {
+    th_server srv;
+    const char *args[] = {"-m", BASE_MODEL, "--threads", "2", "--voices-dir", vdir, "--max-batch", "1",
+                          "--max-queue", "1", "--drain-timeout", "1", NULL};
+    if (th_start(&srv, args, 120)) {
+        TEST_CHECK(0, "busy server starts");
+        th_stop(&srv, 10);
+        return;
+    }
+    int port = srv.port;
+    const char *longreq = "{\"input\":\"Hello world.\",\"voice\":\"alice\",\"x_vector_only\":true,"
+                          "\"stream_format\":\"audio\",\"response_format\":\"pcm\",\"max_new_tokens\":100000}";
+    static char raw_a[1 << 16], raw_b[1 << 16];
+    size_t la = 0, lb = 0;
+    int a = open_stream(port, longreq, 1, raw_a, sizeof raw_a, &la, 120);
+    double tb = th_now();
+    TEST_CHECK(a >= 0, "long stream A starts sending audio");
+    int b = open_stream(port, longreq, 0, raw_b, sizeof raw_b, &lb, 10);
+    double end = th_now() + 30;
+    while (th_now() < end && metric(port, "qtts_queue_depth") < 1) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    th_resp r;
+    th_post_json(port, "/v1/audio/speech", NULL,
+                 "{\"input\":\"Hi.\",\"voice\":\"alice\",\"x_vector_only\":true,\"max_new_tokens\":4}", &r, 30);
+    expect_error(&r, 503, "queue_full", "third request with one slot and one queue place");
+    const char *ra = th_header(&r, "Retry-After");
+    TEST_CHECK(ra && atoi(ra) > 0, "503 carries Retry-After (%s)", ra ? ra : "none");
+    th_resp_free(&r);
+    printf("  busy: 503 after %.1f s\n", th_now() - tb);
+    double cancelled0 = metric(port, "qtts_engine_requests_total{outcome=\"cancelled\"}");
+    if (a >= 0) close(a);
+    if (b >= 0) close(b);
+    end = th_now() + 30;
+    while (th_now() < end && (metric(port, "qtts_active_slots") != 0 || metric(port, "qtts_queue_depth") != 0)) {
+        struct timespec ts = {0, 50 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    TEST_CHECK(metric(port, "qtts_active_slots") == 0 && metric(port, "qtts_queue_depth") == 0,
+               "hung-up clients free their slot and queue place");
+    printf("  busy: slots free after %.1f s\n", th_now() - tb);
+    TEST_CHECK(metric(port, "qtts_client_disconnects_total") >= 1, "disconnects counted: %g",
+               metric(port, "qtts_client_disconnects_total"));
+    TEST_CHECK(metric(port, "qtts_engine_requests_total{outcome=\"cancelled\"}") >= cancelled0 + 1,
+               "the engine saw the cancellation");
+
+    /* Drain: an endless stream is cut at the 1 s deadline, then exit 0. */
+    a = open_stream(port, longreq, 1, raw_a, sizeof raw_a, &la, 120);
+    TEST_CHECK(a >= 0, "stream before SIGTERM");
+    kill(srv.pid, SIGTERM);
+    if (a >= 0) {
+        la = read_rest(a, raw_a, la, sizeof raw_a, 20);
+        close(a);
+        th_resp cut;
+        memset(&cut, 0, sizeof cut);
+        th_parse((const unsigned char *)raw_a, la, &cut);
+        TEST_CHECK(cut.status == 200 && cut.chunked && !cut.complete && cut.body_len > 0,
+                   "the drained audio stream ends without its final chunk (status %d, complete %d)", cut.status,
+                   cut.complete);
+        th_resp_free(&cut);
+    }
+    printf("  drain: stream cut after %.1f s\n", th_now() - tb);
+    int rc = th_stop(&srv, 30);
+    TEST_CHECK(rc == 0, "drained server exits 0 (%d)", rc);
+    printf("  drain: exited after %.1f s\n", th_now() - tb);
+
+    /* SSE: the cut is an error event. */
+    if (th_start(&srv, args, 120) == 0) {
+        const char *ssereq = "{\"input\":\"Hello world.\",\"voice\":\"alice\",\"x_vector_only\":true,"
+                             "\"stream_format\":\"sse\",\"response_format\":\"pcm\",\"max_new_tokens\":100000}";
+        a = open_stream(srv.port, ssereq, 1, raw_a, sizeof raw_a, &la, 120);
+        TEST_CHECK(a >= 0, "SSE stream before SIGTERM");
+        kill(srv.pid, SIGTERM);
+        if (a >= 0) {
+            la = read_rest(a, raw_a, la, sizeof raw_a, 20);
+            close(a);
+            th_resp cut;
+            memset(&cut, 0, sizeof cut);
+            th_parse((const unsigned char *)raw_a, la, &cut);
+            TEST_CHECK(cut.status == 200 && cut.body && strstr((char *)cut.body, "event: error") &&
+                           strstr((char *)cut.body, "\"error\"") && !strstr((char *)cut.body, "speech.audio.done"),
+                       "the drained SSE stream ends with an error event");
+            th_resp_free(&cut);
+        }
+        TEST_CHECK(th_stop(&srv, 30) == 0, "drained SSE server exits 0");
+    } else {
+        TEST_CHECK(0, "restart for SSE drain");
+        th_stop(&srv, 10);
+    }
+}
+
 static void test_auth_server(void) {
     th_server srv;
     const char *args[] = {"-m", CUSTOM_MODEL, "--threads", "1", "--api-key", "s3cret", "--cors", "https://app.example",
@@ -768,6 +922,9 @@ int main(void) {
     double t0 = th_now();
     test_base_server(vdir);
     printf("base-model server tests: %.1f s\n", th_now() - t0);
+    t0 = th_now();
+    test_busy_disconnect_drain(vdir);
+    printf("busy/disconnect/drain tests: %.1f s\n", th_now() - t0);
     t0 = th_now();
     test_auth_server();
     printf("auth/custom-voice server tests: %.1f s\n", th_now() - t0);
