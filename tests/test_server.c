@@ -742,18 +742,36 @@ static void test_busy_disconnect_drain(const char *vdir) {
     int port = srv.port;
     const char *longreq = "{\"input\":\"Hello world.\",\"voice\":\"alice\",\"x_vector_only\":true,"
                           "\"stream_format\":\"audio\",\"response_format\":\"pcm\",\"max_new_tokens\":100000}";
-    static char raw_a[1 << 16], raw_b[1 << 16];
+    /* Large enough for everything a fast engine streams before the drain deadline. */
+    const size_t raw_cap = (size_t)64 << 20;
+    char *raw_a = malloc(raw_cap), *raw_b = malloc(1 << 16);
     size_t la = 0, lb = 0;
-    int a = open_stream(port, longreq, 1, raw_a, sizeof raw_a, &la, 120);
+    if (!raw_a || !raw_b) {
+        TEST_CHECK(0, "out of memory");
+        free(raw_a);
+        free(raw_b);
+        th_stop(&srv, 10);
+        return;
+    }
+    int a = open_stream(port, longreq, 1, raw_a, raw_cap, &la, 120);
     double tb = th_now();
     TEST_CHECK(a >= 0, "long stream A starts sending audio");
-    int b = open_stream(port, longreq, 0, raw_b, sizeof raw_b, &lb, 10);
+    int b = open_stream(port, longreq, 0, raw_b, 1 << 16, &lb, 10);
     double end = th_now() + 30;
     while (th_now() < end && metric(port, "qtts_queue_depth") < 1) {
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
     }
     th_resp r;
+    /* Waiting requests hold no HTTP thread: other connections are served at once. */
+    int slow = 0;
+    for (int i = 0; i < 24; i++) {
+        double t1 = th_now();
+        th_request(port, "GET", "/health", NULL, NULL, 0, &r, 10);
+        slow += r.status != 200 || th_now() - t1 > 2.0;
+        th_resp_free(&r);
+    }
+    TEST_CHECK(slow == 0, "health answers promptly while requests wait for the engine (%d slow)", slow);
     th_post_json(port, "/v1/audio/speech", NULL,
                  "{\"input\":\"Hi.\",\"voice\":\"alice\",\"x_vector_only\":true,\"max_new_tokens\":4}", &r, 30);
     expect_error(&r, 503, "queue_full", "third request with one slot and one queue place");
@@ -778,11 +796,11 @@ static void test_busy_disconnect_drain(const char *vdir) {
                "the engine saw the cancellation");
 
     /* Drain: an endless stream is cut at the 1 s deadline, then exit 0. */
-    a = open_stream(port, longreq, 1, raw_a, sizeof raw_a, &la, 120);
+    a = open_stream(port, longreq, 1, raw_a, raw_cap, &la, 120);
     TEST_CHECK(a >= 0, "stream before SIGTERM");
     kill(srv.pid, SIGTERM);
     if (a >= 0) {
-        la = read_rest(a, raw_a, la, sizeof raw_a, 20);
+        la = read_rest(a, raw_a, la, raw_cap, 20);
         close(a);
         th_resp cut;
         memset(&cut, 0, sizeof cut);
@@ -801,18 +819,20 @@ static void test_busy_disconnect_drain(const char *vdir) {
     if (th_start(&srv, args, 120) == 0) {
         const char *ssereq = "{\"input\":\"Hello world.\",\"voice\":\"alice\",\"x_vector_only\":true,"
                              "\"stream_format\":\"sse\",\"response_format\":\"pcm\",\"max_new_tokens\":100000}";
-        a = open_stream(srv.port, ssereq, 1, raw_a, sizeof raw_a, &la, 120);
+        a = open_stream(srv.port, ssereq, 1, raw_a, raw_cap, &la, 120);
         TEST_CHECK(a >= 0, "SSE stream before SIGTERM");
         kill(srv.pid, SIGTERM);
         if (a >= 0) {
-            la = read_rest(a, raw_a, la, sizeof raw_a, 20);
+            la = read_rest(a, raw_a, la, raw_cap, 20);
             close(a);
             th_resp cut;
             memset(&cut, 0, sizeof cut);
             th_parse((const unsigned char *)raw_a, la, &cut);
             TEST_CHECK(cut.status == 200 && cut.body && strstr((char *)cut.body, "event: error") &&
                            strstr((char *)cut.body, "\"error\"") && !strstr((char *)cut.body, "speech.audio.done"),
-                       "the drained SSE stream ends with an error event");
+                       "the drained SSE stream ends with an error event (status %d, %zu bytes, tail: %.300s)",
+                       cut.status, cut.body_len,
+                       cut.body && cut.body_len > 300 ? (char *)cut.body + cut.body_len - 300 : (char *)cut.body);
             th_resp_free(&cut);
         }
         TEST_CHECK(th_stop(&srv, 30) == 0, "drained SSE server exits 0");
@@ -820,6 +840,8 @@ static void test_busy_disconnect_drain(const char *vdir) {
         TEST_CHECK(0, "restart for SSE drain");
         th_stop(&srv, 10);
     }
+    free(raw_a);
+    free(raw_b);
 }
 
 static void test_auth_server(void) {

@@ -4,7 +4,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,20 +89,6 @@ enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int 
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     return srv_queue(s, c, status, r);
-}
-
-int srv_client_gone(struct MHD_Connection *c) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 0;
-    struct pollfd pfd = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&pfd, 1, 0) <= 0) return 0;
-    if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
-    if (pfd.revents & POLLIN) { /* readable: EOF, or a pipelined next request */
-        char ch;
-        ssize_t n = recv(ci->connect_fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT);
-        return n == 0;
-    }
-    return 0;
 }
 
 static enum MHD_Result route_health(qtts_server *s, struct MHD_Connection *c) {
@@ -245,6 +230,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
+    if (rq->speech) return srv_speech_resume(s, c, rq); /* resumed by the pump */
     if (rq->responded) { /* discard the rest of a rejected body */
         *upload_size = 0;
         return MHD_YES;
@@ -291,6 +277,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)toe;
     srv_req *rq = *con_cls;
     if (!rq) return;
+    if (rq->speech) srv_speech_abandon(rq->speech); /* the client went away mid-synthesis */
     srv_buf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
@@ -302,7 +289,9 @@ void qtts_server_free(qtts_server *s) {
     if (!s) return;
     atomic_store(&s->draining, 1);
     atomic_store(&s->aborting, 1);
+    srv_pump_stop(s->pump); /* resumes every suspended connection first */
     if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_pump_free(s->pump);
     srv_voices_free(s->voices);
     free(s->host);
     free(s->voices_dir);
@@ -358,7 +347,12 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    s->pump = srv_pump_start(&s->aborting, err, err_size);
+    if (!s->pump) {
+        qtts_server_free(s);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, s->host, &a4->sin_addr) == 1) {

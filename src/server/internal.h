@@ -9,6 +9,7 @@
 #include "qtts.h"
 #include "server/buf.h"
 #include "server/metrics.h"
+#include "server/pump.h"
 #include "server/server.h"
 #include "server/voice_store.h"
 
@@ -20,18 +21,21 @@ struct qtts_server {
     struct MHD_Daemon *daemon;
     int port;
     srv_voices *voices;
+    srv_pump *pump;
     srv_metrics metrics;
     atomic_int draining; /* no new work accepted */
     atomic_int aborting; /* in-flight work is cut */
     long long started_ms;
 };
 
+typedef struct srv_speech srv_speech;
+
 /* Per-request state while the body arrives. */
 typedef struct {
     srv_buf body;
-    int too_large;
     int responded;
     long long t0_ms;
+    srv_speech *speech; /* a buffered speech request waiting for its audio */
 } srv_req;
 
 long long srv_now_ms(void);
@@ -47,11 +51,13 @@ enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int 
     __attribute__((format(printf, 7, 8)));
 /* Adds the CORS headers when enabled, counts the status and queues. */
 enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r);
-/* 1 if the client has closed its side of the connection. */
-int srv_client_gone(struct MHD_Connection *c);
 
 /* Route handlers (body complete). */
 enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
+/* A buffered speech request whose connection the pump resumed. */
+enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
+/* Frees a request whose connection ended early (cancels its synthesis). */
+void srv_speech_abandon(srv_speech *ss);
 enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c);
 enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
 enum MHD_Result srv_route_voices_delete(qtts_server *s, struct MHD_Connection *c, const char *name);

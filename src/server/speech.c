@@ -12,9 +12,9 @@
 #include "server/audio_out.h"
 #include "server/b64.h"
 #include "server/internal.h"
+#include "server/pump.h"
 #include "server/stretch.h"
 
-#define READ_WAIT_MS 50   /* one wait inside the engine stream; then check the client */
 #define READ_MAX 8192     /* samples per read */
 
 typedef enum { OUT_BUFFERED, OUT_AUDIO_STREAM, OUT_SSE } out_mode;
@@ -262,54 +262,65 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
     return 0;
 }
 
-/* ---- streaming state ---- */
+/* ---- per-request state ---- */
 
-typedef struct {
+struct srv_speech {
     qtts_server *s;
     struct MHD_Connection *conn;
-    qtts_stream *st;
+    srv_job job; /* the engine stream and the pump's buffer */
     out_mode mode;
     srv_format fmt;
     srv_audio_out *enc;
     srv_stretch *stretch;
-    srv_buf out;  /* bytes ready for the socket */
-    srv_buf raw;  /* SSE: encoded audio not yet framed */
+    srv_buf out; /* bytes ready for the socket */
+    srv_buf raw; /* SSE: encoded audio not yet framed */
     float *fbuf;
+    float *all; /* buffered mode: every sample so far */
+    size_t n_all, cap_all;
     int state; /* 0 running, 1 finished (drain out, then end), 2 cut */
     int got_first;
     double t0;
-    long long deadline_ms;
     size_t samples_out;
     int counted; /* holds one unit of metrics.inflight */
-} speech_stream;
+    int listed;  /* in the pump */
+    int started; /* a response is under way: ending early means the client left */
+};
 
-static void stream_release(speech_stream *ss) {
+static void speech_release(srv_speech *ss) {
     if (!ss) return;
-    if (ss->st) qtts_stream_free(ss->st); /* cancels if still running */
+    if (ss->started && ss->state == 0 && !atomic_load(&ss->s->aborting))
+        atomic_fetch_add(&ss->s->metrics.disconnects, 1); /* closed before the end */
+    if (ss->listed) srv_pump_remove(ss->s->pump, &ss->job);
+    if (ss->job.st) qtts_stream_free(ss->job.st); /* cancels if still running */
+    srv_job_destroy(&ss->job);
     srv_audio_out_free(ss->enc);
     srv_stretch_free(ss->stretch);
     srv_buf_free(&ss->out);
     srv_buf_free(&ss->raw);
     free(ss->fbuf);
+    free(ss->all);
     if (ss->counted) atomic_fetch_sub(&ss->s->metrics.inflight, 1);
     free(ss);
 }
 
-static int sse_flush_raw(speech_stream *ss) {
+void srv_speech_abandon(srv_speech *ss) { speech_release(ss); }
+
+static int sse_flush_raw(srv_speech *ss) {
     size_t n = srv_buf_pending(&ss->raw);
     if (!n) return 0;
     char *b64 = malloc(srv_b64_encoded_len(n) + 1);
     if (!b64) return -1;
     srv_b64_encode(ss->raw.data + ss->raw.off, n, b64);
     ss->raw.off = ss->raw.len;
-    int rc = srv_buf_printf(&ss->out, "event: speech.audio.delta\ndata: {\"type\":\"speech.audio.delta\",\"audio\":\"%s\"}\n\n",
+    int rc = srv_buf_printf(&ss->out,
+                            "event: speech.audio.delta\ndata: {\"type\":\"speech.audio.delta\",\"audio\":\"%s\"}\n\n",
                             b64);
     free(b64);
     return rc;
 }
 
 /* Encodes n samples (after the tempo change). */
-static int push_audio(speech_stream *ss, const float *x, size_t n, int final) {
+static int push_audio(srv_speech *ss, const float *x, size_t n, int final) {
     if (ss->stretch) {
         const float *y;
         long m = srv_stretch_process(ss->stretch, x, n, final, &y);
@@ -323,13 +334,13 @@ static int push_audio(speech_stream *ss, const float *x, size_t n, int final) {
     return ss->mode == OUT_SSE ? sse_flush_raw(ss) : 0;
 }
 
-static void observe_first(speech_stream *ss) {
+static void observe_first(srv_speech *ss) {
     if (ss->got_first) return;
     ss->got_first = 1;
     srv_hist_observe(&ss->s->metrics.ttfa, srv_now_s() - ss->t0);
 }
 
-static void observe_done(speech_stream *ss) {
+static void observe_done(srv_speech *ss) {
     int sr = ss->s->info->sample_rate > 0 ? ss->s->info->sample_rate : QTTS_SAMPLE_RATE;
     double secs = (double)ss->samples_out / sr;
     atomic_fetch_add(&ss->s->metrics.audio_samples_out, ss->samples_out);
@@ -337,7 +348,7 @@ static void observe_done(speech_stream *ss) {
 }
 
 /* An error after the 200 went out: SSE gets an error event, audio is cut. */
-static void stream_fail(speech_stream *ss, const char *msg) {
+static void stream_fail(srv_speech *ss, const char *msg) {
     if (ss->mode == OUT_SSE) {
         cJSON *root = cJSON_CreateObject();
         cJSON *e = cJSON_AddObjectToObject(root, "error");
@@ -356,120 +367,122 @@ static void stream_fail(speech_stream *ss, const char *msg) {
     ss->state = 2;
 }
 
-/* One step of the stream: waits for audio, encodes it. */
-static void stream_step(speech_stream *ss) {
-    if (atomic_load(&ss->s->aborting)) {
-        stream_fail(ss, "server is shutting down");
+static void stream_finish(srv_speech *ss) {
+    if (push_audio(ss, NULL, 0, 1)) {
+        stream_fail(ss, "out of memory");
         return;
     }
-    long n = qtts_stream_read(ss->st, ss->fbuf, READ_MAX, READ_WAIT_MS);
-    if (n > 0) {
-        observe_first(ss);
-        if (push_audio(ss, ss->fbuf, (size_t)n, 0)) stream_fail(ss, "out of memory");
+    qtts_result res;
+    memset(&res, 0, sizeof res);
+    qtts_stream_result(ss->job.st, &res);
+    observe_done(ss);
+    if (ss->mode == OUT_SSE &&
+        srv_buf_printf(&ss->out,
+                       "event: speech.audio.done\ndata: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":0,"
+                       "\"output_tokens\":%d,\"total_tokens\":%d},\"seed\":%llu,\"audio_seconds\":%.3f}\n\n",
+                       res.n_frames, res.n_frames, (unsigned long long)res.seed,
+                       (double)ss->samples_out / QTTS_SAMPLE_RATE)) {
+        stream_fail(ss, "out of memory");
         return;
     }
-    if (n == 0) {
-        if (push_audio(ss, NULL, 0, 1)) {
-            stream_fail(ss, "out of memory");
-            return;
-        }
-        qtts_result res;
-        memset(&res, 0, sizeof res);
-        qtts_stream_result(ss->st, &res);
-        observe_done(ss);
-        if (ss->mode == OUT_SSE &&
-            srv_buf_printf(&ss->out,
-                           "event: speech.audio.done\ndata: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":0,"
-                           "\"output_tokens\":%d,\"total_tokens\":%d},\"seed\":%llu,\"audio_seconds\":%.3f}\n\n",
-                           res.n_frames, res.n_frames, (unsigned long long)res.seed,
-                           (double)ss->samples_out / QTTS_SAMPLE_RATE)) {
-            stream_fail(ss, "out of memory");
-            return;
-        }
-        ss->state = 1;
-        return;
-    }
-    if (n == QTTS_STREAM_TIMEOUT) {
-        if (srv_client_gone(ss->conn)) {
-            atomic_fetch_add(&ss->s->metrics.disconnects, 1);
-            qtts_stream_cancel(ss->st);
-            ss->state = 2;
-        } else if (srv_now_ms() > ss->deadline_ms) {
-            qtts_stream_cancel(ss->st);
-            stream_fail(ss, "request timed out");
-        }
-        return;
-    }
-    const char *e = qtts_stream_error(ss->st);
-    stream_fail(ss, e && *e ? e : "synthesis failed");
+    ss->state = 1;
 }
 
+/* Streaming body. Never blocks: with nothing to send it suspends the
+ * connection and returns 0; the pump resumes it when audio (or the end)
+ * arrives, and libmicrohttpd calls again. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
-    speech_stream *ss = cls;
-    /* Block until there are bytes: returning 0 would make the HTTP thread spin. */
+    srv_speech *ss = cls;
+    qtts_server *s = ss->s;
     for (;;) {
         if (srv_buf_pending(&ss->out)) return (ssize_t)srv_buf_take(&ss->out, buf, max);
         if (ss->state == 1) return MHD_CONTENT_READER_END_OF_STREAM;
         if (ss->state == 2) return MHD_CONTENT_READER_END_WITH_ERROR;
-        stream_step(ss);
+        if (atomic_load(&s->aborting)) {
+            qtts_stream_cancel(ss->job.st);
+            stream_fail(ss, "server is shutting down");
+            continue;
+        }
+        size_t n = 0;
+        switch (srv_job_take(&ss->job, ss->fbuf, READ_MAX, &n)) {
+        case JOB_SAMPLES:
+            observe_first(ss);
+            if (push_audio(ss, ss->fbuf, n, 0)) stream_fail(ss, "out of memory");
+            continue;
+        case JOB_DONE: stream_finish(ss); continue;
+        case JOB_FAILED: stream_fail(ss, ss->job.error); continue;
+        case JOB_GONE:
+            qtts_stream_cancel(ss->job.st);
+            ss->started = ss->state == 0; /* counted as a disconnect on release */
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        case JOB_EMPTY:
+            if (srv_now_ms() > ss->job.deadline_ms) {
+                qtts_stream_cancel(ss->job.st);
+                stream_fail(ss, "request timed out");
+                continue;
+            }
+            if (srv_job_wait(s->pump, &ss->job)) return 0; /* suspended */
+            continue;
+        }
     }
 }
 
-static void stream_free_cb(void *cls) { stream_release(cls); }
+static void stream_free_cb(void *cls) { speech_release(cls); }
 
 static enum MHD_Result respond_bad(qtts_server *s, struct MHD_Connection *c, const bad_req *b) {
     return srv_respond_error(s, c, b->status, b->type, b->param, b->code, "%s", b->msg);
 }
 
-static enum MHD_Result run_buffered(qtts_server *s, struct MHD_Connection *c, speech_stream *ss) {
-    float *all = NULL;
-    size_t n_all = 0, cap = 0;
+/* Buffered response: gathers every sample (suspending the connection while
+ * the engine works), then answers with Content-Length. Called again by the
+ * access handler each time the pump resumes the connection. */
+enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
+    srv_speech *ss = rq->speech;
     enum MHD_Result rc;
     for (;;) {
         if (atomic_load(&s->aborting)) {
             rc = srv_respond_error(s, c, 503, "server_busy", NULL, "shutting_down", "server is shutting down");
             goto done;
         }
-        if (cap - n_all < READ_MAX) {
-            size_t nc = cap ? cap * 2 : 65536;
-            float *p = realloc(all, nc * sizeof *p);
+        if (ss->cap_all - ss->n_all < READ_MAX) {
+            size_t nc = ss->cap_all ? ss->cap_all * 2 : 65536;
+            float *p = realloc(ss->all, nc * sizeof *p);
             if (!p) {
                 rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
                 goto done;
             }
-            all = p;
-            cap = nc;
+            ss->all = p;
+            ss->cap_all = nc;
         }
-        long n = qtts_stream_read(ss->st, all + n_all, READ_MAX, READ_WAIT_MS * 2);
-        if (n > 0) {
+        size_t n = 0;
+        srv_take t = srv_job_take(&ss->job, ss->all + ss->n_all, ss->cap_all - ss->n_all, &n);
+        if (t == JOB_SAMPLES) {
             observe_first(ss);
-            n_all += (size_t)n;
+            ss->n_all += n;
             continue;
         }
-        if (n == 0) break;
-        if (n == QTTS_STREAM_TIMEOUT) {
-            if (srv_client_gone(c)) {
-                atomic_fetch_add(&s->metrics.disconnects, 1);
-                rc = MHD_NO; /* closes the connection; the stream is freed below */
-                goto done;
-            }
-            if (srv_now_ms() > ss->deadline_ms) {
-                rc = srv_respond_error(s, c, 504, "server_error", NULL, "timeout", "request timed out");
-                goto done;
-            }
-            continue;
+        if (t == JOB_DONE) break;
+        if (t == JOB_FAILED) {
+            rc = srv_respond_error(s, c, 500, "server_error", NULL, "synthesis_failed", "%s", ss->job.error);
+            goto done;
         }
-        const char *e = qtts_stream_error(ss->st);
-        rc = srv_respond_error(s, c, 500, "server_error", NULL, "synthesis_failed", "%s",
-                               e && *e ? e : "synthesis failed");
-        goto done;
+        if (t == JOB_GONE) {
+            rc = MHD_NO; /* closes the connection; the request is cancelled below */
+            goto done;
+        }
+        if (srv_now_ms() > ss->job.deadline_ms) {
+            rc = srv_respond_error(s, c, 504, "server_error", NULL, "timeout", "request timed out");
+            goto done;
+        }
+        if (srv_job_wait(s->pump, &ss->job)) return MHD_YES; /* suspended until the pump resumes us */
     }
+    ss->state = 1;
     {
-        const float *x = all;
-        size_t n = n_all;
+        const float *x = ss->all;
+        size_t n = ss->n_all;
         if (ss->stretch) {
-            long m = srv_stretch_process(ss->stretch, all, n_all, 1, &x);
+            long m = srv_stretch_process(ss->stretch, ss->all, ss->n_all, 1, &x);
             if (m < 0) {
                 rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
                 goto done;
@@ -479,7 +492,7 @@ static enum MHD_Result run_buffered(qtts_server *s, struct MHD_Connection *c, sp
         char err[256];
         srv_buf body = {0};
         ss->enc = srv_audio_out_new(ss->fmt, s->info->sample_rate, n, srv_buf_sink, &body, &body, err, sizeof err);
-        if (!ss->enc || srv_audio_out_write(ss->enc, x, n) || srv_audio_out_finish(ss->enc)) {
+        if (!ss->enc || (n && srv_audio_out_write(ss->enc, x, n)) || srv_audio_out_finish(ss->enc)) {
             srv_buf_free(&body);
             rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "encoding failed: %s",
                                    ss->enc ? "out of memory" : err);
@@ -489,7 +502,7 @@ static enum MHD_Result run_buffered(qtts_server *s, struct MHD_Connection *c, sp
         observe_done(ss);
         qtts_result res;
         memset(&res, 0, sizeof res);
-        qtts_stream_result(ss->st, &res);
+        qtts_stream_result(ss->job.st, &res);
         struct MHD_Response *r = MHD_create_response_from_buffer(body.len, body.data, MHD_RESPMEM_MUST_FREE);
         if (!r) {
             srv_buf_free(&body);
@@ -503,8 +516,9 @@ static enum MHD_Result run_buffered(qtts_server *s, struct MHD_Connection *c, sp
         rc = srv_queue(s, c, 200, r);
     }
 done:
-    free(all);
-    stream_release(ss);
+    if (rc == MHD_YES && ss->state == 0) ss->state = 2; /* an error response went out */
+    rq->speech = NULL;
+    speech_release(ss);
     return rc;
 }
 
@@ -522,7 +536,7 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
         cJSON_Delete(root);
         return respond_bad(s, c, &b);
     }
-    speech_stream *ss = calloc(1, sizeof *ss);
+    srv_speech *ss = calloc(1, sizeof *ss);
     if (ss) ss->fbuf = malloc(READ_MAX * sizeof(float));
     if (!ss || !ss->fbuf) {
         if (ss) free(ss);
@@ -530,41 +544,48 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
         cJSON_Delete(root);
         return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
     }
+    srv_job_init(&ss->job);
     ss->s = s;
     ss->conn = c;
     ss->mode = o.mode;
     ss->fmt = o.fmt;
     ss->t0 = srv_now_s();
-    ss->deadline_ms = srv_now_ms() + (long long)s->p.request_timeout_s * 1000;
+    ss->job.conn = c;
+    ss->job.deadline_ms = srv_now_ms() + (long long)s->p.request_timeout_s * 1000;
     atomic_fetch_add(&s->metrics.inflight, 1);
     ss->counted = 1;
     char err[512] = "";
-    ss->st = qtts_submit(s->engine, &o.r, err, sizeof err);
+    ss->job.st = qtts_submit(s->engine, &o.r, err, sizeof err);
     if (o.voice) qtts_voice_release(o.voice); /* the request holds its own reference */
     cJSON_Delete(root);                       /* o.r's strings pointed into it */
-    if (!ss->st) {
-        stream_release(ss);
+    if (!ss->job.st) {
+        speech_release(ss);
         if (!strncmp(err, "busy:", 5))
             return srv_respond_error(s, c, 503, "server_busy", NULL, "queue_full", "%s", err);
         return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_request", "%s", err);
     }
     atomic_fetch_add(&s->metrics.speech_requests, 1);
     if (o.speed != 1.0 && !(ss->stretch = srv_stretch_new(s->info->sample_rate, o.speed))) {
-        stream_release(ss);
+        speech_release(ss);
         return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "cannot create the time stretcher");
     }
-    if (o.mode == OUT_BUFFERED) return run_buffered(s, c, ss);
-
+    srv_pump_add(s->pump, &ss->job);
+    ss->listed = 1;
+    ss->started = 1;
+    if (o.mode == OUT_BUFFERED) {
+        rq->speech = ss;
+        return srv_speech_resume(s, c, rq);
+    }
     ss->enc = srv_audio_out_new(o.fmt, s->info->sample_rate, 0, srv_buf_sink, o.mode == OUT_SSE ? &ss->raw : &ss->out,
                                 NULL, err, sizeof err);
     if (!ss->enc) {
-        stream_release(ss);
+        speech_release(ss);
         return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err);
     }
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_reader, ss,
                                                                stream_free_cb);
     if (!r) {
-        stream_release(ss);
+        speech_release(ss);
         return MHD_NO;
     }
     if (o.mode == OUT_SSE) {
