@@ -97,6 +97,7 @@ typedef struct {
     float cp_temperature, cp_top_p;
     int cp_top_k;
     int max_frames;         /* 0: model default */
+    int keep_codes;         /* keep the generated codes for qtts_stream_codes */
 } qtts_request;
 
 void qtts_request_default(qtts_request *r);
@@ -122,6 +123,9 @@ long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms);
 const char *qtts_stream_error(const qtts_stream *s);
 /* Valid once qtts_stream_read returned 0. */
 void qtts_stream_result(const qtts_stream *s, qtts_result *out);
+/* The generated codes, frame-major [n_frames][16], once qtts_stream_read
+ * returned 0 and if the request set keep_codes; NULL otherwise. */
+const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames, int *n_codebooks);
 /* Cancels at the next frame boundary; reads then return QTTS_STREAM_ERROR. */
 void qtts_stream_cancel(qtts_stream *s);
 /* Cancels if still running and frees. */

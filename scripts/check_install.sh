@@ -21,7 +21,8 @@ pkg-config --exists --print-errors qtts
 
 # With the public engine API implemented, link against it; before that, use
 # internal entry points that pull in every dependency (sndfile, curl, crypto).
-if nm "$prefix/lib/libqtts.a" 2>/dev/null | grep -q ' T qtts_engine_create$'; then mode=engine; else mode=internal; fi
+# (grep without -q: an early exit would SIGPIPE nm and fail the pipeline under pipefail)
+if nm "$prefix/lib/libqtts.a" 2>/dev/null | grep ' T qtts_engine_create$' >/dev/null; then mode=engine; else mode=internal; fi
 cat >"$prefix/hello.c" <<'C'
 #include <qtts.h>
 #include <stdio.h>

@@ -32,7 +32,7 @@ if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
      cmake --build build-fuzz -j"$jobs" >/dev/null 2>&1; then
     for f in build-fuzz/fuzz/fuzz_*; do
       [ -x "$f" ] || continue
-      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_len=4096 -seed=1 >/tmp/qtts_fuzz.log 2>&1; then
+      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_total_time="${QTTS_FUZZ_SECONDS:-60}" -max_len=4096 -seed=1 >/tmp/qtts_fuzz.log 2>&1; then
         echo "  ok   fuzz $(basename "$f")"; passed=$((passed+1))
       else
         echo "FAIL fuzz $(basename "$f")"; tail -30 /tmp/qtts_fuzz.log; failed=$((failed+1))

@@ -158,8 +158,36 @@ int main(void) {
         TEST_CHECK(rc == 0 && mp3.source_rate == 16000, "16k mp3 read: %s", err.msg);
         printf("  16k MP3 -> 24k: %lld samples (original %lld)\n", (long long)mp3.n,
                (long long)n);
+        /* the same MP3 from memory (HTTP uploads) */
+        unsigned char *mb = NULL;
+        size_t mn = 0;
+        qtts_audio m2 = {0};
+        TEST_CHECK(!read_bytes(q, &mb, &mn), "read mp3 bytes");
+        rc = qtts_audio_read_memory(mb, mn, "mp3 upload", &o, &m2, &err);
+        TEST_CHECK(rc == 0 && m2.n == mp3.n, "mp3 from memory: %s", err.msg);
+        if (!rc && m2.n == mp3.n) TEST_NEAR(m2.samples, mp3.samples, (size_t)m2.n, 0.0, "MP3 file == MP3 memory");
+        qtts_audio_free(&m2);
+        free(mb);
     } else {
         printf("  NOTE: this libsndfile cannot write MP3; MP3 check skipped\n");
+    }
+    /* OGG Opus (48 kHz) and OGG Vorbis decode too */
+    {
+        qtts_audio og = {0};
+        if (!write_audio(tmp(p, sizeof p, "ref48.opus"), SF_FORMAT_OGG | SF_FORMAT_OPUS, 48000, 2, stereo, n_up)) {
+            rc = qtts_audio_read_file(p, &o, &og, &err);
+            TEST_CHECK(rc == 0 && og.n > n / 2, "opus read: %s", err.msg);
+            printf("  ok   OGG Opus 48 kHz stereo -> %lld samples at 24 kHz\n", (long long)og.n);
+            qtts_audio_free(&og);
+        } else {
+            printf("  NOTE: this libsndfile cannot write OGG Opus; skipped\n");
+        }
+        if (!write_audio(tmp(p, sizeof p, "ref24.ogg"), SF_FORMAT_OGG | SF_FORMAT_VORBIS, 24000, 1, wav.f, n)) {
+            rc = qtts_audio_read_file(p, &o, &og, &err);
+            TEST_CHECK(rc == 0 && og.n == n, "vorbis read: %s (n %lld)", err.msg, (long long)og.n);
+            printf("  ok   OGG Vorbis 24 kHz -> %lld samples\n", (long long)og.n);
+            qtts_audio_free(&og);
+        }
     }
 
     /* x-vector similarity to the 24 kHz original (tiny random-weight model) */
@@ -246,7 +274,9 @@ int main(void) {
     {
         float *y = NULL;
         int64_t ny = 0;
-        TEST_CHECK(!qtts_audio_resample(wav.f, 44101, 44100, 24000, &y, &ny, &err), "44.1k: %s", err.msg);
+        float *z = calloc(44101, sizeof(float));
+        TEST_CHECK(!qtts_audio_resample(z, 44101, 44100, 24000, &y, &ny, &err), "44.1k: %s", err.msg);
+        free(z);
         TEST_CHECK(ny == (int64_t)ceil(44101.0 * (24000.0 / 44100.0)), "44.1k length %lld", (long long)ny);
         free(y);
         TEST_CHECK(!qtts_audio_resample(wav.f, 7, 8000, 24000, &y, &ny, &err), "tiny: %s", err.msg);
@@ -375,7 +405,7 @@ int main(void) {
     free(down);
     npy_free(&wav);
     /* clean up the temp folder */
-    const char *names[] = {"ref24.wav", "pcm.wav", "ref48.flac", "ref16.mp3", "ref16.wav", "silence.wav", "good.wav",
+    const char *names[] = {"ref24.wav", "pcm.wav", "ref48.flac", "ref16.mp3", "ref16.wav", "ref48.opus", "ref24.ogg", "silence.wav", "good.wav",
                            "trunc_hdr.wav", "trunc_data.wav", "trunc.flac", "empty.wav", "noframes.wav",
                            "nan.wav", "short.wav", "long.wav", "long.ogg", "tenhours.wav"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(tmp(p, sizeof p, names[i]));

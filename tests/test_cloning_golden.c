@@ -163,6 +163,21 @@ int main(void) {
     TEST_CHECK(rc == 0, "encode16: %s", err.msg);
     if (!rc) check_codes(codes, F, QV, "enc_codes");
 
+    /* very short inputs still give ceil(n / 1920) frames (no crash) */
+    {
+        const int64_t ns[] = {1, 100, 1919, 1921};
+        for (int i = 0; i < 4; i++) {
+            int64_t f = qtts_codec_encoder_frames(enc, ns[i]);
+            rc = qtts_codec_encoder_encode(enc, pool, wav.f, ns[i], QV, codes, NULL, NULL, &err);
+            TEST_CHECK(rc == 0 && f == (ns[i] + 1919) / 1920, "encode %lld samples: rc %d, %lld frames: %s",
+                       (long long)ns[i], rc, (long long)f, err.msg);
+        }
+        rc = qtts_codec_encoder_encode(enc, pool, wav.f, 0, QV, codes, NULL, NULL, &err);
+        TEST_CHECK(rc != 0 && strstr(err.msg, "empty"), "0 samples rejected: %s", err.msg);
+        rc = qtts_codec_encoder_encode(enc, pool, wav.f, 4000, QA + 1, codes, NULL, NULL, &err);
+        TEST_CHECK(rc != 0 && strstr(err.msg, "quantizers"), "too many quantizers rejected: %s", err.msg);
+    }
+
     /* the talker cases' stored reference waveforms */
     const char *cases[] = {"tk_xvec_en", "tk_xvec_auto_nonstream", "tk_icl_en_short_ref", "tk_icl_en_long_ref"};
     for (int c = 0; c < 4; c++) {
@@ -174,7 +189,7 @@ int main(void) {
             TEST_CHECK(0, "missing %s", name);
             continue;
         }
-        qtts_voice v;
+        qtts_voice_data v;
         int icl = strstr(cases[c], "icl") != NULL;
         rc = qtts_voice_extract(&v, pool, spk, icl ? enc : NULL, rw.f, rw.numel, icl ? "ref text" : NULL, 0, &err);
         TEST_CHECK(rc == 0, "%s: voice: %s", cases[c], err.msg);
@@ -198,7 +213,7 @@ int main(void) {
     }
 
     /* too-short input is a clear error, not a crash */
-    rc = qtts_voice_extract(&(qtts_voice){0}, pool, spk, enc, wav.f, 1000, NULL, 0, &err);
+    rc = qtts_voice_extract(&(qtts_voice_data){0}, pool, spk, enc, wav.f, 1000, NULL, 0, &err);
     TEST_CHECK(rc != 0 && strstr(err.msg, "too short"), "short reference rejected: %s", err.msg);
 
     /* CLI: codec encode on a WAV of the test signal -> .rvq + .spk */

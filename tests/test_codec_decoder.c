@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "model/codec_decoder.h"
+#include "model/codec_random.h"
 #include "support/npy.h"
 
 #define GOLD_TOL 1e-4
@@ -103,6 +104,96 @@ static int feed_chunks(qtts_codec_decoder *dec, qtts_pool *pool, const int32_t *
     return rc;
 }
 
+/* A different geometry through the random store: 3 blocks with rates 3,2,5,
+ * one upsampling ratio, GQA, 8 codebooks of 300, a 5-frame window (so the
+ * KV window is trimmed many times). No reference exists at this size: it
+ * checks generality, streaming exactness and the chunking logic. */
+static void other_sizes(qtts_pool *pool) {
+    qtts_err err = {{0}};
+    qtts_codec_config cfg;
+    qtts_codec_config_real(&cfg);
+    cfg.dec.codebook_size = 300;
+    cfg.dec.num_quantizers = 8;
+    cfg.dec.codebook_dim = 16;
+    cfg.dec.latent_dim = 24;
+    cfg.dec.hidden = 16;
+    cfg.dec.heads = 2;
+    cfg.dec.kv_heads = 1;
+    cfg.dec.head_dim = 8;
+    cfg.dec.intermediate = 32;
+    cfg.dec.layers = 2;
+    cfg.dec.decoder_dim = 32;
+    cfg.dec.sliding_window = 5;
+    cfg.dec.n_upsample_rates = 3;
+    cfg.dec.upsample_rates[0] = 3;
+    cfg.dec.upsample_rates[1] = 2;
+    cfg.dec.upsample_rates[2] = 5;
+    cfg.dec.n_upsampling_ratios = 1;
+    cfg.dec.upsampling_ratios[0] = 2;
+    cfg.frame_samples = 60;
+    qtts_store *st = qtts_codec_random_store(&cfg, 3, &err);
+    TEST_CHECK(st != NULL, "random store: %s", err.msg);
+    qtts_codec_decoder *dec = st ? qtts_codec_decoder_load(st, &cfg, &err) : NULL;
+    TEST_CHECK(dec != NULL, "load other sizes: %s", err.msg);
+    if (!dec) {
+        qtts_store_free(st);
+        return;
+    }
+    int64_t T = 23, nq = 8, fs = 60;
+    TEST_CHECK(qtts_codec_decoder_frame_samples(dec) == fs, "frame samples %lld",
+               (long long)qtts_codec_decoder_frame_samples(dec));
+    int32_t *codes = malloc(sizeof(int32_t) * (size_t)(T * nq));
+    for (int64_t i = 0; i < T * nq; i++) codes[i] = rnd(300);
+    float *ref = malloc(sizeof(float) * (size_t)(T * fs)), *w = malloc(sizeof(float) * (size_t)(T * fs));
+    qtts_codec_decoder_set_max_chunk(dec, 64);
+    feed_chunks(dec, pool, codes, T, (const int[]){(int)T}, 1, ref);
+    int finite = 1;
+    double rms = 0;
+    for (int64_t i = 0; i < T * fs; i++) {
+        finite &= isfinite(ref[i]) && fabsf(ref[i]) <= 1.0f;
+        rms += (double)ref[i] * ref[i];
+    }
+    TEST_CHECK(finite && rms > 0, "other sizes: output not finite / silent (rms %g)", rms);
+    qtts_codec_decoder_set_max_chunk(dec, 3);
+    for (int c = 1; c <= 5; c++) {
+        feed_chunks(dec, pool, codes, T, &c, 1, w);
+        TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: chunked feed vs one forward");
+    }
+    feed_chunks(dec, pool, codes, T, NULL, 0, w);
+    TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: random feed vs one forward");
+    qtts_codec_decoder_set_cache_budget(dec, 300);
+    feed_chunks(dec, pool, codes, T, NULL, 0, w);
+    TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: tail in pieces vs one forward");
+    /* official chunking with a context reaching back to frame 0 re-decodes everything: exact */
+    TEST_CHECK(qtts_codec_decode_offline(dec, pool, codes, T, 4, 1000, w, &err) == 0, "offline: %s", err.msg);
+    TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: chunk 4 + full context vs one forward");
+    /* short context: differs (the window is 5 frames, the convs reach further back) */
+    TEST_CHECK(qtts_codec_decode_offline(dec, pool, codes, T, 4, 1, w, &err) == 0, "offline: %s", err.msg);
+    double dmax = 0;
+    for (int64_t i = 0; i < T * fs; i++) dmax = fmax(dmax, fabs(w[i] - ref[i]));
+    TEST_CHECK(dmax > 1e-6 && dmax < 2, "other sizes: chunk 4 / context 1 vs one forward differ by %g", dmax);
+    /* samples of the first chunk are identical in any mode */
+    TEST_NEAR(w, ref, (size_t)(4 * fs), STREAM_TOL, "other sizes: first chunk");
+    qtts_codec_decoder_free(dec);
+
+    /* a config asking for more layers than the weights have: one clear error */
+    cfg.dec.layers = 3;
+    err.msg[0] = 0;
+    dec = qtts_codec_decoder_load(st, &cfg, &err);
+    TEST_CHECK(!dec && strstr(err.msg, "missing tensor") && strstr(err.msg, "pre_transformer.layers.2"),
+               "missing layer: '%s'", err.msg);
+    qtts_codec_decoder_free(dec);
+    cfg.dec.layers = 2;
+    cfg.frame_samples = 1920;
+    dec = qtts_codec_decoder_load(st, &cfg, &err);
+    TEST_CHECK(!dec && strstr(err.msg, "upsample"), "inconsistent frame samples: '%s'", err.msg);
+    qtts_codec_decoder_free(dec);
+    free(codes);
+    free(ref);
+    free(w);
+    qtts_store_free(st);
+}
+
 int main(void) {
     qtts_err err = {{0}};
     qtts_pool *pool = qtts_pool_create(2, &err);
@@ -112,6 +203,16 @@ int main(void) {
     qtts_codec_decoder *dec = qtts_codec_decoder_open(dir, &err);
     TEST_CHECK(dec != NULL, "open %s: %s", dir, err.msg);
     if (!pool || !dec) return test_finish("test_codec_decoder");
+    {
+        /* the tokenizer folder itself opens too; a wrong path names itself */
+        char tdir[4200];
+        snprintf(tdir, sizeof tdir, "%s/speech_tokenizer", dir);
+        qtts_codec_decoder *d2 = qtts_codec_decoder_open(tdir, &err);
+        TEST_CHECK(d2 != NULL, "open tokenizer folder: %s", err.msg);
+        qtts_codec_decoder_free(d2);
+        TEST_CHECK(!qtts_codec_decoder_open("/nonexistent/model", &err) && strstr(err.msg, "/nonexistent/model"),
+                   "bad path: '%s'", err.msg);
+    }
     int64_t nq = qtts_codec_decoder_num_quantizers(dec), fs = qtts_codec_decoder_frame_samples(dec);
     TEST_CHECK(fs == 1920 && nq == 16, "frame samples %lld, quantizers %lld", (long long)fs, (long long)nq);
 
@@ -252,6 +353,14 @@ int main(void) {
             feed_chunks(dec, pool, c20, T20, NULL, 0, w);
             worst = fmax(worst, TEST_NEAR(w, ref, (size_t)(T20 * fs), STREAM_TOL, "random splits vs one forward"));
         }
+        /* the high-rate tail run on small pieces (tiny cache budgets force the splitting at every block) */
+        static const int64_t budgets[] = {1, 700, 5000, 40000};
+        for (int b = 0; b < 4; b++) {
+            qtts_codec_decoder_set_cache_budget(dec, budgets[b]);
+            feed_chunks(dec, pool, c20, T20, (const int[]){3, 8, 1}, 3, w);
+            worst = fmax(worst, TEST_NEAR(w, ref, (size_t)(T20 * fs), STREAM_TOL, "tail in pieces vs one forward"));
+        }
+        qtts_codec_decoder_set_cache_budget(dec, 1 << 19);
         printf("  %-28s max abs err %.3g\n", "chunk invariance", worst);
         qtts_codec_decoder_set_max_chunk(dec, 8);
 
@@ -317,6 +426,7 @@ int main(void) {
     free(c20);
     free(c310);
     qtts_codec_decoder_free(dec);
+    other_sizes(pool);
     qtts_pool_free(pool);
     return test_finish("test_codec_decoder");
 }

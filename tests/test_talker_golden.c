@@ -122,7 +122,7 @@ static int32_t cap_pick(void *ctx, int b, int group, float *logits, int64_t voca
     return qtts_argmax(logits, vocab);
 }
 
-static void on_frame(void *user, qtts_request *r, int64_t frame, const int32_t *codes, int64_t n) {
+static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n) {
     (void)r;
     (void)codes;
     (void)n;
@@ -289,21 +289,21 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
         qtts_gen_params_greedy(&gp, &m->gen, max_new - 1);
         TEST_CHECK(fabsf(gp.repetition_penalty - 1.05f) < 1e-6f, "repetition penalty from generation_config: %g",
                    gp.repetition_penalty);
-        qtts_request *r = qtts_request_from_prompt(m, &pr, &gp, &err);
+        qtts_gen_request *r = qtts_gen_request_from_prompt(m, &pr, &gp, &err);
         TEST_CHECK(r != NULL, "request: %s", err.msg);
         if (r) {
             qtts_gen_trace t = {tr_logits, tr_stepin, tr_past, tr_cp, &tb};
-            qtts_request_set_trace(r, &t);
+            qtts_gen_request_set_trace(r, &t);
             int64_t cb_frames = 0;
-            qtts_request_set_callback(r, on_frame, &cb_frames);
+            qtts_gen_request_set_callback(r, on_frame, &cb_frames);
             int rc = qtts_generate(m, pool, r, &err);
             TEST_CHECK(rc == 0, "generate: %s", err.msg);
-            int64_t nf = qtts_request_n_frames(r);
+            int64_t nf = qtts_gen_request_n_frames(r);
             TEST_CHECK(nf == want_frames, "%s: %lld frames, want %lld", cname, (long long)nf, (long long)want_frames);
             TEST_CHECK(cb_frames == nf, "%s: callback saw %lld frames in order, want %lld", cname, (long long)cb_frames,
                        (long long)nf);
-            TEST_CHECK(qtts_request_stop_reason(r) == (eos ? QTTS_STOP_EOS : QTTS_STOP_MAX_FRAMES), "%s: stop reason %d",
-                       cname, (int)qtts_request_stop_reason(r));
+            TEST_CHECK(qtts_gen_request_stop_reason(r) == (eos ? QTTS_STOP_EOS : QTTS_STOP_MAX_FRAMES), "%s: stop reason %d",
+                       cname, (int)qtts_gen_request_stop_reason(r));
             /* computed talker steps: all of them at EOS; at max_frames the final (discarded) step is skipped */
             int64_t cmp = eos ? steps : steps - 1;
             TEST_CHECK(tb.n_steps == cmp, "%s: %lld talker steps traced, want %lld", cname, (long long)tb.n_steps,
@@ -319,9 +319,9 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
                 free(gt);
             }
             if (nf == want_frames) {
-                TEST_EQUAL_I32(qtts_request_codes(r), codes.i, (size_t)codes.numel, "codes [frames x 16]");
+                TEST_EQUAL_I32(qtts_gen_request_codes(r), codes.i, (size_t)codes.numel, "codes [frames x 16]");
                 int32_t *c = malloc(sizeof(int32_t) * (size_t)(nf * (G - 1)) + 1);
-                for (int64_t f = 0; f < nf; f++) memcpy(c + f * (G - 1), qtts_request_codes(r) + f * G + 1, sizeof(int32_t) * (size_t)(G - 1));
+                for (int64_t f = 0; f < nf; f++) memcpy(c + f * (G - 1), qtts_gen_request_codes(r) + f * G + 1, sizeof(int32_t) * (size_t)(G - 1));
                 TEST_EQUAL_I32(c, cpt.i, (size_t)(nf * (G - 1)), "cp tokens");
                 free(c);
             }
@@ -329,7 +329,7 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
                 near(S_CPLOGITS, tb.cp_logits, cpl0.f, (size_t)(15 * CV), TOL_HIDDEN, "cp logits frame 0 (in loop)");
                 near(S_CPLOGITS, tb.cp_logits + 15 * CV, cpl1.f, (size_t)(15 * CV), TOL_HIDDEN, "cp logits frame 1 (in loop)");
             }
-            qtts_request_free(r);
+            qtts_gen_request_free(r);
         }
         free(tb.logits);
         free(tb.scores);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <utf8proc.h>
 
@@ -239,6 +240,12 @@ static void test_edge_cases(const qtts_tokenizer *tok) {
     EXPECT(tok, "日本語のテキスト、中文文本。한국어 텍스트", 101059, 102819, 15767, 56833, 61803, 70534, 5373, 104811,
            108704, 1773, 23573, 124785, 31079, 10764, 44104, 53189);
     EXPECT(tok, "Don't'S \xC5\xBF'\xC5\xBF", 8002, 944, 13272, 25917, 123, 6, 144815);
+    /* \s is Unicode White_Space as in the reference engines: U+0085 is
+     * whitespace, U+180E and U+FEFF are not (PCRE2's own \s disagrees). */
+    EXPECT(tok, "a\xE1\xA0\x8E" "b c", 64, 123970, 236, 65, 272);
+    EXPECT(tok, "a \xE1\xA0\x8E" "a", 64, 86089, 254, 236, 64);
+    EXPECT(tok, "a\xC2\x85" "b \xC2\x85\xC2\x85" "c", 64, 126, 227, 65, 2139, 227, 126, 227, 66);
+    EXPECT(tok, "x\xE3\x80\x80\xE3\x80\x80y\xEF\xBB\xBFz", 87, 22441, 22441, 88, 3225, 89);
     /* TTS added tokens are split out like the chat ones. */
     EXPECT(tok, "<tts_pad><tts_text_bos><tts_text_eod><tts_text_bos_single>", 151671, 151672, 151673, 151674);
 
@@ -502,7 +509,14 @@ static void test_bad_files(const qtts_tokenizer *good) {
     len += (size_t)snprintf(vocab + len, cap - len, ", \"ab\": 256}");
     write_text(v, vocab);
     write_text(m, "#version: 0.2\na b\n\n");
-    write_text(c, "{\"added_tokens_decoder\": {\"300\": {\"content\": \"<x>\", \"special\": true}}}");
+    /* Added-token flags as HF applies them: lstrip/rstrip absorb whitespace,
+     * single_word refuses to match inside a word, normalized=true tokens
+     * (the default for non-special ones) match after NFC. */
+    write_text(c, "{\"added_tokens_decoder\": {\"300\": {\"content\": \"<x>\", \"special\": true},"
+                  " \"301\": {\"content\": \"<l>\", \"lstrip\": true, \"special\": true},"
+                  " \"302\": {\"content\": \"<r>\", \"rstrip\": true, \"special\": true},"
+                  " \"303\": {\"content\": \"<w>\", \"single_word\": true, \"special\": true},"
+                  " \"304\": {\"content\": \"\\u00e9\", \"special\": false}}}");
     qtts_err err = {{0}};
     qtts_tokenizer *t = qtts_tok_load(dir, &err);
     TEST_CHECK(t != NULL, "tiny tokenizer with a #version header: %s", err.msg);
@@ -513,6 +527,12 @@ static void test_bad_files(const qtts_tokenizer *good) {
         TEST_CHECK(qtts_tok_encode(t, "ab<x>a,", 7, &ids, &n, &err) == 0 && n == 4 && ids[0] == 256 &&
                        ids[1] == 300 && ids[2] == 'a' && ids[3] == ',',
                    "tiny tokenizer encode");
+        free(ids);
+        static const int32_t flags_want[] = {97, 301, 98, 302, 99, 60, 119, 62, 100, 32, 303, 32, 304};
+        const char *flags_text = "a <l>b<r>  c<w>d <w> e\xCC\x81";
+        TEST_CHECK(qtts_tok_encode(t, flags_text, strlen(flags_text), &ids, &n, &err) == 0 && n == 13 &&
+                       !memcmp(ids, flags_want, sizeof flags_want),
+                   "added-token lstrip/rstrip/single_word/normalized flags");
         free(ids);
         TEST_CHECK(qtts_tok_encode_template(t, QTTS_TEMPLATE_TARGET, "x", &ids, &n, &err) == -1 &&
                        strstr(err.msg, "im_start"),
@@ -588,6 +608,45 @@ static void test_bad_files(const qtts_tokenizer *good) {
     rmdir(dir);
 }
 
+/* Runs the qtts binary; returns its exit status and its first output line. */
+static int run_cli(const char *args, char *out, size_t size) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", QTTS_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    out[0] = 0;
+    if (!fgets(out, (int)size, p)) out[0] = 0;
+    char sink[256];
+    while (fgets(sink, sizeof sink, p)) {
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(void) {
+    char dir[1024], args[2048], out[4096];
+    golden_path(dir, sizeof dir, BASE_MODEL);
+    snprintf(args, sizeof args, "tokenize -m '%s' 'Hello world!'", dir);
+    TEST_CHECK(run_cli(args, out, sizeof out) == 0 && !strcmp(out, "[9707, 1879, 0]\n"), "qtts tokenize: '%s'", out);
+    snprintf(args, sizeof args, "tokenize -m '%s' --tokens 'Hello world!'", dir);
+    TEST_CHECK(run_cli(args, out, sizeof out) == 0 &&
+                   !strcmp(out, "{\"ids\": [9707, 1879, 0], \"tokens\": [\"Hello\", \"\xC4\xA0world\", \"!\"]}\n"),
+               "qtts tokenize --tokens: '%s'", out);
+    snprintf(args, sizeof args, "tokenize -m '%s' --template ref 'The quick brown fox.'", dir);
+    TEST_CHECK(run_cli(args, out, sizeof out) == 0 &&
+                   !strcmp(out, "[151644, 77091, 198, 785, 3974, 13876, 38835, 13, 151645, 198]\n"),
+               "qtts tokenize --template ref: '%s'", out);
+    snprintf(args, sizeof args, "tokenize -m '%s' < /dev/null", dir);
+    TEST_CHECK(run_cli(args, out, sizeof out) == 0 && !strcmp(out, "[]\n"), "qtts tokenize of empty stdin: '%s'", out);
+    snprintf(args, sizeof args, "tokenize -m '%s' \"$(printf 'a\\377')\"", dir);
+    TEST_CHECK(run_cli(args, out, sizeof out) == 1 && strstr(out, "UTF-8"), "invalid UTF-8 on the command line: '%s'",
+               out);
+    TEST_CHECK(run_cli("tokenize -m /nonexistent/folder x", out, sizeof out) == 1 && strstr(out, "/nonexistent"),
+               "missing model folder: '%s'", out);
+    TEST_CHECK(run_cli("tokenize --bogus", out, sizeof out) == 2, "unknown option exits 2");
+    TEST_CHECK(run_cli("tokenize --help", out, sizeof out) == 0 && strstr(out, "usage"), "tokenize --help");
+}
+
 int main(void) {
     char dir[1024];
     golden_path(dir, sizeof dir, BASE_MODEL);
@@ -606,6 +665,7 @@ int main(void) {
     test_long_inputs(tok);
     test_throughput(tok);
     test_bad_files(tok);
+    test_cli();
 
     /* The other model folders ship the same tokenizer. */
     const char *others[] = {"Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny", "Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny"};

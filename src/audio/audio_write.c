@@ -1,5 +1,6 @@
 #include "audio/audio_write.h"
 
+#include <math.h>
 #include <sndfile.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,16 @@ struct qtts_wav_writer {
     SNDFILE *sf;
     char *path;
     int64_t frames;
+    qtts_sample_format fmt;
 };
+
+/* s16: round to nearest, scale 32767 (so +-1.0 map to +-32767), clip. */
+static short to_s16(float v) {
+    float s = v * 32767.0f;
+    if (!(s > -32768.0f)) return s != s ? 0 : -32768; /* NaN -> 0 */
+    if (s >= 32767.0f) return 32767;
+    return (short)lrintf(s);
+}
 
 int qtts_sample_format_parse(const char *name, qtts_sample_format *out) {
     if (!name) return -1;
@@ -51,15 +61,22 @@ qtts_wav_writer *qtts_wav_open(const char *path, int sample_rate, qtts_sample_fo
         free(w);
         return NULL;
     }
-    /* Clip instead of wrapping around when a float sample is outside [-1, 1]. */
-    sf_command(w->sf, SFC_SET_CLIPPING, NULL, SF_TRUE);
+    w->fmt = fmt;
     return w;
 }
 
 int qtts_wav_append(qtts_wav_writer *w, const float *samples, int64_t n, qtts_err *err) {
+    short buf[4096];
     while (n > 0) {
-        sf_count_t chunk = n > (1 << 20) ? (1 << 20) : (sf_count_t)n;
-        sf_count_t got = sf_writef_float(w->sf, samples, chunk);
+        sf_count_t chunk, got;
+        if (w->fmt == QTTS_SAMPLE_S16) {
+            chunk = n > 4096 ? 4096 : (sf_count_t)n;
+            for (sf_count_t i = 0; i < chunk; i++) buf[i] = to_s16(samples[i]);
+            got = sf_writef_short(w->sf, buf, chunk);
+        } else {
+            chunk = n > (1 << 20) ? (1 << 20) : (sf_count_t)n;
+            got = sf_writef_float(w->sf, samples, chunk);
+        }
         if (got != chunk) return qtts_fail(err, "%s: write failed: %s", w->path, sf_strerror(w->sf));
         w->frames += got;
         samples += got;

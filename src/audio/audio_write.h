@@ -8,7 +8,7 @@
 #include "core/err.h"
 
 typedef enum {
-    QTTS_SAMPLE_S16 = 0, /* 16-bit PCM (default); samples clipped to [-1, 1] */
+    QTTS_SAMPLE_S16 = 0, /* 16-bit PCM (default): round(x * 32767), clipped */
     QTTS_SAMPLE_F32 = 1, /* 32-bit IEEE float */
 } qtts_sample_format;
 

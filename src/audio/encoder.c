@@ -95,18 +95,6 @@ const char *qtts_audio_format_mime(qtts_audio_format f, qtts_sample_format sf) {
     }
 }
 
-int qtts_sample_format_parse(const char *name, qtts_sample_format *out, qtts_err *err) {
-    if (name && (!strcasecmp(name, "s16") || !strcasecmp(name, "pcm16") || !strcasecmp(name, "int16"))) {
-        *out = QTTS_SAMPLE_S16;
-        return 0;
-    }
-    if (name && (!strcasecmp(name, "f32") || !strcasecmp(name, "float") || !strcasecmp(name, "float32"))) {
-        *out = QTTS_SAMPLE_F32;
-        return 0;
-    }
-    return qtts_fail(err, "unknown sample format '%s' (expected s16 or f32)", name ? name : "(null)");
-}
-
 /* ---- sink plumbing ---- */
 
 static int sink_emit(qtts_encoder *e, const void *bytes, size_t n) {
@@ -265,15 +253,18 @@ static sf_count_t vio_write(const void *ptr, sf_count_t n, void *u) {
     qtts_encoder *e = u;
     const uint8_t *p = ptr;
     uint64_t cnt = (uint64_t)n;
-    if (e->failed || n < 0) return 0;
+    /* A failed sink is reported through e->failed, never to libsndfile: its
+     * error paths leak (Ogg/Vorbis) and print to stdout. Once failed, every
+     * later write is swallowed and qtts_encoder_write/close report it. */
+    if (e->failed || n < 0) return n < 0 ? 0 : n;
     if (e->sink.seek) { /* seekable: stream and sink coordinates are the same */
-        if (sink_seek(e, e->pos > e->len ? e->len : e->pos)) return 0;
+        if (sink_seek(e, e->pos > e->len ? e->len : e->pos)) return n;
         static const uint8_t zeros[256];
         while (e->pos > e->len) { /* a seek past the end: fill the gap */
             uint64_t z = e->pos - e->len;
-            if (sink_emit(e, zeros, z < sizeof zeros ? (size_t)z : sizeof zeros)) return 0;
+            if (sink_emit(e, zeros, z < sizeof zeros ? (size_t)z : sizeof zeros)) return n;
         }
-        if (sink_emit(e, p, (size_t)cnt)) return 0;
+        if (sink_emit(e, p, (size_t)cnt)) return n;
         e->pos += cnt;
         e->vlen = e->len;
         return n;
@@ -290,10 +281,10 @@ static sf_count_t vio_write(const void *ptr, sf_count_t n, void *u) {
     while (e->pos > e->vlen) {
         uint64_t z = e->pos - e->vlen;
         size_t zn = z < sizeof zeros ? (size_t)z : sizeof zeros;
-        if (emit_stream(e, zeros, zn)) return 0;
+        if (emit_stream(e, zeros, zn)) return n;
         e->vlen += zn;
     }
-    if (emit_stream(e, p, (size_t)cnt)) return 0;
+    if (emit_stream(e, p, (size_t)cnt)) return n;
     e->pos += cnt;
     e->vlen = e->pos;
     return n;
@@ -361,6 +352,12 @@ qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, 
     if (!e->sf) {
         qtts_fail(err, "audio encoder: cannot start %s at %d Hz: %s", qtts_audio_format_name(fmt), sample_rate,
                   e->failed ? "output write failed" : sf_strerror(NULL));
+        free(e);
+        return NULL;
+    }
+    if (e->failed) {
+        sf_close(e->sf);
+        qtts_fail(err, "audio encoder: writing the %s header failed", qtts_audio_format_name(fmt));
         free(e);
         return NULL;
     }

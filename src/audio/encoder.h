@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audio/audio_write.h" /* qtts_sample_format (s16/f32) and its parser */
 #include "core/err.h"
 
 typedef enum {
@@ -46,8 +47,6 @@ typedef enum {
     QTTS_AUDIO_MP3,
     QTTS_AUDIO_N_FORMATS
 } qtts_audio_format;
-
-typedef enum { QTTS_SAMPLE_S16 = 0, QTTS_SAMPLE_F32 = 1 } qtts_sample_format;
 
 /* Receives n encoded bytes; returns 0, or non-zero to fail the encoder (for
  * instance a closed client). */
@@ -73,8 +72,7 @@ const char *qtts_audio_format_name(qtts_audio_format f);
 /* MIME type for HTTP responses ("audio/wav", "audio/mpeg", "audio/ogg",
  * "audio/flac", "audio/L16"/"application/octet-stream" for pcm). */
 const char *qtts_audio_format_mime(qtts_audio_format f, qtts_sample_format sf);
-/* "s16" / "f32". */
-int qtts_sample_format_parse(const char *name, qtts_sample_format *out, qtts_err *err);
+/* Sample format names: qtts_sample_format_parse() in audio/audio_write.h. */
 
 /* Starts an encoder and may emit header bytes at once. channels >= 1;
  * sample_rate > 0 (opus: 8000, 12000, 16000, 24000 or 48000). The sink

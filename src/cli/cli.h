@@ -9,9 +9,12 @@
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 int cmd_info(int argc, char **argv);
+int cmd_say(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
 int cmd_download(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */

@@ -1,12 +1,12 @@
 /* qtts codec decode|encode: the speech tokenizer on its own.
  *   decode: .rvq codes -> WAV (exact streaming decode, or the reference's chunked decode)
- *   encode: WAV -> .rvq (not implemented yet; codec_encode below is its slot) */
+ *   encode: audio -> .rvq (+ .spk), in cmd_codec_encode.c */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "audio/audio_write.h"
+#include "audio/encoder.h"
 #include "cli/cli.h"
 #include "engine/executor.h"
 #include "io/rvq.h"
@@ -16,7 +16,7 @@ static void codec_usage(FILE *out) {
     fprintf(out,
             "usage: qtts codec decode IN.rvq -o OUT.wav [-m MODEL] [--sample-format s16|f32]\n"
             "                         [--official-chunking] [--threads N]\n"
-            "       qtts codec encode IN.wav -o OUT.rvq [-m MODEL]   (not available yet)\n\n"
+            "       qtts codec encode IN -o OUT.rvq [--spk OUT.spk] [-m MODEL]\n\n"
             "  -m, --model PATH      model folder containing speech_tokenizer/, or the tokenizer folder\n"
             "                        (default: $QTTS_MODEL)\n"
             "  -o, --output PATH     output file\n"
@@ -147,20 +147,12 @@ static int codec_decode(int argc, char **argv) {
     if (job.rc) {
         cli_error("%s", job.err.msg);
         rc = CLI_FAIL;
-    } else if (qtts_wav_write(out, job.audio, job.n_samples, (int)job.sample_rate, fmt, &err)) {
+    } else if (qtts_audio_write_file(out, NULL, fmt, job.audio, (size_t)job.n_samples, (int)job.sample_rate, 1, &err)) {
         cli_error("%s", err.msg);
         rc = CLI_FAIL;
     }
     free(job.audio);
     return rc;
-}
-
-/* Slot for the speech-tokenizer encoder (audio -> codes). */
-static int codec_encode(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    cli_error("codec encode: not available yet");
-    return CLI_FAIL;
 }
 
 int cmd_codec(int argc, char **argv) {
@@ -169,7 +161,7 @@ int cmd_codec(int argc, char **argv) {
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "decode")) return codec_decode(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "encode")) return codec_encode(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "encode")) return codec_encode_main(argc - 1, argv + 1);
     cli_error("codec: unknown subcommand '%s' (decode or encode)", argv[1]);
     return CLI_USAGE;
 }

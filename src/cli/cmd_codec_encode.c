@@ -16,43 +16,13 @@
 #include "audio/audio_read.h"
 #include "cli/cli.h"
 #include "engine/executor.h"
+#include "io/rvq.h"
 #include "io/spk.h"
 #include "io/store.h"
 #include "model/codec_encoder.h"
 #include "model/config.h"
 #include "model/speaker_encoder.h"
 
-/* ---- local .rvq writer: TO BE REPLACED by src/io/rvq.h at merge ----------
- * Format: codes [n_q][T] row-major (codebook-major), each code 11 bits,
- * packed LSB-first into one bit stream; 22 bytes per frame for 16 codebooks;
- * no header. */
-static int codec_encode_write_rvq_local(const char *path, const int32_t *codes_ft, int64_t frames, int64_t n_q,
-                                        qtts_err *err) {
-    size_t nbits = (size_t)(frames * n_q) * 11, nbytes = (nbits + 7) / 8;
-    unsigned char *buf = qtts_calloc(nbytes ? nbytes : 1, 1, err);
-    if (!buf) return -1;
-    size_t bit = 0;
-    for (int64_t q = 0; q < n_q; q++)
-        for (int64_t t = 0; t < frames; t++) {
-            int32_t c = codes_ft[t * n_q + q];
-            if (c < 0 || c >= 2048) {
-                free(buf);
-                return qtts_fail(err, "%s: code %d out of the 11-bit range", path, c);
-            }
-            for (int b = 0; b < 11; b++, bit++)
-                if ((c >> b) & 1) buf[bit >> 3] |= (unsigned char)(1u << (bit & 7));
-        }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(buf);
-        return qtts_fail(err, "%s: cannot create: %s", path, strerror(errno));
-    }
-    int bad = fwrite(buf, 1, nbytes, f) != nbytes;
-    if (fclose(f)) bad = 1;
-    free(buf);
-    return bad ? qtts_fail(err, "%s: write failed", path) : 0;
-}
-/* ---- end of local .rvq writer ------------------------------------------- */
 
 typedef struct {
     const char *in, *model;
@@ -210,7 +180,7 @@ int codec_encode_main(int argc, char **argv) {
         cli_error("%s", j.err.msg);
         goto done;
     }
-    if (codec_encode_write_rvq_local(out, j.codes, j.frames, j.n_q, &err)) {
+    if (qtts_rvq_write(out, j.codes, j.n_q, j.frames, &err)) {
         cli_error("%s", err.msg);
         goto done;
     }

@@ -13,7 +13,7 @@
 static void serve_usage(FILE *out) {
     fprintf(out,
             "usage: qtts serve [options] -m PATH\n"
-            "  -m, --model PATH       model folder or .gguf (default $QTTS_MODEL)\n"
+            "  -m, --model PATH       model folder, .gguf or downloaded model name (default $QTTS_MODEL)\n"
             "  --host ADDR            bind address (default 127.0.0.1)\n"
             "  --port N               port (default 8080; 0 picks a free one)\n"
             "  --max-batch N          concurrent synthesis slots (engine default if 0)\n"
@@ -123,11 +123,13 @@ int cmd_serve(int argc, char **argv) {
 #undef INT_FLAG
 #undef NEED_VALUE
     }
-    ep.model_path = cli_model_path(model);
-    if (!ep.model_path) {
+    if (!cli_model_path(model)) {
         cli_error("serve: no model (use -m PATH or set QTTS_MODEL)");
         return CLI_USAGE;
     }
+    char model_buf[4096];
+    ep.model_path = cli_resolve_model(model, model_buf, sizeof model_buf); /* a path or a downloaded model's name */
+    if (!ep.model_path) return CLI_FAIL;
     /* Every thread created from here on (engine, pool, HTTP) inherits this
      * mask, so the signals reach only the sigwait below. */
     sigset_t sigs;

@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +13,13 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"say", cmd_say, "synthesize speech from text (file or streaming output)"},
+    {"quantize", cmd_quantize, "write a model as one quantized .gguf file (q8_0, q4_k, bf16, f32)"},
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
     {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
     {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},
     {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
+    {"bench", cmd_bench, "end-to-end speed benchmark at real model sizes (random weights) or on a model"},
     {"serve", cmd_serve, "HTTP server: OpenAI-compatible speech API, voices, metrics"},
 };
 
@@ -42,6 +46,8 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    /* A closed pipe (player quit, `| head`) is an error to report, not a silent kill. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

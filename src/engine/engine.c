@@ -6,6 +6,7 @@
  * Requests join and leave at frame boundaries. Other jobs (voice extraction)
  * run between frames. Request threads only validate, enqueue and read. */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
+#include "io/model_pack.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -54,7 +56,7 @@ typedef struct slot {
 
 static void slot_free(slot *s) {
     if (!s) return;
-    if (s->gen) qtts_request_free(s->gen);
+    if (s->gen) qtts_gen_request_free(s->gen);
     if (s->dec) qtts_codec_stream_free(s->dec);
     if (s->voice) qtts_voice_release(s->voice);
     free(s->text);
@@ -132,9 +134,8 @@ static int request_mode(const qtts_engine *e, const qtts_request *r, qtts_mode *
         return 0;
     case QTTS_VARIANT_BASE:
         if (!r->voice) return set_err(err, es, "this Base model clones a voice: give reference audio (or a registered voice)"), -1;
+        /* A voice without codes or transcript clones from its x-vector alone. */
         if (r->x_vector_only || !r->voice->codes || !r->voice->n_frames || !r->voice->ref_text) {
-            if (!r->x_vector_only && r->voice->n_frames && !r->voice->ref_text)
-                return set_err(err, es, "in-context cloning needs the reference transcript (ref_text), or use x-vector-only mode"), -1;
             *mode = QTTS_MODE_CLONE_XVEC;
         } else {
             *mode = QTTS_MODE_CLONE_ICL;
@@ -265,7 +266,13 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     const qtts_model_config *c = &e->talker->cfg;
     int32_t *text_ids = NULL, *instr_ids = NULL, *ref_ids = NULL;
     int n_text = 0, n_instr = 0, n_ref = 0, rc = -1;
-    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, s->text, &text_ids, &n_text, err)) goto done;
+    /* Leading line breaks would merge with the template's "\n" token and
+     * shift the positional slicing of the prompt (spec section 3): skip
+     * leading whitespace, which carries no speech. */
+    const char *text = s->text;
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
+    if (!*text) return qtts_fail(err, "the input text is only whitespace");
+    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err)) goto done;
     if (s->instruct && *s->instruct &&
         qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_INSTRUCT, s->instruct, &instr_ids, &n_instr, err))
         goto done;
@@ -303,9 +310,9 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     if (s->req.max_frames > 0) p.max_frames = s->req.max_frames;
     p.seed = s->req.seed;
     p.stream = 0; /* the seed alone keys a request's draws */
-    s->gen = qtts_request_new(e->talker, pool, &spec, &p, err);
+    s->gen = qtts_gen_request_new(e->talker, pool, &spec, &p, err);
     if (!s->gen) goto done;
-    qtts_request_set_callback(s->gen, on_frame, s);
+    qtts_gen_request_set_callback(s->gen, on_frame, s);
     s->dec = qtts_codec_stream_new(e->decoder, err);
     if (!s->dec) goto done;
     /* ICL: the reference codes are decoded first (as the reference decodes
@@ -334,19 +341,31 @@ done:
 static void slot_finish(qtts_engine *e, slot *s, const char *error) {
     qtts_result r = {0};
     r.seed = s->req.seed;
-    r.n_frames = (int)(s->gen ? qtts_request_n_frames(s->gen) : 0);
+    r.n_frames = (int)(s->gen ? qtts_gen_request_n_frames(s->gen) : 0);
     r.audio_seconds = (double)s->samples_out / e->sample_rate;
     r.queue_ms = s->t_start - s->t_submit;
     r.first_audio_ms = s->t_first_audio > 0 ? s->t_first_audio - s->t_submit : 0;
     r.total_ms = now_ms() - s->t_submit;
     r.talker_ms = s->talker_ms;
     r.decoder_ms = s->decoder_ms;
-    r.finished_by_eos = s->gen && qtts_request_stop_reason(s->gen) == QTTS_STOP_EOS;
+    r.finished_by_eos = s->gen && qtts_gen_request_stop_reason(s->gen) == QTTS_STOP_EOS;
     if (error) {
         stream_fail(s->stream, error);
         if (atomic_load(&s->stream->cancelled)) atomic_fetch_add(&e->n_cancelled, 1);
         else atomic_fetch_add(&e->n_failed, 1);
     } else {
+        if (s->req.keep_codes && s->gen && r.n_frames > 0) {
+            int64_t g = e->talker->cfg.num_code_groups;
+            int32_t *copy = malloc((size_t)(r.n_frames * g) * sizeof *copy);
+            if (copy) {
+                memcpy(copy, qtts_gen_request_codes(s->gen), (size_t)(r.n_frames * g) * sizeof *copy);
+                pthread_mutex_lock(&s->stream->mu);
+                s->stream->codes = copy;
+                s->stream->n_code_frames = (size_t)r.n_frames;
+                s->stream->n_codebooks = (int)g;
+                pthread_mutex_unlock(&s->stream->mu);
+            }
+        }
         stream_finish(s->stream, &r);
         atomic_fetch_add(&e->n_done, 1);
     }
@@ -484,7 +503,7 @@ static int frame_loop(qtts_pool *pool, void *ctx) {
 
     for (slot *s = e->active, *next; s; s = next) {
         next = s->next;
-        if (!failed && !qtts_request_finished(s->gen)) continue;
+        if (!failed && !qtts_gen_request_finished(s->gen)) continue;
         if (!failed) qtts_batch_remove(e->batch, s->gen);
         slot_finish(e, s, failed ? err.msg : NULL);
         unlink_slot(e, s);
@@ -559,15 +578,41 @@ static void load_models(qtts_pool *pool, void *ctx) {
         }
     }
     const char *path = j->p->model_path;
-    e->talker = qtts_talker_model_load(path, &topt, &j->err);
-    if (!e->talker) return;
-    e->decoder = qtts_codec_decoder_open(path, &j->err);
-    if (!e->decoder) return;
-    e->tok = qtts_tok_load(path, &j->err);
-    if (!e->tok) return;
-    if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
-        e->cloner = clone_frontend_open(path, e->talker->store, &e->talker->cfg, &j->err);
-        if (!e->cloner) return;
+    size_t plen = strlen(path);
+    if (plen > 5 && !strcmp(path + plen - 5, ".gguf")) {
+        /* one-file model (qtts quantize): text files go to a private folder */
+        char tmp[PATH_MAX];
+        qtts_store *model_store = NULL;
+        if (qtts_model_unpack(path, tmp, sizeof tmp, &model_store, &e->codec_store, &j->err)) return;
+        qtts_model_config cfg;
+        qtts_generation_config gen;
+        qtts_codec_config cc;
+        char codec_dir[PATH_MAX + 32];
+        snprintf(codec_dir, sizeof codec_dir, "%s/speech_tokenizer", tmp);
+        int ok = !qtts_model_config_load(&cfg, tmp, &j->err) && !qtts_generation_config_load(&gen, tmp, &j->err) &&
+                 !qtts_codec_config_load(&cc, codec_dir, &j->err);
+        if (ok) {
+            e->talker = qtts_talker_model_from_store(model_store, &cfg, &gen, &topt, &j->err); /* owns the store */
+            model_store = NULL;
+            ok = e->talker && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, &j->err)) != NULL &&
+                 (e->tok = qtts_tok_load(tmp, &j->err)) != NULL;
+            if (ok && cfg.variant == QTTS_VARIANT_BASE)
+                ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, &j->err)) != NULL;
+        }
+        qtts_store_free(model_store);
+        qtts_pack_remove_dir(tmp);
+        if (!ok) return;
+    } else {
+        e->talker = qtts_talker_model_load(path, &topt, &j->err);
+        if (!e->talker) return;
+        e->decoder = qtts_codec_decoder_open(path, &j->err);
+        if (!e->decoder) return;
+        e->tok = qtts_tok_load(path, &j->err);
+        if (!e->tok) return;
+        if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
+            e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, &j->err);
+            if (!e->cloner) return;
+        }
     }
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
@@ -581,6 +626,7 @@ static void unload_models(qtts_pool *pool, void *ctx) {
     if (e->cloner) clone_frontend_free(e->cloner);
     qtts_tok_free(e->tok);
     qtts_codec_decoder_free(e->decoder);
+    qtts_store_free(e->codec_store); /* borrows the talker store's mapping (packed models) */
     qtts_talker_model_free(e->talker);
 }
 

@@ -8,10 +8,7 @@
 
 #include "engine/executor.h"
 #include "model/codec_decoder.h"
-/* generate.h's request type shares its name with the public qtts_request. */
-#define qtts_request qtts_gen_request
 #include "model/generate.h"
-#undef qtts_request
 #include "model/talker.h"
 #include "qtts.h"
 #include "model/prompt.h"
@@ -35,8 +32,10 @@ struct qtts_voice {
 struct slot;
 struct clone_frontend;
 /* Speaker encoder + codec encoder of a Base model (src/engine/voice.c). */
+/* codec_store NULL: opened from model_dir/speech_tokenizer. */
 struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_store *model_store,
-                                           const qtts_model_config *cfg, qtts_err *err);
+                                           const qtts_store *codec_store, const qtts_model_config *cfg,
+                                           qtts_err *err);
 void clone_frontend_free(struct clone_frontend *c);
 
 struct qtts_engine {
@@ -46,6 +45,7 @@ struct qtts_engine {
     qtts_codec_decoder *decoder;
     qtts_tokenizer *tok;
     struct clone_frontend *cloner; /* Base models */
+    qtts_store *codec_store;       /* packed (.gguf) models: the speech tokenizer's tensors */
     int64_t frame_samples, sample_rate;
     int max_batch, max_queue;
 

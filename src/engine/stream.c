@@ -25,6 +25,7 @@ void stream_release(qtts_stream *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->changed);
     free(s->pcm);
+    free(s->codes);
     free(s);
 }
 
@@ -130,6 +131,15 @@ long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms) {
 }
 
 const char *qtts_stream_error(const qtts_stream *s) { return s->error; }
+
+const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames, int *n_codebooks) {
+    pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+    const int32_t *c = s->state == STREAM_DONE ? s->codes : NULL;
+    if (n_frames) *n_frames = c ? s->n_code_frames : 0;
+    if (n_codebooks) *n_codebooks = s->n_codebooks;
+    pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+    return c;
+}
 
 void qtts_stream_result(const qtts_stream *s, qtts_result *out) {
     pthread_mutex_lock((pthread_mutex_t *)&s->mu);

@@ -22,6 +22,9 @@ struct qtts_stream {
     size_t head, tail, cap; /* unread samples are pcm[head..tail) */
     qtts_result result;
     char error[256];
+    int32_t *codes; /* kept codes (request.keep_codes), frame-major */
+    size_t n_code_frames;
+    int n_codebooks;
     void *engine_side; /* the engine's per-request data */
 };
 

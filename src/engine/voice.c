@@ -8,9 +8,7 @@
 
 #include "engine/engine_internal.h"
 
-#define qtts_voice qtts_voice_data
 #include "model/voice.h"
-#undef qtts_voice
 
 struct clone_frontend {
     qtts_spk_encoder *spk;
@@ -19,7 +17,8 @@ struct clone_frontend {
 };
 
 struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_store *model_store,
-                                           const qtts_model_config *cfg, qtts_err *err) {
+                                           const qtts_store *codec_store, const qtts_model_config *cfg,
+                                           qtts_err *err) {
     struct clone_frontend *c = qtts_calloc(1, sizeof *c, err);
     if (!c) return NULL;
     c->spk = qtts_spk_encoder_load(model_store, cfg, err);
@@ -28,9 +27,12 @@ struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_sto
     snprintf(dir, sizeof dir, "%s/speech_tokenizer", model_dir);
     qtts_codec_config cc;
     if (qtts_codec_config_load(&cc, dir, err)) goto fail;
-    c->codec_store = qtts_store_open(dir, err);
-    if (!c->codec_store) goto fail;
-    c->codec = qtts_codec_encoder_load(c->codec_store, &cc, err);
+    if (!codec_store) {
+        c->codec_store = qtts_store_open(dir, err);
+        if (!c->codec_store) goto fail;
+        codec_store = c->codec_store;
+    }
+    c->codec = qtts_codec_encoder_load(codec_store, &cc, err);
     if (!c->codec) goto fail;
     return c;
 fail:

@@ -200,6 +200,20 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Duplicate keys make lookups ambiguous: reject them (sorted, O(n log n)). */
+static int check_unique_keys(const qtts_gguf *g, qtts_err *err) {
+    if (g->n_kv < 2) return 0;
+    const char **keys = qtts_malloc((size_t)g->n_kv * sizeof *keys, err);
+    if (!keys) return -1;
+    for (int i = 0; i < g->n_kv; i++) keys[i] = g->kv[i].key;
+    qsort(keys, (size_t)g->n_kv, sizeof *keys, cmp_name);
+    int rc = 0;
+    for (int i = 1; i < g->n_kv && !rc; i++)
+        if (!strcmp(keys[i], keys[i - 1])) rc = qtts_fail(err, "%s: metadata key '%s' appears twice", g->label, keys[i]);
+    free(keys);
+    return rc;
+}
+
 static int parse_tensor_info(rd *r, qtts_gguf *g, int i, uint64_t *offset) {
     const unsigned char *s;
     uint64_t len, ndim, dims[QTTS_MAX_DIMS], type;
@@ -302,10 +316,6 @@ qtts_gguf *qtts_gguf_parse(const unsigned char *buf, size_t size, const char *la
         memcpy(e->key, s, (size_t)len);
         e->key[len] = 0;
         g->n_kv = (int)i + 1;
-        if (qtts_gguf_find_key(g, e->key) != (int)i) {
-            qtts_fail(err, "%s: metadata key '%s' appears twice", g->label, e->key);
-            goto fail;
-        }
         if (rd_uint(&r, 4, &type, "metadata value type")) goto fail;
         e->type = (qtts_gguf_type)type;
         if (type > QTTS_GGUF_F64) {
@@ -325,6 +335,7 @@ qtts_gguf *qtts_gguf_parse(const unsigned char *buf, size_t size, const char *la
             g->alignment = a;
         }
     }
+    if (check_unique_keys(g, err)) goto fail;
     uint64_t *offsets = qtts_calloc((size_t)n_tensors + 1, sizeof *offsets, err);
     if (!offsets) goto fail;
     for (uint64_t i = 0; i < n_tensors; i++) {
@@ -684,6 +695,7 @@ int qtts_gguf_write(const char *path, const qtts_store *st, const qtts_gguf_kv *
         free(tmp);
         return -1;
     }
+    (void)fchmod(fd, 0644); /* mkstemp makes 0600; a model file is normally world-readable */
     wr w = {fdopen(fd, "wb"), 0, 0};
     if (!w.f) {
         close(fd);

@@ -224,12 +224,20 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
     return out;
 }
 
+qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
+    if (qtts_dtype_row_bytes(want, cols)) return want;
+    if (want == QTTS_Q4_K && qtts_dtype_row_bytes(QTTS_Q8_0, cols)) return QTTS_Q8_0;
+    if (want == QTTS_Q4_K || want == QTTS_Q8_0) return fallback;
+    return want;
+}
+
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
     memset(m, 0, sizeof *m);
     if (t->ndim < 2) return qtts_fail(err, "tensor '%s' is not a matrix", t->name);
     int64_t rows = t->shape[0], cols = 1;
     for (int i = 1; i < t->ndim; i++) cols *= t->shape[i];
     if (want == QTTS_DTYPE_INVALID) want = t->type;
+    want = qtts_dtype_fit(want, cols, t->type);
     m->rows = rows;
     m->cols = cols;
     m->type = want;

@@ -51,8 +51,13 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err);
 /* Converts n elements of src (type t) to f32 into dst. n must be a multiple of the block size. */
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err);
 
+/* The storage type a row of `cols` elements gets when `want` is asked for:
+ * block-quantized types need whole blocks per row, so Q4_K falls back to
+ * Q8_0 and then, like Q8_0, to `fallback` (as llama.cpp does for odd rows). */
+qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback);
+
 /* A weight matrix from a tensor of 2 or more dims (trailing dims are folded
- * into cols). If want == the tensor's type (or QTTS_DTYPE_INVALID) it is a
+ * into cols); the type is qtts_dtype_fit(want, cols, tensor type). If want == the tensor's type (or QTTS_DTYPE_INVALID) it is a
  * zero-copy view; otherwise the data is converted into owned storage. */
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 

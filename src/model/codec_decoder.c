@@ -17,17 +17,22 @@
 #include <sys/stat.h>
 
 #include "tensor/conv.h"
-#include "tensor/linear.h"
 #include "tensor/ops.h"
 
 enum { MAX_STAGES = 8, N_RES = 3, RES_K = 7 };
 static const int64_t k_res_dilations[N_RES] = {1, 3, 9}; /* fixed by the architecture */
 
-/* A causal conv run time-major: y rows = im2col(x with history) * m^T + bias.
+/* A dense layer run time-major: y[m][:] = W x[m][:K] + bias (W packed for qtts_gemm). */
+typedef struct {
+    qtts_gemm_b w;
+    float *bias; /* [N] or NULL */
+    int64_t K, N;
+} lin;
+
+/* A causal conv run time-major: y rows = im2col(x with history) * wt + bias.
  * For a transposed conv each input row yields `mult` output rows. */
 typedef struct {
-    qtts_mat m;
-    float *bias;
+    lin l;
     int64_t c_in, c_out, k, dil, hist, mult;
 } tmconv;
 
@@ -36,7 +41,7 @@ typedef struct {
 } snake;
 
 typedef struct {
-    qtts_mat q, k, v, o, gate, up, down;
+    lin qkv, o, gate_up, down; /* q|k|v and gate|up stacked: one weight pass each */
     float *in_norm, *post_norm, *ls_attn, *ls_mlp;
 } tlayer;
 
@@ -45,8 +50,7 @@ typedef struct {
     float *dw_wt, *dw_b; /* depthwise [k][L] (transposed), bias [L] */
     int64_t dw_k;
     float *ln_w, *ln_b, *gamma;
-    qtts_mat pw1, pw2;
-    float *pw1_b, *pw2_b;
+    lin pw1, pw2;
     int64_t inner;
 } upstage;
 
@@ -65,8 +69,9 @@ typedef struct {
 } dblock;
 
 enum {
-    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_K, WS_V, WS_AO, WS_O, WS_G, WS_U,
-    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_CMB, WS_XP, WS_PH, WS_TMP, WS_COUNT
+    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_AO, WS_O, WS_G, WS_U,
+    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_BLK,
+    WS_COUNT = WS_BLK + MAX_STAGES
 };
 
 struct qtts_codec_decoder {
@@ -76,10 +81,10 @@ struct qtts_codec_decoder {
     float rms_eps;
     double rope_theta;
     float *codebooks; /* [nq][cb][half], normalised */
-    qtts_mat p_first, p_rest;
+    lin p_first, p_rest;
     tmconv pre;
-    qtts_mat in_proj, out_proj;
-    float *in_proj_b, *out_proj_b, *norm_w;
+    lin in_proj, out_proj;
+    float *norm_w;
     tlayer *layers;
     upstage up[MAX_STAGES];
     tmconv dec0;
@@ -87,6 +92,7 @@ struct qtts_codec_decoder {
     snake fin_act;
     qtts_conv fin_conv;
     int64_t max_chunk;
+    int64_t cm_budget; /* bytes of a block output kept cache-resident (see cm_chain) */
     void **allocs;
     int n_allocs, cap_allocs;
     float *ws[WS_COUNT];
@@ -138,10 +144,60 @@ static float *load_vec(qtts_codec_decoder *d, const qtts_store *st, const char *
     return load_f32(d, st, name, 1, &n, err);
 }
 
-static int load_mat(const qtts_store *st, const char *name, int64_t rows, int64_t cols, qtts_mat *m, qtts_err *err) {
-    const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
+/* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
+static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
+    if (qtts_gemm_b_init(&l->w, w, N, K, err)) return -1;
+    if (!keep(d, l->w.p, err)) {
+        l->w.p = NULL;
+        return -1;
+    }
+    l->bias = bias;
+    l->K = K;
+    l->N = N;
+    return 0;
+}
+
+/* Linear weight `name` of shape [rows][cols] (-1 = any; extra trailing dims fold into cols if ndim 3). */
+static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *name, int ndim, const int64_t *shape,
+                    const char *bias_name, lin *l, qtts_err *err) {
+    const qtts_tensor *t = qtts_store_get(st, name, ndim, shape, err);
     if (!t) return -1;
-    return qtts_mat_from_tensor(m, t, QTTS_DTYPE_INVALID, err);
+    int64_t rows = t->shape[0], cols = qtts_tensor_numel(t) / (rows ? rows : 1);
+    float *b = NULL;
+    if (bias_name && !(b = load_vec(d, st, bias_name, rows, err))) return -1;
+    float *w = qtts_tensor_to_f32(t, err);
+    if (!w) return -1;
+    int rc = make_lin(d, w, rows, cols, b, l, err);
+    free(w);
+    return rc;
+}
+
+static int load_mat(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t rows, int64_t cols,
+                    lin *l, qtts_err *err) {
+    return load_lin(d, st, name, 2, (int64_t[]){rows, cols}, NULL, l, err);
+}
+
+/* Several [rows_i][cols] weights "<prefix>.<sub_i>.weight" stacked into one layer. */
+static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, const char *const *subs,
+                     const int64_t *rows, int n, int64_t cols, lin *l, qtts_err *err) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    float *w = qtts_malloc((size_t)(total * cols) * sizeof(float), err);
+    if (!w) return -1;
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s.%s.weight", prefix, subs[i]);
+        const qtts_tensor *t = qtts_store_get2(st, name, rows[i], cols, err);
+        if (!t || qtts_convert_to_f32(t->type, t->data, w + off * cols, rows[i] * cols, err)) {
+            free(w);
+            return -1;
+        }
+        off += rows[i];
+    }
+    int rc = make_lin(d, w, total, cols, NULL, l, err);
+    free(w);
+    return rc;
 }
 
 static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t C, snake *s,
@@ -166,11 +222,10 @@ static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *p
 static int load_tmconv(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t c_out, int64_t c_in,
                        int64_t k, int64_t dil, tmconv *c, qtts_err *err) {
     char n[256];
+    char bn[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
-    const qtts_tensor *t = qtts_store_get3(st, n, c_out, c_in, k, err);
-    if (!t || qtts_mat_from_tensor(&c->m, t, QTTS_DTYPE_INVALID, err)) return -1;
-    snprintf(n, sizeof n, "%s.bias", prefix);
-    if (!(c->bias = load_vec(d, st, n, c_out, err))) return -1;
+    snprintf(bn, sizeof bn, "%s.bias", prefix);
+    if (load_lin(d, st, n, 3, (int64_t[]){c_out, c_in, k}, bn, &c->l, err)) return -1;
     c->c_in = c_in;
     c->c_out = c_out;
     c->k = k;
@@ -191,14 +246,17 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     float *b = load_vec(d, st, n, c_out, err);
     if (!b) return -1;
     int64_t taps = 0;
-    float *m = keep(d, qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err), err);
+    float *m = qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err);
     if (!m) return -1;
     float *bt = keep(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
-    if (!bt) return -1;
+    if (!bt) {
+        free(m);
+        return -1;
+    }
     for (int64_t j = 0; j < s; j++) memcpy(bt + j * c_out, b, (size_t)c_out * sizeof(float));
-    c->m = (qtts_mat){.type = QTTS_F32, .rows = s * c_out, .cols = c_in * taps,
-                      .row_bytes = (size_t)(c_in * taps) * sizeof(float), .data = m};
-    c->bias = bt;
+    int rc = make_lin(d, m, s * c_out, c_in * taps, bt, &c->l, err);
+    free(m);
+    if (rc) return -1;
     c->c_in = c_in;
     c->c_out = c_out;
     c->k = taps;
@@ -241,6 +299,7 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
     d->rms_eps = (float)cfg->dec.rms_eps;
     d->rope_theta = cfg->dec.rope_theta;
     d->max_chunk = 8;
+    d->cm_budget = 1 << 19;
     if (d->nq < 2 || d->cb <= 0 || d->cd < 2 || d->cd % 2 || d->L <= 0 || d->Hd <= 0 || d->nh <= 0 || d->nkv <= 0 ||
         d->nh % d->nkv || d->hd <= 0 || d->hd % 2 || d->I <= 0 || d->W <= 0 || d->D <= 0 || d->n_layers < 0 ||
         d->n_up < 0 || d->n_up > MAX_STAGES || d->n_blk < 1 || d->n_blk > MAX_STAGES || d->D % (1LL << d->n_blk))
@@ -292,22 +351,20 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
         free(e);
         free(u);
     }
-    {
-        const qtts_tensor *t1 = qtts_store_get3(st, "decoder.quantizer.rvq_first.output_proj.weight", d->cd, d->half, 1, err);
-        if (!t1 || qtts_mat_from_tensor(&d->p_first, t1, QTTS_DTYPE_INVALID, err)) return -1;
-        const qtts_tensor *t2 = qtts_store_get3(st, "decoder.quantizer.rvq_rest.output_proj.weight", d->cd, d->half, 1, err);
-        if (!t2 || qtts_mat_from_tensor(&d->p_rest, t2, QTTS_DTYPE_INVALID, err)) return -1;
-    }
+    if (load_lin(d, st, "decoder.quantizer.rvq_first.output_proj.weight", 3, (int64_t[]){d->cd, d->half, 1}, NULL,
+                 &d->p_first, err) ||
+        load_lin(d, st, "decoder.quantizer.rvq_rest.output_proj.weight", 3, (int64_t[]){d->cd, d->half, 1}, NULL,
+                 &d->p_rest, err))
+        return -1;
 
     if (load_tmconv(d, st, "decoder.pre_conv.conv", d->L, d->cd, 3, 1, &d->pre, err)) return -1;
 
-    if (load_mat(st, "decoder.pre_transformer.input_proj.weight", d->Hd, d->L, &d->in_proj, err) ||
-        load_mat(st, "decoder.pre_transformer.output_proj.weight", d->L, d->Hd, &d->out_proj, err))
+    if (load_lin(d, st, "decoder.pre_transformer.input_proj.weight", 2, (int64_t[]){d->Hd, d->L},
+                 "decoder.pre_transformer.input_proj.bias", &d->in_proj, err) ||
+        load_lin(d, st, "decoder.pre_transformer.output_proj.weight", 2, (int64_t[]){d->L, d->Hd},
+                 "decoder.pre_transformer.output_proj.bias", &d->out_proj, err))
         return -1;
-    if (!(d->in_proj_b = load_vec(d, st, "decoder.pre_transformer.input_proj.bias", d->Hd, err)) ||
-        !(d->out_proj_b = load_vec(d, st, "decoder.pre_transformer.output_proj.bias", d->L, err)) ||
-        !(d->norm_w = load_vec(d, st, "decoder.pre_transformer.norm.weight", d->Hd, err)))
-        return -1;
+    if (!(d->norm_w = load_vec(d, st, "decoder.pre_transformer.norm.weight", d->Hd, err))) return -1;
     d->layers = keep(d, qtts_calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *d->layers, err), err);
     if (!d->layers) return -1;
     int64_t qd = d->nh * d->hd, kvd = d->nkv * d->hd;
@@ -317,16 +374,19 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
         snprintf(p, sizeof p, "decoder.pre_transformer.layers.%lld", (long long)l);
 #define LMAT(field, sub, r, c)                                    \
     snprintf(n, sizeof n, "%s.%s.weight", p, sub);                \
-    if (load_mat(st, n, r, c, &ly->field, err)) return -1;
+    if (load_mat(d, st, n, r, c, &ly->field, err)) return -1;
 #define LVEC(field, sub)                                          \
     snprintf(n, sizeof n, "%s.%s", p, sub);                       \
     if (!(ly->field = load_vec(d, st, n, d->Hd, err))) return -1;
-        LMAT(q, "self_attn.q_proj", qd, d->Hd)
-        LMAT(k, "self_attn.k_proj", kvd, d->Hd)
-        LMAT(v, "self_attn.v_proj", kvd, d->Hd)
+        {
+            const char *subs[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+            const int64_t rows[] = {qd, kvd, kvd};
+            if (stack_lin(d, st, p, subs, rows, 3, d->Hd, &ly->qkv, err)) return -1;
+            const char *mlp[] = {"mlp.gate_proj", "mlp.up_proj"};
+            const int64_t mrows[] = {d->I, d->I};
+            if (stack_lin(d, st, p, mlp, mrows, 2, d->Hd, &ly->gate_up, err)) return -1;
+        }
         LMAT(o, "self_attn.o_proj", d->Hd, qd)
-        LMAT(gate, "mlp.gate_proj", d->I, d->Hd)
-        LMAT(up, "mlp.up_proj", d->I, d->Hd)
         LMAT(down, "mlp.down_proj", d->Hd, d->I)
         LVEC(in_norm, "input_layernorm.weight")
         LVEC(post_norm, "post_attention_layernorm.weight")
@@ -363,14 +423,15 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
         UVEC(ln_w, "norm.weight", d->L)
         UVEC(ln_b, "norm.bias", d->L)
         UVEC(gamma, "gamma", d->L)
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv1.weight", (long long)u);
-        if (load_mat(st, n, -1, d->L, &us->pw1, err)) return -1;
-        us->inner = us->pw1.rows;
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv2.weight", (long long)u);
-        if (load_mat(st, n, d->L, us->inner, &us->pw2, err)) return -1;
-        UVEC(pw1_b, "pwconv1.bias", us->inner)
-        UVEC(pw2_b, "pwconv2.bias", d->L)
 #undef UVEC
+        char bn[256];
+        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv1.weight", (long long)u);
+        snprintf(bn, sizeof bn, "decoder.upsample.%lld.1.pwconv1.bias", (long long)u);
+        if (load_lin(d, st, n, 2, (int64_t[]){-1, d->L}, bn, &us->pw1, err)) return -1;
+        us->inner = us->pw1.N;
+        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv2.weight", (long long)u);
+        snprintf(bn, sizeof bn, "decoder.upsample.%lld.1.pwconv2.bias", (long long)u);
+        if (load_lin(d, st, n, 2, (int64_t[]){d->L, us->inner}, bn, &us->pw2, err)) return -1;
     }
 
     {
@@ -471,22 +532,6 @@ qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
 
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     if (!d) return;
-    qtts_mat_free(&d->p_first);
-    qtts_mat_free(&d->p_rest);
-    qtts_mat_free(&d->pre.m);
-    qtts_mat_free(&d->in_proj);
-    qtts_mat_free(&d->out_proj);
-    if (d->layers)
-        for (int64_t l = 0; l < d->n_layers; l++) {
-            tlayer *ly = &d->layers[l];
-            qtts_mat *ms[] = {&ly->q, &ly->k, &ly->v, &ly->o, &ly->gate, &ly->up, &ly->down};
-            for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) qtts_mat_free(ms[i]);
-        }
-    for (int u = 0; u < MAX_STAGES; u++) {
-        qtts_mat_free(&d->up[u].pw1);
-        qtts_mat_free(&d->up[u].pw2);
-    }
-    qtts_mat_free(&d->dec0.m);
     for (int b = 0; b < MAX_STAGES; b++) {
         qtts_conv_free(&d->blk[b].tconv_cm);
         for (int r = 0; r < N_RES; r++) {
@@ -512,6 +557,10 @@ void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *d, int64_t frames) {
     d->max_chunk = frames < 1 ? 1 : frames > 256 ? 256 : frames;
 }
 
+void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
+    d->cm_budget = bytes < 1 ? 1 : bytes;
+}
+
 double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
     double m = 2.0 * d->cd * d->half + (double)d->L * d->cd * d->pre.k;
     int64_t qd = d->nh * d->hd, kvd = d->nkv * d->hd;
@@ -519,11 +568,11 @@ double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
     int64_t spf = 1;
     for (int64_t u = 0; u < d->n_up; u++) {
         const upstage *us = &d->up[u];
-        m += (double)spf * us->tconv.m.rows * us->tconv.m.cols;
+        m += (double)spf * us->tconv.l.N * us->tconv.l.K;
         spf *= us->tconv.mult;
         m += (double)spf * (d->L * us->dw_k + 2.0 * d->L * us->inner);
     }
-    m += (double)spf * d->dec0.m.rows * d->dec0.m.cols;
+    m += (double)spf * d->dec0.l.N * d->dec0.l.K;
     for (int64_t b = 0; b < d->n_blk; b++) {
         const dblock *bk = &d->blk[b];
         m += (double)spf * bk->in * bk->out * (bk->tm ? bk->tconv_tm.k : bk->tconv_cm.k) * bk->rate;
@@ -657,6 +706,17 @@ static void emit_cm(qtts_codec_stream *s, const char *stage, const float *x, int
     if (s->dbg) s->dbg(s->dbg_ctx, stage, x, C, n, ld, 1);
 }
 
+/* Small jobs run inline: waking the workers costs more than the work. */
+static qtts_pool *par(qtts_pool *pool, double work) { return work < 262144.0 ? NULL : pool; }
+
+static int lin_run(qtts_codec_decoder *d, qtts_pool *pool, const lin *l, const float *x, int64_t M, float *y,
+                   qtts_err *err) {
+    float *pack = ws(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
+    if (!pack) return -1;
+    qtts_gemm(pool, M, x, l->K, &l->w, y, l->N, l->bias, 0, pack);
+    return 0;
+}
+
 /* Time-major causal conv over the stacked rows of several streams: rows[i]
  * input rows of stream i (from x, c_in floats each), hists[i] its history. */
 static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, float *const *hists,
@@ -666,10 +726,7 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
         N += rows[i];
         mx = rows[i] > mx ? rows[i] : mx;
     }
-    if (c->hist == 0 && c->k == 1) {
-        qtts_linear(pool, &c->m, c->bias, x, N, y);
-        return 0;
-    }
+    if (c->hist == 0 && c->k == 1) return lin_run(d, pool, &c->l, x, N, y, err);
     int64_t cols = c->c_in * c->k;
     float *col = ws(d, WS_COL, N * cols, err), *tmp = ws(d, WS_HTMP, (c->hist + mx) * c->c_in, err);
     if (!col || !tmp) return -1;
@@ -682,52 +739,54 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
         memcpy(hists[i], tmp + rows[i] * c->c_in, hb);
         off += rows[i];
     }
-    qtts_linear(pool, &c->m, c->bias, col, N, y);
-    return 0;
+    return lin_run(d, pool, &c->l, col, N, y, err);
 }
 
 /* The transformer over the stacked rows x [N][L] -> y [N][L]. */
 static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int64_t *F,
                        const int64_t *roff, int ns, int64_t N, const float *in, float *y, qtts_err *err) {
     int64_t Hd = d->Hd, qd = d->nh * d->hd, kvd = d->nkv * d->hd;
-    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *Q = ws(d, WS_Q, N * qd, err);
-    float *K = ws(d, WS_K, N * kvd, err), *V = ws(d, WS_V, N * kvd, err), *AO = ws(d, WS_AO, N * qd, err);
-    float *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * d->I, err), *Up = ws(d, WS_U, N * d->I, err);
-    if (!X || !Hn || !Q || !K || !V || !AO || !O || !G || !Up) return -1;
+    int64_t qkvd = qd + 2 * kvd, I = d->I;
+    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *QKV = ws(d, WS_Q, N * qkvd, err);
+    float *AO = ws(d, WS_AO, N * qd, err), *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * I, err);
+    float *GU = ws(d, WS_U, N * 2 * I, err);
+    if (!X || !Hn || !QKV || !AO || !O || !G || !GU) return -1;
     for (int i = 0; i < ns; i++)
         if (kv_reserve(S[i], d->W - 1 + F[i], err)) return -1;
-    qtts_linear(pool, &d->in_proj, d->in_proj_b, in, N, X);
+    if (lin_run(d, pool, &d->in_proj, in, N, X, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         const tlayer *ly = &d->layers[l];
-        qtts_rmsnorm(pool, X, ly->in_norm, N, Hd, d->rms_eps, Hn);
-        qtts_linear(pool, &ly->q, NULL, Hn, N, Q);
-        qtts_linear(pool, &ly->k, NULL, Hn, N, K);
-        qtts_linear(pool, &ly->v, NULL, Hn, N, V);
+        qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->in_norm, N, Hd, d->rms_eps, Hn);
+        if (lin_run(d, pool, &ly->qkv, Hn, N, QKV, err)) return -1;
         for (int i = 0; i < ns; i++) {
             qtts_codec_stream *s = S[i];
-            float *q = Q + roff[i] * qd, *k = K + roff[i] * kvd, *v = V + roff[i] * kvd;
-            qtts_rope_neox(q, F[i], qd, d->nh, d->hd, s->pos, d->rope_theta);
-            qtts_rope_neox(k, F[i], kvd, d->nkv, d->hd, s->pos, d->rope_theta);
-            memcpy(s->kc[l] + s->n_cached * kvd, k, (size_t)(F[i] * kvd) * sizeof(float));
-            memcpy(s->vc[l] + s->n_cached * kvd, v, (size_t)(F[i] * kvd) * sizeof(float));
-            qtts_attn_args a = {.q = q, .q_stride = qd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
+            float *q = QKV + roff[i] * qkvd, *k = q + qd;
+            qtts_rope_neox(q, F[i], qkvd, d->nh, d->hd, s->pos, d->rope_theta);
+            qtts_rope_neox(k, F[i], qkvd, d->nkv, d->hd, s->pos, d->rope_theta);
+            for (int64_t f = 0; f < F[i]; f++) {
+                memcpy(s->kc[l] + (s->n_cached + f) * kvd, k + f * qkvd, (size_t)kvd * sizeof(float));
+                memcpy(s->vc[l] + (s->n_cached + f) * kvd, k + f * qkvd + kvd, (size_t)kvd * sizeof(float));
+            }
+            qtts_attn_args a = {.q = q, .q_stride = qkvd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
                                 .out = AO + roff[i] * qd, .out_stride = qd, .n_q = F[i], .q_first = s->n_cached,
                                 .n_heads = d->nh, .n_kv_heads = d->nkv, .head_dim = d->hd, .window = d->W,
                                 .scale = 1.0f / sqrtf((float)d->hd)};
-            qtts_attention(pool, &a);
+            qtts_attention(par(pool, (double)F[i] * qd * (s->n_cached + F[i]) * 2), &a);
             /* keep the last W-1 keys: all a later query can still see */
             int64_t have = s->n_cached + F[i], keepn = have < d->W - 1 ? have : d->W - 1;
             memmove(s->kc[l], s->kc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
             memmove(s->vc[l], s->vc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
         }
-        qtts_linear(pool, &ly->o, NULL, AO, N, O);
+        if (lin_run(d, pool, &ly->o, AO, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_attn[c] * O[r * Hd + c];
-        qtts_rmsnorm(pool, X, ly->post_norm, N, Hd, d->rms_eps, Hn);
-        qtts_linear(pool, &ly->gate, NULL, Hn, N, G);
-        qtts_linear(pool, &ly->up, NULL, Hn, N, Up);
-        qtts_swiglu(G, Up, N * d->I);
-        qtts_linear(pool, &ly->down, NULL, G, N, O);
+        qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->post_norm, N, Hd, d->rms_eps, Hn);
+        if (lin_run(d, pool, &ly->gate_up, Hn, N, GU, err)) return -1;
+        for (int64_t r = 0; r < N; r++) {
+            memcpy(G + r * I, GU + r * 2 * I, (size_t)I * sizeof(float));
+            qtts_swiglu(G + r * I, GU + r * 2 * I + I, I);
+        }
+        if (lin_run(d, pool, &ly->down, G, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_mlp[c] * O[r * Hd + c];
     }
@@ -737,9 +796,19 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         s->n_cached = have < d->W - 1 ? have : d->W - 1;
         s->pos += F[i];
     }
-    qtts_rmsnorm(pool, X, d->norm_w, N, Hd, d->rms_eps, Hn);
-    qtts_linear(pool, &d->out_proj, d->out_proj_b, Hn, N, y);
-    return 0;
+    qtts_rmsnorm(par(pool, (double)N * Hd), X, d->norm_w, N, Hd, d->rms_eps, Hn);
+    return lin_run(d, pool, &d->out_proj, Hn, N, y, err);
+}
+
+typedef struct {
+    float *x;
+    int64_t width;
+} gelu_job;
+
+static void gelu_rows(void *p, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const gelu_job *j = p;
+    qtts_gelu_erf(j->x + r0 * j->width, (r1 - r0) * j->width);
 }
 
 /* ConvNeXt block in place on x [rows][L] (stacked streams). */
@@ -762,10 +831,11 @@ static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, q
         memcpy(h, tmp + rows[i] * L, (size_t)(H * L) * sizeof(float));
         off += rows[i];
     }
-    qtts_layernorm(pool, dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
-    qtts_linear(pool, &us->pw1, us->pw1_b, dw, N, p1);
-    qtts_gelu_erf(p1, N * us->inner);
-    qtts_linear(pool, &us->pw2, us->pw2_b, p1, N, dw);
+    qtts_layernorm(par(pool, (double)N * L), dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
+    if (lin_run(d, pool, &us->pw1, dw, N, p1, err)) return -1;
+    gelu_job gj = {p1, us->inner};
+    qtts_parallel_for(par(pool, (double)N * us->inner * 8), N, 1, gelu_rows, &gj);
+    if (lin_run(d, pool, &us->pw2, p1, N, dw, err)) return -1;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < L; c++) x[r * L + c] += us->gamma[c] * dw[r * L + c];
     return 0;
@@ -780,49 +850,66 @@ static void cm_pad(qtts_pool *pool, const float *in, int64_t ldin, float *xp, fl
     for (int64_t c = 0; c < C; c++) memcpy(hist + c * H, xp + c * ld + T, (size_t)H * sizeof(float));
 }
 
-/* Channel-major part (residual units onward) of one stream. in: time-major
- * [T][C] rows (the last time-major stage output), b0: first block to run
- * whole (a block before it only needs its residual units). */
-static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
-                   int64_t T, float *out, qtts_err *err) {
+/* Output samples per input sample of the channel-major chain from block b on. */
+static int64_t chain_gain(const qtts_codec_decoder *d, int64_t b) {
+    int64_t g = 1;
+    for (int64_t j = b; j < d->n_blk; j++) g *= d->blk[j].tm ? 1 : d->blk[j].rate;
+    return g;
+}
+
+
+/* Blocks b.. of the channel-major tail and the output conv for one stream:
+ * in holds C channels x T samples (row stride ldin; for a block whose
+ * transposed conv already ran time-major it is that conv's output and is
+ * updated in place); out gets T*chain_gain(b) samples. When a block's output
+ * would outgrow the cache budget, the rest of the chain runs on pieces of
+ * the input: every layer carries its own history, so this is exact, and the
+ * big early weights still see the whole chunk. */
+static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, int64_t b, float *in,
+                    int64_t ldin, int64_t C, int64_t T, float *out, qtts_err *err) {
     char name[32];
-    float *cur = ws(d, WS_CMA, C * T, err);
-    if (!cur) return -1;
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
-    int slot = WS_CMA;
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    for (; b < d->n_blk; b++) {
         const dblock *bk = &d->blk[b];
+        int64_t up = bk->tm ? 1 : bk->rate;
+        if (T > 1 && T * up * bk->out * (int64_t)sizeof(float) > d->cm_budget) {
+            int64_t p = d->cm_budget / (up * bk->out * (int64_t)sizeof(float)), g = chain_gain(d, b);
+            if (p < 1) p = 1;
+            for (int64_t t0 = 0; t0 < T; t0 += p)
+                if (cm_chain(d, pool, s, b, in + t0, ldin, C, T - t0 < p ? T - t0 : p, out + t0 * g, err)) return -1;
+            return 0;
+        }
+        float *cur = in;
+        int64_t ld = ldin;
         if (!bk->tm) {
             int64_t H = qtts_conv_history(&bk->tconv_cm), Tout = T * bk->rate;
             float *xp = ws(d, WS_XP, bk->in * (H + T), err), *ph = ws(d, WS_PH, bk->rate * bk->out * T, err);
-            int nslot = slot == WS_CMA ? WS_CMB : WS_CMA;
-            float *nx = ws(d, nslot, bk->out * Tout, err);
-            if (!xp || !ph || !nx) return -1;
-            cm_pad(pool, cur, T, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
+            cur = ws(d, WS_BLK + (int)b, bk->out * Tout, err);
+            if (!xp || !ph || !cur) return -1;
+            cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
             qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0);
-            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, nx, Tout);
-            cur = nx;
-            slot = nslot;
-            T = Tout;
+            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout);
+            ld = T = Tout;
         }
         for (int r = 0; r < N_RES; r++) {
             const resunit *ru = &bk->ru[r];
             int64_t H = qtts_conv_history(&ru->c1);
             float *xp = ws(d, WS_XP, bk->out * (H + T), err), *tmp = ws(d, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
-            cm_pad(pool, cur, T, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
+            cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
             qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0);
             qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib);
-            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, T, cur, T);
+            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
-        emit_cm(s, name, cur, T, bk->out, T);
+        emit_cm(s, name, cur, ld, bk->out, T);
+        in = cur;
+        ldin = ld;
+        C = bk->out;
     }
     int64_t H = qtts_conv_history(&d->fin_conv);
     float *xp = ws(d, WS_XP, d->d_last * (H + T), err);
     if (!xp) return -1;
-    cm_pad(pool, cur, T, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
+    cm_pad(pool, in, ldin, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 1);
     emit_cm(s, name, xp + H, H + T, d->d_last, T);
     qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0);
@@ -830,6 +917,16 @@ static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s,
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];
     return 0;
+}
+
+/* Channel-major part of one stream, from the last time-major output [T][C]. */
+static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
+                   int64_t T, float *out, qtts_err *err) {
+    float *cur = ws(d, WS_CMA, C * T, err);
+    if (!cur) return -1;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
+    return cm_chain(d, pool, s, 0, cur, T, C, T, out, err);
 }
 
 /* One step: ns streams with 1..max_chunk frames each, codes validated. */
@@ -858,8 +955,7 @@ static int step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const
                 for (int64_t k = 0; k < half; k++) ar[k] += e[k];
             }
         }
-    qtts_linear(pool, &d->p_first, NULL, A0, N, Z);
-    qtts_linear(pool, &d->p_rest, NULL, AR, N, Z2);
+    if (lin_run(d, pool, &d->p_first, A0, N, Z, err) || lin_run(d, pool, &d->p_rest, AR, N, Z2, err)) return -1;
     for (int64_t k = 0; k < N * cd; k++) Z[k] += Z2[k];
     for (int i = 0; i < ns; i++) emit_tm(S[i], "rvq_out", Z + roff[i] * cd, cd, F[i]);
 

@@ -45,6 +45,10 @@ int64_t qtts_codec_decoder_frame_samples(const qtts_codec_decoder *dec); /* 1920
 int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *dec);   /* 24000 */
 /* Frames processed per internal step (longer feeds are split; exact either way). Default 8. */
 void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *dec, int64_t frames);
+/* Largest block output (bytes) the high-rate tail keeps in cache before it
+ * runs the remaining blocks on pieces of the step (exact either way; for
+ * tuning and tests). Default 512 KiB. */
+void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *dec, int64_t bytes);
 
 /* A stream's state; starts at frame 0 with zero history. */
 qtts_codec_stream *qtts_codec_stream_new(const qtts_codec_decoder *dec, qtts_err *err);
@@ -63,7 +67,9 @@ typedef void (*qtts_codec_stage_fn)(void *ctx, const char *stage, const float *d
                                     int64_t ch_stride, int64_t t_stride);
 void qtts_codec_stream_set_debug(qtts_codec_stream *s, qtts_codec_stage_fn fn, void *ctx);
 
-/* Streaming decode of n_frames new frames: out gets n_frames*frame_samples samples. */
+/* Streaming decode of n_frames new frames: out gets n_frames*frame_samples samples.
+ * Bad codes are rejected before anything changes; after any other failure
+ * (out of memory) the stream is inconsistent and must be reset. */
 int qtts_codec_decode_feed(qtts_codec_decoder *dec, qtts_pool *pool, qtts_codec_stream *s, const int32_t *codes,
                            int64_t n_frames, float *out, qtts_err *err);
 

@@ -490,7 +490,7 @@ int qtts_codec_encoder_encode(const qtts_codec_encoder *e, qtts_pool *pool, cons
         return qtts_fail(err, "speech tokenizer encoder: %lld quantizers requested (1..%lld available)",
                          (long long)n_q, (long long)qtts_codec_encoder_max_quantizers(e));
     int64_t t25 = 0, H = e->hidden, d = e->vq_dim;
-    float *lat = NULL, *xt = NULL, *ds = NULL, *dst = NULL, *sem = NULL, *ac = NULL, *scratch = NULL;
+    float *xt = NULL, *ds = NULL, *dst = NULL, *sem = NULL, *ac = NULL, *scratch = NULL;
     int rc = -1;
     float *sn = seanet(e, pool, wav, n, &t25, err);
     if (!sn) goto done;
@@ -537,7 +537,6 @@ int qtts_codec_encoder_encode(const qtts_codec_encoder *e, qtts_pool *pool, cons
 done:
     if (rc) qtts_fail_prefix(err, "speech tokenizer encoder");
     free(sn);
-    free(lat);
     free(xt);
     free(ds);
     free(dst);

@@ -3,15 +3,17 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tensor/linear.h"
 
-struct qtts_request {
+struct qtts_gen_request {
     const qtts_talker_model *m;
     qtts_gen_params p;
     qtts_prompt prompt;
     qtts_kv_cache kv, cp_kv;
     int prefilled, in_batch;
+    struct qtts_batch *batch; /* the batch holding it, or NULL */
     int32_t pending;   /* sampled codebook-0 token waiting for its frame, or -1 */
     int64_t step;      /* talker steps done (= codebook-0 tokens sampled) */
     float *h;          /* talker normed hidden that produced `pending` */
@@ -28,7 +30,7 @@ struct qtts_request {
 
 struct qtts_batch {
     const qtts_talker_model *m;
-    qtts_request **reqs;
+    qtts_gen_request **reqs;
     int n, cap;
     qtts_lm_work work;
     qtts_cp_work cpw;
@@ -39,10 +41,34 @@ struct qtts_batch {
     float *samp;             /* [2 x V] */
     float *h, *e0, *esum;    /* [b x D] */
     int32_t *codes;          /* [b x (G-1)] */
-    qtts_request **act;      /* [b] */
+    qtts_gen_request **act;      /* [b] */
     qtts_kv_cache **caches;  /* [b] */
     int64_t *ntok;           /* [b] */
+    qtts_batch_timing timing;
 };
+
+/* ---- stage timing (benchmarks) ---- */
+
+typedef struct {
+    int64_t wall, cpu;
+} stamp;
+
+static int64_t ns_of(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static stamp stamp_now(void) { return (stamp){ns_of(CLOCK_MONOTONIC), ns_of(CLOCK_THREAD_CPUTIME_ID)}; }
+static void stage_add(qtts_stage_time *t, stamp since, int64_t rows) {
+    stamp n = stamp_now();
+    t->wall_ns += n.wall - since.wall;
+    t->cpu_ns += n.cpu - since.cpu;
+    t->calls++;
+    t->rows += rows;
+}
+
+void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out) { *out = b->timing; }
+void qtts_batch_reset_timing(qtts_batch *b) { memset(&b->timing, 0, sizeof b->timing); }
 
 void qtts_gen_params_from_config(qtts_gen_params *p, const qtts_generation_config *g) {
     memset(p, 0, sizeof *p);
@@ -71,7 +97,7 @@ static int check_params(const qtts_gen_params *p, qtts_err *err) {
     return 0;
 }
 
-qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
+qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
                                        qtts_err *err) {
     if (check_params(p, err)) return NULL;
     if (prompt->dim != m->cfg.talker.hidden || prompt->n_rows <= 0 || prompt->n_trailing < 0) {
@@ -79,7 +105,7 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
                   (long long)m->cfg.talker.hidden);
         return NULL;
     }
-    qtts_request *r = qtts_calloc(1, sizeof *r, err);
+    qtts_gen_request *r = qtts_calloc(1, sizeof *r, err);
     if (!r) return NULL;
     r->m = m;
     r->p = *p;
@@ -90,7 +116,7 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
         qtts_kv_init(&r->cp_kv, &m->cfg.cp, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
         !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) || !(r->seen = qtts_calloc((size_t)V, 1, err))) {
-        qtts_request_free(r);
+        qtts_gen_request_free(r);
         return NULL;
     }
     r->prompt = *prompt;
@@ -98,27 +124,28 @@ qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *
     return r;
 }
 
-qtts_request *qtts_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
+qtts_gen_request *qtts_gen_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
                                const qtts_gen_params *p, qtts_err *err) {
     if (check_params(p, err)) return NULL;
     qtts_prompt pr;
     if (qtts_prompt_build(m, pool, spec, &pr, err)) return NULL;
-    qtts_request *r = qtts_request_from_prompt(m, &pr, p, err);
+    qtts_gen_request *r = qtts_gen_request_from_prompt(m, &pr, p, err);
     qtts_prompt_free(&pr);
     return r;
 }
 
-void qtts_request_set_callback(qtts_request *r, qtts_frame_fn fn, void *user) {
+void qtts_gen_request_set_callback(qtts_gen_request *r, qtts_frame_fn fn, void *user) {
     r->cb = fn;
     r->cb_user = user;
 }
-void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t) {
+void qtts_gen_request_set_trace(qtts_gen_request *r, const qtts_gen_trace *t) {
     if (t) r->trace = *t;
     else memset(&r->trace, 0, sizeof r->trace);
 }
 
-void qtts_request_free(qtts_request *r) {
+void qtts_gen_request_free(qtts_gen_request *r) {
     if (!r) return;
+    if (r->in_batch && r->batch) qtts_batch_remove(r->batch, r);
     qtts_prompt_free(&r->prompt);
     qtts_kv_free(&r->kv);
     qtts_kv_free(&r->cp_kv);
@@ -129,11 +156,11 @@ void qtts_request_free(qtts_request *r) {
     free(r);
 }
 
-int qtts_request_finished(const qtts_request *r) { return r->stop != QTTS_STOP_NONE; }
-qtts_stop_reason qtts_request_stop_reason(const qtts_request *r) { return r->stop; }
-int64_t qtts_request_n_frames(const qtts_request *r) { return r->n_frames; }
-const int32_t *qtts_request_codes(const qtts_request *r) { return r->codes; }
-int64_t qtts_request_prompt_len(const qtts_request *r) { return r->prompt.n_rows; }
+int qtts_gen_request_finished(const qtts_gen_request *r) { return r->stop != QTTS_STOP_NONE; }
+qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r) { return r->stop; }
+int64_t qtts_gen_request_n_frames(const qtts_gen_request *r) { return r->n_frames; }
+const int32_t *qtts_gen_request_codes(const qtts_gen_request *r) { return r->codes; }
+int64_t qtts_gen_request_prompt_len(const qtts_gen_request *r) { return r->prompt.n_rows; }
 
 /* ---- batch ---- */
 
@@ -145,7 +172,10 @@ qtts_batch *qtts_batch_new(const qtts_talker_model *m, qtts_err *err) {
 
 void qtts_batch_free(qtts_batch *b) {
     if (!b) return;
-    for (int i = 0; i < b->n; i++) b->reqs[i]->in_batch = 0;
+    for (int i = 0; i < b->n; i++) {
+        b->reqs[i]->in_batch = 0;
+        b->reqs[i]->batch = NULL;
+    }
     free(b->reqs);
     qtts_lm_work_free(&b->work);
     qtts_cp_work_free(&b->cpw);
@@ -164,28 +194,30 @@ void qtts_batch_free(qtts_batch *b) {
     free(b);
 }
 
-int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err) {
+int qtts_batch_add(qtts_batch *b, qtts_gen_request *r, qtts_err *err) {
     if (r->m != b->m) return qtts_fail(err, "request belongs to another model");
     if (r->in_batch) return qtts_fail(err, "request is already in a batch");
     if (r->stop != QTTS_STOP_NONE) return qtts_fail(err, "request has already finished");
     if (b->n == b->cap) {
         int cap = b->cap ? b->cap * 2 : 8;
-        qtts_request **n = realloc(b->reqs, (size_t)cap * sizeof *n);
+        qtts_gen_request **n = realloc(b->reqs, (size_t)cap * sizeof *n);
         if (!n) return qtts_fail(err, "out of memory adding a request");
         b->reqs = n;
         b->cap = cap;
     }
     b->reqs[b->n++] = r;
     r->in_batch = 1;
+    r->batch = b;
     return 0;
 }
 
-void qtts_batch_remove(qtts_batch *b, qtts_request *r) {
+void qtts_batch_remove(qtts_batch *b, qtts_gen_request *r) {
     for (int i = 0; i < b->n; i++)
         if (b->reqs[i] == r) {
             memmove(b->reqs + i, b->reqs + i + 1, (size_t)(b->n - i - 1) * sizeof *b->reqs);
             b->n--;
             r->in_batch = 0;
+            r->batch = NULL;
             if (r->stop == QTTS_STOP_NONE) r->stop = QTTS_STOP_CANCELLED;
             return;
         }
@@ -215,7 +247,7 @@ static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err)
             grow((void **)&b->h, (size_t)nb * (size_t)D * f, err) || grow((void **)&b->e0, (size_t)nb * (size_t)D * f, err) ||
             grow((void **)&b->esum, (size_t)nb * (size_t)D * f, err) ||
             grow((void **)&b->codes, (size_t)nb * (size_t)G1 * sizeof(int32_t), err) ||
-            grow((void **)&b->act, (size_t)nb * sizeof(qtts_request *), err) ||
+            grow((void **)&b->act, (size_t)nb * sizeof(qtts_gen_request *), err) ||
             grow((void **)&b->caches, (size_t)nb * sizeof(qtts_kv_cache *), err) ||
             grow((void **)&b->ntok, (size_t)nb * sizeof(int64_t), err))
             return -1;
@@ -225,7 +257,7 @@ static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err)
 }
 
 /* Processes and samples codebook 0 for request r from its raw logits z (modified). */
-static int32_t pick_c0(qtts_batch *b, qtts_request *r, float *z) {
+static int32_t pick_c0(qtts_batch *b, qtts_gen_request *r, float *z) {
     const qtts_model_config *c = &b->m->cfg;
     const int64_t V = c->talker.vocab;
     if (r->trace.talker_logits) memcpy(b->raw, z, (size_t)V * sizeof(float));
@@ -249,18 +281,18 @@ typedef struct {
 
 static int32_t cp_pick(void *ctx, int bi, int group, float *logits, int64_t vocab) {
     qtts_batch *b = ((cp_ctx *)ctx)->b;
-    qtts_request *r = b->act[bi];
+    qtts_gen_request *r = b->act[bi];
     if (r->trace.cp_logits) r->trace.cp_logits(r->trace.user, r->n_frames, group, logits, vocab);
     double u = r->p.cp.do_sample ? qtts_philox_uniform(r->p.seed, r->p.stream, (uint32_t)r->n_frames, (uint32_t)group)
                                  : 0.0;
     return qtts_sample_pick(logits, vocab, &r->p.cp, u, b->samp);
 }
 
-static void finish(qtts_request *r, qtts_stop_reason why) {
+static void finish(qtts_gen_request *r, qtts_stop_reason why) {
     if (r->stop == QTTS_STOP_NONE) r->stop = why;
 }
 
-static int append_frame(qtts_request *r, int64_t G, const int32_t *frame, qtts_err *err) {
+static int append_frame(qtts_gen_request *r, int64_t G, const int32_t *frame, qtts_err *err) {
     if (r->n_frames == r->cap_frames) {
         int64_t cap = r->cap_frames ? r->cap_frames * 2 : 64;
         if (grow((void **)&r->codes, (size_t)cap * (size_t)G * sizeof(int32_t), err)) return -1;
@@ -285,7 +317,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     int np = 0;
     int64_t off = 0;
     for (int i = 0; i < nb; i++) {
-        qtts_request *r = b->reqs[i];
+        qtts_gen_request *r = b->reqs[i];
         if (r->prefilled || r->stop) continue;
         r->prefilled = 1;
         if (r->p.max_frames <= 0) {
@@ -300,6 +332,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         np++;
     }
     if (np) {
+        stamp t0 = stamp_now();
         if (qtts_lm_forward(&m->lm, pool, &b->work, np, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
         int64_t last = 0;
         for (int k = 0; k < np; k++) {
@@ -308,19 +341,21 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         }
         qtts_linear(pool, &m->codec_head, NULL, b->h, np, b->logits);
         for (int k = 0; k < np; k++) {
-            qtts_request *r = b->act[k];
+            qtts_gen_request *r = b->act[k];
             memcpy(r->h, b->h + k * D, (size_t)D * sizeof(float));
             if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, 0, r->h, D);
             int32_t tok = pick_c0(b, r, b->logits + k * V);
             if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
             else r->pending = tok;
         }
+        stage_add(&b->timing.prefill, t0, np);
     }
 
     /* 2. code predictor for every pending codebook-0 token */
     int na = 0;
+    stamp t_cp = stamp_now();
     for (int i = 0; i < nb; i++) {
-        qtts_request *r = b->reqs[i];
+        qtts_gen_request *r = b->reqs[i];
         if (r->stop || r->pending < 0) continue;
         b->act[na] = r;
         b->caches[na] = &r->cp_kv;
@@ -333,12 +368,13 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->e0, b->caches, cp_pick, &cc, b->codes, b->esum,
                                 NULL, NULL, err))
         return -1;
+    stage_add(&b->timing.cp, t_cp, na);
 
     /* 3. emit frames, build next talker inputs */
     int nt = 0;
     int32_t frame[64 + 1];
     for (int k = 0; k < na; k++) {
-        qtts_request *r = b->act[k];
+        qtts_gen_request *r = b->act[k];
         frame[0] = r->pending;
         memcpy(frame + 1, b->codes + k * G1, (size_t)G1 * sizeof(int32_t));
         int64_t fi = r->n_frames;
@@ -362,16 +398,18 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     if (!nt) return 0;
 
     /* 4. one talker step for all of them */
+    stamp t_tk = stamp_now();
     if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
     qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits);
     for (int k = 0; k < nt; k++) {
-        qtts_request *r = b->act[k];
+        qtts_gen_request *r = b->act[k];
         memcpy(r->h, b->hid + k * D, (size_t)D * sizeof(float));
         if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, r->step, r->h, D);
         int32_t tok = pick_c0(b, r, b->logits + k * V);
         if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
         else r->pending = tok;
     }
+    stage_add(&b->timing.talker, t_tk, nt);
     return 0;
 }
 
@@ -383,20 +421,24 @@ int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         for (int i = 0; i < b->n; i++) {
             finish(b->reqs[i], QTTS_STOP_ERROR);
             b->reqs[i]->in_batch = 0;
+            b->reqs[i]->batch = NULL;
         }
         b->n = 0;
         return -1;
     }
     int w = 0;
     for (int i = 0; i < b->n; i++) {
-        if (b->reqs[i]->stop) b->reqs[i]->in_batch = 0;
+        if (b->reqs[i]->stop) {
+            b->reqs[i]->in_batch = 0;
+            b->reqs[i]->batch = NULL;
+        }
         else b->reqs[w++] = b->reqs[i];
     }
     b->n = w;
     return w;
 }
 
-int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_request *r, qtts_err *err) {
+int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_gen_request *r, qtts_err *err) {
     qtts_batch *b = qtts_batch_new(m, err);
     if (!b) return -1;
     int rc = qtts_batch_add(b, r, err);

@@ -43,10 +43,12 @@ typedef enum {
     QTTS_STOP_ERROR,
 } qtts_stop_reason;
 
-typedef struct qtts_request qtts_request;
+typedef struct qtts_gen_request qtts_gen_request;
 
-/* Called for each finished frame (codes[n_codes], n_codes = num_code_groups). */
-typedef void (*qtts_frame_fn)(void *user, qtts_request *r, int64_t frame, const int32_t *codes, int64_t n_codes);
+/* Called for each finished frame (codes[n_codes], n_codes = num_code_groups),
+ * on the thread running qtts_batch_step, as soon as the frame exists. It must
+ * not call the batch functions (add/remove/step) itself. */
+typedef void (*qtts_frame_fn)(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n_codes);
 
 /* Optional hooks for tests and debugging (any may be NULL). step 0 = prefill. */
 typedef struct {
@@ -59,37 +61,51 @@ typedef struct {
 } qtts_gen_trace;
 
 /* Builds the prompt (model/prompt.h) and a request ready to join a batch. */
-qtts_request *qtts_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
+qtts_gen_request *qtts_gen_request_new(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *spec,
                                const qtts_gen_params *p, qtts_err *err);
 /* Same from a prompt built elsewhere; takes ownership of its buffers (prompt is cleared). */
-qtts_request *qtts_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
+qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_prompt *prompt, const qtts_gen_params *p,
                                        qtts_err *err);
-void qtts_request_set_callback(qtts_request *r, qtts_frame_fn fn, void *user);
-void qtts_request_set_trace(qtts_request *r, const qtts_gen_trace *t);
-void qtts_request_free(qtts_request *r); /* must not be in a batch */
+void qtts_gen_request_set_callback(qtts_gen_request *r, qtts_frame_fn fn, void *user);
+void qtts_gen_request_set_trace(qtts_gen_request *r, const qtts_gen_trace *t);
+void qtts_gen_request_free(qtts_gen_request *r); /* leaves its batch first if it is in one */
 
-int qtts_request_finished(const qtts_request *r);
-qtts_stop_reason qtts_request_stop_reason(const qtts_request *r);
-int64_t qtts_request_n_frames(const qtts_request *r);
+int qtts_gen_request_finished(const qtts_gen_request *r);
+qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r);
+int64_t qtts_gen_request_n_frames(const qtts_gen_request *r);
 /* All frames so far, [n_frames x num_code_groups], valid until the next step or free. */
-const int32_t *qtts_request_codes(const qtts_request *r);
-int64_t qtts_request_prompt_len(const qtts_request *r);
+const int32_t *qtts_gen_request_codes(const qtts_gen_request *r);
+int64_t qtts_gen_request_prompt_len(const qtts_gen_request *r);
 
 typedef struct qtts_batch qtts_batch;
 
 qtts_batch *qtts_batch_new(const qtts_talker_model *m, qtts_err *err);
 void qtts_batch_free(qtts_batch *b); /* does not free the requests */
 /* Joins at the next step (its prefill runs then). A request can be in one batch. */
-int qtts_batch_add(qtts_batch *b, qtts_request *r, qtts_err *err);
+int qtts_batch_add(qtts_batch *b, qtts_gen_request *r, qtts_err *err);
 /* Leaves now; an unfinished request is marked CANCELLED. */
-void qtts_batch_remove(qtts_batch *b, qtts_request *r);
+void qtts_batch_remove(qtts_batch *b, qtts_gen_request *r);
 int qtts_batch_size(const qtts_batch *b);
 /* One frame for every request in the batch. Finished requests leave the
  * batch. Returns the number of requests still in it, or -1 (then every
  * request of the batch is stopped with QTTS_STOP_ERROR and removed). */
 int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err);
 
+/* Cumulative time spent in each stage of qtts_batch_step since the batch was
+ * made or the last reset (for benchmarks): wall and calling-thread CPU
+ * nanoseconds, calls and batch rows. prefill: talker forward over joining
+ * prompts + codec_head + sampling; cp: code predictor for pending tokens;
+ * talker: the single-token talker step + codec_head + sampling. */
+typedef struct {
+    int64_t wall_ns, cpu_ns, calls, rows;
+} qtts_stage_time;
+typedef struct {
+    qtts_stage_time prefill, cp, talker;
+} qtts_batch_timing;
+void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out);
+void qtts_batch_reset_timing(qtts_batch *b);
+
 /* Runs one request alone to completion. */
-int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_request *r, qtts_err *err);
+int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_gen_request *r, qtts_err *err);
 
 #endif

@@ -20,6 +20,43 @@ static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t
     return qtts_mat_from_tensor(m, t, wtype, err);
 }
 
+/* Stacks owned matrices of one type and width into one (see qtts_lm_layer). */
+static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
+    memset(out, 0, sizeof *out);
+    /* zero-copy when the parts are views lying back to back (e.g. a file written in q,k,v order) */
+    int adjacent = 1;
+    for (int i = 0; i < n; i++)
+        adjacent &= !parts[i]->owned && parts[i]->type == parts[0]->type && parts[i]->cols == parts[0]->cols &&
+                    (i == 0 || (const char *)parts[i]->data ==
+                                   (const char *)parts[i - 1]->data + parts[i - 1]->row_bytes * (size_t)parts[i - 1]->rows);
+    if (adjacent) {
+        int64_t rows = 0;
+        for (int i = 0; i < n; i++) rows += parts[i]->rows;
+        *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols,
+                          .row_bytes = parts[0]->row_bytes, .data = parts[0]->data};
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (!parts[i]->owned || parts[i]->type != parts[0]->type || parts[i]->cols != parts[0]->cols) return 0;
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) rows += parts[i]->rows;
+    size_t rb = parts[0]->row_bytes;
+    char *buf = qtts_malloc(rb * (size_t)rows, err);
+    if (!buf) return -1;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t bytes = rb * (size_t)parts[i]->rows;
+        memcpy(buf + off, parts[i]->data, bytes);
+        qtts_mat_free(parts[i]);
+        parts[i]->data = buf + off;
+        parts[i]->owned = NULL;
+        off += bytes;
+    }
+    *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols, .row_bytes = rb, .data = buf,
+                      .owned = buf};
+    return 0;
+}
+
 int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg, qtts_dtype wtype,
                  qtts_err *err) {
     memset(lm, 0, sizeof *lm);
@@ -47,6 +84,11 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
             return -1;
         }
 #undef NM
+        qtts_mat *qkv[3] = {&L->q, &L->k, &L->v}, *gu[2] = {&L->gate, &L->up};
+        if (fuse(&L->qkv, qkv, 3, err) || fuse(&L->gate_up, gu, 2, err)) {
+            qtts_lm_free(lm);
+            return -1;
+        }
     }
     snprintf(name, sizeof name, "%snorm.weight", prefix);
     if (!(lm->norm = load_vec(st, name, D, err))) {
@@ -68,6 +110,8 @@ void qtts_lm_free(qtts_lm *lm) {
             qtts_mat_free(&L->gate);
             qtts_mat_free(&L->up);
             qtts_mat_free(&L->down);
+            qtts_mat_free(&L->qkv);
+            qtts_mat_free(&L->gate_up);
             free(L->in_norm);
             free(L->post_norm);
             free(L->q_norm);
@@ -145,6 +189,7 @@ void qtts_lm_work_free(qtts_lm_work *w) {
     free(w->att);
     free(w->gate);
     free(w->up);
+    free(w->fused);
     memset(w, 0, sizeof *w);
 }
 
@@ -162,7 +207,9 @@ static int work_reserve(qtts_lm_work *w, const qtts_lm_config *c, int64_t rows, 
         int64_t n;
     } bufs[] = {{&w->x, w->dim_cap[0]},   {&w->h, w->dim_cap[0]},   {&w->q, w->dim_cap[1]},
                 {&w->k, w->dim_cap[2]},   {&w->v, w->dim_cap[2]},   {&w->att, w->dim_cap[1]},
-                {&w->gate, w->dim_cap[3]}, {&w->up, w->dim_cap[3]}};
+                {&w->gate, w->dim_cap[3]}, {&w->up, w->dim_cap[3]},
+                {&w->fused, w->dim_cap[1] + 2 * w->dim_cap[2] > 2 * w->dim_cap[3] ? w->dim_cap[1] + 2 * w->dim_cap[2]
+                                                                                : 2 * w->dim_cap[3]}};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         float *p = realloc(*bufs[i].p, (size_t)cap * (size_t)bufs[i].n * sizeof(float));
         if (!p) return qtts_fail(err, "decoder: out of memory for %lld rows of scratch", (long long)cap);
@@ -243,9 +290,20 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         const qtts_lm_layer *L = &lm->layers[l];
         if (layer_in) memcpy(layer_in + l * rows * D, x, (size_t)rows * (size_t)D * sizeof(float));
         qtts_rmsnorm(pool, x, L->in_norm, rows, D, eps, w->h);
-        qtts_linear(pool, &L->q, NULL, w->h, rows, w->q);
-        qtts_linear(pool, &L->k, NULL, w->h, rows, w->k);
-        qtts_linear(pool, &L->v, NULL, w->h, rows, w->v);
+        if (L->qkv.data) {
+            /* one call, then split each row [q | k | v] */
+            qtts_linear(pool, &L->qkv, NULL, w->h, rows, w->fused);
+            for (int64_t r = 0; r < rows; r++) {
+                const float *f = w->fused + r * (qd + 2 * kvd);
+                memcpy(w->q + r * qd, f, (size_t)qd * sizeof(float));
+                memcpy(w->k + r * kvd, f + qd, (size_t)kvd * sizeof(float));
+                memcpy(w->v + r * kvd, f + qd + kvd, (size_t)kvd * sizeof(float));
+            }
+        } else {
+            qtts_linear(pool, &L->q, NULL, w->h, rows, w->q);
+            qtts_linear(pool, &L->k, NULL, w->h, rows, w->k);
+            qtts_linear(pool, &L->v, NULL, w->h, rows, w->v);
+        }
         qtts_rmsnorm(pool, w->q, L->q_norm, rows * c->heads, hd, eps, w->q);
         qtts_rmsnorm(pool, w->k, L->k_norm, rows * c->kv_heads, hd, eps, w->k);
         for (int s = 0, r = 0; s < n_seq; r += (int)n_tok[s], s++) {
@@ -263,9 +321,18 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         qtts_linear(pool, &L->o, NULL, w->att, rows, w->h);
         for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
         qtts_rmsnorm(pool, x, L->post_norm, rows, D, eps, w->h);
-        qtts_linear(pool, &L->gate, NULL, w->h, rows, w->gate);
-        qtts_linear(pool, &L->up, NULL, w->h, rows, w->up);
-        qtts_swiglu(w->gate, w->up, rows * I);
+        if (L->gate_up.data) {
+            qtts_linear(pool, &L->gate_up, NULL, w->h, rows, w->fused);
+            for (int64_t r = 0; r < rows; r++) {
+                float *g = w->fused + r * 2 * I;
+                qtts_swiglu(g, g + I, I);
+                memcpy(w->gate + r * I, g, (size_t)I * sizeof(float));
+            }
+        } else {
+            qtts_linear(pool, &L->gate, NULL, w->h, rows, w->gate);
+            qtts_linear(pool, &L->up, NULL, w->h, rows, w->up);
+            qtts_swiglu(w->gate, w->up, rows * I);
+        }
         qtts_linear(pool, &L->down, NULL, w->gate, rows, w->h);
         for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
     }

@@ -19,6 +19,11 @@
 
 typedef struct {
     qtts_mat q, k, v, o, gate, up, down;
+    /* q|k|v and gate|up as one matrix each, so a step makes one call (one
+     * pool dispatch, one activation pack) per group: when the weights were
+     * converted at load (owned; q/k/v/gate/up become views into the stack) or
+     * when the checkpoint views already lie back to back (zero-copy). */
+    qtts_mat qkv, gate_up;
     float *in_norm, *post_norm, *q_norm, *k_norm;
 } qtts_lm_layer;
 
@@ -52,7 +57,7 @@ void qtts_kv_free(qtts_kv_cache *c);
  * (one per thread of control; not shared between concurrent forwards). */
 typedef struct {
     int64_t rows_cap, dim_cap[4];
-    float *x, *h, *q, *k, *v, *att, *gate, *up;
+    float *x, *h, *q, *k, *v, *att, *gate, *up, *fused;
 } qtts_lm_work;
 
 void qtts_lm_work_free(qtts_lm_work *w);

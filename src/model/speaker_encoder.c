@@ -319,7 +319,7 @@ int qtts_spk_encoder_forward_mel(const qtts_spk_encoder *e, qtts_pool *pool, con
         for (int64_t i = 0; i < e->n_blocks; i++) {
             if (se_res2net(e, pool, &e->blocks[i], prev, t, dst, tmp1, tmp2, err)) goto done;
             if (tap) {
-                char name[32];
+                char name[64];
                 snprintf(name, sizeof name, "spk_block%lld_out", (long long)(i + 1));
                 tap(tap_ctx, name, dst, e->blocks[i].channels, t);
             }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void qtts_voice_free(qtts_voice *v) {
+void qtts_voice_free(qtts_voice_data *v) {
     if (!v) return;
     free(v->xvec);
     free(v->codes);
@@ -17,7 +17,7 @@ int64_t qtts_voice_min_samples(const qtts_spk_encoder *spk, const qtts_codec_enc
     return m;
 }
 
-int qtts_voice_extract(qtts_voice *v, qtts_pool *pool, const qtts_spk_encoder *spk, const qtts_codec_encoder *codec,
+int qtts_voice_extract(qtts_voice_data *v, qtts_pool *pool, const qtts_spk_encoder *spk, const qtts_codec_encoder *codec,
                        const float *wav, int64_t n, const char *ref_text, int64_t n_q, qtts_err *err) {
     memset(v, 0, sizeof *v);
     if (!spk) return qtts_fail(err, "voice: no speaker encoder (voice cloning needs a Base model)");
@@ -63,7 +63,7 @@ static void voice_opts(qtts_audio_opts *o, const qtts_spk_encoder *spk, const qt
     if (max_seconds > 0) o->max_seconds = max_seconds;
 }
 
-int qtts_voice_extract_file(qtts_voice *v, qtts_pool *pool, const qtts_spk_encoder *spk,
+int qtts_voice_extract_file(qtts_voice_data *v, qtts_pool *pool, const qtts_spk_encoder *spk,
                             const qtts_codec_encoder *codec, const char *path, const char *ref_text,
                             double max_seconds, qtts_err *err) {
     memset(v, 0, sizeof *v);
@@ -77,7 +77,7 @@ int qtts_voice_extract_file(qtts_voice *v, qtts_pool *pool, const qtts_spk_encod
     return rc;
 }
 
-int qtts_voice_extract_memory(qtts_voice *v, qtts_pool *pool, const qtts_spk_encoder *spk,
+int qtts_voice_extract_memory(qtts_voice_data *v, qtts_pool *pool, const qtts_spk_encoder *spk,
                               const qtts_codec_encoder *codec, const void *data, size_t size, const char *label,
                               const char *ref_text, double max_seconds, qtts_err *err) {
     memset(v, 0, sizeof *v);

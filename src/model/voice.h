@@ -23,9 +23,9 @@ typedef struct {
     int32_t *codes;
     int64_t n_frames, n_q;
     char *ref_text;
-} qtts_voice;
+} qtts_voice_data;
 
-void qtts_voice_free(qtts_voice *v);
+void qtts_voice_free(qtts_voice_data *v);
 
 /* Shortest usable reference at the model rate: the speaker encoder's minimum,
  * and one codec frame (1920 samples) when codec is given. */
@@ -34,15 +34,15 @@ int64_t qtts_voice_min_samples(const qtts_spk_encoder *spk, const qtts_codec_enc
 /* wav: n mono samples at the speaker encoder's rate (24 kHz). codec NULL = x-vector
  * only. ref_text is copied (may be NULL). n_q = quantizers to keep (<= 0: the
  * tokenizer's valid count, 16). On failure *v is left empty. */
-int qtts_voice_extract(qtts_voice *v, qtts_pool *pool, const qtts_spk_encoder *spk, const qtts_codec_encoder *codec,
+int qtts_voice_extract(qtts_voice_data *v, qtts_pool *pool, const qtts_spk_encoder *spk, const qtts_codec_encoder *codec,
                        const float *wav, int64_t n, const char *ref_text, int64_t n_q, qtts_err *err);
 
 /* Same from an audio file or an in-memory file image (any format/rate/channels
  * libsndfile reads). max_seconds <= 0 means the default limit (60 s). */
-int qtts_voice_extract_file(qtts_voice *v, qtts_pool *pool, const qtts_spk_encoder *spk,
+int qtts_voice_extract_file(qtts_voice_data *v, qtts_pool *pool, const qtts_spk_encoder *spk,
                             const qtts_codec_encoder *codec, const char *path, const char *ref_text,
                             double max_seconds, qtts_err *err);
-int qtts_voice_extract_memory(qtts_voice *v, qtts_pool *pool, const qtts_spk_encoder *spk,
+int qtts_voice_extract_memory(qtts_voice_data *v, qtts_pool *pool, const qtts_spk_encoder *spk,
                               const qtts_codec_encoder *codec, const void *data, size_t size, const char *label,
                               const char *ref_text, double max_seconds, qtts_err *err);
 

@@ -127,14 +127,24 @@ static qtts_conv_isa resolve(qtts_conv_isa isa) {
 
 /* ---- channel-major conv ------------------------------------------------- */
 
-void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                           float *y, int64_t ldy, const float *add, int64_t ldadd) {
+static qtts_conv_tile_fn tile_for(qtts_conv_isa isa) {
+    switch (resolve(isa)) {
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_CONV_ISA_AVX512: return qtts_conv_tile_avx512;
+    case QTTS_CONV_ISA_AVX2: return qtts_conv_tile_avx2;
+#endif
+    default: return qtts_conv_tile_scalar;
+    }
+}
+
+void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd) {
     const int64_t K = cv->k, dil = cv->dil;
     const float *wb = cv->w + (size_t)rb * cv->c_in * K * QTTS_CONV_MR;
     float acc[QTTS_CONV_MR][QTTS_CONV_NT];
     memset(acc, 0, sizeof acc);
     for (int64_t ci = 0; ci < cv->c_in; ci++) {
-        const float *xr = x + ci * ldx + t0;
+        const float *xr = x + ci * ldx;
         for (int64_t kk = 0; kk < K; kk++) {
             const float *wp = wb + (ci * K + kk) * QTTS_CONV_MR;
             const float *xp = xr + kk * dil;
@@ -145,8 +155,8 @@ void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int
     for (int r = 0; r < QTTS_CONV_MR; r++) {
         int64_t row = rb * QTTS_CONV_MR + r;
         if (row >= cv->c_out) break;
-        float *yr = y + row * ldy + t0;
-        const float *ar = add ? add + row * ldadd + t0 : NULL;
+        float *yr = y + row * ldy;
+        const float *ar = add ? add + row * ldadd : NULL;
         for (int64_t t = 0; t < nt; t++) yr[t] = acc[r][t] + cv->bias[row] + (ar ? ar[t] : 0.0f);
     }
 }
@@ -154,39 +164,36 @@ void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int
 typedef struct {
     const qtts_conv *cv;
     const float *x, *add;
-    int64_t ldx, ldy, ldadd, T, n_rb;
+    int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
+    int rows_outer;
     float *y;
     qtts_conv_tile_fn tile;
 } conv_job;
 
-/* Items are (time block, row block) with the row block fastest, so a thread
- * keeps one input panel hot in cache while it sweeps the weights. */
+/* Items are (time block, row block). When the input panel is the larger
+ * operand the row block runs fastest (a thread keeps one input panel hot
+ * while it sweeps the weights); when the weights are larger the time block
+ * runs fastest, so each weight block is read from memory once. */
 static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const conv_job *j = p;
     for (int64_t i = i0; i < i1; i++) {
-        int64_t tb = i / j->n_rb, rb = i % j->n_rb;
+        int64_t tb = j->rows_outer ? i % j->n_tb : i / j->n_rb, rb = j->rows_outer ? i / j->n_tb : i % j->n_rb;
         int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
-        j->tile(j->cv, j->x, j->ldx, t0, nt, rb, j->y, j->ldy, j->add, j->ldadd);
+        j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, j->add ? j->add + t0 : NULL, j->ldadd);
     }
 }
 
 void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                         int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     if (T <= 0) return;
-    conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, y, qtts_conv_tile_scalar};
-    switch (resolve(isa)) {
-#if defined(__x86_64__) || defined(_M_X64)
-    case QTTS_CONV_ISA_AVX512: j.tile = qtts_conv_tile_avx512; break;
-    case QTTS_CONV_ISA_AVX2: j.tile = qtts_conv_tile_avx2; break;
-#endif
-    default: break;
-    }
     int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y, tile_for(isa)};
+    j.rows_outer = cv->rows_pad * cv->k > T + qtts_conv_history(cv);
     int64_t items = n_tb * j.n_rb;
-    /* Small convs are not worth waking the workers for. */
+    /* Small convs (well under a millisecond) are not worth waking the workers for. */
     int64_t work = cv->c_out * cv->c_in * cv->k * T;
-    qtts_parallel_for(work < 200000 ? NULL : pool, items, 1, conv_items, &j);
+    qtts_parallel_for(work < 1000000 ? NULL : pool, items, 1, conv_items, &j);
 }
 
 void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
@@ -207,6 +214,93 @@ void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_
             y[row * ldy + t] = acc + cv->bias[row] + (add ? add[row * ldadd + t] : 0.0f);
         }
     }
+}
+
+int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err) {
+    memset(b, 0, sizeof *b);
+    if (N <= 0 || K <= 0) return qtts_fail(err, "gemm: bad weight shape %lld x %lld", (long long)N, (long long)K);
+    int64_t P = QTTS_CONV_NT, nb = (N + P - 1) / P;
+    b->p = qtts_calloc((size_t)(nb * K * P), sizeof(float), err);
+    if (!b->p) return -1;
+    for (int64_t n = 0; n < N; n++) {
+        float *dst = b->p + (n / P) * K * P + n % P;
+        const float *src = w + n * K;
+        for (int64_t k = 0; k < K; k++) dst[k * P] = src[k];
+    }
+    b->K = K;
+    b->N = N;
+    b->panel = P;
+    return 0;
+}
+
+void qtts_gemm_b_free(qtts_gemm_b *b) {
+    if (!b) return;
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+size_t qtts_gemm_pack_size(int64_t M, int64_t K) {
+    int64_t mp = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+    return (size_t)(mp * K + mp);
+}
+
+typedef struct {
+    const qtts_conv *va; /* A as the "weights" of a 1-tap conv */
+    const qtts_gemm_b *B;
+    float *y;
+    const float *add;
+    int64_t ldy, ldadd, n_rb;
+    qtts_conv_tile_fn tile;
+} gemm_job;
+
+/* Items (column panel, row block), row block fastest: each B panel is
+ * streamed from memory once and reused from cache for the other rows. */
+static void gemm_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const gemm_job *j = p;
+    int64_t P = j->B->panel;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t pb = i / j->n_rb, rb = i % j->n_rb, n0 = pb * P;
+        int64_t nt = j->B->N - n0 < P ? j->B->N - n0 : P;
+        j->tile(j->va, j->B->p + pb * j->B->K * P, P, nt, rb, j->y + n0, j->ldy, j->add ? j->add + n0 : NULL,
+                j->ldadd);
+    }
+}
+
+void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qtts_gemm_b *B, float *Y, int64_t ldy,
+               const float *add, int64_t ldadd, float *apack) {
+    if (M <= 0) return;
+    int64_t K = B->K;
+    qtts_conv v = {.c_in = K, .c_out = M, .k = 1, .dil = 1};
+    v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+    v.w = apack;
+    v.bias = apack + v.rows_pad * K;
+    for (int64_t rb = 0; rb < v.rows_pad / QTTS_CONV_MR; rb++) {
+        float *dst = apack + rb * K * QTTS_CONV_MR;
+        for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+            int64_t m = rb * QTTS_CONV_MR + rr;
+            if (m < M) {
+                const float *src = A + m * lda;
+                for (int64_t k = 0; k < K; k++) dst[k * QTTS_CONV_MR + rr] = src[k];
+            } else {
+                for (int64_t k = 0; k < K; k++) dst[k * QTTS_CONV_MR + rr] = 0.0f;
+            }
+        }
+    }
+    memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
+    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, tile_for(QTTS_CONV_ISA_AUTO)};
+    int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
+    qtts_parallel_for(M * K * B->N < 1000000 ? NULL : pool, items, 1, gemm_items, &j);
+}
+
+void qtts_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *w, float *Y,
+                   int64_t ldy, const float *add, int64_t ldadd) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) acc += A[m * lda + k] * w[n * K + k];
+            Y[m * ldy + n] = acc + (add ? add[m * ldadd + n] : 0.0f);
+        }
 }
 
 typedef struct {
@@ -230,7 +324,7 @@ static void ilv_rows(void *p, int64_t c0, int64_t c1, int tid) {
 void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_t c_out, int64_t s, int64_t T,
                           float *out, int64_t ldo) {
     ilv_job j = {ph, ldph, c_out, s, T, ldo, out};
-    qtts_parallel_for(c_out * s * T < 65536 ? NULL : pool, c_out, 8, ilv_rows, &j);
+    qtts_parallel_for(c_out * s * T < 262144 ? NULL : pool, c_out, 8, ilv_rows, &j);
 }
 
 /* ---- time-major helpers ------------------------------------------------- */
@@ -312,7 +406,7 @@ static void snake_rows(void *p, int64_t c0, int64_t c1, int tid) {
 void qtts_snake_cm(qtts_pool *pool, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t C, int64_t T,
                    const float *ea, const float *inv_b) {
     snake_job j = {x, ea, inv_b, y, ldx, ldy, T};
-    qtts_parallel_for(C * T < 32768 ? NULL : pool, C, 1, snake_rows, &j);
+    qtts_parallel_for(C * T < 131072 ? NULL : pool, C, 1, snake_rows, &j);
 }
 
 void qtts_snake_tm(float *x, int64_t ld, int64_t C, int64_t T, const float *ea, const float *inv_b) {

@@ -56,6 +56,27 @@ void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_
 void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                         const float *add, int64_t ldadd);
 
+/* Dense product on the same register tiles: Y[m][n] = sum_k A[m][k] B[k][n]
+ * (+ add[m*ldadd + n]; ldadd 0 adds one row to every row, i.e. a bias).
+ * A (activations, row stride lda) is the broadcast operand, packed on the fly
+ * into apack (qtts_gemm_pack_size floats). B is a weight packed once into
+ * column panels so each tile streams contiguous memory. This is how the
+ * time-major (low-rate) layers run: A = activations or im2col rows. */
+typedef struct {
+    float *p; /* [ceil(N/panel)][K][panel] */
+    int64_t K, N, panel;
+} qtts_gemm_b;
+
+/* B from a PyTorch-layout weight W [N][K] (B = W^T). */
+int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err);
+void qtts_gemm_b_free(qtts_gemm_b *b);
+size_t qtts_gemm_pack_size(int64_t M, int64_t K);
+void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qtts_gemm_b *B, float *Y, int64_t ldy,
+               const float *add, int64_t ldadd, float *apack);
+/* Scalar reference: Y = A W^T (+ add), W [N][K] unpacked. */
+void qtts_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *w, float *Y,
+                   int64_t ldy, const float *add, int64_t ldadd);
+
 /* Interleaves the phase rows of a transposed conv: out[co][t*s+j] = ph[j*c_out+co][t]. */
 void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_t c_out, int64_t s, int64_t T,
                           float *out, int64_t ldo);

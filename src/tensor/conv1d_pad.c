@@ -1,10 +1,14 @@
 #include "tensor/conv1d_pad.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* Output time steps computed per work item: long enough for the inner loops
- * to vectorize, short enough for the accumulator to stay in L1. */
-enum { CONV_TBLOCK = 512, CONV_OBLOCK = 4 };
+/* Work item: CONV_OB output channels x CONV_TB output steps. Inside, the
+ * stride-1 interior is computed in register tiles of CONV_OB x CONV_TT
+ * (accumulators stay in registers; each input load feeds CONV_OB FMAs), the
+ * few outputs whose taps reach into the padding go through pad_at. Strided
+ * convs are turned into stride-1 ones first (polyphase split, see below). */
+enum { CONV_TB = 256, CONV_OB = 4, CONV_TT = 8 };
 
 /* Value of the padded signal row at logical position p (p < 0: left pad). */
 static inline float pad_at(const float *row, int64_t t_in, int64_t p, qtts_pad_mode mode) {
@@ -25,67 +29,112 @@ typedef struct {
     qtts_pad_mode mode;
 } conv_job;
 
+/* One output through the padding rule (edges, tails, any stride). */
+static float conv_point(const conv_job *j, int64_t o, int64_t t) {
+    float acc = j->bias ? j->bias[o] : 0.0f;
+    const float *w = j->w + o * j->c_in * j->k;
+    for (int64_t i = 0; i < j->c_in; i++) {
+        const float *row = j->x + i * j->t_in;
+        for (int64_t kk = 0; kk < j->k; kk++)
+            acc += w[i * j->k + kk] * pad_at(row, j->t_in, t * j->stride + kk * j->dil - j->pad_left, j->mode);
+    }
+    return acc;
+}
+
+/* 8 floats; GCC/Clang vector extension (SSE2 pairs on baseline x86-64, one
+ * register with AVX, NEON pairs on arm64). */
+typedef float conv_v8 __attribute__((vector_size(32)));
+
+/* Macros rather than functions: passing 32-byte vectors by value changes the
+ * ABI between AVX and non-AVX code (GCC -Wpsabi). */
+#define V8_LOAD(dst, p) memcpy(&(dst), (p), sizeof(conv_v8))
+#define V8_SPLAT(a) ((conv_v8){(a), (a), (a), (a), (a), (a), (a), (a)})
+
+/* Full register tile: CONV_OB outputs (o0..) x CONV_TT steps from t, stride 1, interior. */
+static void conv_tile(const conv_job *j, int64_t o0, int64_t t) {
+    const int64_t k = j->k, cin = j->c_in, kk_stride = j->dil;
+    const float *w0 = j->w + (o0 + 0) * cin * k, *w1 = j->w + (o0 + 1) * cin * k;
+    const float *w2 = j->w + (o0 + 2) * cin * k, *w3 = j->w + (o0 + 3) * cin * k;
+    conv_v8 acc0 = V8_SPLAT(j->bias ? j->bias[o0 + 0] : 0.0f), acc1 = V8_SPLAT(j->bias ? j->bias[o0 + 1] : 0.0f);
+    conv_v8 acc2 = V8_SPLAT(j->bias ? j->bias[o0 + 2] : 0.0f), acc3 = V8_SPLAT(j->bias ? j->bias[o0 + 3] : 0.0f);
+    for (int64_t i = 0; i < cin; i++) {
+        const float *row = j->x + i * j->t_in + t - j->pad_left;
+        const int64_t wi = i * k;
+        for (int64_t kk = 0; kk < k; kk++) {
+            conv_v8 v;
+            V8_LOAD(v, row + kk * kk_stride);
+            acc0 += V8_SPLAT(w0[wi + kk]) * v;
+            acc1 += V8_SPLAT(w1[wi + kk]) * v;
+            acc2 += V8_SPLAT(w2[wi + kk]) * v;
+            acc3 += V8_SPLAT(w3[wi + kk]) * v;
+        }
+    }
+    memcpy(j->y + (o0 + 0) * j->t_out + t, &acc0, sizeof acc0);
+    memcpy(j->y + (o0 + 1) * j->t_out + t, &acc1, sizeof acc1);
+    memcpy(j->y + (o0 + 2) * j->t_out + t, &acc2, sizeof acc2);
+    memcpy(j->y + (o0 + 3) * j->t_out + t, &acc3, sizeof acc3);
+}
+
+/* Single-output tile (when fewer than CONV_OB outputs remain). */
+static void conv_tile1(const conv_job *j, int64_t o, int64_t t) {
+    const float *w = j->w + o * j->c_in * j->k;
+    conv_v8 acc = V8_SPLAT(j->bias ? j->bias[o] : 0.0f);
+    for (int64_t i = 0; i < j->c_in; i++) {
+        const float *row = j->x + i * j->t_in + t - j->pad_left;
+        for (int64_t kk = 0; kk < j->k; kk++) {
+            conv_v8 v;
+            V8_LOAD(v, row + kk * j->dil);
+            acc += V8_SPLAT(w[i * j->k + kk]) * v;
+        }
+    }
+    memcpy(j->y + o * j->t_out + t, &acc, sizeof acc);
+}
+
 static void conv_items(void *ctx, int64_t begin, int64_t end, int tid) {
     (void)tid;
     const conv_job *j = ctx;
-    float acc[CONV_OBLOCK][CONV_TBLOCK];
     for (int64_t it = begin; it < end; it++) {
         int64_t ob = it / j->n_tblk, tb = it % j->n_tblk;
-        int64_t o0 = ob * CONV_OBLOCK, no = j->c_out - o0 < CONV_OBLOCK ? j->c_out - o0 : CONV_OBLOCK;
-        int64_t t0 = tb * CONV_TBLOCK, t1 = t0 + CONV_TBLOCK < j->t_out ? t0 + CONV_TBLOCK : j->t_out;
-        int64_t n = t1 - t0;
-        /* interior part of this block */
-        int64_t a = j->lo > t0 ? j->lo : t0, b = j->hi < t1 ? j->hi : t1;
-        if (b < a) b = a;
+        int64_t o0 = ob * CONV_OB, no = j->c_out - o0 < CONV_OB ? j->c_out - o0 : CONV_OB;
+        int64_t t0 = tb * CONV_TB, t1 = t0 + CONV_TB < j->t_out ? t0 + CONV_TB : j->t_out;
+        /* tiled part: stride 1, all taps inside the signal */
+        int64_t a = t1, b = t1;
+        if (j->stride == 1) {
+            a = j->lo > t0 ? j->lo : t0;
+            b = j->hi < t1 ? j->hi : t1;
+            if (b < a) b = a;
+            b = a + (b - a) / CONV_TT * CONV_TT;
+        }
+        for (int64_t t = a; t < b; t += CONV_TT) {
+            if (no == CONV_OB)
+                conv_tile(j, o0, t);
+            else
+                for (int64_t q = 0; q < no; q++) conv_tile1(j, o0 + q, t);
+        }
         for (int64_t q = 0; q < no; q++) {
-            float bv = j->bias ? j->bias[o0 + q] : 0.0f;
-            for (int64_t t = 0; t < n; t++) acc[q][t] = bv;
+            float *y = j->y + (o0 + q) * j->t_out;
+            for (int64_t t = t0; t < a; t++) y[t] = conv_point(j, o0 + q, t);
+            for (int64_t t = b; t < t1; t++) y[t] = conv_point(j, o0 + q, t);
         }
-        for (int64_t i = 0; i < j->c_in; i++) {
-            const float *row = j->x + i * j->t_in;
-            for (int64_t kk = 0; kk < j->k; kk++) {
-                int64_t off = kk * j->dil - j->pad_left;
-                float wv[CONV_OBLOCK];
-                for (int64_t q = 0; q < no; q++) wv[q] = j->w[((o0 + q) * j->c_in + i) * j->k + kk];
-                /* edges: gather through the padding rule */
-                for (int64_t t = t0; t < a; t++) {
-                    float v = pad_at(row, j->t_in, t * j->stride + off, j->mode);
-                    for (int64_t q = 0; q < no; q++) acc[q][t - t0] += wv[q] * v;
-                }
-                for (int64_t t = b; t < t1; t++) {
-                    float v = pad_at(row, j->t_in, t * j->stride + off, j->mode);
-                    for (int64_t q = 0; q < no; q++) acc[q][t - t0] += wv[q] * v;
-                }
-                if (b <= a) continue;
-                const float *src = row + a * j->stride + off;
-                int64_t m = b - a, base = a - t0;
-                if (j->stride == 1) {
-                    if (no == CONV_OBLOCK) {
-                        float *a0 = acc[0] + base, *a1 = acc[1] + base, *a2 = acc[2] + base, *a3 = acc[3] + base;
-                        float w0 = wv[0], w1 = wv[1], w2 = wv[2], w3 = wv[3];
-                        for (int64_t t = 0; t < m; t++) {
-                            float v = src[t];
-                            a0[t] += w0 * v;
-                            a1[t] += w1 * v;
-                            a2[t] += w2 * v;
-                            a3[t] += w3 * v;
-                        }
-                    } else {
-                        for (int64_t q = 0; q < no; q++) {
-                            float *aq = acc[q] + base, wq = wv[q];
-                            for (int64_t t = 0; t < m; t++) aq[t] += wq * src[t];
-                        }
-                    }
-                } else {
-                    int64_t s = j->stride;
-                    for (int64_t q = 0; q < no; q++) {
-                        float *aq = acc[q] + base, wq = wv[q];
-                        for (int64_t t = 0; t < m; t++) aq[t] += wq * src[t * s];
-                    }
-                }
-            }
-        }
-        for (int64_t q = 0; q < no; q++) memcpy(j->y + (o0 + q) * j->t_out + t0, acc[q], (size_t)n * sizeof(float));
+    }
+}
+
+typedef struct {
+    const float *x;
+    float *ph;
+    int64_t t_in, s, up, pad_left;
+    qtts_pad_mode mode;
+} phase_job;
+
+/* Phase row r = i*s + m: ph[r][u] = padded x[i][u*s + m]. */
+static void phase_rows(void *ctx, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const phase_job *p = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i = r / p->s, m = r % p->s;
+        const float *row = p->x + i * p->t_in;
+        float *dst = p->ph + r * p->up;
+        for (int64_t u = 0; u < p->up; u++) dst[u] = pad_at(row, p->t_in, u * p->s + m - p->pad_left, p->mode);
     }
 }
 
@@ -122,8 +171,8 @@ static int conv_setup(conv_job *j, const float *x, int64_t c_in, int64_t t_in, c
     j->hi = last_ok >= 0 ? last_ok / stride + 1 : 0;
     if (j->hi > j->t_out) j->hi = j->t_out;
     if (j->lo > j->hi) j->lo = j->hi;
-    j->n_oblk = (c_out + CONV_OBLOCK - 1) / CONV_OBLOCK;
-    j->n_tblk = (j->t_out + CONV_TBLOCK - 1) / CONV_TBLOCK;
+    j->n_oblk = (c_out + CONV_OB - 1) / CONV_OB;
+    j->n_tblk = (j->t_out + CONV_TB - 1) / CONV_TB;
     return 0;
 }
 
@@ -133,9 +182,37 @@ int qtts_conv1d_padded(qtts_pool *pool, const float *x, int64_t c_in, int64_t t_
     conv_job j;
     if (conv_setup(&j, x, c_in, t_in, w, bias, c_out, k, stride, dil, pad_left, pad_right, mode, y, err)) return -1;
     if (t_out) *t_out = j.t_out;
-    int64_t items = j.n_oblk * j.n_tblk;
-    if (items > 0) qtts_parallel_for(pool, items, 1, conv_items, &j);
-    return 0;
+    if (j.t_out == 0) return 0;
+    if (stride == 1) {
+        qtts_parallel_for(pool, j.n_oblk * j.n_tblk, 1, conv_items, &j);
+        return 0;
+    }
+    /* Polyphase: with tap offset kk*dil = q*stride + m, input sample
+     * t*stride + kk*dil of the padded signal is phase m at index t + q, so the
+     * strided conv is a stride-1, unpadded conv over c_in*stride phase
+     * channels with kernel (k-1)*dil/stride + 1. The tiled kernel then applies. */
+    int64_t s = stride, kq = (k - 1) * dil / s + 1, up = j.t_out + kq - 1, cp = c_in * s;
+    float *ph = qtts_malloc((size_t)(cp * up) * sizeof(float), err);
+    float *wp = ph ? qtts_calloc((size_t)(c_out * cp * kq), sizeof(float), err) : NULL;
+    if (!wp) {
+        free(ph);
+        return -1;
+    }
+    phase_job pj = {x, ph, t_in, s, up, pad_left, mode};
+    qtts_parallel_for(pool, cp, 1, phase_rows, &pj);
+    for (int64_t o = 0; o < c_out; o++)
+        for (int64_t i = 0; i < c_in; i++)
+            for (int64_t kk = 0; kk < k; kk++) {
+                int64_t pos = kk * dil;
+                wp[(o * cp + i * s + pos % s) * kq + pos / s] = w[(o * c_in + i) * k + kk];
+            }
+    conv_job jp;
+    int rc = conv_setup(&jp, ph, cp, up, wp, bias, c_out, kq, 1, 1, 0, 0, QTTS_PAD_ZERO, y, err);
+    if (!rc && jp.t_out != j.t_out) rc = qtts_fail(err, "conv1d: internal polyphase length mismatch");
+    if (!rc) qtts_parallel_for(pool, jp.n_oblk * jp.n_tblk, 1, conv_items, &jp);
+    free(ph);
+    free(wp);
+    return rc;
 }
 
 int qtts_conv1d_padded_ref(const float *x, int64_t c_in, int64_t t_in, const float *w, const float *bias,
@@ -145,14 +222,7 @@ int qtts_conv1d_padded_ref(const float *x, int64_t c_in, int64_t t_in, const flo
     if (conv_setup(&j, x, c_in, t_in, w, bias, c_out, k, stride, dil, pad_left, pad_right, mode, y, err)) return -1;
     if (t_out) *t_out = j.t_out;
     for (int64_t o = 0; o < c_out; o++)
-        for (int64_t t = 0; t < j.t_out; t++) {
-            float acc = bias ? bias[o] : 0.0f;
-            for (int64_t i = 0; i < c_in; i++)
-                for (int64_t kk = 0; kk < k; kk++)
-                    acc += w[(o * c_in + i) * k + kk] *
-                           pad_at(x + i * t_in, t_in, t * stride + kk * dil - pad_left, mode);
-            y[o * j.t_out + t] = acc;
-        }
+        for (int64_t t = 0; t < j.t_out; t++) y[o * j.t_out + t] = conv_point(&j, o, t);
     return 0;
 }
 

@@ -35,21 +35,21 @@ static void tile4x24(const float *wb, int h, const float *x, int64_t ldx, int64_
         for (int v = 0; v < 3; v++) out[r][v] = a[r][v];
 }
 
-void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                         float *y, int64_t ldy, const float *add, int64_t ldadd) {
+void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                         int64_t ldy, const float *add, int64_t ldadd) {
     const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
     for (int64_t ts = 0; ts < nt; ts += 24) {
         int64_t n = nt - ts < 24 ? nt - ts : 24;
         for (int h = 0; h < 2; h++) {
             if (rb * QTTS_CONV_MR + 4 * h >= cv->c_out) break;
             __m256 acc[4][3];
-            tile4x24(wb, h, x + t0 + ts, ldx, cv->c_in, cv->k, cv->dil, n, acc);
+            tile4x24(wb, h, x + ts, ldx, cv->c_in, cv->k, cv->dil, n, acc);
             for (int r = 0; r < 4; r++) {
                 int64_t row = rb * QTTS_CONV_MR + 4 * h + r;
                 if (row >= cv->c_out) break;
                 __m256 b = _mm256_set1_ps(cv->bias[row]);
-                float *yr = y + row * ldy + t0 + ts;
-                const float *ar = add ? add + row * ldadd + t0 + ts : NULL;
+                float *yr = y + row * ldy + ts;
+                const float *ar = add ? add + row * ldadd + ts : NULL;
                 for (int v = 0; v < 3 && 8 * v < n; v++) {
                     __m256i m = tail_mask(n - 8 * v);
                     __m256 o = _mm256_add_ps(acc[r][v], b);

@@ -5,12 +5,14 @@
 
 #include "tensor/conv_kernels.h"
 
-/* 8 rows x NV vectors of 16 time samples; the last vector is masked to nt. */
-#define CONV_TILE_512(NV)                                                                                  \
-    static void tile512_##NV(const float *wb, const float *x, int64_t ldx, int64_t c_in, int64_t K,        \
-                             int64_t dil, __mmask16 mlast, __m512 out[QTTS_CONV_MR][3]) {                  \
-        __m512 a[QTTS_CONV_MR][NV];                                                                        \
-        _Pragma("GCC unroll 8") for (int r = 0; r < QTTS_CONV_MR; r++)                                     \
+/* R rows x NV vectors of 16 time samples; the last vector is masked to nt.
+ * The packed weights always hold QTTS_CONV_MR rows per step; R < MR serves
+ * row blocks with few valid rows (small-M products, single-output convs). */
+#define CONV_TILE_512(R, NV)                                                                               \
+    static void tile512_##R##_##NV(const float *wb, const float *x, int64_t ldx, int64_t c_in, int64_t K,  \
+                                   int64_t dil, __mmask16 mlast, __m512 out[QTTS_CONV_MR][3]) {            \
+        __m512 a[R][NV];                                                                                   \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                                \
             _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm512_setzero_ps();            \
         const float *wp = wb;                                                                              \
         for (int64_t ci = 0; ci < c_in; ci++) {                                                            \
@@ -20,41 +22,50 @@
                 __m512 xv[NV];                                                                             \
                 _Pragma("GCC unroll 3") for (int v = 0; v < NV - 1; v++) xv[v] = _mm512_loadu_ps(xp + 16 * v); \
                 xv[NV - 1] = _mm512_maskz_loadu_ps(mlast, xp + 16 * (NV - 1));                             \
-                _Pragma("GCC unroll 8") for (int r = 0; r < QTTS_CONV_MR; r++) {                           \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                      \
                     __m512 w = _mm512_set1_ps(wp[r]);                                                      \
                     _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] =                         \
                         _mm512_fmadd_ps(w, xv[v], a[r][v]);                                                \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
-        _Pragma("GCC unroll 8") for (int r = 0; r < QTTS_CONV_MR; r++)                                     \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                                \
             _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) out[r][v] = a[r][v];                      \
     }
 
-CONV_TILE_512(1)
-CONV_TILE_512(2)
-CONV_TILE_512(3)
+CONV_TILE_512(8, 1)
+CONV_TILE_512(8, 2)
+CONV_TILE_512(8, 3)
+CONV_TILE_512(4, 1)
+CONV_TILE_512(4, 2)
+CONV_TILE_512(4, 3)
+CONV_TILE_512(1, 1)
+CONV_TILE_512(1, 2)
+CONV_TILE_512(1, 3)
 
-void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                           float *y, int64_t ldy, const float *add, int64_t ldadd) {
+typedef void (*tile512_fn)(const float *, const float *, int64_t, int64_t, int64_t, int64_t, __mmask16,
+                           __m512[QTTS_CONV_MR][3]);
+static const tile512_fn k_tiles[3][3] = {
+    {tile512_1_1, tile512_1_2, tile512_1_3},
+    {tile512_4_1, tile512_4_2, tile512_4_3},
+    {tile512_8_1, tile512_8_2, tile512_8_3},
+};
+
+void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd) {
     const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
     int nv = (int)((nt + 15) / 16);
     int rem = (int)(nt - 16 * (nv - 1));
     __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
+    int64_t rows = cv->c_out - rb * QTTS_CONV_MR;
+    if (rows > QTTS_CONV_MR) rows = QTTS_CONV_MR;
     __m512 acc[QTTS_CONV_MR][3];
-    const float *xt = x + t0;
-    if (nv == 3)
-        tile512_3(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
-    else if (nv == 2)
-        tile512_2(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
-    else
-        tile512_1(wb, xt, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
-    for (int r = 0; r < QTTS_CONV_MR; r++) {
+    k_tiles[rows > 4 ? 2 : rows > 1 ? 1 : 0][nv - 1](wb, x, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
+    for (int r = 0; r < rows; r++) {
         int64_t row = rb * QTTS_CONV_MR + r;
-        if (row >= cv->c_out) break;
         __m512 b = _mm512_set1_ps(cv->bias[row]);
-        float *yr = y + row * ldy + t0;
-        const float *ar = add ? add + row * ldadd + t0 : NULL;
+        float *yr = y + row * ldy;
+        const float *ar = add ? add + row * ldadd : NULL;
         for (int v = 0; v < nv; v++) {
             __mmask16 m = v == nv - 1 ? mlast : (__mmask16)0xFFFF;
             __m512 o = _mm512_add_ps(acc[r][v], b);

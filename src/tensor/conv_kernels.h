@@ -1,6 +1,7 @@
 /* Per-ISA inner kernels of conv.c (private to src/tensor). Each computes one
  * register tile of the channel-major conv: rows [rb*MR, rb*MR+MR) (clipped to
- * c_out) and time [t0, t0+nt), nt <= QTTS_CONV_NT. */
+ * c_out) and nt <= QTTS_CONV_NT time samples; x, y and add point at the
+ * tile's first sample (row strides ldx, ldy, ldadd). */
 #ifndef QTTS_TENSOR_CONV_KERNELS_H
 #define QTTS_TENSOR_CONV_KERNELS_H
 
@@ -10,15 +11,15 @@
 
 enum { QTTS_CONV_NT = 48 }; /* time samples per tile */
 
-typedef void (*qtts_conv_tile_fn)(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt,
-                                  int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
+typedef void (*qtts_conv_tile_fn)(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb,
+                                  float *y, int64_t ldy, const float *add, int64_t ldadd);
 
-void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                           float *y, int64_t ldy, const float *add, int64_t ldadd);
-void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                         float *y, int64_t ldy, const float *add, int64_t ldadd);
-void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t t0, int64_t nt, int64_t rb,
-                           float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                         int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd);
 
 void qtts_snake_row_avx2(const float *x, float *y, int64_t n, float ea, float inv_b);
 void qtts_snake_row_avx512(const float *x, float *y, int64_t n, float ea, float inv_b);

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/cpu.h"
 #include "tensor/linear_impl.h"
@@ -54,6 +55,7 @@ typedef struct {
     qtts_isa isa;
     int bf16_dot;
     qtts_act act;
+    float *scratch; /* scalar path: one dequantized row per thread */
 } linear_job;
 
 static void linear_rows_scalar(const linear_job *j, int64_t r0, int64_t r1) {
@@ -64,9 +66,41 @@ static void linear_rows_scalar(const linear_job *j, int64_t r0, int64_t r1) {
     }
 }
 
+/* Portable path (no SIMD kernels for this CPU): each weight row is converted
+ * to f32 once and used for all n tokens. */
+static void linear_rows_portable(const linear_job *j, int64_t r0, int64_t r1, float *row) {
+    const qtts_mat *w = j->w;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *src = (const char *)w->data + (size_t)r * w->row_bytes;
+        switch (w->type) {
+        case QTTS_F32: memcpy(row, src, (size_t)w->cols * sizeof(float)); break;
+        case QTTS_BF16:
+            for (int64_t i = 0; i < w->cols; i++) row[i] = qtts_bf16_to_f32(((const uint16_t *)src)[i]);
+            break;
+        case QTTS_F16:
+            for (int64_t i = 0; i < w->cols; i++) row[i] = qtts_f16_to_f32(((const uint16_t *)src)[i]);
+            break;
+        default: qtts_dequantize_row(w->type, src, row, w->cols); break;
+        }
+        float bv = j->bias ? j->bias[r] : 0.0f;
+        for (int64_t t = 0; t < j->n; t++) {
+            const float *x = j->x + t * w->cols;
+            float acc[4] = {0, 0, 0, 0};
+            int64_t i = 0;
+            for (; i + 4 <= w->cols; i += 4)
+                for (int k = 0; k < 4; k++) acc[k] += row[i + k] * x[i + k];
+            for (; i < w->cols; i++) acc[0] += row[i] * x[i];
+            j->y[t * w->rows + r] = (acc[0] + acc[1]) + (acc[2] + acc[3]) + bv;
+        }
+    }
+}
+
 static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
-    (void)tid;
     const linear_job *j = p;
+    if (j->scratch) {
+        linear_rows_portable(j, r0, r1, j->scratch + (size_t)tid * (size_t)j->w->cols);
+        return;
+    }
 #if defined(__x86_64__)
     if (j->isa == QTTS_ISA_AVX512) {
         qtts_linear_rows_avx512(j->w, &j->act, j->bias, j->y, r0, r1, j->bf16_dot);
@@ -179,7 +213,9 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
         }
         a->q = (const int8_t *)(buf + off);
     }
-    qtts_parallel_for(pool, j->n, 4, pack_rows, j);
+    /* small packs (decode steps) inline: a pool round trip costs more than the work */
+    if (j->n * j->w->cols < (1 << 16)) pack_rows(j, 0, j->n, 0);
+    else qtts_parallel_for(pool, j->n, 4, pack_rows, j);
     return buf;
 }
 
@@ -194,9 +230,16 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
     if (isa != QTTS_ISA_SCALAR) {
         int ok;
         buf = pack_activations(pool, &j, &ok);
-        if (!ok) j.isa = QTTS_ISA_SCALAR; /* out of memory: the reference path needs no scratch */
+        if (!ok) j.isa = QTTS_ISA_SCALAR;
     }
-    qtts_parallel_for(pool, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
+    if (j.isa == QTTS_ISA_SCALAR) {
+        size_t nt = pool ? (size_t)qtts_pool_size(pool) : 1;
+        buf = j.scratch = malloc(nt * (size_t)w->cols * sizeof(float));
+        /* out of memory even for that: the reference path needs no scratch */
+    }
+    /* Waking the pool costs more than a few tens of thousands of MACs. */
+    qtts_pool *run_on = (double)w->rows * (double)w->cols * (double)n < 65536.0 ? NULL : pool;
+    qtts_parallel_for(run_on, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
     free(buf);
 }
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "tensor/linear_impl.h"
+#include "tensor/linear_x86.h"
 #include "tensor/quant.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -64,6 +65,45 @@ INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t 
     }
 }
 
+/* DENSE_ROWS rows x nt tokens at once: each x load feeds 2 rows, each weight
+ * load 4 tokens (8 accumulators of 16 ymm registers). */
+enum { DENSE_ROWS = 2 };
+INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
+                            qtts_dtype type) {
+    const void *wr[DENSE_ROWS];
+    for (int rr = 0; rr < DENSE_ROWS; rr++) wr[rr] = (const char *)w->data + (size_t)(r + rr) * w->row_bytes;
+    const int64_t cols = w->cols;
+    const float *x = a->x + t0 * cols;
+    __m256 acc[DENSE_ROWS][QTTS_TILE_TOKENS];
+    for (int rr = 0; rr < DENSE_ROWS; rr++)
+        for (int t = 0; t < nt; t++) acc[rr][t] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= cols; i += 8) {
+        __m256 wv[DENSE_ROWS];
+        for (int rr = 0; rr < DENSE_ROWS; rr++) wv[rr] = load_w8(wr[rr], i, type);
+        for (int t = 0; t < nt; t++) {
+            __m256 xv = _mm256_loadu_ps(x + t * cols + i);
+            for (int rr = 0; rr < DENSE_ROWS; rr++) acc[rr][t] = _mm256_fmadd_ps(wv[rr], xv, acc[rr][t]);
+        }
+    }
+    for (int rr = 0; rr < DENSE_ROWS; rr++)
+        for (int t = 0; t < nt; t++) {
+            float s = hsum8(acc[rr][t]);
+            for (int64_t k = i; k < cols; k++) s += load_w1(wr[rr], k, type) * x[t * cols + k];
+            out[rr * QTTS_TILE_TOKENS + t] = s;
+        }
+}
+
+INLINE void f32_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F32);
+}
+INLINE void f16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F16);
+}
+INLINE void bf16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile_rows(w, a, r, t0, nt, out, QTTS_BF16);
+}
+
 INLINE void f32_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
     dense_tile(w, a, r, t0, nt, out, QTTS_F32);
 }
@@ -119,9 +159,7 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     }
     for (int64_t b = 0; b < nb; b++) {
         const qtts_block_q4_k *blk = &wb[b];
-        uint32_t u[4];
-        qtts_q4k_scales_u32(blk->scales, u);
-        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m128i scm = qtts_q4k_scales_vec(blk->scales);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
         const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
         const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
@@ -152,35 +190,52 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     for (int t = 0; t < nt; t++) out[t] = hsum8(acc[t]) - hsum4(accm[t]);
 }
 
+/* Placeholder for kernels without a multi-row tile (never called: mr = 1). */
+INLINE void no_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    (void)w, (void)a, (void)r, (void)t0, (void)nt, (void)out;
+}
+
 /* Rows [r0, r1) in blocks of QTTS_TILE_ROWS; within a block, token tiles of
- * up to 4, so a block's weights stay in cache while all tokens pass. */
-#define DEFINE_ROWS(name, tile)                                                                            \
+ * up to 4 so the block's weights stay in cache while all tokens pass. tile
+ * handles one row; tile_rows (if not NULL) DENSE_ROWS rows at once. */
+#define NT_SWITCH(fn)                                                                                      \
+    switch (nt) {                                                                                          \
+    case 1: fn(w, a, r, t0, 1, out); break;                                                                \
+    case 2: fn(w, a, r, t0, 2, out); break;                                                                \
+    case 3: fn(w, a, r, t0, 3, out); break;                                                                \
+    default: fn(w, a, r, t0, 4, out); break;                                                               \
+    }
+#define DEFINE_ROWS_MR(name, tile, tile_rows, mr)                                                          \
     static void name(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,       \
                      int64_t r1) {                                                                         \
         for (int64_t rb = r0; rb < r1; rb += QTTS_TILE_ROWS) {                                             \
             int64_t re = rb + QTTS_TILE_ROWS < r1 ? rb + QTTS_TILE_ROWS : r1;                              \
             for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {                                      \
                 int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;               \
-                for (int64_t r = rb; r < re; r++) {                                                        \
-                    float out[QTTS_TILE_TOKENS];                                                           \
-                    switch (nt) {                                                                          \
-                    case 1: tile(w, a, r, t0, 1, out); break;                                              \
-                    case 2: tile(w, a, r, t0, 2, out); break;                                              \
-                    case 3: tile(w, a, r, t0, 3, out); break;                                              \
-                    default: tile(w, a, r, t0, 4, out); break;                                             \
+                int64_t r = rb;                                                                            \
+                for (; (mr) > 1 && r + (mr) <= re; r += (mr)) {                                            \
+                    float out[(mr) * QTTS_TILE_TOKENS];                                                    \
+                    NT_SWITCH(tile_rows)                                                                   \
+                    for (int rr = 0; rr < (mr); rr++) {                                                    \
+                        float bv = bias ? bias[r + rr] : 0.0f;                                             \
+                        for (int t = 0; t < nt; t++)                                                       \
+                            y[(t0 + t) * w->rows + r + rr] = out[rr * QTTS_TILE_TOKENS + t] + bv;          \
                     }                                                                                      \
+                }                                                                                          \
+                for (; r < re; r++) {                                                                      \
+                    float out[QTTS_TILE_TOKENS];                                                           \
+                    NT_SWITCH(tile)                                                                    \
                     float bv = bias ? bias[r] : 0.0f;                                                      \
                     for (int t = 0; t < nt; t++) y[(t0 + t) * w->rows + r] = out[t] + bv;                  \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
     }
-
-DEFINE_ROWS(rows_f32, f32_tile)
-DEFINE_ROWS(rows_f16, f16_tile)
-DEFINE_ROWS(rows_bf16, bf16_tile)
-DEFINE_ROWS(rows_q8_0, q8_0_tile)
-DEFINE_ROWS(rows_q4_k, q4_k_tile)
+DEFINE_ROWS_MR(rows_f32, f32_tile, f32_tile_rows, DENSE_ROWS)
+DEFINE_ROWS_MR(rows_f16, f16_tile, f16_tile_rows, DENSE_ROWS)
+DEFINE_ROWS_MR(rows_bf16, bf16_tile, bf16_tile_rows, DENSE_ROWS)
+DEFINE_ROWS_MR(rows_q8_0, q8_0_tile, no_tile_rows, 1)
+DEFINE_ROWS_MR(rows_q4_k, q4_k_tile, no_tile_rows, 1)
 
 void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                            int64_t r1) {

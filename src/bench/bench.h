@@ -1,0 +1,96 @@
+/* End-to-end benchmark (`qtts bench`): a model at REAL dimensions (random
+ * weights from model/model_random.h + codec/codec_random.h, loaded through
+ * the normal path, or a model folder) generates a forced number of frames
+ * (EOS masked) for one stream, then for B concurrent streams through the
+ * batch API, decoding each step's frames with the streaming decoder batched
+ * across streams, as the engine's frame loop does. Reports per-stage times,
+ * real-time factors, time to first audio, peak RSS, and achieved GB/s and
+ * GFLOP/s next to the machine's limits measured by bench/probe.h.
+ *
+ * Everything runs as one job on an engine thread (engine/executor.h) with a
+ * pool of `threads`; the calling thread only waits. */
+#ifndef QTTS_BENCH_BENCH_H
+#define QTTS_BENCH_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench/probe.h"
+#include "core/err.h"
+#include "model/config.h"
+#include "tensor/tensor.h"
+
+typedef struct {
+    const char *model_path; /* model folder (talker + speech_tokenizer/); NULL = random weights */
+    const char *size;       /* random: "0.6b" or "1.7b" */
+    qtts_variant variant;   /* random: base, custom_voice (1.7b also voice_design) */
+    qtts_dtype wtype;       /* matrix storage; QTTS_DTYPE_INVALID with a folder = as stored */
+    int frames;             /* frames per stream (>= 1) */
+    int batch;              /* concurrent streams of the second pass (1 = no second pass) */
+    int threads;            /* pool size (0 = all online CPUs) */
+    int runs;               /* repetitions of each pass; the best time of each figure is kept */
+    int probe;              /* measure bandwidth / FMA peak */
+    size_t probe_bytes;     /* bandwidth buffer (0 = default 512 MiB) */
+    uint64_t seed;
+    const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
+} qtts_bench_options;
+
+void qtts_bench_options_default(qtts_bench_options *o);
+
+/* One stage of the frame loop, per call (talker: one step for all streams;
+ * code predictor: one frame for all streams; decoder: one batched decode
+ * step). gbs = bytes / ms, gflops = flop / ms. */
+typedef struct {
+    double ms, cpu_ms;  /* wall, and CPU time of the engine thread */
+    double rows;        /* streams per call */
+    int64_t calls;      /* calls measured (the first frame is left out as warm-up when there are more) */
+    double bytes, flop; /* weight bytes read and FLOP per call */
+    double gbs, gflops;
+    double gbs_cpu, gflops_cpu; /* the same per engine-thread CPU second (what an undisturbed machine gives) */
+} qtts_bench_stage;
+
+typedef struct {
+    /* setup */
+    char source[16]; /* "random" or "folder" */
+    char model[512]; /* size or path */
+    char variant[24], quant[16], isa[16];
+    int threads, frames, batch, runs;
+    double load_s;                            /* weights built/loaded */
+    int64_t prompt_tokens, prompt_rows;       /* text ids of the template, talker prefill rows */
+    double talker_weight_bytes;               /* per step: decoder layers + codec_head */
+    double cp_weight_bytes;                   /* per frame: 15 forwards (+ projection) + heads */
+    double talker_flop_per_row, cp_flop_per_row, decoder_flop_per_frame;
+    double frame_ms;                          /* audio per frame (80 ms) */
+    /* one stream */
+    double prompt_ms;  /* prompt build (text projection) */
+    double prefill_ms; /* prompt build + talker prefill + codec_head + first sample */
+    double ttfa_ms;    /* start -> first decoded audio (prefill + first frame + its decode) */
+    double wall_s, audio_s, rtf, rtf_steady; /* rtf = wall / audio; steady = (talker+cp+decoder per frame) / frame_ms */
+    int64_t frames_out, samples_out;
+    qtts_bench_stage talker, cp, decoder;
+    /* the same from the engine thread's CPU time: on a shared machine, what
+     * the run would take undisturbed (exact with 1 thread; with more, the
+     * other threads are assumed to run alongside) */
+    double prefill_cpu_ms, ttfa_cpu_ms, rtf_cpu, rtf_steady_cpu;
+    /* batch streams (valid when batch > 1) */
+    double batch_wall_s, batch_audio_s, aggregate_xrt; /* audio seconds per wall second, all streams */
+    double aggregate_xrt_cpu;                          /* per engine-thread CPU second */
+    int64_t batch_frames_out, batch_samples_out;
+    qtts_bench_stage talker_b, cp_b, decoder_b;
+    /* memory (MB = 1e6 bytes) */
+    double rss_loaded_mb, peak_rss_single_mb, peak_rss_mb;
+    /* machine limits (valid when probed) */
+    int probed;
+    qtts_probe_result probe;
+    double bw_gbs, peak_gflops; /* the figures the ratios use (all pool threads, or 1 when threads == 1) */
+} qtts_bench_result;
+
+int qtts_bench_run(const qtts_bench_options *o, qtts_bench_result *r, qtts_err *err);
+
+/* Human-readable report. */
+void qtts_bench_print(FILE *f, const qtts_bench_result *r);
+/* One JSON object (malloc'd, NUL-terminated; free()), or NULL when out of memory. */
+char *qtts_bench_json(const qtts_bench_result *r);
+
+#endif

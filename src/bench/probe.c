@@ -1,0 +1,153 @@
+#include "bench/probe.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/probe_kernels.h"
+#include "tensor/cpu.h"
+
+/* The machine may be shared: every figure is the best of many short timed
+ * pieces (a piece that ran undisturbed shows the hardware's rate). */
+enum { READ_PASSES = 3, PIECE_BYTES = 16 << 20, FMA_REPS = 40 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- scalar fallbacks (what the compiler makes of plain C) ---- */
+
+static float read_scalar(const float *p, size_t n) {
+    float a[8] = {0};
+    for (size_t i = 0; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) a[k] += p[i + (size_t)k];
+    float s = 0;
+    for (int k = 0; k < 8; k++) s += a[k];
+    return s;
+}
+
+enum { SCALAR_CHAINS = 8 };
+static float fma_scalar(int64_t iters) {
+    float a[SCALAR_CHAINS];
+    for (int i = 0; i < SCALAR_CHAINS; i++) a[i] = 1e-3f * (float)i;
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < SCALAR_CHAINS; i++) a[i] = a[i] * 0.999999f + 1e-7f;
+    float s = 0;
+    for (int i = 0; i < SCALAR_CHAINS; i++) s += a[i];
+    return s;
+}
+
+/* ---- jobs on the pool ---- */
+
+typedef struct {
+    qtts_isa isa;
+    float *buf;     /* the piece being read */
+    size_t n;       /* floats in it */
+    int all;        /* 0: thread 0 only */
+    int64_t iters;  /* FMA rounds per thread */
+    float sink[64]; /* per-thread results, kept so the loops stay */
+} probe_job;
+
+static void fill_body(void *ctx, int tid, int nt) {
+    probe_job *j = ctx;
+    int64_t b, e;
+    qtts_split_range((int64_t)j->n, 1024, tid, nt, &b, &e);
+    for (int64_t i = b; i < e; i++) j->buf[i] = (float)(i & 1023) * 1e-3f;
+}
+
+static void read_body(void *ctx, int tid, int nt) {
+    probe_job *j = ctx;
+    if (!j->all && tid) return;
+    int64_t b = 0, e = (int64_t)j->n;
+    if (j->all) qtts_split_range((int64_t)j->n, 4096, tid, nt, &b, &e);
+    const float *p = j->buf + b;
+    size_t n = (size_t)(e - b) & ~(size_t)63;
+    float s;
+    if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_read_avx512(p, n);
+    else if (j->isa == QTTS_ISA_AVX2) s = qtts_probe_read_avx2(p, n);
+    else s = read_scalar(p, n);
+    if (tid < 64) j->sink[tid] += s;
+}
+
+static void fma_body(void *ctx, int tid, int nt) {
+    (void)nt;
+    probe_job *j = ctx;
+    if (!j->all && tid) return;
+    float s;
+    if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_fma_avx512(j->iters);
+    else if (j->isa == QTTS_ISA_AVX2) s = qtts_probe_fma_avx2(j->iters);
+    else s = fma_scalar(j->iters);
+    if (tid < 64) j->sink[tid] += s;
+}
+
+static double time_run(qtts_pool *pool, qtts_spmd_fn fn, probe_job *j) {
+    double t0 = now_s();
+    qtts_pool_run(pool, fn, j);
+    double dt = now_s() - t0;
+    return dt > 0 ? dt : 1e-9;
+}
+
+/* GB/s: the whole buffer read piece by piece, READ_PASSES times; the best piece counts. */
+static double read_rate(qtts_pool *pool, probe_job *j, float *buf, size_t n) {
+    const size_t piece = PIECE_BYTES / sizeof(float) < n ? PIECE_BYTES / sizeof(float) : n;
+    double best = 1e30;
+    for (int pass = 0; pass < READ_PASSES; pass++)
+        for (size_t off = 0; off + piece <= n; off += piece) {
+            j->buf = buf + off;
+            j->n = piece;
+            double dt = time_run(pool, read_body, j);
+            if (dt < best) best = dt;
+        }
+    return (double)(piece * sizeof(float)) * 1e-9 / best;
+}
+
+/* Best time of FMA_REPS FMA runs after a warm-up run. */
+static double fma_time(qtts_pool *pool, probe_job *j) {
+    qtts_pool_run(pool, fma_body, j);
+    double best = 1e30;
+    for (int r = 0; r < FMA_REPS; r++) {
+        double dt = time_run(pool, fma_body, j);
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!bytes) bytes = (size_t)QTTS_PROBE_DEFAULT_MIB << 20;
+    if (bytes < (1u << 20)) return qtts_fail(err, "probe: buffer of %zu bytes is too small (1 MiB at least)", bytes);
+    const int nt = qtts_pool_size(pool);
+    probe_job j;
+    memset(&j, 0, sizeof j);
+    j.isa = qtts_cpu_isa();
+    const size_t n = (bytes / sizeof(float)) & ~(size_t)4095;
+    float *buf = qtts_malloc(n * sizeof(float), err);
+    if (!buf) return qtts_fail_prefix(err, "probe buffer");
+    out->threads = nt;
+    out->isa = qtts_isa_name(j.isa);
+    out->buffer_bytes = n * sizeof(float);
+    j.buf = buf;
+    j.n = n;
+    qtts_pool_run(pool, fill_body, &j); /* first touch, by every thread */
+    j.all = 0;
+    out->read_gbs_1 = read_rate(pool, &j, buf, n);
+    j.all = 1;
+    out->read_gbs_all = read_rate(pool, &j, buf, n);
+    free(buf);
+    j.buf = NULL;
+
+    /* FMA peak: rounds x chains x lanes x 2 FLOP */
+    const double lanes = j.isa == QTTS_ISA_AVX512 ? 16 * QTTS_PROBE_CHAINS_AVX512
+                         : j.isa == QTTS_ISA_AVX2 ? 8 * QTTS_PROBE_CHAINS_AVX2
+                                                  : SCALAR_CHAINS;
+    j.iters = 500000; /* about a millisecond per run */
+    const double gflop = 2.0 * lanes * (double)j.iters * 1e-9;
+    j.all = 0;
+    out->fma_gflops_1 = gflop / fma_time(pool, &j);
+    j.all = 1;
+    out->fma_gflops_all = gflop * nt / fma_time(pool, &j);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/* The machine's limits, measured in a second or so, for the ratios a
+ * benchmark prints: DRAM read bandwidth (a buffer far larger than the last
+ * level cache, streamed on 1 thread and on every thread of the pool) and the
+ * f32 FMA peak (independent FMA chains on registers, best ISA available).
+ * Runs on the pool it is given (the engine thread's). */
+#ifndef QTTS_BENCH_PROBE_H
+#define QTTS_BENCH_PROBE_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+#include "core/threadpool.h"
+
+enum { QTTS_PROBE_DEFAULT_MIB = 512 };
+
+typedef struct {
+    int threads;               /* pool size used for the "all threads" figures */
+    const char *isa;           /* kernel family of the loops ("avx512", "avx2", "scalar") */
+    size_t buffer_bytes;       /* bandwidth buffer */
+    double read_gbs_1;         /* GB/s (1e9 bytes), one thread */
+    double read_gbs_all;       /* GB/s, all pool threads */
+    double fma_gflops_1;       /* f32 FMA GFLOP/s (2 per FMA lane), one thread */
+    double fma_gflops_all;     /* all pool threads */
+} qtts_probe_result;
+
+/* bytes: bandwidth buffer size (0 = QTTS_PROBE_DEFAULT_MIB MiB). Each figure
+ * is the best of a few repetitions (the machine may be shared). */
+int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err);
+
+#endif

@@ -1,0 +1,22 @@
+/* ISA-specific loops of the machine probe (probe_avx2.c, probe_avx512.c);
+ * call only after a cpuid check (tensor/cpu.h). */
+#ifndef QTTS_BENCH_PROBE_KERNELS_H
+#define QTTS_BENCH_PROBE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sum of n floats (n a multiple of 64), streamed with vector loads. */
+float qtts_probe_read_avx2(const float *p, size_t n);
+float qtts_probe_read_avx512(const float *p, size_t n);
+/* iters rounds of QTTS_PROBE_CHAINS_<ISA> independent vector FMAs; returns a
+ * value depending on every chain (so none is optimised away). */
+float qtts_probe_fma_avx2(int64_t iters);
+float qtts_probe_fma_avx512(int64_t iters);
+
+/* Independent FMA chains per round: enough to cover the FMA latency on every
+ * FMA pipe (4-cycle latency x 2 pipes on current x86 cores, with margin),
+ * and few enough to stay in registers (16 ymm / 32 zmm, 2 held constants). */
+enum { QTTS_PROBE_CHAINS_AVX2 = 12, QTTS_PROBE_CHAINS_AVX512 = 16 };
+
+#endif

@@ -1,0 +1,159 @@
+/* qtts bench: the end-to-end benchmark (src/bench/bench.h) at real model
+ * dimensions with random weights, or on a model folder. This thread only
+ * parses options and prints; the benchmark runs on its engine thread. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "cli/cli.h"
+
+static void bench_usage(FILE *out) {
+    fprintf(out,
+            "usage: qtts bench [options]\n"
+            "  Generates N frames (EOS disabled) for 1 stream and then for B concurrent streams,\n"
+            "  decoding them with the streaming decoder, and reports stage times, RTF, time to\n"
+            "  first audio, peak RSS and GB/s / GFLOP/s against this machine's measured limits.\n"
+            "      --size S              random weights at the real size: 0.6b (default) or 1.7b\n"
+            "      --variant V           random: custom_voice (default), base, voice_design (1.7b)\n"
+            "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
+            "                            with -m default: as stored)\n"
+            "  -m, --model PATH          benchmark a model folder instead of random weights\n"
+            "      --frames N            frames per stream, 80 ms each (default 40)\n"
+            "      --batch B             concurrent streams of the second pass (default 1: none)\n"
+            "      --threads N           compute threads (default: all CPUs)\n"
+            "      --runs R              repeat each pass R times, keep the best times (default 1)\n"
+            "      --seed N              weights and sampling seed (default 1)\n"
+            "      --text TEXT           prompt sentence with -m (default: a 10-word sentence)\n"
+            "      --no-probe            skip the bandwidth / FMA-peak probe\n"
+            "      --probe-mib N         probe buffer in MiB (default 512)\n"
+            "      --json                print one JSON object instead of the report\n");
+}
+
+static int parse_int(const char *name, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        cli_error("%s must be an integer in %ld..%ld (got '%s')", name, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
+       O_JSON, O_HELP };
+
+int cmd_bench(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
+        {"quant", required_argument, 0, O_QUANT},     {"model", required_argument, 0, 'm'},
+        {"frames", required_argument, 0, O_FRAMES},   {"batch", required_argument, 0, O_BATCH},
+        {"threads", required_argument, 0, O_THREADS}, {"runs", required_argument, 0, O_RUNS},
+        {"seed", required_argument, 0, O_SEED},       {"text", required_argument, 0, O_TEXT},
+        {"no-probe", no_argument, 0, O_NO_PROBE},     {"probe-mib", required_argument, 0, O_PROBE_MIB},
+        {"json", no_argument, 0, O_JSON},             {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0}};
+    qtts_bench_options o;
+    qtts_bench_options_default(&o);
+    const char *model = NULL, *quant = NULL;
+    int json = 0;
+    long v;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': model = optarg; break;
+        case O_SIZE:
+            if (strcmp(optarg, "0.6b") && strcmp(optarg, "1.7b") && strcmp(optarg, "0b6") && strcmp(optarg, "1b7")) {
+                cli_error("--size must be 0.6b or 1.7b (got '%s')", optarg);
+                return CLI_USAGE;
+            }
+            o.size = optarg;
+            break;
+        case O_VARIANT:
+            if (!strcmp(optarg, "base")) o.variant = QTTS_VARIANT_BASE;
+            else if (!strcmp(optarg, "custom_voice") || !strcmp(optarg, "customvoice"))
+                o.variant = QTTS_VARIANT_CUSTOM_VOICE;
+            else if (!strcmp(optarg, "voice_design") || !strcmp(optarg, "voicedesign"))
+                o.variant = QTTS_VARIANT_VOICE_DESIGN;
+            else {
+                cli_error("--variant must be base, custom_voice or voice_design (got '%s')", optarg);
+                return CLI_USAGE;
+            }
+            break;
+        case O_QUANT: quant = optarg; break;
+        case O_FRAMES:
+            if (parse_int("--frames", optarg, 1, 100000, &v)) return CLI_USAGE;
+            o.frames = (int)v;
+            break;
+        case O_BATCH:
+            if (parse_int("--batch", optarg, 1, 256, &v)) return CLI_USAGE;
+            o.batch = (int)v;
+            break;
+        case O_THREADS:
+            if (parse_int("--threads", optarg, 1, 256, &v)) return CLI_USAGE;
+            o.threads = (int)v;
+            break;
+        case O_RUNS:
+            if (parse_int("--runs", optarg, 1, 100, &v)) return CLI_USAGE;
+            o.runs = (int)v;
+            break;
+        case O_SEED:
+            if (parse_int("--seed", optarg, 0, 0x7fffffffL, &v)) return CLI_USAGE;
+            o.seed = (uint64_t)v;
+            break;
+        case O_TEXT: o.text = optarg; break;
+        case O_NO_PROBE: o.probe = 0; break;
+        case O_PROBE_MIB:
+            if (parse_int("--probe-mib", optarg, 1, 65536, &v)) return CLI_USAGE;
+            o.probe_bytes = (size_t)v << 20;
+            break;
+        case O_JSON: json = 1; break;
+        case 'h':
+        case O_HELP: bench_usage(stdout); return CLI_OK;
+        default:
+            cli_error("bench: unknown or incomplete option '%s' (see 'qtts bench --help')", argv[optind - 1]);
+            return CLI_USAGE;
+        }
+    }
+    if (optind < argc) {
+        cli_error("bench: unexpected argument '%s' (see 'qtts bench --help')", argv[optind]);
+        return CLI_USAGE;
+    }
+    char path[4096];
+    if (model) {
+        if (!(o.model_path = cli_resolve_model(model, path, sizeof path))) return CLI_FAIL;
+        o.wtype = QTTS_DTYPE_INVALID;
+    }
+    if (quant) {
+        o.wtype = qtts_dtype_from_name(quant);
+        if (o.wtype != QTTS_F32 && o.wtype != QTTS_BF16 && o.wtype != QTTS_Q8_0 && o.wtype != QTTS_Q4_K) {
+            cli_error("--quant must be f32, bf16, q8_0 or q4_k (got '%s')", quant);
+            return CLI_USAGE;
+        }
+    }
+    qtts_err err = {{0}};
+    qtts_bench_result r;
+    if (!json) fprintf(stderr, "qtts bench: running (weights are built first; this takes a while)...\n");
+    if (qtts_bench_run(&o, &r, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    if (json) {
+        char *s = qtts_bench_json(&r);
+        if (!s) {
+            cli_error("bench: out of memory writing JSON");
+            return CLI_FAIL;
+        }
+        printf("%s\n", s);
+        free(s);
+    } else {
+        qtts_bench_print(stdout, &r);
+    }
+    return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
+}

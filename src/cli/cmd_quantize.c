@@ -1,0 +1,70 @@
+/* qtts quantize PATH -o OUT.gguf --type TYPE: one self-contained model file
+ * (tensors + config and tokenizer files), dense matrices converted. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "io/model_pack.h"
+
+static void quant_usage(FILE *out) {
+    fprintf(out, "usage: qtts quantize PATH -o OUT.gguf [--type q8_0|q4_k|bf16|f32]\n"
+                 "  PATH: a Qwen3-TTS model folder (with speech_tokenizer/)\n"
+                 "  The talker and code-predictor matrices are converted (rows that do not hold whole\n"
+                 "  Q4_K blocks fall back to Q8_0); norms, biases, the speech tokenizer and the speaker\n"
+                 "  encoder stay as stored. The result loads with -m OUT.gguf. Default type q8_0.\n");
+}
+
+static void show_progress(void *user, int done, int total) {
+    int *last = user;
+    int pct = total ? done * 100 / total : 100;
+    if (pct != *last) {
+        fprintf(stderr, "\rquantizing: %3d%%", pct);
+        if (pct == 100) fputc('\n', stderr);
+        *last = pct;
+    }
+}
+
+int cmd_quantize(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *type_name = "q8_0";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            quant_usage(stdout);
+            return CLI_OK;
+        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--type") && i + 1 < argc) {
+            type_name = argv[++i];
+        } else if (a[0] == '-') {
+            cli_error("quantize: unknown option or missing value '%s' (see 'qtts quantize --help')", a);
+            return CLI_USAGE;
+        } else if (!in) {
+            in = a;
+        } else {
+            cli_error("quantize: more than one input ('%s', '%s')", in, a);
+            return CLI_USAGE;
+        }
+    }
+    if (!in || !out) {
+        cli_error("quantize: need a model folder and -o OUT.gguf (see 'qtts quantize --help')");
+        return CLI_USAGE;
+    }
+    qtts_dtype type = qtts_dtype_from_name(type_name);
+    if (type == QTTS_DTYPE_INVALID) {
+        cli_error("--type: expected q8_0, q4_k, bf16 or f32, got '%s'", type_name);
+        return CLI_USAGE;
+    }
+    size_t n = strlen(out);
+    if (n < 5 || strcmp(out + n - 5, ".gguf")) {
+        cli_error("quantize: the output name must end in .gguf");
+        return CLI_USAGE;
+    }
+    qtts_err err = {{0}};
+    int last = -1;
+    if (qtts_model_pack(in, out, type, isatty(2) ? show_progress : NULL, &last, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,213 @@
+#include "io/model_pack.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/gguf.h"
+#include "tensor/quant.h"
+
+typedef struct {
+    const char *key;
+    const char *file; /* relative to the model folder */
+    int required;
+} text_file;
+
+static const text_file text_files[] = {
+    {QTTS_GGUF_KEY_CONFIG_JSON, "config.json", 1},
+    {QTTS_GGUF_KEY_GENERATION_CONFIG_JSON, "generation_config.json", 0},
+    {QTTS_GGUF_KEY_VOCAB_JSON, "vocab.json", 1},
+    {QTTS_GGUF_KEY_MERGES_TXT, "merges.txt", 1},
+    {QTTS_GGUF_KEY_TOKENIZER_CONFIG_JSON, "tokenizer_config.json", 0},
+    {QTTS_GGUF_KEY_CODEC_CONFIG_JSON, "speech_tokenizer/config.json", 1},
+};
+enum { N_TEXT_FILES = sizeof text_files / sizeof text_files[0] };
+
+int qtts_pack_is_quantizable(const char *name, int ndim) {
+    size_t n = strlen(name);
+    return ndim == 2 && !strncmp(name, "talker.", 7) && n > 7 && !strcmp(name + n - 7, ".weight") &&
+           !strstr(name, "norm");
+}
+
+static char *read_file(const char *path, size_t *len, qtts_err *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        qtts_fail(err, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 65536 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                qtts_fail(err, "%s: out of memory", path);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (!got) break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
+                    void (*progress)(void *user, int done, int total), void *user, qtts_err *err) {
+    char path[PATH_MAX];
+    int rc = -1;
+    char *texts[N_TEXT_FILES] = {0};
+    size_t lens[N_TEXT_FILES] = {0};
+    qtts_gguf_kv kv[N_TEXT_FILES + 2];
+    int n_kv = 0;
+    qtts_store *model = NULL, *codec = NULL, *out = NULL;
+    for (int i = 0; i < N_TEXT_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, text_files[i].file);
+        if (access(path, R_OK) != 0) {
+            if (text_files[i].required) {
+                qtts_fail(err, "%s: missing (a model folder needs it)", path);
+                goto done;
+            }
+            continue;
+        }
+        texts[i] = read_file(path, &lens[i], err);
+        if (!texts[i]) goto done;
+        kv[n_kv++] = qtts_gguf_kv_str(text_files[i].key, texts[i], lens[i]);
+    }
+    kv[n_kv++] = qtts_gguf_kv_str("general.architecture", "qwen3_tts", 9);
+    kv[n_kv++] = qtts_gguf_kv_str("qtts.weight_type", qtts_dtype_name(type), strlen(qtts_dtype_name(type)));
+    model = qtts_store_open(dir, err);
+    if (!model) goto done;
+    snprintf(path, sizeof path, "%s/speech_tokenizer", dir);
+    codec = qtts_store_open(path, err);
+    if (!codec) goto done;
+    out = qtts_store_new(err);
+    if (!out) goto done;
+    int total = qtts_store_count(model) + qtts_store_count(codec), done_n = 0;
+    for (int i = 0; i < qtts_store_count(model); i++, done_n++) {
+        const qtts_tensor *t = qtts_store_at(model, i);
+        if (progress) progress(user, done_n, total);
+        if (!qtts_pack_is_quantizable(t->name, t->ndim) || type == t->type) {
+            if (qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
+            continue;
+        }
+        qtts_mat m;
+        if (qtts_mat_from_tensor(&m, t, type, err)) goto done;
+        void *data = m.owned;
+        if (!data) { /* same type after fitting: share the mapping */
+            if (qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
+            continue;
+        }
+        m.owned = NULL;
+        if (qtts_store_add(out, t->name, m.type, t->ndim, t->shape, data, 1, err)) {
+            free(data);
+            goto done;
+        }
+    }
+    for (int i = 0; i < qtts_store_count(codec); i++, done_n++) {
+        const qtts_tensor *t = qtts_store_at(codec, i);
+        char name[512];
+        if (progress) progress(user, done_n, total);
+        if (snprintf(name, sizeof name, "%s%s", QTTS_PACK_CODEC_PREFIX, t->name) >= (int)sizeof name) {
+            qtts_fail(err, "tensor name too long: %s", t->name);
+            goto done;
+        }
+        if (qtts_store_add(out, name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
+    }
+    if (progress) progress(user, total, total);
+    rc = qtts_gguf_write(out_path, out, kv, n_kv, err);
+done:
+    qtts_store_free(out);
+    qtts_store_free(codec);
+    qtts_store_free(model);
+    for (int i = 0; i < N_TEXT_FILES; i++) free(texts[i]);
+    return rc;
+}
+
+static int write_text(const char *path, const char *data, size_t len, qtts_err *err) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return qtts_fail(err, "%s: %s", path, strerror(errno));
+    size_t w = fwrite(data, 1, len, f);
+    if (fclose(f) != 0 || w != len) return qtts_fail(err, "%s: write failed", path);
+    return 0;
+}
+
+void qtts_pack_remove_dir(const char *tmp_dir) {
+    if (!tmp_dir || !*tmp_dir) return;
+    char path[PATH_MAX];
+    for (int i = 0; i < N_TEXT_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp_dir, text_files[i].file);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/speech_tokenizer", tmp_dir);
+    rmdir(path);
+    rmdir(tmp_dir);
+}
+
+int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtts_store **model_store,
+                      qtts_store **codec_store, qtts_err *err) {
+    *model_store = *codec_store = NULL;
+    tmp_dir[0] = 0;
+    qtts_gguf *g = qtts_gguf_load(gguf_path, err);
+    if (!g) return -1;
+    int rc = -1;
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp_dir, tmp_size, "%s/qtts-model-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmp_dir)) {
+        qtts_fail(err, "cannot create a temporary folder for %s: %s", gguf_path, strerror(errno));
+        tmp_dir[0] = 0;
+        goto done;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/speech_tokenizer", tmp_dir);
+    if (mkdir(path, 0700) != 0) {
+        qtts_fail(err, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    for (int i = 0; i < N_TEXT_FILES; i++) {
+        size_t len = 0;
+        const char *s = qtts_gguf_get_str(g, text_files[i].key, &len);
+        if (!s) {
+            if (text_files[i].required) {
+                qtts_fail(err, "%s: not a qtts model file (no '%s' metadata; make it with 'qtts quantize')", gguf_path,
+                          text_files[i].key);
+                goto done;
+            }
+            continue;
+        }
+        snprintf(path, sizeof path, "%s/%s", tmp_dir, text_files[i].file);
+        if (write_text(path, s, len, err)) goto done;
+    }
+    *model_store = qtts_store_open(gguf_path, err);
+    if (!*model_store) goto done;
+    *codec_store = qtts_store_new(err);
+    if (!*codec_store) goto done;
+    qtts_store_set_source(*codec_store, gguf_path);
+    size_t plen = strlen(QTTS_PACK_CODEC_PREFIX);
+    for (int i = 0; i < qtts_store_count(*model_store); i++) {
+        const qtts_tensor *t = qtts_store_at(*model_store, i);
+        if (strncmp(t->name, QTTS_PACK_CODEC_PREFIX, plen)) continue;
+        if (qtts_store_add(*codec_store, t->name + plen, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
+    }
+    rc = 0;
+done:
+    qtts_gguf_free(g);
+    if (rc) {
+        qtts_store_free(*codec_store);
+        qtts_store_free(*model_store);
+        *model_store = *codec_store = NULL;
+        qtts_pack_remove_dir(tmp_dir);
+        tmp_dir[0] = 0;
+    }
+    return rc;
+}

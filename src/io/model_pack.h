@@ -1,0 +1,35 @@
+/* A whole Qwen3-TTS checkpoint in one GGUF file: the talker, code predictor,
+ * speaker encoder and speech tokenizer tensors (names as in the official
+ * safetensors; the codec's are prefixed "speech_tokenizer.") plus the text
+ * files (config.json, generation_config.json, tokenizer files,
+ * speech_tokenizer/config.json) as string metadata. `qtts quantize` writes
+ * it; every loader accepts it where it accepts a model folder. */
+#ifndef QTTS_IO_MODEL_PACK_H
+#define QTTS_IO_MODEL_PACK_H
+
+#include "core/err.h"
+#include "io/store.h"
+#include "tensor/tensor.h"
+
+#define QTTS_PACK_CODEC_PREFIX "speech_tokenizer."
+
+/* Whether a tensor is a dense weight matrix that quantization applies to:
+ * the talker's and code predictor's 2-D ".weight" tensors (norms, biases,
+ * codec and speaker-encoder tensors stay as they are). */
+int qtts_pack_is_quantizable(const char *name, int ndim);
+
+/* Writes model folder `dir` as a GGUF at out_path, matrices converted to
+ * `type` (qtts_dtype_fit per row length). progress may be NULL. */
+int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
+                    void (*progress)(void *user, int done, int total), void *user, qtts_err *err);
+
+/* Opens a packed GGUF: writes its text files into a new private folder
+ * (returned in tmp_dir, which the caller removes with qtts_pack_remove_dir)
+ * with the layout of a model folder, and returns the store of its tensors
+ * (the codec tensors under their original names in *codec_store, which
+ * borrows from *model_store's mapping: free it first). */
+int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtts_store **model_store,
+                      qtts_store **codec_store, qtts_err *err);
+void qtts_pack_remove_dir(const char *tmp_dir);
+
+#endif

@@ -1,0 +1,166 @@
+/* The benchmark machinery (src/bench/bench.h, `qtts bench`) on the tiny
+ * golden CustomVoice model: every figure present and consistent with the
+ * frames, streams and weights it ran on, the JSON well-formed, the CLI's
+ * errors clear. Timings are not asserted (the machine is shared). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "bench/bench.h"
+#include "harness.h"
+#include "io/store.h"
+#include "model/codec_decoder.h"
+
+static const char *const keys[] = {
+    "source", "model", "variant", "quant", "isa", "threads", "frames", "batch", "runs", "load_s", "prompt_tokens",
+    "prompt_rows", "talker_weight_bytes", "cp_weight_bytes", "decoder_gflop_per_frame", "frame_ms", "prompt_ms",
+    "prefill_ms", "prefill_cpu_ms", "talker_ms", "talker_cpu_ms", "talker_gbs", "talker_pct_bw", "talker_gflops",
+    "talker_pct_peak", "talker_gbs_cpu", "cp_ms", "cp_gbs", "cp_pct_bw", "cp_gflops", "decoder_ms", "decoder_gflops",
+    "decoder_pct_peak", "decoder_gflops_cpu", "ttfa_ms", "ttfa_cpu_ms", "wall_s", "audio_s", "rtf", "rtf_steady",
+    "rtf_cpu", "rtf_steady_cpu", "frames_out", "samples_out", "batch_wall_s", "batch_audio_s", "aggregate_xrt",
+    "aggregate_xrt_cpu", "batch_frames_out", "batch_samples_out", "batch_talker_ms", "batch_talker_rows",
+    "batch_cp_ms", "batch_cp_rows", "batch_decoder_ms", "batch_decoder_rows", "rss_loaded_mb", "peak_rss_single_mb",
+    "peak_rss_mb", "probed", "read_gbs_1", "read_gbs_all", "fma_gflops_1", "fma_gflops_all", "bw_gbs", "peak_gflops"};
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1e300;
+}
+
+/* Every key present; numbers finite and >= 0. */
+static void check_json_keys(const cJSON *o, const char *what) {
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        TEST_CHECK(v != NULL, "%s: key %s missing", what, keys[i]);
+        if (cJSON_IsNumber(v)) TEST_CHECK(v->valuedouble >= 0, "%s: %s = %g", what, keys[i], v->valuedouble);
+    }
+}
+
+/* Sum of the bytes of the talker's decoder-layer matrices and codec_head in the store. */
+static double talker_matrix_bytes(const qtts_store *st) {
+    double b = 0;
+    for (int i = 0; i < qtts_store_count(st); i++) {
+        const qtts_tensor *t = qtts_store_at(st, i);
+        int layer_mat = !strncmp(t->name, "talker.model.layers.", 20) && t->ndim == 2;
+        if (layer_mat || !strcmp(t->name, "talker.codec_head.weight"))
+            b += (double)qtts_dtype_row_bytes(t->type, t->shape[1]) * (double)t->shape[0];
+    }
+    return b;
+}
+
+static int run_cli(const char *args, char *out, size_t size) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(void) {
+    char dir[1024];
+    golden_path(dir, sizeof dir, "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny");
+    qtts_err err = {{0}};
+    qtts_codec_decoder *dec = qtts_codec_decoder_open(dir, &err);
+    qtts_store *st = qtts_store_open(dir, &err);
+    TEST_CHECK(dec && st, "tiny model: %s", err.msg);
+    if (!dec || !st) return test_finish("test_bench");
+    const int64_t fs = qtts_codec_decoder_frame_samples(dec), sr = qtts_codec_decoder_sample_rate(dec);
+
+    /* library: 5 frames, 1 stream then 3 */
+    const int F = 5, B = 3;
+    qtts_bench_options o;
+    qtts_bench_options_default(&o);
+    o.model_path = dir;
+    o.wtype = QTTS_DTYPE_INVALID;
+    o.frames = F;
+    o.batch = B;
+    o.threads = 2;
+    o.probe_bytes = 4u << 20;
+    qtts_bench_result r;
+    int rc = qtts_bench_run(&o, &r, &err);
+    TEST_CHECK(rc == 0, "bench on the tiny model: %s", err.msg);
+    if (rc == 0) {
+        TEST_CHECK(!strcmp(r.source, "folder") && !strcmp(r.variant, "custom_voice") && !strcmp(r.quant, "f32"),
+                   "setup: %s %s %s", r.source, r.variant, r.quant);
+        TEST_CHECK(r.threads == 2 && r.frames == F && r.batch == B && r.runs == 1, "options echoed");
+        TEST_CHECK(r.frames_out == F && r.samples_out == F * fs, "1 stream: %lld frames, %lld samples",
+                   (long long)r.frames_out, (long long)r.samples_out);
+        TEST_CHECK(r.batch_frames_out == B * F && r.batch_samples_out == B * F * fs, "%d streams: %lld frames", B,
+                   (long long)r.batch_frames_out);
+        TEST_CHECK(r.frame_ms == 1e3 * (double)fs / (double)sr && r.audio_s == F * r.frame_ms / 1e3, "audio length");
+        /* the first frame is warm-up: F-1 code-predictor frames and decoder steps, F-2 talker steps */
+        TEST_CHECK(r.talker.calls == F - 2 && r.cp.calls == F - 1 && r.decoder.calls == F - 1,
+                   "stage calls: talker %lld cp %lld decoder %lld", (long long)r.talker.calls,
+                   (long long)r.cp.calls, (long long)r.decoder.calls);
+        TEST_CHECK(r.talker.rows == 1 && r.cp.rows == 1 && r.decoder.rows == 1, "1 stream: one row per call");
+        TEST_CHECK(r.talker_b.rows == B && r.cp_b.rows == B && r.decoder_b.rows == B, "batch: %d rows per call", B);
+        TEST_CHECK(r.talker.ms > 0 && r.cp.ms > 0 && r.decoder.ms > 0 && r.talker.cpu_ms > 0 && r.prefill_ms > 0 &&
+                       r.prefill_ms >= r.prompt_ms && r.ttfa_ms >= r.prefill_ms && r.rtf > 0 && r.aggregate_xrt > 0,
+                   "times positive and ordered");
+        TEST_CHECK(r.prompt_tokens > 8 && r.prompt_rows > 0, "prompt: %lld tokens, %lld rows",
+                   (long long)r.prompt_tokens, (long long)r.prompt_rows);
+        double tb = talker_matrix_bytes(st);
+        TEST_CHECK(tb > 0 && r.talker_weight_bytes == tb, "talker weight bytes %.0f, store %.0f",
+                   r.talker_weight_bytes, tb);
+        TEST_CHECK(r.cp_weight_bytes > 0 && r.decoder_flop_per_frame > 0, "cp bytes and decoder FLOP");
+        TEST_CHECK(r.talker.gbs > 0 && r.talker.gbs == r.talker_weight_bytes / r.talker.ms * 1e-6, "talker GB/s");
+        TEST_CHECK(r.decoder.gflops > 0 && r.decoder.flop == r.decoder_flop_per_frame, "decoder GFLOP/s");
+        TEST_CHECK(r.decoder_b.flop == B * r.decoder_flop_per_frame, "batched decoder FLOP per step");
+        TEST_CHECK(r.rss_loaded_mb > 0 && r.peak_rss_single_mb >= r.rss_loaded_mb &&
+                       r.peak_rss_mb >= r.peak_rss_single_mb,
+                   "RSS %.1f %.1f %.1f", r.rss_loaded_mb, r.peak_rss_single_mb, r.peak_rss_mb);
+        TEST_CHECK(r.probed && r.probe.threads == 2 && r.probe.read_gbs_1 > 0 && r.probe.read_gbs_all > 0 &&
+                       r.probe.fma_gflops_1 > 0 && r.probe.fma_gflops_all > 0 && r.bw_gbs == r.probe.read_gbs_all,
+                   "probe figures");
+
+        char *js = qtts_bench_json(&r);
+        cJSON *o = js ? cJSON_Parse(js) : NULL;
+        TEST_CHECK(o && cJSON_IsObject(o), "JSON parses");
+        if (o) {
+            check_json_keys(o, "library JSON");
+            TEST_CHECK(num(o, "frames_out") == F && num(o, "batch_frames_out") == B * F &&
+                           num(o, "talker_calls") == F - 2 && num(o, "batch_decoder_rows") == B,
+                       "JSON counts match the result");
+        }
+        cJSON_Delete(o);
+        free(js);
+    }
+
+    /* the command line: --json is one object on stdout */
+    static char out[1 << 16];
+    char args[1400];
+    snprintf(args, sizeof args, "-m %s --frames 3 --batch 2 --threads 1 --probe-mib 2 --json", dir);
+    rc = run_cli(args, out, sizeof out);
+    TEST_CHECK(rc == 0, "qtts bench --json exit %d", rc);
+    cJSON *j = cJSON_Parse(out);
+    TEST_CHECK(j && cJSON_IsObject(j), "CLI JSON parses: %.200s", out);
+    if (j) {
+        check_json_keys(j, "CLI JSON");
+        TEST_CHECK(num(j, "frames_out") == 3 && num(j, "batch_frames_out") == 6 && num(j, "threads") == 1 &&
+                       num(j, "samples_out") == 3.0 * (double)fs,
+                   "CLI counts");
+    }
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "-m %s --frames 2 --no-probe", dir);
+    rc = run_cli(args, out, sizeof out);
+    TEST_CHECK(rc == 0 && strstr(out, "time to first audio") && strstr(out, "talker step") && !strstr(out, "machine ("),
+               "text report without probe (exit %d)", rc);
+
+    /* bad input: one clear error, usage exit 2 / failure exit 1 */
+    TEST_CHECK(run_cli("--frames 0", out, sizeof out) == 2, "--frames 0");
+    TEST_CHECK(run_cli("--quant q5_x", out, sizeof out) == 2, "--quant q5_x");
+    TEST_CHECK(run_cli("--size 3b", out, sizeof out) == 2, "--size 3b");
+    TEST_CHECK(run_cli("--batch", out, sizeof out) == 2, "--batch without value");
+    TEST_CHECK(run_cli("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");
+    o.frames = 0;
+    TEST_CHECK(qtts_bench_run(&o, &r, &err) == -1 && strstr(err.msg, "frames"), "library: %s", err.msg);
+
+    qtts_codec_decoder_free(dec);
+    qtts_store_free(st);
+    return test_finish("test_bench");
+}
