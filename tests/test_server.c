@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "io/rvq.h"
 #include "server/audio_out.h"
 #include "server/auth.h"
 #include "server/b64.h"
@@ -84,6 +85,20 @@ static void test_rvq_spk(void) {
     free(back);
     free(p);
     TEST_CHECK(!srv_rvq_unpack("abc", 3, &t, &why), "rvq rejects a size that is not 22*T");
+    {   /* byte-identical to the project's .rvq writer (src/io/rvq.h) */
+        enum { T7 = 7 };
+        int32_t c7[T7 * 16];
+        uint32_t x = 12345;
+        for (int i = 0; i < T7 * 16; i++) c7[i] = (int32_t)((x = x * 1103515245u + 12345u) >> 16) % 2048;
+        size_t n7;
+        unsigned char *mine = srv_rvq_pack(c7, T7, &n7, &why);
+        unsigned char theirs[T7 * 22];
+        qtts_err e;
+        TEST_CHECK(mine && n7 == qtts_rvq_size(16, T7) && qtts_rvq_pack(c7, 16, T7, theirs, &e) == 0 &&
+                       !memcmp(mine, theirs, n7),
+                   "server .rvq packing matches src/io/rvq");
+        free(mine);
+    }
     int32_t badf[16] = {0};
     badf[5] = 2048;
     TEST_CHECK(!srv_rvq_pack(badf, 1, &size, &why), "rvq pack refuses a code >= 2048");
