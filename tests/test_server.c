@@ -561,6 +561,13 @@ static void test_base_server(const char *vdir) {
     long n_fast = r.status == 200 ? th_wav_samples(r.body, r.body_len, &sd, &rate) : -1;
     TEST_CHECK(r.status == 200 && n_fast == lround(n_wav / 2.0), "speed 2: %ld samples (normal %ld)", n_fast, n_wav);
     th_resp_free(&r);
+    q = speech_json("alice", "wav", "audio", ",\"speed\":0.5");
+    th_post_json(port, "/v1/audio/speech", NULL, q, &r, 120);
+    free(q);
+    long n_slow = r.status == 200 ? th_wav_samples(r.body, r.body_len, &sd, &rate) : -1;
+    TEST_CHECK(r.status == 200 && r.complete && n_slow == lround(n_wav / 0.5), "streamed speed 0.5: %ld samples (normal %ld)",
+               n_slow, n_wav);
+    th_resp_free(&r);
 
     /* ---- greedy determinism under concurrent load (ICL: reference codes + text) ---- */
     {
