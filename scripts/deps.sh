@@ -7,5 +7,13 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config clang libclang-rt-dev \
-  libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev \
+  libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev librubberband-dev \
   libcurl4-openssl-dev libssl-dev curl ca-certificates >/dev/null
+# Optional: node + the official openai npm package for tests/test_server_openai
+# (that test prints SKIP without them). Never fails the install.
+if ! command -v node >/dev/null 2>&1; then
+  $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1 || echo "deps: nodejs/npm not installed"
+fi
+if command -v npm >/dev/null 2>&1 && ! npm ls -g openai >/dev/null 2>&1; then
+  $SUDO npm install -g --silent openai@4 >/dev/null 2>&1 || echo "deps: npm install -g openai failed"
+fi

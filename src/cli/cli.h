@@ -15,6 +15,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
 int cmd_download(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"codec", cmd_codec, "speech tokenizer: decode .rvq codes to WAV (encode: later)"},
     {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
     {"bench", cmd_bench, "end-to-end speed benchmark at real model sizes (random weights) or on a model"},
+    {"serve", cmd_serve, "HTTP server: OpenAI-compatible speech API, voices, metrics"},
 };
 
 void cli_error(const char *fmt, ...) {

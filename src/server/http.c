@@ -1,0 +1,410 @@
+/* libmicrohttpd front end: a fixed pool of HTTP threads, routing, body
+ * limits, authentication, CORS, plain responses, draining. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/auth.h"
+#include "server/internal.h"
+
+long long srv_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double srv_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void qtts_server_params_default(qtts_server_params *p) {
+    memset(p, 0, sizeof *p);
+    p->host = "127.0.0.1";
+    p->port = 8080;
+    p->max_body = 32u << 20;
+    p->max_input_chars = 4096;
+    p->http_threads = 16;
+    p->idle_timeout_s = 60;
+    p->request_timeout_s = 600;
+}
+
+enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r) {
+    if (!r) return MHD_NO;
+    if (s->cors_origin) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+    }
+    srv_metrics_status(&s->metrics, status);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result srv_respond(qtts_server *s, struct MHD_Connection *c, int status, const char *mime, const void *data,
+                            size_t n) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)data, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    if (mime) MHD_add_response_header(r, "Content-Type", mime);
+    return srv_queue(s, c, status, r);
+}
+
+enum MHD_Result srv_respond_json(qtts_server *s, struct MHD_Connection *c, int status, const char *json) {
+    return srv_respond(s, c, status, "application/json", json, strlen(json));
+}
+
+enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
+                                  const char *param, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(root, "error");
+    char *js = NULL;
+    if (e && cJSON_AddStringToObject(e, "message", msg) && cJSON_AddStringToObject(e, "type", type) &&
+        (param ? cJSON_AddStringToObject(e, "param", param) : cJSON_AddNullToObject(e, "param")) &&
+        (code ? cJSON_AddStringToObject(e, "code", code) : cJSON_AddNullToObject(e, "code")))
+        js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (s->p.verbose) fprintf(stderr, "qtts serve: %d %s\n", status, msg);
+    struct MHD_Response *r =
+        js ? MHD_create_response_from_buffer(strlen(js), js, MHD_RESPMEM_MUST_FREE)
+           : MHD_create_response_from_buffer(strlen(msg), msg, MHD_RESPMEM_MUST_COPY);
+    if (!r) {
+        free(js);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", js ? "application/json" : "text/plain");
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    return srv_queue(s, c, status, r);
+}
+
+static enum MHD_Result route_health(qtts_server *s, struct MHD_Connection *c) {
+    qtts_engine_stats st;
+    memset(&st, 0, sizeof st);
+    qtts_engine_get_stats(s->engine, &st);
+    char js[512];
+    int draining = atomic_load(&s->draining);
+    snprintf(js, sizeof js,
+             "{\"status\":\"%s\",\"model\":\"%s\",\"variant\":\"%s\",\"active_slots\":%d,\"queued\":%d,"
+             "\"uptime_s\":%.1f}",
+             draining ? "draining" : "ok", s->model_id, s->info->variant, st.active_slots, st.queued,
+             (srv_now_ms() - s->started_ms) / 1000.0);
+    return srv_respond_json(s, c, draining ? 503 : 200, js);
+}
+
+static enum MHD_Result route_models(qtts_server *s, struct MHD_Connection *c) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *data = cJSON_AddArrayToObject(root, "data");
+    cJSON *m = cJSON_CreateObject();
+    char *js = NULL;
+    if (root && data && m) {
+        cJSON_AddItemToArray(data, m);
+        cJSON_AddStringToObject(root, "object", "list");
+        cJSON_AddStringToObject(m, "id", s->model_id);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", 0);
+        cJSON_AddStringToObject(m, "owned_by", "qtts");
+        cJSON_AddStringToObject(m, "variant", s->info->variant);
+        cJSON_AddStringToObject(m, "size", s->info->size);
+        cJSON_AddNumberToObject(m, "sample_rate", s->info->sample_rate);
+        cJSON_AddNumberToObject(m, "hidden_size", s->info->hidden_size);
+        cJSON *sp = cJSON_AddArrayToObject(m, "speakers");
+        for (int i = 0; sp && i < s->info->n_speakers; i++)
+            cJSON_AddItemToArray(sp, cJSON_CreateString(s->info->speakers[i]));
+        cJSON *lg = cJSON_AddArrayToObject(m, "languages");
+        for (int i = 0; lg && i < s->info->n_languages; i++)
+            cJSON_AddItemToArray(lg, cJSON_CreateString(s->info->languages[i]));
+        js = cJSON_PrintUnformatted(root);
+    } else {
+        cJSON_Delete(m);
+    }
+    cJSON_Delete(root);
+    if (!js) return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
+    enum MHD_Result rc = srv_respond_json(s, c, 200, js);
+    free(js);
+    return rc;
+}
+
+static enum MHD_Result route_metrics(qtts_server *s, struct MHD_Connection *c) {
+    srv_buf b = {0};
+    if (srv_metrics_render(&s->metrics, s->engine, s->info->sample_rate, &b)) {
+        srv_buf_free(&b);
+        return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    enum MHD_Result rc = srv_respond(s, c, 200, "text/plain; version=0.0.4", b.data, b.len);
+    srv_buf_free(&b);
+    return rc;
+}
+
+static enum MHD_Result route_preflight(qtts_server *s, struct MHD_Connection *c) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    if (s->cors_origin) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+    }
+    return srv_queue(s, c, s->cors_origin ? 204 : 405, r);
+}
+
+typedef enum { R_NONE, R_HEALTH, R_MODELS, R_METRICS, R_SPEECH, R_VOICES, R_VOICE_ITEM } route_id;
+
+static route_id match_route(const char *url, const char **tail) {
+    *tail = NULL;
+    if (!strcmp(url, "/health") || !strcmp(url, "/healthz")) return R_HEALTH;
+    if (!strcmp(url, "/v1/models")) return R_MODELS;
+    if (!strcmp(url, "/metrics")) return R_METRICS;
+    if (!strcmp(url, "/v1/audio/speech")) return R_SPEECH;
+    if (!strcmp(url, "/v1/audio/voices")) return R_VOICES;
+    if (!strncmp(url, "/v1/audio/voices/", 17) && url[17]) {
+        *tail = url + 17;
+        return R_VOICE_ITEM;
+    }
+    return R_NONE;
+}
+
+static int method_allowed(route_id r, const char *m) {
+    switch (r) {
+    case R_HEALTH:
+    case R_MODELS:
+    case R_METRICS: return !strcmp(m, "GET") || !strcmp(m, "HEAD");
+    case R_SPEECH: return !strcmp(m, "POST");
+    case R_VOICES: return !strcmp(m, "GET") || !strcmp(m, "POST");
+    case R_VOICE_ITEM: return !strcmp(m, "DELETE") || !strcmp(m, "GET");
+    default: return 0;
+    }
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
+    (void)version;
+    qtts_server *s = cls;
+    srv_req *rq = *con_cls;
+    if (!rq) { /* first call: headers only */
+        rq = calloc(1, sizeof *rq);
+        if (!rq) return MHD_NO;
+        rq->t0_ms = srv_now_ms();
+        *con_cls = rq;
+        const char *tail;
+        route_id r = match_route(url, &tail);
+        if (!strcmp(method, "OPTIONS")) {
+            rq->responded = 1;
+            return route_preflight(s, c);
+        }
+        if (r != R_HEALTH && s->api_key) {
+            const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+            if (!srv_auth_bearer_ok(auth, s->api_key)) {
+                rq->responded = 1;
+                return srv_respond_error(s, c, 401, "authentication_error", NULL, "invalid_api_key",
+                                         "missing or invalid API key (send 'Authorization: Bearer <key>')");
+            }
+        }
+        if (r == R_NONE) {
+            rq->responded = 1;
+            return srv_respond_error(s, c, 404, "invalid_request_error", NULL, "not_found", "no route for %s %s",
+                                     method, url);
+        }
+        if (!method_allowed(r, method)) {
+            rq->responded = 1;
+            return srv_respond_error(s, c, 405, "invalid_request_error", NULL, "method_not_allowed",
+                                     "method %s is not allowed on %s", method, url);
+        }
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->p.max_body) {
+            rq->responded = 1;
+            return srv_respond_error(s, c, 413, "invalid_request_error", NULL, "body_too_large",
+                                     "request body of %s bytes exceeds the limit of %zu bytes", cl, s->p.max_body);
+        }
+        return MHD_YES;
+    }
+    if (rq->speech) return srv_speech_resume(s, c, rq); /* resumed by the pump */
+    if (rq->responded) { /* discard the rest of a rejected body */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (rq->body.len + *upload_size > s->p.max_body) {
+            rq->responded = 1;
+            *upload_size = 0;
+            return srv_respond_error(s, c, 413, "invalid_request_error", NULL, "body_too_large",
+                                     "request body exceeds the limit of %zu bytes", s->p.max_body);
+        }
+        if (srv_buf_append(&rq->body, upload_data, *upload_size)) {
+            rq->responded = 1;
+            *upload_size = 0;
+            return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    /* Body complete. */
+    rq->responded = 1;
+    const char *tail;
+    route_id r = match_route(url, &tail);
+    if (atomic_load(&s->draining) && r != R_HEALTH && r != R_METRICS)
+        return srv_respond_error(s, c, 503, "server_busy", NULL, "shutting_down", "server is shutting down");
+    switch (r) {
+    case R_HEALTH: return route_health(s, c);
+    case R_MODELS: return route_models(s, c);
+    case R_METRICS: return route_metrics(s, c);
+    case R_SPEECH: return srv_route_speech(s, c, rq);
+    case R_VOICES: return !strcmp(method, "GET") ? srv_route_voices_list(s, c) : srv_route_voices_add(s, c, rq);
+    case R_VOICE_ITEM:
+        if (!strcmp(method, "GET"))
+            return srv_respond_error(s, c, 405, "invalid_request_error", NULL, "method_not_allowed",
+                                     "use GET /v1/audio/voices to list voices");
+        return srv_route_voices_delete(s, c, tail);
+    default: return MHD_NO;
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    srv_req *rq = *con_cls;
+    if (!rq) return;
+    if (rq->speech) srv_speech_abandon(rq->speech); /* the client went away mid-synthesis */
+    srv_buf_free(&rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+static char *dup_or_null(const char *x) { return x && *x ? strdup(x) : NULL; }
+
+void qtts_server_free(qtts_server *s) {
+    if (!s) return;
+    atomic_store(&s->draining, 1);
+    atomic_store(&s->aborting, 1);
+    srv_pump_stop(s->pump); /* resumes every suspended connection first */
+    if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_pump_free(s->pump);
+    srv_voices_free(s->voices);
+    free(s->host);
+    free(s->voices_dir);
+    free(s->api_key);
+    free(s->cors_origin);
+    free(s->model_id);
+    free(s);
+}
+
+static void warn_voice(void *user, const char *msg) {
+    (void)user;
+    fprintf(stderr, "qtts serve: warning: skipping voice: %s\n", msg);
+}
+
+qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char *err, size_t err_size) {
+    qtts_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, err_size, "out of memory");
+        return NULL;
+    }
+    s->engine = e;
+    s->info = qtts_engine_info(e);
+    s->p = *p;
+    s->host = strdup(p->host && *p->host ? p->host : "127.0.0.1");
+    s->voices_dir = dup_or_null(p->voices_dir);
+    s->api_key = dup_or_null(p->api_key);
+    s->cors_origin = dup_or_null(p->cors_origin);
+    s->model_id = strdup(p->model_id && *p->model_id ? p->model_id : "qwen3-tts");
+    atomic_init(&s->draining, 0);
+    atomic_init(&s->aborting, 0);
+    srv_metrics_init(&s->metrics);
+    s->started_ms = srv_now_ms();
+    if (!s->host || !s->model_id || (p->voices_dir && *p->voices_dir && !s->voices_dir) ||
+        (p->api_key && *p->api_key && !s->api_key) || (p->cors_origin && *p->cors_origin && !s->cors_origin)) {
+        snprintf(err, err_size, "out of memory");
+        qtts_server_free(s);
+        return NULL;
+    }
+    if (s->p.max_body == 0) s->p.max_body = 32u << 20;
+    if (s->p.max_input_chars <= 0) s->p.max_input_chars = 4096;
+    if (s->p.http_threads <= 0) s->p.http_threads = 16;
+    if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 60;
+    if (s->p.request_timeout_s <= 0) s->p.request_timeout_s = 600;
+    if (p->port < 0 || p->port > 65535) {
+        snprintf(err, err_size, "invalid port %d", p->port);
+        qtts_server_free(s);
+        return NULL;
+    }
+    s->voices = srv_voices_open(e, s->voices_dir, warn_voice, s, err, err_size);
+    if (!s->voices) {
+        qtts_server_free(s);
+        return NULL;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    s->pump = srv_pump_start(&s->aborting, err, err_size);
+    if (!s->pump) {
+        qtts_server_free(s);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, s->host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)p->port);
+    } else if (inet_pton(AF_INET6, s->host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)p->port);
+        flags |= MHD_USE_IPv6;
+    } else if (!strcmp(s->host, "localhost")) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)p->port);
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    } else {
+        snprintf(err, err_size, "--host '%s' is not an IPv4/IPv6 address", s->host);
+        qtts_server_free(s);
+        return NULL;
+    }
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)p->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->p.http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)s->p.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, err_size, "cannot listen on %s:%d: %s", s->host, p->port, strerror(errno));
+        qtts_server_free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : p->port;
+    return s;
+}
+
+int qtts_server_port(const qtts_server *s) { return s->port; }
+
+int qtts_server_drain(qtts_server *s, int deadline_ms) {
+    atomic_store(&s->draining, 1);
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    long long end = srv_now_ms() + (deadline_ms > 0 ? deadline_ms : 0);
+    while (atomic_load(&s->metrics.inflight) > 0 && srv_now_ms() < end) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    int cut = atomic_load(&s->metrics.inflight);
+    if (cut > 0) {
+        atomic_store(&s->aborting, 1); /* readers see it within one read timeout */
+        long long end2 = srv_now_ms() + 2000;
+        while (atomic_load(&s->metrics.inflight) > 0 && srv_now_ms() < end2) {
+            struct timespec ts = {0, 20 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return cut;
+}

@@ -1,0 +1,65 @@
+/* Shared state of the server's translation units (not a public header). */
+#ifndef QTTS_SERVER_INTERNAL_H
+#define QTTS_SERVER_INTERNAL_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "qtts.h"
+#include "server/buf.h"
+#include "server/metrics.h"
+#include "server/pump.h"
+#include "server/server.h"
+#include "server/voice_store.h"
+
+struct qtts_server {
+    qtts_engine *engine;
+    const qtts_model_info *info;
+    qtts_server_params p;
+    char *host, *voices_dir, *api_key, *cors_origin, *model_id; /* owned copies */
+    struct MHD_Daemon *daemon;
+    int port;
+    srv_voices *voices;
+    srv_pump *pump;
+    srv_metrics metrics;
+    atomic_int draining; /* no new work accepted */
+    atomic_int aborting; /* in-flight work is cut */
+    long long started_ms;
+};
+
+typedef struct srv_speech srv_speech;
+
+/* Per-request state while the body arrives. */
+typedef struct {
+    srv_buf body;
+    int responded;
+    long long t0_ms;
+    srv_speech *speech; /* a buffered speech request waiting for its audio */
+} srv_req;
+
+long long srv_now_ms(void);
+double srv_now_s(void);
+
+/* Responses: each queues a response and records its status in the metrics. */
+enum MHD_Result srv_respond(qtts_server *s, struct MHD_Connection *c, int status, const char *mime, const void *data,
+                            size_t n);
+enum MHD_Result srv_respond_json(qtts_server *s, struct MHD_Connection *c, int status, const char *json);
+/* {"error":{"message","type","param","code"}}; param and code may be NULL. */
+enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
+                                  const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+/* Adds the CORS headers when enabled, counts the status and queues. */
+enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r);
+
+/* Route handlers (body complete). */
+enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
+/* A buffered speech request whose connection the pump resumed. */
+enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
+/* Frees a request whose connection ended early (cancels its synthesis). */
+void srv_speech_abandon(srv_speech *ss);
+enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c);
+enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
+enum MHD_Result srv_route_voices_delete(qtts_server *s, struct MHD_Connection *c, const char *name);
+
+#endif

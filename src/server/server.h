@@ -1,0 +1,39 @@
+/* qtts HTTP server: an OpenAI-compatible speech API over the public engine
+ * API (include/qtts.h). The HTTP threads (a fixed libmicrohttpd pool) parse,
+ * validate, enqueue and stream bytes; every model computation is an engine
+ * job. */
+#ifndef QTTS_SERVER_H
+#define QTTS_SERVER_H
+
+#include <stddef.h>
+
+#include "qtts.h"
+
+typedef struct {
+    const char *host;        /* bind address; default 127.0.0.1 */
+    int port;                /* 0: an ephemeral port (see qtts_server_port) */
+    const char *voices_dir;  /* NULL: registered voices live in memory only */
+    const char *api_key;     /* NULL: no authentication */
+    const char *cors_origin; /* NULL: no CORS headers */
+    const char *model_id;    /* id reported by /v1/models; NULL: "qwen3-tts" */
+    size_t max_body;         /* request body limit in bytes (default 32 MiB) */
+    int max_input_chars;     /* `input` limit in characters (default 4096) */
+    int http_threads;        /* libmicrohttpd worker threads (default 16) */
+    int idle_timeout_s;      /* idle connection timeout (default 60) */
+    int request_timeout_s;   /* synthesis time limit per request (default 600) */
+    int verbose;
+} qtts_server_params;
+
+typedef struct qtts_server qtts_server;
+
+void qtts_server_params_default(qtts_server_params *p);
+/* Starts listening; the engine must outlive the server. */
+qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char *err, size_t err_size);
+int qtts_server_port(const qtts_server *s);
+/* Stops accepting connections, waits up to deadline_ms for in-flight requests,
+ * then cuts the rest. Returns the number of requests that had to be cut. */
+int qtts_server_drain(qtts_server *s, int deadline_ms);
+/* Stops the HTTP threads and frees the server (not the engine). */
+void qtts_server_free(qtts_server *s);
+
+#endif
