@@ -1,6 +1,7 @@
 /* qtts codec decode|encode: the speech tokenizer on its own.
  *   decode: .rvq codes -> WAV (exact streaming decode, or the reference's chunked decode)
  *   encode: audio -> .rvq (+ .spk), in cmd_codec_encode.c */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,11 +115,10 @@ static int codec_decode(int argc, char **argv) {
         cli_error("codec decode: need an input .rvq file and -o OUT.wav (see 'qtts codec --help')");
         return CLI_USAGE;
     }
-    model = cli_model_path(model);
-    if (!model) {
-        cli_error("codec decode: no model given (use -m PATH or set QTTS_MODEL)");
-        return CLI_USAGE;
-    }
+    char model_buf[PATH_MAX];
+    const char *given_model = model;
+    model = cli_resolve_model(model, model_buf, sizeof model_buf); /* a path or a downloaded model's name */
+    if (!model) return cli_model_path(given_model) ? CLI_FAIL : CLI_USAGE; /* not found / none given */
     if (threads < 1) threads = 1;
 
     qtts_err err = {{0}};

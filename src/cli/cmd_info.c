@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "io/store.h"
 #include "model/config.h"
+#include "net/hub.h"
 
 typedef struct {
     const char *prefix;
@@ -95,10 +96,16 @@ int cmd_info(int argc, char **argv) {
         return argc == 2 ? CLI_OK : CLI_USAGE;
     }
     const char *path = argv[1];
+    char resolved[PATH_MAX];
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        cli_error("%s: no such file or folder", path);
-        return CLI_FAIL;
+        /* not a path: maybe the name of a downloaded model */
+        const char *r = qtts_resolve_model(path, resolved, sizeof resolved);
+        if (!r || stat(r, &sb) != 0) {
+            cli_error("%s: no such file or folder, nor a downloaded model", path);
+            return CLI_FAIL;
+        }
+        path = r;
     }
     if (!S_ISDIR(sb.st_mode)) {
         group_stats all = {.prefix = "", .label = "tensors"};

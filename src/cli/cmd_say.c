@@ -373,11 +373,10 @@ int cmd_say(int argc, char **argv) {
     }
     char model_buf[PATH_MAX];
     const char *model_path = cli_resolve_model(model, model_buf, sizeof model_buf);
-    if (!model_path) {
-        cli_error("no model: give -m PATH (a model folder or a name from 'qtts download') or set QTTS_MODEL");
+    if (!model_path) { /* cli_resolve_model said why */
         free(chunks);
         free(text);
-        return CLI_USAGE;
+        return cli_model_path(model) ? CLI_FAIL : CLI_USAGE;
     }
 
     /* ---- engine ---- */

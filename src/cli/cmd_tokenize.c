@@ -1,5 +1,6 @@
 /* qtts tokenize [TEXT] -m PATH [--tokens] [--template KIND]: text -> token ids
  * with the model's Qwen2 BPE tokenizer. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,11 +105,9 @@ int cmd_tokenize(int argc, char **argv) {
             return CLI_USAGE;
         }
     }
-    const char *dir = cli_model_path(model);
-    if (!dir) {
-        cli_error("tokenize: no model folder (use -m PATH or set QTTS_MODEL)");
-        return CLI_USAGE;
-    }
+    char model_buf[PATH_MAX];
+    const char *dir = cli_resolve_model(model, model_buf, sizeof model_buf); /* a path or a downloaded model's name */
+    if (!dir) return cli_model_path(model) ? CLI_FAIL : CLI_USAGE; /* not found / none given */
     char *owned = NULL;
     size_t len;
     if (text) {
