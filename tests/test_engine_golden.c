@@ -6,6 +6,7 @@
 
 #include "harness.h"
 #include "support/npy.h"
+#include "support/test_util.h"
 #include "qtts.h"
 
 typedef struct {
@@ -38,25 +39,6 @@ static const golden_case cases[] = {
     {VD, "vd/tk_vd_ja_instruct_stream_wav", "こんにちは、今日はいい天気ですね。", NULL, "Japanese",
      "明るく元気な若い女性の声で話してください。", 0, 13, NULL, NULL},
 };
-
-typedef struct {
-    float *data;
-    size_t n, cap;
-} pcm_buf;
-
-static int collect(void *user, const float *s, size_t n) {
-    pcm_buf *b = user;
-    if (b->n + n > b->cap) {
-        size_t cap = (b->n + n) * 2;
-        float *p = realloc(b->data, cap * sizeof *p);
-        if (!p) return 1;
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->n, s, n * sizeof *s);
-    b->n += n;
-    return 0;
-}
 
 int main(void) {
     char path[1024], err[512];
@@ -100,14 +82,14 @@ int main(void) {
         r.max_frames = c->max_new_tokens - 1; /* K talker steps give at most K-1 frames */
         pcm_buf got = {0};
         qtts_result res;
-        int rc = qtts_synthesize(e, &r, collect, &got, &res, err, sizeof err);
+        int rc = qtts_synthesize(e, &r, pcm_collect, &got, &res, err, sizeof err);
         TEST_CHECK(rc == 0, "%s: synthesize: %s", c->fixture, err);
         if (rc == 0) {
             TEST_CHECK(got.n == (size_t)want.numel, "%s: %zu samples, want %lld", c->fixture, got.n,
                        (long long)want.numel);
-            if (got.n == (size_t)want.numel) TEST_NEAR(got.data, want.f, got.n, 1e-4, c->fixture);
+            if (got.n == (size_t)want.numel) TEST_NEAR(got.d, want.f, got.n, 1e-4, c->fixture);
         }
-        free(got.data);
+        free(got.d);
         qtts_voice_release(voice);
         npy_free(&want);
         npy_free(&ref);

@@ -15,16 +15,7 @@
 #include "harness.h"
 #include "qtts.h"
 #include "support/npy.h"
-
-static int count_threads(void) {
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d) return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
+#include "support/test_util.h"
 
 /* CPU seconds of one thread of this process (utime + stime). */
 static double thread_cpu(int tid) {
@@ -93,34 +84,16 @@ static void *caller(void *p) {
 }
 
 typedef struct {
-    float *d;
-    size_t n, cap;
-} buf;
-
-static int collect(void *u, const float *s, size_t n) {
-    buf *b = u;
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2;
-        float *p = realloc(b->d, b->cap * sizeof *p);
-        if (!p) return 1;
-        b->d = p;
-    }
-    memcpy(b->d + b->n, s, n * sizeof *s);
-    b->n += n;
-    return 0;
-}
-
-typedef struct {
     qtts_engine *e;
     qtts_request r;
-    buf out;
+    pcm_buf out;
     int rc;
 } synth_arg;
 
 static void *synth_thread(void *p) {
     synth_arg *a = p;
     char err[256];
-    a->rc = qtts_synthesize(a->e, &a->r, collect, &a->out, NULL, err, sizeof err);
+    a->rc = qtts_synthesize(a->e, &a->r, pcm_collect, &a->out, NULL, err, sizeof err);
     return NULL;
 }
 

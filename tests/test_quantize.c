@@ -16,26 +16,9 @@
 #include "io/store.h"
 #include "qtts.h"
 #include "support/npy.h"
+#include "support/test_util.h"
 
-typedef struct {
-    float *d;
-    size_t n, cap;
-} buf;
-
-static int collect(void *u, const float *s, size_t n) {
-    buf *b = u;
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2;
-        float *p = realloc(b->d, b->cap * sizeof *p);
-        if (!p) return 1;
-        b->d = p;
-    }
-    memcpy(b->d + b->n, s, n * sizeof *s);
-    b->n += n;
-    return 0;
-}
-
-static int synth(const char *model, const char *ref_fixture, buf *out, int32_t **codes, size_t *nf) {
+static int synth(const char *model, const char *ref_fixture, pcm_buf *out, int32_t **codes, size_t *nf) {
     char err[512];
     qtts_engine_params p;
     qtts_engine_params_default(&p);
@@ -69,7 +52,7 @@ static int synth(const char *model, const char *ref_fixture, buf *out, int32_t *
     if (s) {
         float tmp[4096];
         long n;
-        while ((n = qtts_stream_read(s, tmp, 4096, -1)) > 0) collect(out, tmp, (size_t)n);
+        while ((n = qtts_stream_read(s, tmp, 4096, -1)) > 0) pcm_collect(out, tmp, (size_t)n);
         if (n == 0) {
             const int32_t *c = qtts_stream_codes(s, nf, NULL);
             *codes = malloc(*nf * 16 * sizeof **codes);
@@ -135,7 +118,7 @@ static void check_model(const char *model_dir, const char *fixture, const char *
         TEST_CHECK(0, "fixture %s", fixture);
         return;
     }
-    buf ref_out = {0};
+    pcm_buf ref_out = {0};
     int32_t *ref_codes = NULL;
     size_t ref_nf = 0;
     const char *types[] = {"f32", "q8_0", "q4_k"};
@@ -145,7 +128,7 @@ static void check_model(const char *model_dir, const char *fixture, const char *
         int st = system(cmd);
         TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", cmd);
         check_pack_tensors(src, gguf, qtts_dtype_from_name(types[t]));
-        buf out = {0};
+        pcm_buf out = {0};
         int32_t *codes = NULL;
         size_t nf = 0;
         if (synth(gguf, ref_fixture, &out, &codes, &nf) == 0) {

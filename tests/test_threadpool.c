@@ -9,16 +9,7 @@
 
 #include "engine/executor.h"
 #include "harness.h"
-
-static int count_threads(void) {
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d) return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
+#include "support/test_util.h"
 
 typedef struct {
     qtts_pool *pool;

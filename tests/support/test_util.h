@@ -1,0 +1,17 @@
+/* Small helpers shared by several tests. */
+#ifndef QTTS_TEST_UTIL_H
+#define QTTS_TEST_UTIL_H
+
+#include <stddef.h>
+
+/* A growing float buffer; pcm_collect matches qtts_audio_cb (user = pcm_buf*). */
+typedef struct {
+    float *d;
+    size_t n, cap;
+} pcm_buf;
+int pcm_collect(void *user, const float *samples, size_t n);
+
+/* Threads of this process (entries of /proc/self/task), or -1. */
+int count_threads(void);
+
+#endif
