@@ -633,6 +633,12 @@ static void load_models(qtts_pool *pool, void *ctx) {
     }
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
+    /* Converted and packed weights live in their own memory now: let the
+     * mapped originals leave the RSS (what is still used faults back in). */
+    qtts_store_release_pages(e->talker->store);
+    qtts_store_release_pages(qtts_codec_decoder_owned_store(e->decoder));
+    qtts_store_release_pages(e->codec_store);
+    if (e->cloner) clone_frontend_release_pages(e->cloner);
     j->rc = 0;
 }
 

@@ -37,6 +37,7 @@ struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_sto
                                            const qtts_store *codec_store, const qtts_model_config *cfg,
                                            qtts_err *err);
 void clone_frontend_free(struct clone_frontend *c);
+void clone_frontend_release_pages(struct clone_frontend *c);
 
 struct qtts_engine {
     qtts_exec *exec;

@@ -40,6 +40,8 @@ fail:
     return NULL;
 }
 
+void clone_frontend_release_pages(struct clone_frontend *c) { qtts_store_release_pages(c->codec_store); }
+
 void clone_frontend_free(struct clone_frontend *c) {
     if (!c) return;
     qtts_codec_encoder_free(c->codec);

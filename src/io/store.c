@@ -48,6 +48,10 @@ void qtts_store_free(qtts_store *st) {
     free(st);
 }
 
+void qtts_store_release_pages(qtts_store *st) {
+    for (int i = 0; st && i < st->n_maps; i++) madvise(st->maps[i].addr, st->maps[i].len, MADV_DONTNEED);
+}
+
 const char *qtts_store_source(const qtts_store *st) { return st->source; }
 void qtts_store_set_source(qtts_store *st, const char *source) {
     snprintf(st->source, sizeof st->source, "%s", source);

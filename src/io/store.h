@@ -29,6 +29,12 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
 /* Keeps a mapping (or other resource) alive as long as the store. */
 int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err);
 
+/* Drops the resident pages of the store's file mappings (they are read-only
+ * and clean: touching a tensor again re-reads it from the page cache or
+ * disk). Called once the models are loaded, so weights that were converted
+ * or packed into other memory stop counting toward the process's RSS. */
+void qtts_store_release_pages(qtts_store *st);
+
 const qtts_tensor *qtts_store_find(const qtts_store *st, const char *name);
 int qtts_store_count(const qtts_store *st);
 const qtts_tensor *qtts_store_at(const qtts_store *st, int i);

@@ -530,6 +530,8 @@ qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
     return d;
 }
 
+qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec) { return dec->owned_store; }
+
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     if (!d) return;
     for (int b = 0; b < MAX_STAGES; b++) {

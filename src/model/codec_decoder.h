@@ -38,6 +38,8 @@ qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_cod
  * itself (config.json + model.safetensors). The decoder owns the store. */
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err);
 void qtts_codec_decoder_free(qtts_codec_decoder *dec);
+/* The store opened by qtts_codec_decoder_open (NULL after _load). */
+qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec);
 
 int64_t qtts_codec_decoder_num_quantizers(const qtts_codec_decoder *dec);
 int64_t qtts_codec_decoder_codebook_size(const qtts_codec_decoder *dec);
