@@ -6,6 +6,9 @@
 #   bench/run_table.sh [path/to/qtts]
 #   env: FRAMES (24) RUNS (2) BATCH (8) THREADS (all CPUs) SIZES ("0.6b 1.7b")
 #        QUANTS ("f32 bf16 q8_0 q4_k") OUT (folder for the JSON of each run)
+#        REUSE=1: keep the JSON already in OUT (only print the tables)
+#        BW_GBS / PEAK_GFLOPS: the limits the % columns use (default: the
+#        median of the rows' probe figures for the threads used)
 #
 # Needs jq. 1.7B f32 holds ~7 GB of random weights: it is skipped (and the
 # table says so) when MemAvailable is under 10 GB.
@@ -31,6 +34,7 @@ skipped=()
 start=$(date +%s)
 for size in $SIZES; do
     for q in $QUANTS; do
+        [ "${REUSE:-0}" = 1 ] && [ -s "$OUT/$size-$q.json" ] && continue
         if [ "$size" = "1.7b" ] && [ "$q" = "f32" ] && [ "$avail_kb" -lt 10000000 ]; then
             skipped+=("$size $q (MemAvailable $((avail_kb / 1024)) MB < 10 GB)")
             continue
@@ -55,19 +59,24 @@ done
 [ ${#files[@]} -gt 0 ] || { echo "run_table.sh: no successful run" >&2; exit 1; }
 
 first=${files[0]}
-echo "Command per row: \`qtts bench --size SIZE --quant TYPE --frames $FRAMES --batch $BATCH --runs $RUNS${THREADS:+ --threads $THREADS} --json\`"
-echo "(random weights at the real dimensions, CustomVoice, $(jq -r .threads "$first") thread(s), kernels $(jq -r .isa "$first"); best of $RUNS run(s) per figure; total ${elapsed} s)"
+read -r jf jb jr jt jisa < <(jq -r '"\(.frames) \(.batch) \(.runs) \(.threads) \(.isa)"' "$first")
+echo "Command per row: \`qtts bench --size SIZE --quant TYPE --frames $jf --batch $jb --runs $jr --threads $jt --json\`"
+echo "(random weights at the real dimensions, CustomVoice, $jt thread(s), kernels $jisa; best of $jr run(s) per figure${REUSE:+}$([ "${REUSE:-0}" = 1 ] || echo "; total ${elapsed} s"))"
 echo
 jq -rs '"Machine limits (probe, best over the rows): read " + (map(.read_gbs_1) | max * 10 | round / 10 | tostring) +
   " GB/s on 1 thread, " + (map(.read_gbs_all) | max * 10 | round / 10 | tostring) + " GB/s on " +
-  (.[0].probe_threads | tostring) + " threads; f32 FMA peak " + (map(.fma_gflops_1) | max | round | tostring) +
+  (.[0].probe_threads | tostring) + " thread(s); f32 FMA peak " + (map(.fma_gflops_1) | max | round | tostring) +
   " GFLOP/s on 1 thread, " + (map(.fma_gflops_all) | max | round | tostring) + " on " + (.[0].probe_threads | tostring) + "."' "${files[@]}"
 echo
-echo "Wall clock (best of the runs; % of the best limits above):"
+med='sort | .[length / 2 | floor]'
+BW=${BW_GBS:-$(jq -s "map(.bw_gbs) | $med" "${files[@]}")}
+PK=${PEAK_GFLOPS:-$(jq -s "map(.peak_gflops) | $med" "${files[@]}")}
+printf 'The %% columns use %.1f GB/s and %.0f GFLOP/s.\n\n' "$BW" "$PK"
+echo "Wall clock (best of the runs):"
 echo
-echo "| model | weights | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${BATCH}-stream xRT | peak RSS MB (1 stream) | talker % bw | CP % bw | decoder % peak |"
+echo "| model | weights | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${jb}-stream xRT | peak RSS MB (1 stream) | talker % bw | CP % bw | decoder % peak |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-jq -rs '(map(.bw_gbs) | max) as $bw | (map(.peak_gflops) | max) as $pk | .[] |
+jq -rs --argjson bw "$BW" --argjson pk "$PK" '.[] |
        [.model, .quant, (.prefill_ms|round), (.talker_ms*10|round/10), (.cp_ms*10|round/10), (.decoder_ms*10|round/10),
         (.rtf*1000|round/1000), (.rtf_steady*1000|round/1000), (.ttfa_ms|round), (.aggregate_xrt*100|round/100),
         (.peak_rss_single_mb|round), (100*.talker_gbs/$bw|round), (100*.cp_gbs/$bw|round), (100*.decoder_gflops/$pk|round)]
@@ -76,9 +85,9 @@ echo
 echo "Engine-thread CPU time (what the work costs when the thread is not preempted; exact with 1 thread,"
 echo "with more it also counts the engine thread's waits for the others):"
 echo
-echo "| model | weights | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF steady | TTFA ms | ${BATCH}-stream xRT | talker GB/s (% bw) | CP GB/s (% bw) | decoder GFLOP/s (% peak) |"
+echo "| model | weights | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF steady | TTFA ms | ${jb}-stream xRT | talker GB/s (% bw) | CP GB/s (% bw) | decoder GFLOP/s (% peak) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-jq -rs '(map(.bw_gbs) | max) as $bw | (map(.peak_gflops) | max) as $pk | .[] |
+jq -rs --argjson bw "$BW" --argjson pk "$PK" '.[] |
        [.model, .quant, (.prefill_cpu_ms|round), (.talker_cpu_ms*10|round/10), (.cp_cpu_ms*10|round/10),
         (.decoder_cpu_ms*10|round/10), (.rtf_steady_cpu*1000|round/1000), (.ttfa_cpu_ms|round),
         (.aggregate_xrt_cpu*100|round/100),

@@ -8,9 +8,9 @@
 #include "bench/probe_kernels.h"
 #include "tensor/cpu.h"
 
-/* The machine may be shared: every figure is the best of many short timed
- * pieces (a piece that ran undisturbed shows the hardware's rate). */
-enum { READ_PASSES = 3, PIECE_BYTES = 16 << 20, FMA_REPS = 40 };
+/* The machine may be shared: every figure is the best of several timed runs
+ * (one that ran undisturbed shows the hardware's rate). */
+enum { READ_PASSES = 8, FMA_REPS = 40 };
 
 static double now_s(void) {
     struct timespec ts;
@@ -90,18 +90,17 @@ static double time_run(qtts_pool *pool, qtts_spmd_fn fn, probe_job *j) {
     return dt > 0 ? dt : 1e-9;
 }
 
-/* GB/s: the whole buffer read piece by piece, READ_PASSES times; the best piece counts. */
+/* GB/s: the best of READ_PASSES passes over the whole buffer, each one pool
+ * run (as STREAM does: a pass long enough that dispatch costs nothing). */
 static double read_rate(qtts_pool *pool, probe_job *j, float *buf, size_t n) {
-    const size_t piece = PIECE_BYTES / sizeof(float) < n ? PIECE_BYTES / sizeof(float) : n;
+    j->buf = buf;
+    j->n = n;
     double best = 1e30;
-    for (int pass = 0; pass < READ_PASSES; pass++)
-        for (size_t off = 0; off + piece <= n; off += piece) {
-            j->buf = buf + off;
-            j->n = piece;
-            double dt = time_run(pool, read_body, j);
-            if (dt < best) best = dt;
-        }
-    return (double)(piece * sizeof(float)) * 1e-9 / best;
+    for (int pass = 0; pass < READ_PASSES; pass++) {
+        double dt = time_run(pool, read_body, j);
+        if (dt < best) best = dt;
+    }
+    return (double)(n * sizeof(float)) * 1e-9 / best;
 }
 
 /* Best time of FMA_REPS FMA runs after a warm-up run. */
@@ -115,18 +114,31 @@ static double fma_time(qtts_pool *pool, probe_job *j) {
     return best;
 }
 
+double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads) {
+    probe_job j;
+    memset(&j, 0, sizeof j);
+    j.isa = qtts_cpu_isa();
+    j.all = all_threads != 0;
+    /* rounds x chains x lanes x 2 FLOP */
+    const double lanes = j.isa == QTTS_ISA_AVX512 ? 16 * QTTS_PROBE_CHAINS_AVX512
+                         : j.isa == QTTS_ISA_AVX2 ? 8 * QTTS_PROBE_CHAINS_AVX2
+                                                  : SCALAR_CHAINS;
+    j.iters = 500000; /* about a millisecond per run */
+    const double gflop = 2.0 * lanes * (double)j.iters * 1e-9 * (j.all ? qtts_pool_size(pool) : 1);
+    return gflop / fma_time(pool, &j);
+}
+
 int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err) {
     memset(out, 0, sizeof *out);
     if (!bytes) bytes = (size_t)QTTS_PROBE_DEFAULT_MIB << 20;
     if (bytes < (1u << 20)) return qtts_fail(err, "probe: buffer of %zu bytes is too small (1 MiB at least)", bytes);
-    const int nt = qtts_pool_size(pool);
     probe_job j;
     memset(&j, 0, sizeof j);
     j.isa = qtts_cpu_isa();
     const size_t n = (bytes / sizeof(float)) & ~(size_t)4095;
     float *buf = qtts_malloc(n * sizeof(float), err);
     if (!buf) return qtts_fail_prefix(err, "probe buffer");
-    out->threads = nt;
+    out->threads = qtts_pool_size(pool);
     out->isa = qtts_isa_name(j.isa);
     out->buffer_bytes = n * sizeof(float);
     j.buf = buf;
@@ -137,17 +149,7 @@ int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_e
     j.all = 1;
     out->read_gbs_all = read_rate(pool, &j, buf, n);
     free(buf);
-    j.buf = NULL;
-
-    /* FMA peak: rounds x chains x lanes x 2 FLOP */
-    const double lanes = j.isa == QTTS_ISA_AVX512 ? 16 * QTTS_PROBE_CHAINS_AVX512
-                         : j.isa == QTTS_ISA_AVX2 ? 8 * QTTS_PROBE_CHAINS_AVX2
-                                                  : SCALAR_CHAINS;
-    j.iters = 500000; /* about a millisecond per run */
-    const double gflop = 2.0 * lanes * (double)j.iters * 1e-9;
-    j.all = 0;
-    out->fma_gflops_1 = gflop / fma_time(pool, &j);
-    j.all = 1;
-    out->fma_gflops_all = gflop * nt / fma_time(pool, &j);
+    out->fma_gflops_1 = qtts_probe_fma_gflops(pool, 0);
+    out->fma_gflops_all = qtts_probe_fma_gflops(pool, 1);
     return 0;
 }

@@ -23,8 +23,12 @@ typedef struct {
     double fma_gflops_all;     /* all pool threads */
 } qtts_probe_result;
 
-/* bytes: bandwidth buffer size (0 = QTTS_PROBE_DEFAULT_MIB MiB). Each figure
- * is the best of a few repetitions (the machine may be shared). */
+/* bytes: bandwidth buffer size (0 = QTTS_PROBE_DEFAULT_MIB MiB). The machine
+ * may be shared: bandwidth is the best of 8 passes over the whole buffer, the
+ * FMA peak the best of many ~1 ms runs. */
 int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err);
+
+/* The FMA peak alone (best of many ~1 ms runs): thread 0 only, or every pool thread. */
+double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads);
 
 #endif

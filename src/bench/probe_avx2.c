@@ -11,11 +11,14 @@ static float hsum8(__m256 v) {
 }
 
 float qtts_probe_read_avx2(const float *p, size_t n) {
-    __m256 a[8];
-    for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_ps();
-    for (size_t i = 0; i + 64 <= n; i += 64)
-        for (int k = 0; k < 8; k++) a[k] = _mm256_add_ps(a[k], _mm256_loadu_ps(p + i + 8 * k));
-    for (int k = 1; k < 8; k++) a[0] = _mm256_add_ps(a[0], a[k]);
+    /* eight streams far apart, read in lockstep (see probe_avx512.c) */
+    enum { S = 8 };
+    const size_t q = (n / S) & ~(size_t)7;
+    __m256 a[S];
+    for (int k = 0; k < S; k++) a[k] = _mm256_setzero_ps();
+    for (size_t i = 0; i < q; i += 8)
+        for (int k = 0; k < S; k++) a[k] = _mm256_add_ps(a[k], _mm256_loadu_ps(p + (size_t)k * q + i));
+    for (int k = 1; k < S; k++) a[0] = _mm256_add_ps(a[0], a[k]);
     return hsum8(a[0]);
 }
 

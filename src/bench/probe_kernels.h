@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Sum of n floats (n a multiple of 64), streamed with vector loads. */
+/* Sum of the first n floats (n a multiple of 64; a tail under 64 may be skipped), streamed with vector loads. */
 float qtts_probe_read_avx2(const float *p, size_t n);
 float qtts_probe_read_avx512(const float *p, size_t n);
 /* iters rounds of QTTS_PROBE_CHAINS_<ISA> independent vector FMAs; returns a
