@@ -3,7 +3,8 @@
  * threads; "cache" reuses one matrix (L2/L3-resident), "dram" cycles through
  * distinct copies totalling > 64 MB so every call streams from memory.
  * Usage: bench_kernels [seconds-per-case [type [threads]]]
- * (QTTS_ISA caps the kernel family). */
+ * (QTTS_ISA caps the kernel family; Q8_0/Q4_K are interleaved as the engine
+ * does unless QTTS_INTERLEAVE=0; "x16" marks them in the table). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "io/store.h"
 #include "tensor/cpu.h"
+#include "tensor/interleave.h"
 #include "tensor/linear.h"
 #include "tensor/quant.h"
 
@@ -43,11 +45,13 @@ static int make_copies(qtts_dtype type, int64_t rows, int64_t cols, int copies, 
         else qtts_quantize_row(type, row, d, cols);
     }
     free(row);
-    for (int c = 0; c < copies; c++) {
+    for (int c = copies - 1; c >= 0; c--) { /* first last: it is the source of the others */
         char *buf = c ? malloc(bytes) : first;
         if (!buf) return -1;
         if (c) memcpy(buf, first, bytes);
-        mats[c] = (qtts_mat){type, rows, cols, rb, buf, buf};
+        mats[c] = (qtts_mat){.type = type, .rows = rows, .cols = cols, .row_bytes = rb, .data = buf, .owned = buf};
+        qtts_err err = {{0}};
+        if (qtts_mat_interleave(&mats[c], &err)) return -1;
     }
     return 0;
 }
@@ -60,7 +64,7 @@ int main(int argc, char **argv) {
     const qtts_dtype types[] = {QTTS_F32, QTTS_BF16, QTTS_F16, QTTS_Q8_0, QTTS_Q4_K};
     const int64_t shapes[2][2] = {{1024, 3072}, {3072, 1024}};
     printf("kernel family: %s\n", qtts_isa_name(qtts_cpu_isa()));
-    printf("%-5s %-10s %3s %2s %-5s %9s %8s %8s %8s\n", "type", "shape", "thr", "n", "mem", "MB/mat", "GB/s",
+    printf("%-8s %-10s %3s %2s %-5s %9s %8s %8s %8s\n", "type", "shape", "thr", "n", "mem", "MB/mat", "GB/s",
            "cpuGB/s", "GFLOP/s");
     for (int th = 1; th <= 2; th++) {
         if (only_threads && th != only_threads) continue;
@@ -102,7 +106,8 @@ int main(int argc, char **argv) {
                             if (c < cpu_per) cpu_per = c;
                         }
                         /* cpu: per second of CPU time (1 thread only: less disturbed by other load) */
-                        printf("%-5s %4lldx%-5lld %3d %2d %-5s %9.2f %8.1f %8.1f %8.1f\n", qtts_dtype_name(types[ti]),
+                        printf("%-5s%s %4lldx%-5lld %3d %2d %-5s %9.2f %8.1f %8.1f %8.1f\n", qtts_dtype_name(types[ti]),
+                               mats[0].interleave ? "x16" : "   ",
                                (long long)rows, (long long)cols, th, n, mem ? "dram" : "cache", (double)bytes / 1e6,
                                (double)bytes / per / 1e9, th == 1 ? (double)bytes / cpu_per / 1e9 : 0.0,
                                2.0 * (double)rows * (double)cols * n / per / 1e9);

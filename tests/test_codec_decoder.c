@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "model/codec_decoder.h"
+#include "tensor/conv.h"
 #include "model/codec_random.h"
 #include "support/npy.h"
 
@@ -193,6 +194,9 @@ static void other_sizes(qtts_pool *pool) {
     free(w);
     qtts_store_free(st);
 }
+
+/* bf16 decoder convs vs the f32 reference waveform (see the bf16 section). */
+#define BF16_MIN_SNR_DB 30.0
 
 int main(void) {
     qtts_err err = {{0}};
@@ -420,6 +424,47 @@ int main(void) {
         TEST_CHECK(qtts_codec_decode_offline(dec, pool, c20, 0, 0, 0, w, &err) == -1, "0 frames accepted");
         qtts_codec_stream_free(s);
         free(w);
+    }
+
+    /* ---- bf16 high-rate convs: fidelity against the official f32 output ---- */
+    {
+        qtts_codec_decoder *db = qtts_codec_decoder_open(dir, &err);
+        TEST_CHECK(db != NULL, "open for bf16: %s", err.msg);
+        int rc = db ? qtts_codec_decoder_set_precision(db, QTTS_DECODER_BF16, &err) : -1;
+        if (db && rc == 0) {
+            TEST_CHECK(qtts_codec_decoder_precision(db) == QTTS_DECODER_BF16, "precision not reported as bf16");
+            const char *names[2] = {"dec_T20_wav", "dec_T310_single_forward_wav"};
+            const int64_t Ts[2] = {T20, T310};
+            const int32_t *cs[2] = {c20, c310};
+            for (int i = 0; i < 2; i++) {
+                int64_t n = 0;
+                float *want = load_wav(names[i], &n), *w = malloc(sizeof(float) * (size_t)(Ts[i] * fs));
+                static const int uneven[] = {1, 2, 3, 7, 5, 11, 4, 9, 6, 13, 8, 1, 30};
+                if (!want || !w || feed_chunks(db, pool, cs[i], Ts[i], uneven, 13, w)) {
+                    TEST_CHECK(0, "bf16 decode of %s failed: %s", names[i], err.msg);
+                } else {
+                    double sig = 0, noise = 0, worst = 0;
+                    for (int64_t k = 0; k < n; k++) {
+                        double e = (double)w[k] - want[k];
+                        sig += (double)want[k] * want[k];
+                        noise += e * e;
+                        worst = fmax(worst, fabs(e));
+                    }
+                    double snr = 10 * log10(sig / (noise + 1e-30));
+                    printf("  %-28s SNR %.1f dB against the f32 reference, max abs err %.3g\n",
+                           i ? "bf16 T310 streaming" : "bf16 T20", snr, worst);
+                    /* 8-bit mantissas give ~50 dB per rounding; the decoder's depth costs some */
+                    TEST_CHECK(snr >= BF16_MIN_SNR_DB, "bf16 %s: SNR %.1f dB < %.0f dB", names[i], snr,
+                               BF16_MIN_SNR_DB);
+                }
+                free(want);
+                free(w);
+            }
+        } else if (db) {
+            TEST_CHECK(!qtts_conv_bf16_supported() && strstr(err.msg, "BF16"), "bf16 refused: %s", err.msg);
+            printf("  bf16 decoder not available on this CPU: %s\n", err.msg);
+        }
+        qtts_codec_decoder_free(db);
     }
 
     free(w20);

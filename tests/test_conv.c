@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "tensor/conv.h"
+#include "tensor/tensor.h"
 #include "tensor/linear.h"
 
 static float frand(unsigned *s) {
@@ -66,6 +67,38 @@ int main(void) {
             for (int64_t o = 0; o < co; o++)
                 for (int64_t t = T; t < ldy; t++) clean &= got[o * ldy + t] == 0.0f;
             TEST_CHECK(clean, "%s wrote past T", what);
+        }
+        /* bf16 form: against a double reference on the bf16-rounded operands
+         * (products of bf16 values are exact in f32: only the f32 sums differ) */
+        if (qtts_conv_bf16_supported()) {
+            TEST_CHECK(qtts_conv_to_bf16(&cv, &err) == 0 && cv.wbf && !cv.w, "to bf16: %s", err.msg);
+            float *want_bf = calloc((size_t)(co * ldy), sizeof(float));
+            double rel = 0, scale = 0;
+            for (int64_t o = 0; o < co; o++)
+                for (int64_t t = 0; t < T; t++) {
+                    double acc = b[o] + add[o * ldy + t];
+                    for (int64_t i = 0; i < ci; i++)
+                        for (int64_t kk = 0; kk < k; kk++)
+                            acc += (double)qtts_bf16_to_f32(qtts_f32_to_bf16(w[(o * ci + i) * k + kk])) *
+                                   qtts_bf16_to_f32(qtts_f32_to_bf16(x[i * ldx + t + kk * dil]));
+                    want_bf[o * ldy + t] = (float)acc;
+                    rel = fmax(rel, fabs(acc - want[o * ldy + t]));
+                    scale = fmax(scale, fabs(want[o * ldy + t]));
+                }
+            for (int pass = 0; pass < 2; pass++) {
+                memset(got, 0, sizeof(float) * (size_t)(co * ldy));
+                if (pass) qtts_conv1d_cm_isa(pool, &cv, x, ldx, T, got, ldy, add, ldy, QTTS_CONV_ISA_AVX512);
+                else qtts_conv1d_cm_ref(&cv, x, ldx, T, got, ldy, add, ldy);
+                snprintf(what, sizeof what, "conv bf16 %s %lldx%lldx%lld d%lld T%lld", pass ? "avx512" : "ref",
+                         (long long)co, (long long)ci, (long long)k, (long long)dil, (long long)T);
+                TEST_NEAR(got, want_bf, (size_t)(co * ldy), 1e-4, what);
+            }
+            /* rounding both operands to 8 significant bits: a few parts in 1e3 of the output scale */
+            TEST_CHECK(rel <= 1e-2 * scale, "bf16 conv %lldx%lld: off the f32 result by %.3g (scale %.3g)",
+                       (long long)co, (long long)ci, rel, scale);
+            free(want_bf);
+        } else {
+            TEST_CHECK(qtts_conv_to_bf16(&cv, &err) == -1 && strstr(err.msg, "BF16"), "bf16 refused clearly");
         }
         qtts_conv_free(&cv);
         free(w);

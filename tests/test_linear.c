@@ -8,7 +8,10 @@
  *  - BF16 with QTTS_LINEAR_BF16_DOT: x rounded to bf16, |err| <= 2^-8 A + 1e-6.
  *  - Q8_0/Q4_K (x quantized to int8 per 32/256 values, step s = amax/127):
  *    |err| <= 1.01 * sum_i |w_i| s_i / 2 + 1e-5 A + 1e-6, the provable bound of
- *    the activation rounding; the typical relative error is printed too. */
+ *    the activation rounding; the typical relative error is printed too.
+ * Interleaved Q8_0/Q4_K (tensor/interleave.h): every row read back from the
+ * lanes equals the GGML row exactly, and every ISA on the interleaved copy
+ * meets the same bound against qtts_linear_ref on the GGML original. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "harness.h"
 #include "io/store.h"
 #include "tensor/cpu.h"
+#include "tensor/interleave.h"
 #include "tensor/linear.h"
 #include "tensor/quant.h"
 
@@ -36,6 +40,7 @@ static float gauss(void) {
 static void make_mat(qtts_mat *m, qtts_dtype type, int64_t rows, int64_t cols, float **deq) {
     float *src = malloc((size_t)(rows * cols) * sizeof(float));
     for (int64_t i = 0; i < rows * cols; i++) src[i] = gauss() * 0.1f;
+    memset(m, 0, sizeof *m);
     m->type = type;
     m->rows = rows;
     m->cols = cols;
@@ -199,6 +204,71 @@ int main(void) {
         free(got);
         free(deq);
         qtts_mat_free(&m);
+    }
+    /* interleaved weights */
+    const qtts_dtype x16_types[] = {QTTS_Q8_0, QTTS_Q4_K};
+    for (size_t ti = 0; ti < 2; ti++) {
+        qtts_dtype type = x16_types[ti];
+        int64_t blk = qtts_dtype_block_elems(type);
+        const int64_t shapes[4][3] = {{16, blk, 0}, {48, blk * 3, 0}, {160, blk * 5, 0}, {48, blk * 5, 64}};
+        for (int si = 0; si < 4; si++) {
+            int64_t rows = shapes[si][0], cols = shapes[si][1];
+            qtts_mat m, x16;
+            float *deq;
+            make_mat(&m, type, rows, cols, &deq);
+            x16 = m;
+            x16.owned = malloc(m.row_bytes * (size_t)rows);
+            memcpy(x16.owned, m.data, m.row_bytes * (size_t)rows);
+            x16.data = x16.owned;
+            TEST_CHECK(qtts_mat_interleave_force(&x16, &err) == 0, "interleave: %s", err.msg);
+            float *row = malloc((size_t)cols * sizeof(float));
+            int same = 1;
+            for (int64_t r = 0; r < rows; r++) {
+                qtts_mat_row_f32(&x16, r, row);
+                same &= !memcmp(row, deq + r * cols, (size_t)cols * sizeof(float));
+            }
+            TEST_CHECK(same, "%s x16 %lldx%lld: rows read back differ from the GGML rows", qtts_dtype_name(type),
+                       (long long)rows, (long long)cols);
+            float *bias = malloc((size_t)rows * sizeof(float));
+            for (int64_t r = 0; r < rows; r++) bias[r] = gauss();
+            const int64_t n_list[] = {1, 2, 3, 4, 5, 9, shapes[si][2]};
+            for (size_t ni = 0; ni < sizeof n_list / sizeof n_list[0]; ni++) {
+                int64_t n = n_list[ni];
+                if (n <= 0) continue;
+                float *x = malloc((size_t)(n * cols) * sizeof(float));
+                float *want = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
+                for (int64_t i = 0; i < n * cols; i++) x[i] = gauss() * (i % 5 == 0 ? 3.0f : 1.0f);
+                const float *b = ni % 2 ? NULL : bias;
+                qtts_linear_ref(&m, b, x, n, want);
+                for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
+                    if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
+                    memset(got, 0xff, (size_t)(n * rows) * sizeof(float));
+                    qtts_linear_isa(pool, &x16, b, x, n, got, (qtts_isa)isa, 0);
+                    errstat st = check(&m, deq, x, n, got, want, isa == QTTS_ISA_AVX512, 0);
+                    TEST_CHECK(st.max_ratio <= 1.0, "%s %s x16 %lldx%lld n=%lld: error %.3g x the bound",
+                               qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
+                               (long long)n, st.max_ratio);
+                    if (si == 2 && n == 5)
+                        printf("  %-6s %-5s x16 %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
+                               qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
+                               (long long)n, st.max_ratio, st.rel_rms);
+                }
+                free(x);
+                free(want);
+                free(got);
+            }
+            free(bias);
+            free(row);
+            free(deq);
+            qtts_mat_free(&x16);
+            qtts_mat_free(&m);
+        }
+        qtts_mat odd;
+        float *odd_deq;
+        make_mat(&odd, type, 37, blk, &odd_deq);
+        TEST_CHECK(qtts_mat_interleave_force(&odd, &err) == -1, "37 rows were interleaved");
+        free(odd_deq);
+        qtts_mat_free(&odd);
     }
     qtts_pool_free(pool);
     return test_finish("test_linear");

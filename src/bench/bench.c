@@ -10,6 +10,7 @@
 
 #include "engine/executor.h"
 #include "io/store.h"
+#include "engine/decode_policy.h"
 #include "model/codec_decoder.h"
 #include "model/codec_random.h"
 #include "model/generate.h"
@@ -106,6 +107,8 @@ static void model_costs(const qtts_talker_model *m, qtts_bench_result *r) {
 typedef struct {
     int32_t *pending; /* frames waiting for the decoder [n_pending x G] */
     int64_t n_pending, cap;
+    int due;               /* decoded in this step */
+    double t_first_audio;  /* ms (now_ms) */
     int64_t G;
     int oom;
     qtts_codec_stream *dec;
@@ -235,14 +238,21 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
             /* with more frames to come, the first frame is warm-up: measure the rest */
             if (c->o->frames > 2) qtts_batch_reset_timing(b);
         }
-        /* decode every stream's new frames in one batched step */
+        /* decode the due streams' new frames in one batched step (the engine's policy) */
         int k = 0;
+        const double now = now_ms();
         for (int i = 0; i < n; i++) {
             if (st[i].oom) {
                 qtts_fail(err, "bench: out of memory collecting frames");
                 goto done;
             }
-            if (!st[i].n_pending) continue;
+            int64_t decoded = st[i].samples_out / fs;
+            double lead = decoded ? (double)st[i].samples_out * 1000.0 / (double)qtts_codec_decoder_sample_rate(c->dec) -
+                                        (now - st[i].t_first_audio)
+                                  : 0;
+            st[i].due = st[i].n_pending &&
+                        (qtts_gen_request_finished(req[i]) || st[i].n_pending >= qtts_decode_chunk_target(decoded, lead));
+            if (!st[i].due) continue;
             if (st[i].n_pending > 1) {
                 float *p = realloc(st[i].pcm, (size_t)(st[i].n_pending * fs) * sizeof(float));
                 if (!p) {
@@ -265,14 +275,17 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
                 pr->ttfa_ms = t1 - t_start;
                 pr->ttfa_cpu_ms += c1 - c0;
             }
-            int64_t frames = 0;
+            int64_t frames = 0, steps = 0; /* steps: frames per stream in this call (the figures are per frame step) */
             for (int i = 0; i < n; i++) {
+                if (!st[i].due) continue;
+                if (st[i].n_pending > steps) steps = st[i].n_pending;
+                if (!st[i].samples_out) st[i].t_first_audio = t1;
                 st[i].samples_out += st[i].n_pending * fs;
                 frames += st[i].n_pending;
                 st[i].n_pending = 0;
             }
             if (step > 0 || c->o->frames <= 2) {
-                qtts_stage_time one = {(int64_t)((t1 - t0) * 1e6), (int64_t)((c1 - c0) * 1e6), 1, frames};
+                qtts_stage_time one = {(int64_t)((t1 - t0) * 1e6), (int64_t)((c1 - c0) * 1e6), steps, frames};
                 add_time(&dec_steady, &one);
             }
         }
@@ -371,6 +384,11 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
             !(c->dec = qtts_codec_decoder_load(c->codec_store, &cc, err)))
             return -1;
     }
+    qtts_decoder_precision prec;
+    if (qtts_decoder_precision_choose(o->decoder_precision, c->m->lm.layers[0].q.type, &prec, err) ||
+        qtts_codec_decoder_set_precision(c->dec, prec, err))
+        return -1;
+    snprintf(r->decoder_precision, sizeof r->decoder_precision, "%s", qtts_decoder_precision_name(prec));
     r->load_s = (now_ms() - t0) * 1e-3;
     const qtts_model_config *cfg = &c->m->cfg;
     snprintf(r->variant, sizeof r->variant, "%s", qtts_variant_name(cfg->variant));
@@ -494,6 +512,9 @@ static void job(qtts_pool *pool, void *arg) {
         int one = qtts_pool_size(pool) == 1;
         r->bw_gbs = one ? r->probe.read_gbs_1 : r->probe.read_gbs_all;
         r->peak_gflops = one ? r->probe.fma_gflops_1 : r->probe.fma_gflops_all;
+        r->peak_gflops_decoder = r->peak_gflops;
+        if (!strcmp(r->decoder_precision, "bf16"))
+            r->peak_gflops_decoder = one ? r->probe.bf16_gflops_1 : r->probe.bf16_gflops_all;
     }
     c->rc = 0;
 }
@@ -542,14 +563,15 @@ int qtts_bench_run(const qtts_bench_options *o, qtts_bench_result *r, qtts_err *
 
 static double pct(double a, double b) { return b > 0 ? 100 * a / b : 0; }
 
-static void print_stage(FILE *f, const char *name, const qtts_bench_stage *s, const qtts_bench_result *r) {
+static void print_stage(FILE *f, const char *name, const qtts_bench_stage *s, const qtts_bench_result *r,
+                        double peak) {
     fprintf(f, "  %-20s %9.2f %9.2f", name, s->ms, s->cpu_ms);
     if (s->bytes > 0)
         fprintf(f, " %7.1f %4.0f%% %7.1f %4.0f%%", s->gbs, pct(s->gbs, r->bw_gbs), s->gbs_cpu, pct(s->gbs_cpu, r->bw_gbs));
     else
         fprintf(f, " %7s %5s %7s %5s", "-", "-", "-", "-");
-    fprintf(f, " %8.1f %4.0f%% %8.1f %4.0f%%\n", s->gflops, pct(s->gflops, r->peak_gflops), s->gflops_cpu,
-            pct(s->gflops_cpu, r->peak_gflops));
+    fprintf(f, " %8.1f %4.0f%% %8.1f %4.0f%%\n", s->gflops, pct(s->gflops, peak), s->gflops_cpu,
+            pct(s->gflops_cpu, peak));
 }
 
 static void print_header(FILE *f, const char *title) {
@@ -558,8 +580,9 @@ static void print_header(FILE *f, const char *title) {
 }
 
 void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
-    fprintf(f, "qtts bench: %s %s %s, weights %s, %d thread(s), kernels %s, %d frames/stream, best of %d run(s)\n",
-            r->source, r->model, r->variant, r->quant, r->threads, r->isa, r->frames, r->runs);
+    fprintf(f, "qtts bench: %s %s %s, weights %s, decoder %s, %d thread(s), kernels %s, %d frames/stream, best of %d "
+               "run(s)\n",
+            r->source, r->model, r->variant, r->quant, r->decoder_precision, r->threads, r->isa, r->frames, r->runs);
     fprintf(f, "  weights built/loaded in %.1f s; weights read per talker step %.1f MB, per code-predictor frame "
                "%.1f MB; decoder %.2f GFLOP/frame\n",
             r->load_s, r->talker_weight_bytes * 1e-6, r->cp_weight_bytes * 1e-6, r->decoder_flop_per_frame * 1e-9);
@@ -568,6 +591,10 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
                    "%.0f GFLOP/s on 1 thread, %.0f on %d (ratios below use the %d-thread figures)\n",
                 r->probe.isa, (double)r->probe.buffer_bytes / 1048576.0, r->probe.read_gbs_1, r->probe.read_gbs_all,
                 r->probe.threads, r->probe.fma_gflops_1, r->probe.fma_gflops_all, r->probe.threads, r->probe.threads);
+    if (r->probed && r->probe.bf16_gflops_all > 0)
+        fprintf(f, "  bf16 dot-product peak (vdpbf16ps) %.0f GFLOP/s on 1 thread, %.0f on %d%s\n", r->probe.bf16_gflops_1,
+                r->probe.bf16_gflops_all, r->probe.threads,
+                strcmp(r->decoder_precision, "bf16") ? "" : " (the decoder's %pk below uses it)");
     fprintf(f, "(cpu = CPU time of the engine thread: what the step takes when the machine is not shared)\n");
     fprintf(f, "1 stream (prompt: %lld text tokens -> %lld prefill rows)\n", (long long)r->prompt_tokens,
             (long long)r->prompt_rows);
@@ -576,16 +603,16 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     fprintf(f, "  RTF %.3f (%.2f s for %.2f s of audio; cpu %.3f), steady-state RTF %.3f (cpu %.3f)\n", r->rtf,
             r->wall_s, r->audio_s, r->rtf_cpu, r->rtf_steady, r->rtf_steady_cpu);
     print_header(f, "per step");
-    print_stage(f, "talker step", &r->talker, r);
-    print_stage(f, "code predictor frame", &r->cp, r);
-    print_stage(f, "decoder frame", &r->decoder, r);
+    print_stage(f, "talker step", &r->talker, r, r->peak_gflops);
+    print_stage(f, "code predictor frame", &r->cp, r, r->peak_gflops);
+    print_stage(f, "decoder frame", &r->decoder, r, r->peak_gflops_decoder);
     if (r->batch > 1) {
         fprintf(f, "%d streams: %.2f s of audio in %.2f s = %.2fx real time aggregate (cpu %.2fx)\n", r->batch,
                 r->batch_audio_s, r->batch_wall_s, r->aggregate_xrt, r->aggregate_xrt_cpu);
         print_header(f, "per step (all streams)");
-        print_stage(f, "talker step", &r->talker_b, r);
-        print_stage(f, "code predictor", &r->cp_b, r);
-        print_stage(f, "decoder", &r->decoder_b, r);
+        print_stage(f, "talker step", &r->talker_b, r, r->peak_gflops);
+        print_stage(f, "code predictor", &r->cp_b, r, r->peak_gflops);
+        print_stage(f, "decoder", &r->decoder_b, r, r->peak_gflops_decoder);
     }
     fprintf(f, "memory: RSS %.0f MB after load, peak %.0f MB (1 stream), %.0f MB (all passes)\n", r->rss_loaded_mb,
             r->peak_rss_single_mb, r->peak_rss_mb);
@@ -603,7 +630,8 @@ static void jstr(jout *j, const char *k, const char *v) {
     if (!cJSON_AddStringToObject(j->o, k, v)) j->bad = 1;
 }
 
-static void json_stage(jout *j, const char *prefix, const qtts_bench_stage *s, const qtts_bench_result *r) {
+static void json_stage(jout *j, const char *prefix, const qtts_bench_stage *s, const qtts_bench_result *r,
+                       double peak) {
     char k[64];
 #define ADD(name, v)                                  \
     do {                                              \
@@ -619,11 +647,11 @@ static void json_stage(jout *j, const char *prefix, const qtts_bench_stage *s, c
     ADD("gbs", s->gbs);
     ADD("gflops", s->gflops);
     ADD("pct_bw", s->bytes > 0 ? pct(s->gbs, r->bw_gbs) : 0);
-    ADD("pct_peak", pct(s->gflops, r->peak_gflops));
+    ADD("pct_peak", pct(s->gflops, peak));
     ADD("gbs_cpu", s->gbs_cpu);
     ADD("gflops_cpu", s->gflops_cpu);
     ADD("pct_bw_cpu", s->bytes > 0 ? pct(s->gbs_cpu, r->bw_gbs) : 0);
-    ADD("pct_peak_cpu", pct(s->gflops_cpu, r->peak_gflops));
+    ADD("pct_peak_cpu", pct(s->gflops_cpu, peak));
 #undef ADD
 }
 
@@ -634,6 +662,7 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jstr(&j, "model", r->model);
     jstr(&j, "variant", r->variant);
     jstr(&j, "quant", r->quant);
+    jstr(&j, "decoder_precision", r->decoder_precision);
     jstr(&j, "isa", r->isa);
     jnum(&j, "threads", r->threads);
     jnum(&j, "frames", r->frames);
@@ -649,9 +678,9 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "prompt_ms", r->prompt_ms);
     jnum(&j, "prefill_ms", r->prefill_ms);
     jnum(&j, "prefill_cpu_ms", r->prefill_cpu_ms);
-    json_stage(&j, "talker", &r->talker, r);
-    json_stage(&j, "cp", &r->cp, r);
-    json_stage(&j, "decoder", &r->decoder, r);
+    json_stage(&j, "talker", &r->talker, r, r->peak_gflops);
+    json_stage(&j, "cp", &r->cp, r, r->peak_gflops);
+    json_stage(&j, "decoder", &r->decoder, r, r->peak_gflops_decoder);
     jnum(&j, "ttfa_ms", r->ttfa_ms);
     jnum(&j, "ttfa_cpu_ms", r->ttfa_cpu_ms);
     jnum(&j, "wall_s", r->wall_s);
@@ -668,9 +697,9 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "aggregate_xrt_cpu", r->aggregate_xrt_cpu);
     jnum(&j, "batch_frames_out", (double)r->batch_frames_out);
     jnum(&j, "batch_samples_out", (double)r->batch_samples_out);
-    json_stage(&j, "batch_talker", &r->talker_b, r);
-    json_stage(&j, "batch_cp", &r->cp_b, r);
-    json_stage(&j, "batch_decoder", &r->decoder_b, r);
+    json_stage(&j, "batch_talker", &r->talker_b, r, r->peak_gflops);
+    json_stage(&j, "batch_cp", &r->cp_b, r, r->peak_gflops);
+    json_stage(&j, "batch_decoder", &r->decoder_b, r, r->peak_gflops_decoder);
     jnum(&j, "rss_loaded_mb", r->rss_loaded_mb);
     jnum(&j, "peak_rss_single_mb", r->peak_rss_single_mb);
     jnum(&j, "peak_rss_mb", r->peak_rss_mb);
@@ -682,6 +711,8 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "read_gbs_all", r->probe.read_gbs_all);
     jnum(&j, "fma_gflops_1", r->probe.fma_gflops_1);
     jnum(&j, "fma_gflops_all", r->probe.fma_gflops_all);
+    jnum(&j, "bf16_gflops_1", r->probe.bf16_gflops_1);
+    jnum(&j, "bf16_gflops_all", r->probe.bf16_gflops_all);
     jnum(&j, "bw_gbs", r->bw_gbs);
     jnum(&j, "peak_gflops", r->peak_gflops);
     char *s = j.bad ? NULL : cJSON_PrintUnformatted(j.o);

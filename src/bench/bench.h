@@ -34,6 +34,7 @@ typedef struct {
     size_t probe_bytes;     /* bandwidth buffer (0 = default 512 MiB) */
     uint64_t seed;
     const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
+    const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
 } qtts_bench_options;
 
 void qtts_bench_options_default(qtts_bench_options *o);
@@ -55,6 +56,7 @@ typedef struct {
     char source[16]; /* "random" or "folder" */
     char model[512]; /* size or path */
     char variant[24], quant[16], isa[16];
+    char decoder_precision[8]; /* "f32" or "bf16" */
     int threads, frames, batch, runs;
     double load_s;                            /* weights built/loaded */
     int64_t prompt_tokens, prompt_rows;       /* text ids of the template, talker prefill rows */
@@ -84,6 +86,7 @@ typedef struct {
     int probed;
     qtts_probe_result probe;
     double bw_gbs, peak_gflops; /* the figures the ratios use (all pool threads, or 1 when threads == 1) */
+    double peak_gflops_decoder; /* peak_gflops, or the bf16 dot-product peak for a bf16 decoder */
 } qtts_bench_result;
 
 int qtts_bench_run(const qtts_bench_options *o, qtts_bench_result *r, qtts_err *err);

@@ -48,6 +48,7 @@ typedef struct {
     size_t n;       /* floats in it */
     int all;        /* 0: thread 0 only */
     int64_t iters;  /* FMA rounds per thread */
+    int bf16;       /* vdpbf16ps instead of FMA */
     float sink[64]; /* per-thread results, kept so the loops stay */
 } probe_job;
 
@@ -77,7 +78,8 @@ static void fma_body(void *ctx, int tid, int nt) {
     probe_job *j = ctx;
     if (!j->all && tid) return;
     float s;
-    if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_fma_avx512(j->iters);
+    if (j->bf16) s = qtts_probe_bf16dot_avx512(j->iters);
+    else if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_fma_avx512(j->iters);
     else if (j->isa == QTTS_ISA_AVX2) s = qtts_probe_fma_avx2(j->iters);
     else s = fma_scalar(j->iters);
     if (tid < 64) j->sink[tid] += s;
@@ -128,6 +130,19 @@ double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads) {
     return gflop / fma_time(pool, &j);
 }
 
+double qtts_probe_bf16_gflops(qtts_pool *pool, int all_threads) {
+    if (qtts_cpu_isa() != QTTS_ISA_AVX512 || !qtts_cpu_features_get()->avx512bf16) return 0;
+    probe_job j;
+    memset(&j, 0, sizeof j);
+    j.isa = QTTS_ISA_AVX512;
+    j.bf16 = 1;
+    j.all = all_threads != 0;
+    j.iters = 500000;
+    /* rounds x chains x 32 products x 2 FLOP */
+    const double gflop = 2.0 * 32 * QTTS_PROBE_CHAINS_AVX512 * (double)j.iters * 1e-9 * (j.all ? qtts_pool_size(pool) : 1);
+    return gflop / fma_time(pool, &j);
+}
+
 int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err) {
     memset(out, 0, sizeof *out);
     if (!bytes) bytes = (size_t)QTTS_PROBE_DEFAULT_MIB << 20;
@@ -151,5 +166,7 @@ int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_e
     free(buf);
     out->fma_gflops_1 = qtts_probe_fma_gflops(pool, 0);
     out->fma_gflops_all = qtts_probe_fma_gflops(pool, 1);
+    out->bf16_gflops_1 = qtts_probe_bf16_gflops(pool, 0);
+    out->bf16_gflops_all = qtts_probe_bf16_gflops(pool, 1);
     return 0;
 }

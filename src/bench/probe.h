@@ -21,6 +21,8 @@ typedef struct {
     double read_gbs_all;       /* GB/s, all pool threads */
     double fma_gflops_1;       /* f32 FMA GFLOP/s (2 per FMA lane), one thread */
     double fma_gflops_all;     /* all pool threads */
+    double bf16_gflops_1;      /* vdpbf16ps GFLOP/s (2 per product), one thread; 0 without AVX-512 BF16 */
+    double bf16_gflops_all;    /* all pool threads */
 } qtts_probe_result;
 
 /* bytes: bandwidth buffer size (0 = QTTS_PROBE_DEFAULT_MIB MiB). The machine
@@ -30,5 +32,7 @@ int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_e
 
 /* The FMA peak alone (best of many ~1 ms runs): thread 0 only, or every pool thread. */
 double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads);
+/* The bf16 dot-product peak the same way; 0 on CPUs without AVX-512 BF16. */
+double qtts_probe_bf16_gflops(qtts_pool *pool, int all_threads);
 
 #endif

@@ -26,3 +26,14 @@ float qtts_probe_fma_avx512(int64_t iters) {
     for (int i = 0; i < QTTS_PROBE_CHAINS_AVX512; i++) s = _mm512_add_ps(s, a[i]);
     return _mm512_reduce_add_ps(s);
 }
+
+float qtts_probe_bf16dot_avx512(int64_t iters) {
+    __m512 a[QTTS_PROBE_CHAINS_AVX512];
+    for (int i = 0; i < QTTS_PROBE_CHAINS_AVX512; i++) a[i] = _mm512_set1_ps(1e-3f * (float)i);
+    const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = (__m512bh)_mm512_set1_epi32(0x33d633d6);
+    for (int64_t it = 0; it < iters; it++)
+        for (int i = 0; i < QTTS_PROBE_CHAINS_AVX512; i++) a[i] = _mm512_dpbf16_ps(a[i], x, y);
+    __m512 s = _mm512_setzero_ps();
+    for (int i = 0; i < QTTS_PROBE_CHAINS_AVX512; i++) s = _mm512_add_ps(s, a[i]);
+    return _mm512_reduce_add_ps(s);
+}

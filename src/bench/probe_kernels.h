@@ -13,6 +13,8 @@ float qtts_probe_read_avx512(const float *p, size_t n);
  * value depending on every chain (so none is optimised away). */
 float qtts_probe_fma_avx2(int64_t iters);
 float qtts_probe_fma_avx512(int64_t iters);
+/* The same with vdpbf16ps (AVX-512 BF16): 32 products per instruction. */
+float qtts_probe_bf16dot_avx512(int64_t iters);
 
 /* Independent FMA chains per round: enough to cover the FMA latency on every
  * FMA pipe (4-cycle latency x 2 pipes on current x86 cores, with margin),

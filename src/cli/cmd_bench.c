@@ -20,6 +20,7 @@ static void bench_usage(FILE *out) {
             "      --variant V           random: custom_voice (default), base, voice_design (1.7b)\n"
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
             "                            with -m default: as stored)\n"
+            "      --decoder-precision P auto (bf16 with q8_0/q4_k on AVX-512 BF16 CPUs, else f32), f32, bf16\n"
             "  -m, --model PATH          benchmark a model folder instead of random weights\n"
             "      --frames N            frames per stream, 80 ms each (default 40)\n"
             "      --batch B             concurrent streams of the second pass (default 1: none)\n"
@@ -45,7 +46,7 @@ static int parse_int(const char *name, const char *s, long lo, long hi, long *ou
 }
 
 enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
-       O_JSON, O_HELP };
+       O_JSON, O_HELP, O_DECPREC };
 
 int cmd_bench(int argc, char **argv) {
     static const struct option opts[] = {
@@ -56,6 +57,7 @@ int cmd_bench(int argc, char **argv) {
         {"seed", required_argument, 0, O_SEED},       {"text", required_argument, 0, O_TEXT},
         {"no-probe", no_argument, 0, O_NO_PROBE},     {"probe-mib", required_argument, 0, O_PROBE_MIB},
         {"json", no_argument, 0, O_JSON},             {"help", no_argument, 0, O_HELP},
+        {"decoder-precision", required_argument, 0, O_DECPREC},
         {0, 0, 0, 0}};
     qtts_bench_options o;
     qtts_bench_options_default(&o);
@@ -68,6 +70,7 @@ int cmd_bench(int argc, char **argv) {
     while ((ch = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'm': model = optarg; break;
+        case O_DECPREC: o.decoder_precision = optarg; break;
         case O_SIZE:
             if (strcmp(optarg, "0.6b") && strcmp(optarg, "1.7b") && strcmp(optarg, "0b6") && strcmp(optarg, "1b7")) {
                 cli_error("--size must be 0.6b or 1.7b (got '%s')", optarg);

@@ -53,6 +53,8 @@ static void say_usage(FILE *out) {
             "  engine:\n"
             "      --threads N           compute threads (default: all CPUs)\n"
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (default: as stored)\n"
+            "      --decoder-precision P auto (default: bf16 with q8_0/q4_k weights on AVX-512 BF16\n"
+            "                            CPUs, else f32), f32 or bf16 (~2x faster, ~38 dB SNR)\n"
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");
 }
 
@@ -175,7 +177,7 @@ int cmd_say(int argc, char **argv) {
     enum {
         O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
         O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
-        O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_PLAY,
+        O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_PLAY,
     };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -192,13 +194,14 @@ int cmd_say(int argc, char **argv) {
         {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
         {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
         {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
-        {"quant", required_argument, 0, O_QUANT},  {"play", no_argument, 0, O_PLAY},
+        {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},  {"play", no_argument, 0, O_PLAY},
         {"verbose", no_argument, 0, 'v'},
         {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *model = NULL, *output = "out.wav", *format = NULL, *sample_format = "s16", *ref_audio = NULL;
     const char *ref_spk = NULL, *ref_rvq = NULL, *ref_text = NULL, *file = NULL, *save_codes = NULL, *quant = NULL;
+    const char *dec_prec = NULL;
     int by_line = 0, verbose = 0, quiet = 0, threads = 0, play = 0, output_given = 0;
     qtts_request req;
     qtts_request_default(&req);
@@ -255,6 +258,7 @@ int cmd_say(int argc, char **argv) {
         case O_SAVE: save_codes = optarg; break;
         case O_THREADS: if (parse_int("--threads", optarg, 1, 256, &lv)) return CLI_USAGE; threads = (int)lv; break;
         case O_QUANT: quant = optarg; break;
+        case O_DECPREC: dec_prec = optarg; break;
         case O_PLAY: play = 1; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
@@ -387,6 +391,7 @@ int cmd_say(int argc, char **argv) {
     ep.model_path = model_path;
     ep.n_threads = threads;
     ep.weight_type = quant;
+    ep.decoder_precision = dec_prec;
     ep.max_batch = 1;
     ep.verbose = verbose;
     qtts_engine *e = qtts_engine_create(&ep, err, sizeof err);

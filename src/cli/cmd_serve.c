@@ -20,6 +20,8 @@ static void serve_usage(FILE *out) {
             "  --max-queue N          requests waiting beyond the slots; more get 503\n"
             "  --threads N            compute threads (default: all CPUs)\n"
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
+            "  --decoder-precision P  auto|f32|bf16 (default auto: bf16 with q8_0/q4_k weights on\n"
+            "                         AVX-512 BF16 CPUs, else f32)\n"
             "  --voices-dir DIR       where registered voices persist (default: memory only)\n"
             "  --api-key KEY          require 'Authorization: Bearer KEY' (or $QTTS_API_KEY)\n"
             "  --cors ORIGIN          send CORS headers for ORIGIN (default: off)\n"
@@ -90,6 +92,9 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--quant")) {
             NEED_VALUE;
             ep.weight_type = v;
+        } else if (!strcmp(a, "--decoder-precision")) {
+            NEED_VALUE;
+            ep.decoder_precision = v;
         } else if (!strcmp(a, "--voices-dir")) {
             NEED_VALUE;
             sp.voices_dir = v;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/decode_policy.h"
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
 #include "io/model_pack.h"
@@ -43,6 +44,7 @@ typedef struct slot {
     qtts_gen_request *gen;
     qtts_codec_stream *dec;
     int32_t *pending; /* frames waiting for the decoder, frame-major */
+    int decode_now;   /* decode_pending: part of this step */
     int64_t n_pending, cap_pending;
     int64_t skip_samples; /* ICL: decoded reference audio to drop */
     float *pcm;           /* decoder output scratch */
@@ -374,11 +376,24 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
     }
 }
 
-/* Decodes every active request's pending frames in one batched step. */
+/* Whether a request's pending frames go to the decoder in this step
+ * (engine/decode_policy.h); finished requests always flush. */
+static int decode_due(const qtts_engine *e, const slot *s, double now) {
+    if (!s->n_pending) return 0;
+    if (qtts_gen_request_finished(s->gen)) return 1;
+    int64_t decoded = s->samples_out / e->frame_samples;
+    double lead = decoded ? (double)s->samples_out * 1000.0 / (double)e->sample_rate - (now - s->t_first_audio) : 0;
+    return s->n_pending >= qtts_decode_chunk_target(decoded, lead);
+}
+
+/* Decodes the due requests' pending frames in one batched step. */
 static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     int n = 0;
-    for (slot *s = e->active; s; s = s->next)
-        if (s->n_pending) n++;
+    const double now = now_ms();
+    for (slot *s = e->active; s; s = s->next) {
+        s->decode_now = decode_due(e, s, now);
+        n += s->decode_now;
+    }
     if (!n) return 0;
     qtts_codec_stream **streams = e->scratch_streams;
     const int32_t **codes = e->scratch_codes;
@@ -387,7 +402,7 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     slot **which = e->scratch_slots;
     int i = 0;
     for (slot *s = e->active; s; s = s->next) {
-        if (!s->n_pending) continue;
+        if (!s->decode_now) continue;
         int64_t need = s->n_pending * e->frame_samples;
         if (need > s->cap_pcm) {
             float *np = realloc(s->pcm, (size_t)need * sizeof *np);
@@ -631,6 +646,10 @@ static void load_models(qtts_pool *pool, void *ctx) {
             if (!e->cloner) return;
         }
     }
+    qtts_decoder_precision prec;
+    if (qtts_decoder_precision_choose(j->p->decoder_precision, e->talker->lm.layers[0].q.type, &prec, &j->err) ||
+        qtts_codec_decoder_set_precision(e->decoder, prec, &j->err))
+        return;
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
     /* Converted and packed weights live in their own memory now: let the

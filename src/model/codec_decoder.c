@@ -532,6 +532,38 @@ qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
 
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec) { return dec->owned_store; }
 
+int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
+    if (p == QTTS_DECODER_F32) {
+        if (d->fin_conv.wbf) return qtts_fail(err, "the decoder's f32 weights were already dropped for bf16");
+        return 0;
+    }
+    for (int64_t b = 0; b < d->n_blk; b++) {
+        dblock *bk = &d->blk[b];
+        if (!bk->tm && qtts_conv_to_bf16(&bk->tconv_cm, err)) return -1;
+        for (int r = 0; r < N_RES; r++)
+            if (qtts_conv_to_bf16(&bk->ru[r].c1, err) || qtts_conv_to_bf16(&bk->ru[r].c2, err)) return -1;
+    }
+    return qtts_conv_to_bf16(&d->fin_conv, err);
+}
+
+int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err) {
+    if (!opt || !*opt || !strcmp(opt, "auto")) {
+        int quantized = lm_weights == QTTS_Q8_0 || lm_weights == QTTS_Q4_K;
+        *out = quantized && qtts_conv_bf16_supported() ? QTTS_DECODER_BF16 : QTTS_DECODER_F32;
+        return 0;
+    }
+    if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;
+    else if (!strcmp(opt, "bf16")) *out = QTTS_DECODER_BF16;
+    else return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, bf16)", opt);
+    return 0;
+}
+
+const char *qtts_decoder_precision_name(qtts_decoder_precision p) { return p == QTTS_DECODER_BF16 ? "bf16" : "f32"; }
+
+qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) {
+    return d->fin_conv.wbf ? QTTS_DECODER_BF16 : QTTS_DECODER_F32;
+}
+
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     if (!d) return;
     for (int b = 0; b < MAX_STAGES; b++) {

@@ -25,6 +25,7 @@
 #include "core/err.h"
 #include "core/threadpool.h"
 #include "io/store.h"
+#include "tensor/tensor.h"
 #include "model/config.h"
 
 typedef struct qtts_codec_decoder qtts_codec_decoder;
@@ -38,6 +39,21 @@ qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_cod
  * itself (config.json + model.safetensors). The decoder owns the store. */
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err);
 void qtts_codec_decoder_free(qtts_codec_decoder *dec);
+
+/* Arithmetic of the high-rate convolutions (the four decoder blocks and the
+ * output conv, ~95% of the decoder's FLOPs). F32 (default) follows the
+ * reference within 1e-4; BF16 rounds their weights and inputs to bf16 and
+ * sums in f32: about 2x their speed on AVX-512 BF16 CPUs, at a waveform SNR
+ * against f32 that test_codec_decoder reports. Switching to BF16 is one-way
+ * (the f32 weights are freed); it fails on CPUs without AVX-512 BF16. */
+typedef enum { QTTS_DECODER_F32 = 0, QTTS_DECODER_BF16 = 1 } qtts_decoder_precision;
+int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_err *err);
+qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);
+/* The precision for a user option: "f32", "bf16", or NULL/""/"auto" = bf16
+ * when the LM weights are quantized (q8_0/q4_k: speed was asked for, and
+ * their own error is far larger) and the CPU has AVX-512 BF16, else f32. */
+int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err);
+const char *qtts_decoder_precision_name(qtts_decoder_precision p);
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/interleave.h"
 #include "tensor/linear.h"
 #include "tensor/ops.h"
 
@@ -17,7 +18,11 @@ static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t
                     qtts_err *err) {
     const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
     if (!t) return -1;
-    return qtts_mat_from_tensor(m, t, wtype, err);
+    if (qtts_mat_from_tensor(m, t, wtype, err) || qtts_mat_interleave(m, err)) {
+        qtts_mat_free(m);
+        return -1;
+    }
+    return 0;
 }
 
 /* Stacks owned matrices of one type and width into one (see qtts_lm_layer). */
@@ -26,7 +31,8 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     /* zero-copy when the parts are views lying back to back (e.g. a file written in q,k,v order) */
     int adjacent = 1;
     for (int i = 0; i < n; i++)
-        adjacent &= !parts[i]->owned && parts[i]->type == parts[0]->type && parts[i]->cols == parts[0]->cols &&
+        adjacent &= !parts[i]->owned && !parts[i]->interleave && parts[i]->type == parts[0]->type &&
+                    parts[i]->cols == parts[0]->cols &&
                     (i == 0 || (const char *)parts[i]->data ==
                                    (const char *)parts[i - 1]->data + parts[i - 1]->row_bytes * (size_t)parts[i - 1]->rows);
     if (adjacent) {
@@ -37,12 +43,15 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
         return 0;
     }
     for (int i = 0; i < n; i++)
-        if (!parts[i]->owned || parts[i]->type != parts[0]->type || parts[i]->cols != parts[0]->cols) return 0;
+        if (!parts[i]->owned || parts[i]->type != parts[0]->type || parts[i]->cols != parts[0]->cols ||
+            parts[i]->interleave != parts[0]->interleave)
+            return 0;
     int64_t rows = 0;
     for (int i = 0; i < n; i++) rows += parts[i]->rows;
     size_t rb = parts[0]->row_bytes;
-    char *buf = qtts_malloc(rb * (size_t)rows, err);
-    if (!buf) return -1;
+    size_t bytes_all = (rb * (size_t)rows + 63) / 64 * 64; /* 64-aligned: whole-vector kernel loads */
+    char *buf = aligned_alloc(64, bytes_all ? bytes_all : 64);
+    if (!buf) return qtts_fail(err, "out of memory stacking %lld weight rows", (long long)rows);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         size_t bytes = rb * (size_t)parts[i]->rows;
@@ -53,7 +62,7 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
         off += bytes;
     }
     *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols, .row_bytes = rb, .data = buf,
-                      .owned = buf};
+                      .owned = buf, .interleave = parts[0]->interleave};
     return 0;
 }
 

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "tensor/conv_kernels.h"
+#include "tensor/cpu.h"
+#include "tensor/tensor.h"
 
 /* ---- weights ------------------------------------------------------------ */
 
@@ -67,8 +69,68 @@ int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, 
 void qtts_conv_free(qtts_conv *cv) {
     if (!cv) return;
     free(cv->w);
+    free(cv->wbf);
     free(cv->bias);
     memset(cv, 0, sizeof *cv);
+}
+
+/* ---- bf16 form ------------------------------------------------------------ */
+
+int qtts_conv_bf16_supported(void) {
+    return qtts_cpu_isa() == QTTS_ISA_AVX512 && qtts_cpu_features_get()->avx512bf16;
+}
+
+static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
+
+int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err) {
+    if (cv->wbf) return 0;
+    if (!qtts_conv_bf16_supported())
+        return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 (this one: %s kernels)",
+                         qtts_isa_name(qtts_cpu_isa()));
+    const int64_t c2n = pairs_of(cv->c_in), nrb = cv->rows_pad / QTTS_CONV_MR;
+    uint32_t *wbf = qtts_calloc((size_t)(nrb * c2n * cv->k * QTTS_CONV_MR), sizeof *wbf, err);
+    if (!wbf) return -1;
+    for (int64_t rb = 0; rb < nrb; rb++)
+        for (int64_t ci = 0; ci < cv->c_in; ci++)
+            for (int64_t kk = 0; kk < cv->k; kk++)
+                for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+                    uint32_t h = qtts_f32_to_bf16(cv->w[((rb * cv->c_in + ci) * cv->k + kk) * QTTS_CONV_MR + rr]);
+                    wbf[((rb * c2n + ci / 2) * cv->k + kk) * QTTS_CONV_MR + rr] |= ci % 2 ? h << 16 : h;
+                }
+    free(cv->w);
+    cv->w = NULL;
+    cv->wbf = wbf;
+    return 0;
+}
+
+void qtts_bf16_pairs_row_scalar(const float *x0, const float *x1, uint32_t *pairs, int64_t n) {
+    for (int64_t t = 0; t < n; t++)
+        pairs[t] = (uint32_t)qtts_f32_to_bf16(x0[t]) | (x1 ? (uint32_t)qtts_f32_to_bf16(x1[t]) << 16 : 0u);
+}
+
+static inline float bf16_lo(uint32_t p) { return qtts_bf16_to_f32((uint16_t)(p & 0xFFFFu)); }
+static inline float bf16_hi(uint32_t p) { return qtts_bf16_to_f32((uint16_t)(p >> 16)); }
+
+void qtts_conv_tile_bf16_scalar(const qtts_conv *cv, const uint32_t *x, int64_t ldx, int64_t nt, int64_t rb,
+                                float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const int64_t K = cv->k, dil = cv->dil, c2n = pairs_of(cv->c_in);
+    const uint32_t *wb = cv->wbf + (size_t)rb * c2n * K * QTTS_CONV_MR;
+    float acc[QTTS_CONV_MR][QTTS_CONV_NT];
+    memset(acc, 0, sizeof acc);
+    for (int64_t c2 = 0; c2 < c2n; c2++)
+        for (int64_t kk = 0; kk < K; kk++) {
+            const uint32_t *wp = wb + (c2 * K + kk) * QTTS_CONV_MR, *xp = x + c2 * ldx + kk * dil;
+            for (int r = 0; r < QTTS_CONV_MR; r++)
+                for (int64_t t = 0; t < nt; t++)
+                    acc[r][t] += bf16_lo(wp[r]) * bf16_lo(xp[t]) + bf16_hi(wp[r]) * bf16_hi(xp[t]);
+        }
+    for (int r = 0; r < QTTS_CONV_MR; r++) {
+        int64_t row = rb * QTTS_CONV_MR + r;
+        if (row >= cv->c_out) break;
+        float *yr = y + row * ldy;
+        const float *ar = add ? add + row * ldadd : NULL;
+        for (int64_t t = 0; t < nt; t++) yr[t] = acc[r][t] + cv->bias[row] + (ar ? ar[t] : 0.0f);
+    }
 }
 
 float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
@@ -184,9 +246,84 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
+/* bf16 convs: the input is first rounded into channel pairs (one pass over
+ * it, parallel over pairs), then the tiles run as for f32. */
+typedef struct {
+    const qtts_conv *cv;
+    const float *x;
+    int64_t ldx, len;
+    uint32_t *pairs;
+    int avx512;
+} pairs_job;
+
+static void pairs_rows(void *p, int64_t c0, int64_t c1, int tid) {
+    (void)tid;
+    const pairs_job *j = p;
+    for (int64_t c2 = c0; c2 < c1; c2++) {
+        const float *x0 = j->x + 2 * c2 * j->ldx, *x1 = 2 * c2 + 1 < j->cv->c_in ? x0 + j->ldx : NULL;
+        uint32_t *dst = j->pairs + c2 * j->len;
+#if defined(__x86_64__) || defined(_M_X64)
+        if (j->avx512) {
+            qtts_bf16_pairs_row_avx512(x0, x1, dst, j->len);
+            continue;
+        }
+#endif
+        qtts_bf16_pairs_row_scalar(x0, x1, dst, j->len);
+    }
+}
+
+typedef struct {
+    const qtts_conv *cv;
+    const uint32_t *x;
+    const float *add;
+    int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
+    int rows_outer;
+    float *y;
+    qtts_conv_tile_bf16_fn tile;
+} conv_bf16_job;
+
+static void conv_bf16_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const conv_bf16_job *j = p;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t tb = j->rows_outer ? i % j->n_tb : i / j->n_rb, rb = j->rows_outer ? i / j->n_tb : i % j->n_rb;
+        int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
+        j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, j->add ? j->add + t0 : NULL, j->ldadd);
+    }
+}
+
+static void conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+    const int64_t len = T + qtts_conv_history(cv), c2n = pairs_of(cv->c_in);
+    uint32_t *pairs = malloc((size_t)(c2n * len) * sizeof *pairs);
+    if (!pairs) { /* cannot fail loudly from here: the result is marked invalid instead */
+        for (int64_t r = 0; r < cv->c_out; r++)
+            for (int64_t t = 0; t < T; t++) y[r * ldy + t] = NAN;
+        return;
+    }
+    const int avx512 = resolve(isa) == QTTS_CONV_ISA_AVX512 && qtts_conv_bf16_supported();
+    int64_t work = cv->c_out * cv->c_in * cv->k * T;
+    qtts_pool *run_on = work < 1000000 ? NULL : pool;
+    pairs_job pj = {cv, x, ldx, len, pairs, avx512};
+    qtts_parallel_for(run_on, c2n, 8, pairs_rows, &pj);
+    int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    conv_bf16_job j = {cv, pairs, add, len, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y,
+                       avx512 ? qtts_conv_tile_bf16_avx512 : qtts_conv_tile_bf16_scalar};
+#if !defined(__x86_64__) && !defined(_M_X64)
+    j.tile = qtts_conv_tile_bf16_scalar;
+#endif
+    j.rows_outer = cv->rows_pad * cv->k > len;
+    qtts_parallel_for(run_on, n_tb * j.n_rb, 1, conv_bf16_items, &j);
+    free(pairs);
+}
+
 void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                         int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     if (T <= 0) return;
+    if (cv->wbf) {
+        conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
+        return;
+    }
     int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
     conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y, tile_for(isa)};
     j.rows_outer = cv->rows_pad * cv->k > T + qtts_conv_history(cv);
@@ -203,6 +340,10 @@ void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_
 
 void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                         const float *add, int64_t ldadd) {
+    if (cv->wbf) {
+        conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
+        return;
+    }
     for (int64_t row = 0; row < cv->c_out; row++) {
         int64_t rb = row / QTTS_CONV_MR, rr = row % QTTS_CONV_MR;
         for (int64_t t = 0; t < T; t++) {

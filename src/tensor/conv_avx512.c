@@ -51,16 +51,9 @@ static const tile512_fn k_tiles[3][3] = {
     {tile512_8_1, tile512_8_2, tile512_8_3},
 };
 
-void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
-                           int64_t ldy, const float *add, int64_t ldadd) {
-    const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
-    int nv = (int)((nt + 15) / 16);
-    int rem = (int)(nt - 16 * (nv - 1));
-    __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
-    int64_t rows = cv->c_out - rb * QTTS_CONV_MR;
-    if (rows > QTTS_CONV_MR) rows = QTTS_CONV_MR;
-    __m512 acc[QTTS_CONV_MR][3];
-    k_tiles[rows > 4 ? 2 : rows > 1 ? 1 : 0][nv - 1](wb, x, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
+/* bias (+ residual) and the masked store of a finished tile */
+static inline void tile_store(const qtts_conv *cv, int64_t rb, int64_t rows, int nv, __mmask16 mlast,
+                              __m512 acc[QTTS_CONV_MR][3], float *y, int64_t ldy, const float *add, int64_t ldadd) {
     for (int r = 0; r < rows; r++) {
         int64_t row = rb * QTTS_CONV_MR + r;
         __m512 b = _mm512_set1_ps(cv->bias[row]);
@@ -73,6 +66,92 @@ void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int
             _mm512_mask_storeu_ps(yr + 16 * v, m, o);
         }
     }
+}
+
+/* bf16 pairs: the same tile with vdpbf16ps, two input channels per step. */
+#define CONV_TILE_BF16(R, NV)                                                                              \
+    static void tilebf_##R##_##NV(const uint32_t *wb, const uint32_t *x, int64_t ldx, int64_t c2n,         \
+                                  int64_t K, int64_t dil, __mmask16 mlast, __m512 out[QTTS_CONV_MR][3]) {  \
+        __m512 a[R][NV];                                                                                   \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                                \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm512_setzero_ps();            \
+        const uint32_t *wp = wb;                                                                           \
+        for (int64_t c2 = 0; c2 < c2n; c2++) {                                                             \
+            const uint32_t *xr = x + c2 * ldx;                                                             \
+            for (int64_t kk = 0; kk < K; kk++, wp += QTTS_CONV_MR) {                                       \
+                const uint32_t *xp = xr + kk * dil;                                                        \
+                __m512bh xv[NV];                                                                           \
+                _Pragma("GCC unroll 3") for (int v = 0; v < NV - 1; v++) xv[v] =                           \
+                    (__m512bh)_mm512_loadu_si512(xp + 16 * v);                                             \
+                xv[NV - 1] = (__m512bh)_mm512_maskz_loadu_epi32(mlast, xp + 16 * (NV - 1));                \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                      \
+                    __m512bh w = (__m512bh)_mm512_set1_epi32((int)wp[r]);                                  \
+                    _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] =                         \
+                        _mm512_dpbf16_ps(a[r][v], w, xv[v]);                                               \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                                \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) out[r][v] = a[r][v];                      \
+    }
+
+CONV_TILE_BF16(8, 1)
+CONV_TILE_BF16(8, 2)
+CONV_TILE_BF16(8, 3)
+CONV_TILE_BF16(4, 1)
+CONV_TILE_BF16(4, 2)
+CONV_TILE_BF16(4, 3)
+CONV_TILE_BF16(1, 1)
+CONV_TILE_BF16(1, 2)
+CONV_TILE_BF16(1, 3)
+
+typedef void (*tilebf_fn)(const uint32_t *, const uint32_t *, int64_t, int64_t, int64_t, int64_t, __mmask16,
+                          __m512[QTTS_CONV_MR][3]);
+static const tilebf_fn k_tiles_bf16[3][3] = {
+    {tilebf_1_1, tilebf_1_2, tilebf_1_3},
+    {tilebf_4_1, tilebf_4_2, tilebf_4_3},
+    {tilebf_8_1, tilebf_8_2, tilebf_8_3},
+};
+
+void qtts_conv_tile_bf16_avx512(const qtts_conv *cv, const uint32_t *x, int64_t ldx, int64_t nt, int64_t rb,
+                                float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const int64_t c2n = (cv->c_in + 1) / 2;
+    const uint32_t *wb = cv->wbf + (size_t)rb * c2n * cv->k * QTTS_CONV_MR;
+    int nv = (int)((nt + 15) / 16);
+    int rem = (int)(nt - 16 * (nv - 1));
+    __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
+    int64_t rows = cv->c_out - rb * QTTS_CONV_MR;
+    if (rows > QTTS_CONV_MR) rows = QTTS_CONV_MR;
+    __m512 acc[QTTS_CONV_MR][3];
+    k_tiles_bf16[rows > 4 ? 2 : rows > 1 ? 1 : 0][nv - 1](wb, x, ldx, c2n, cv->k, cv->dil, mlast, acc);
+    tile_store(cv, rb, rows, nv, mlast, acc, y, ldy, add, ldadd);
+}
+
+void qtts_bf16_pairs_row_avx512(const float *x0, const float *x1, uint32_t *pairs, int64_t n) {
+    int64_t t = 0;
+    for (; t < n; t += 16) {
+        __mmask16 m = n - t >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - t)) - 1u);
+        __m256i lo = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x0 + t));
+        __m512i v = _mm512_cvtepu16_epi32(lo);
+        if (x1) {
+            __m256i hi = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x1 + t));
+            v = _mm512_or_si512(v, _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+        }
+        _mm512_mask_storeu_epi32(pairs + t, m, v);
+    }
+}
+
+void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                           int64_t ldy, const float *add, int64_t ldadd) {
+    const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
+    int nv = (int)((nt + 15) / 16);
+    int rem = (int)(nt - 16 * (nv - 1));
+    __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
+    int64_t rows = cv->c_out - rb * QTTS_CONV_MR;
+    if (rows > QTTS_CONV_MR) rows = QTTS_CONV_MR;
+    __m512 acc[QTTS_CONV_MR][3];
+    k_tiles[rows > 4 ? 2 : rows > 1 ? 1 : 0][nv - 1](wb, x, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
+    tile_store(cv, rb, rows, nv, mlast, acc, y, ldy, add, ldadd);
 }
 
 static inline __m512 sin2_512(__m512 v) {

@@ -10,11 +10,20 @@
 #include <string.h>
 
 #include "tensor/cpu.h"
+#include "tensor/interleave.h"
 #include "tensor/linear_impl.h"
 #include "tensor/quant.h"
 
 /* Dot product of weight row r with x, in the row's storage type. */
 static float dot_row_scalar(const qtts_mat *w, int64_t r, const float *x) {
+    if (w->interleave) { /* reference/test path only: the row is rebuilt from its lanes */
+        float *row = malloc((size_t)w->cols * sizeof(float)), acc = 0.0f;
+        if (!row) return NAN;
+        qtts_mat_row_f32(w, r, row);
+        for (int64_t i = 0; i < w->cols; i++) acc += row[i] * x[i];
+        free(row);
+        return acc;
+    }
     const char *row = (const char *)w->data + (size_t)r * w->row_bytes;
     float acc = 0.0f;
     switch (w->type) {
@@ -71,17 +80,7 @@ static void linear_rows_scalar(const linear_job *j, int64_t r0, int64_t r1) {
 static void linear_rows_portable(const linear_job *j, int64_t r0, int64_t r1, float *row) {
     const qtts_mat *w = j->w;
     for (int64_t r = r0; r < r1; r++) {
-        const char *src = (const char *)w->data + (size_t)r * w->row_bytes;
-        switch (w->type) {
-        case QTTS_F32: memcpy(row, src, (size_t)w->cols * sizeof(float)); break;
-        case QTTS_BF16:
-            for (int64_t i = 0; i < w->cols; i++) row[i] = qtts_bf16_to_f32(((const uint16_t *)src)[i]);
-            break;
-        case QTTS_F16:
-            for (int64_t i = 0; i < w->cols; i++) row[i] = qtts_f16_to_f32(((const uint16_t *)src)[i]);
-            break;
-        default: qtts_dequantize_row(w->type, src, row, w->cols); break;
-        }
+        qtts_mat_row_f32(w, r, row);
         float bv = j->bias ? j->bias[r] : 0.0f;
         for (int64_t t = 0; t < j->n; t++) {
             const float *x = j->x + t * w->cols;
@@ -137,9 +136,22 @@ static void pack_q8_0(const float *x, int64_t cols, int8_t *q, float *qd) {
     }
 }
 
-/* One row: per 256 values, in the Q4_K nibble order (see linear_impl.h). */
-static void pack_q8_k(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum) {
-    static const int sub_at[8] = {0, 2, 1, 3, 4, 6, 5, 7}; /* natural sub-block at each 32-slot */
+/* Interleaved Q8_0 weights also need 128 * (sum of each block's int8 x):
+ * their kernel feeds the weights as unsigned (w + 128). */
+static void pack_xsum128(const int8_t *q, int64_t cols, int32_t *xsum) {
+    for (int64_t b = 0; b < cols / 32; b++) {
+        int32_t s = 0;
+        for (int i = 0; i < 32; i++) s += q[32 * b + i];
+        xsum[b] = 128 * s;
+    }
+}
+
+/* One row: per 256 values, in the Q4_K nibble order (see linear_impl.h), or
+ * in natural order for interleaved weights. */
+static void pack_q8_k(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural) {
+    static const int nibble_order[8] = {0, 2, 1, 3, 4, 6, 5, 7}; /* natural sub-block at each 32-slot */
+    static const int identity[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const int *sub_at = natural ? identity : nibble_order;
     for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
         float amax = 0.0f;
         for (int i = 0; i < 256; i++) amax = fmaxf(amax, fabsf(x[i]));
@@ -167,11 +179,12 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
         const float *x = j->x + t * cols;
         if (a->xbf)
             for (int64_t i = 0; i < cols; i++) ((uint16_t *)a->xbf)[t * cols + i] = qtts_f32_to_bf16(x[i]);
-        else if (j->w->type == QTTS_Q8_0)
+        else if (j->w->type == QTTS_Q8_0) {
             pack_q8_0(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb);
-        else if (j->w->type == QTTS_Q4_K)
+            if (a->xsum) pack_xsum128(a->q + t * cols, cols, (int32_t *)a->xsum + t * a->nb);
+        } else if (j->w->type == QTTS_Q4_K)
             pack_q8_k(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb,
-                      (int16_t *)a->bsum + t * a->nsub);
+                      (int16_t *)a->bsum + t * a->nsub, j->w->interleave != 0);
     }
 }
 
@@ -185,9 +198,10 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
     *ok = 1;
     size_t n = (size_t)j->n, cols = (size_t)j->w->cols;
     size_t bytes = 0;
+    int xsum = j->w->type == QTTS_Q8_0 && j->w->interleave;
     if (j->w->type == QTTS_Q8_0) {
         a->nb = (int64_t)cols / 32;
-        bytes = n * cols + n * (size_t)a->nb * sizeof(float) + 64;
+        bytes = n * cols + n * (size_t)a->nb * sizeof(float) * (xsum ? 2 : 1) + 64;
     } else if (j->w->type == QTTS_Q4_K) {
         a->nb = (int64_t)cols / 256;
         a->nsub = (int64_t)cols / 32;
@@ -207,6 +221,10 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
     } else {
         size_t off = n * (size_t)a->nb * sizeof(float);
         a->qd = (const float *)buf;
+        if (xsum) {
+            a->xsum = (const int32_t *)(buf + off);
+            off += n * (size_t)a->nb * sizeof(int32_t);
+        }
         if (a->nsub) {
             a->bsum = (const int16_t *)(buf + off);
             off += n * (size_t)a->nsub * sizeof(int16_t);
@@ -227,6 +245,7 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
     linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = isa};
     j.bf16_dot = (flags & QTTS_LINEAR_BF16_DOT) && isa == QTTS_ISA_AVX512 && f->avx512bf16;
     void *buf = NULL;
+    if (w->interleave && isa != QTTS_ISA_AVX512) j.isa = isa = QTTS_ISA_SCALAR; /* only AVX-512 reads the lanes */
     if (isa != QTTS_ISA_SCALAR) {
         int ok;
         buf = pack_activations(pool, &j, &ok);

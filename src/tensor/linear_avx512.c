@@ -2,6 +2,7 @@
  * structure as linear_avx2.c with 512-bit vectors, masked tails, vpdpbusd for
  * Q8_0 and vpmaddubsw + vpdpwssd for Q4_K. Only called after a cpuid check. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "tensor/linear_impl.h"
 #include "tensor/linear_x86.h"
@@ -267,8 +268,114 @@ DEFINE_ROWS_MR(rows_bf16dot, bf16dot_tile, no_tile_rows, 1)
 DEFINE_ROWS_MR(rows_q8_0, q8_0_tile, no_tile_rows, 1)
 DEFINE_ROWS_MR(rows_q4_k, q4_k_tile, no_tile_rows, 1)
 
+
+/* ---- interleaved weights (tensor/interleave.h): one row per 32-bit lane ---- */
+
+/* 16 rows x nt tokens of interleaved Q8_0. Per block: 8 vpdpbusd (unsigned
+ * w+128 against a broadcast 4-byte slice of x), then subtract 128*sum(x). */
+INLINE void q8_0_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int nt, __m512 *acc) {
+    const int64_t nb = a->nb, cols = a->cols;
+    const uint16_t *dw = (const uint16_t *)(grp + (size_t)nb * 512);
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qs = grp + (size_t)b * 512;
+        __m512i isum[QTTS_TILE_TOKENS];
+        for (int t = 0; t < nt; t++) isum[t] = _mm512_setzero_si512();
+        for (int g = 0; g < 8; g++) {
+            __m512i wv = _mm512_loadu_si512(qs + 64 * g);
+            for (int t = 0; t < nt; t++) {
+                int32_t xv;
+                memcpy(&xv, a->q + (t0 + t) * cols + 32 * b + 4 * g, 4);
+                isum[t] = _mm512_dpbusd_epi32(isum[t], wv, _mm512_set1_epi32(xv));
+            }
+        }
+        __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dw + 16 * b)));
+        for (int t = 0; t < nt; t++) {
+            __m512i v = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(a->xsum[(t0 + t) * nb + b]));
+            __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(a->qd[(t0 + t) * nb + b]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), s, acc[t]);
+        }
+    }
+}
+
+/* 16 rows x nt tokens of interleaved Q4_K. Nibbles are the unsigned operand:
+ * the low ones as is, the high ones masked in place (16x the value; the
+ * factor comes out with one shift per sub-block). */
+INLINE void q4_k_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int nt, __m512 *acc) {
+    const int64_t nb = a->nb, cols = a->cols;
+    const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8((char)0xF0);
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *s = grp + (size_t)b * 2368;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)s));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + 32)));
+        __m512i isum[QTTS_TILE_TOKENS], imin[QTTS_TILE_TOKENS];
+        for (int t = 0; t < nt; t++) isum[t] = imin[t] = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            const uint8_t *qs = s + 320 + 512 * p;
+            __m512i da[QTTS_TILE_TOKENS], db[QTTS_TILE_TOKENS];
+            for (int t = 0; t < nt; t++) da[t] = db[t] = _mm512_setzero_si512();
+            for (int g = 0; g < 8; g++) {
+                __m512i wv = _mm512_loadu_si512(qs + 64 * g);
+                __m512i lo = _mm512_and_si512(wv, lo_mask), hi = _mm512_and_si512(wv, hi_mask);
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *xq = a->q + (t0 + t) * cols + 256 * b + 64 * p + 4 * g;
+                    int32_t xa, xb;
+                    memcpy(&xa, xq, 4);
+                    memcpy(&xb, xq + 32, 4);
+                    da[t] = _mm512_dpbusd_epi32(da[t], lo, _mm512_set1_epi32(xa));
+                    db[t] = _mm512_dpbusd_epi32(db[t], hi, _mm512_set1_epi32(xb));
+                }
+            }
+            const __m512i sa = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s + 64 + 32 * p)));
+            const __m512i sb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(s + 64 + 32 * p + 16)));
+            const __m512i mp = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(s + 192 + 32 * p)));
+            for (int t = 0; t < nt; t++) {
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(da[t], sa));
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_srai_epi32(db[t], 4), sb));
+                int32_t bs;
+                memcpy(&bs, a->bsum + (t0 + t) * a->nsub + 8 * b + 2 * p, 4);
+                imin[t] = _mm512_dpwssd_epi32(imin[t], mp, _mm512_set1_epi32(bs));
+            }
+        }
+        for (int t = 0; t < nt; t++) {
+            const __m512 dx = _mm512_set1_ps(a->qd[(t0 + t) * nb + b]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin[t]), _mm512_mul_ps(dmin, dx), acc[t]);
+        }
+    }
+}
+
+#define X16_NT_SWITCH(fn)                                                                                  \
+    switch (nt) {                                                                                          \
+    case 1: fn(grp, a, t0, 1, acc); break;                                                                 \
+    case 2: fn(grp, a, t0, 2, acc); break;                                                                 \
+    case 3: fn(grp, a, t0, 3, acc); break;                                                                 \
+    default: fn(grp, a, t0, 4, acc); break;                                                                \
+    }
+
+/* r0, r1: multiples of 16 (the pool splits rows in QTTS_TILE_ROWS = 16). */
+static void rows_x16(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0, int64_t r1) {
+    const size_t group_bytes = w->row_bytes * 16;
+    for (int64_t r = r0; r < r1; r += 16) {
+        const uint8_t *grp = (const uint8_t *)w->data + (size_t)(r / 16) * group_bytes;
+        const __m512 bv = bias ? _mm512_loadu_ps(bias + r) : _mm512_setzero_ps();
+        for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {
+            int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;
+            __m512 acc[QTTS_TILE_TOKENS];
+            if (w->type == QTTS_Q8_0) X16_NT_SWITCH(q8_0_x16_tile)
+            else X16_NT_SWITCH(q4_k_x16_tile)
+            for (int t = 0; t < nt; t++) _mm512_storeu_ps(y + (t0 + t) * w->rows + r, _mm512_add_ps(acc[t], bv));
+        }
+    }
+}
+
 void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                              int64_t r1, int bf16_dot) {
+    if (w->interleave) {
+        rows_x16(w, a, bias, y, r0, r1);
+        return;
+    }
     switch (w->type) {
     case QTTS_F32: rows_f32(w, a, bias, y, r0, r1); break;
     case QTTS_F16: rows_f16(w, a, bias, y, r0, r1); break;

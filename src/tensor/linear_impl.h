@@ -18,6 +18,9 @@
  *   so one 64-byte load of weight bytes pairs with one 64-byte load of x for
  *   its low nibbles and the next for its high nibbles. bsum[t*nsub + j] is
  *   the sum of the int8 values of natural sub-block j (for the mins term).
+ * - Interleaved weights (tensor/interleave.h): q in natural order; for Q8_0
+ *   also xsum; for Q4_K bsum as above (natural order, so sub-blocks 2p and
+ *   2p+1 are adjacent int16s).
  * - BF16 weights with the fast option: xbf = x rounded to bf16. */
 typedef struct qtts_act {
     int64_t n, cols;
@@ -25,6 +28,7 @@ typedef struct qtts_act {
     const int8_t *q;
     const float *qd;
     const int16_t *bsum;
+    const int32_t *xsum; /* interleaved Q8_0 weights: 128 * sum of each 32-block of q */
     const uint16_t *xbf;
     int64_t nb;  /* scales per row in qd */
     int64_t nsub; /* bsum entries per row */

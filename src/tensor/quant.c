@@ -27,7 +27,7 @@ static void dequantize_q8_0(const qtts_block_q8_0 *x, float *y, int64_t n) {
     }
 }
 
-static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+void qtts_q4_k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
     if (j < 4) {
         *sc = q[j] & 63;
         *m = q[j + 4] & 63;
@@ -169,7 +169,7 @@ static void quantize_q4_k(const float *x, qtts_block_q4_k *y, int64_t n) {
         uint8_t q[256];
         for (int j = 0; j < 8; j++) {
             uint8_t sc, m;
-            get_scale_min_k4(j, blk->scales, &sc, &m);
+            qtts_q4_k_scale_min(j, blk->scales, &sc, &m);
             float ds = d * (float)sc, is = ds > 0 ? 1.0f / ds : 0.0f;
             for (int i = 0; i < 32; i++) q[32 * j + i] = (uint8_t)level(x[32 * j + i], is, -dmin * (float)m);
         }
@@ -184,9 +184,9 @@ static void dequantize_q4_k(const qtts_block_q4_k *x, float *y, int64_t n) {
         const uint8_t *q = x[b].qs;
         for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
             uint8_t sc, m;
-            get_scale_min_k4(is, x[b].scales, &sc, &m);
+            qtts_q4_k_scale_min(is, x[b].scales, &sc, &m);
             float d1 = d * sc, m1 = dmin * m;
-            get_scale_min_k4(is + 1, x[b].scales, &sc, &m);
+            qtts_q4_k_scale_min(is + 1, x[b].scales, &sc, &m);
             float d2 = d * sc, m2 = dmin * m;
             for (int l = 0; l < 32; l++) *y++ = d1 * (float)(q[l] & 0xF) - m1;
             for (int l = 0; l < 32; l++) *y++ = d2 * (float)(q[l] >> 4) - m2;

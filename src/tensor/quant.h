@@ -24,4 +24,7 @@ typedef struct {
 void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n);
 void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n);
 
+/* Q4_K: the 6-bit scale and min codes of sub-block j (0..7) from the 12-byte field. */
+void qtts_q4_k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
+
 #endif

@@ -45,7 +45,9 @@ typedef struct qtts_mat {
     int64_t rows, cols;
     size_t row_bytes;
     const void *data;
-    void *owned; /* non-NULL if this view owns its storage */
+    void *owned;    /* non-NULL if this view owns its storage */
+    int interleave; /* 0: row-major; 16: Q8_0/Q4_K rows interleaved in groups
+                       of 16 for the AVX-512 kernels (tensor/interleave.h) */
 } qtts_mat;
 
 void qtts_mat_free(qtts_mat *m);

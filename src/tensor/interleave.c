@@ -1,0 +1,130 @@
+#include "tensor/interleave.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/cpu.h"
+#include "tensor/quant.h"
+
+int qtts_mat_can_interleave(const qtts_mat *m) {
+    if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
+    if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
+    const char *env = getenv("QTTS_INTERLEAVE"); /* "0": keep GGML rows (A/B measurements) */
+    if (env && !strcmp(env, "0")) return 0;
+    return qtts_cpu_isa() == QTTS_ISA_AVX512;
+}
+
+static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
+    uint8_t *qs = dst;
+    uint16_t *d = (uint16_t *)(dst + (size_t)nb * 512);
+    for (int lane = 0; lane < QTTS_INTERLEAVE; lane++) {
+        const qtts_block_q8_0 *blk = (const qtts_block_q8_0 *)(src + (size_t)lane * src_row);
+        for (int64_t b = 0; b < nb; b++) {
+            d[b * 16 + lane] = blk[b].d;
+            for (int i = 0; i < 32; i++)
+                qs[(size_t)b * 512 + (size_t)(i / 4) * 64 + (size_t)lane * 4 + (size_t)(i % 4)] =
+                    (uint8_t)blk[b].qs[i] ^ 0x80u;
+        }
+    }
+}
+
+/* Nibble j of a GGML Q4_K block: sub-block j's value i sits in qs[32*(j/2) + i],
+ * low nibble for even j, high for odd j. */
+static int q4_k_nibble(const qtts_block_q4_k *blk, int j, int i) {
+    uint8_t byte = blk->qs[32 * (j / 2) + i];
+    return j % 2 ? byte >> 4 : byte & 0xF;
+}
+
+static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *s = dst + (size_t)b * QTTS_Q4_K_X16_SUPER;
+        uint16_t *d = (uint16_t *)s, *dmin = (uint16_t *)(s + 32);
+        uint8_t *sc = s + 64, *mn = s + 192, *qs = s + 320;
+        for (int lane = 0; lane < QTTS_INTERLEAVE; lane++) {
+            const qtts_block_q4_k *blk = (const qtts_block_q4_k *)(src + (size_t)lane * src_row) + b;
+            d[lane] = blk->d;
+            dmin[lane] = blk->dmin;
+            for (int j = 0; j < 8; j++) {
+                uint8_t scj, mj;
+                qtts_q4_k_scale_min(j, blk->scales, &scj, &mj);
+                sc[j * 16 + lane] = scj;
+                mn[(j / 2) * 32 + lane * 2 + (j % 2)] = mj;
+            }
+            for (int p = 0; p < 4; p++)
+                for (int i = 0; i < 32; i++)
+                    qs[p * 512 + (i / 4) * 64 + lane * 4 + i % 4] =
+                        (uint8_t)(q4_k_nibble(blk, 2 * p, i) | q4_k_nibble(blk, 2 * p + 1, i) << 4);
+        }
+    }
+}
+
+int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
+    if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || m->interleave || m->rows % QTTS_INTERLEAVE)
+        return qtts_fail(err, "cannot interleave a %s matrix of %lld rows", qtts_dtype_name(m->type),
+                         (long long)m->rows);
+    const int64_t nb = m->cols / qtts_dtype_block_elems(m->type);
+    const size_t row_bytes = (size_t)nb * (m->type == QTTS_Q8_0 ? QTTS_Q8_0_X16_BLOCK : QTTS_Q4_K_X16_SUPER) / 16;
+    const size_t bytes = row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
+    uint8_t *buf = aligned_alloc(64, alloc ? alloc : 64);
+    if (!buf) return qtts_fail(err, "out of memory repacking a %zu-byte matrix", bytes);
+    for (int64_t g = 0; g < m->rows / QTTS_INTERLEAVE; g++) {
+        const char *src = (const char *)m->data + (size_t)g * m->row_bytes * QTTS_INTERLEAVE;
+        uint8_t *dst = buf + (size_t)g * row_bytes * QTTS_INTERLEAVE;
+        if (m->type == QTTS_Q8_0) pack_group_q8_0(src, m->row_bytes, nb, dst);
+        else pack_group_q4_k(src, m->row_bytes, nb, dst);
+    }
+    m->row_bytes = row_bytes;
+    free(m->owned);
+    m->data = m->owned = buf;
+    m->interleave = QTTS_INTERLEAVE;
+    return 0;
+}
+
+int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
+    return qtts_mat_can_interleave(m) ? qtts_mat_interleave_force(m, err) : 0;
+}
+
+void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out) {
+    if (!m->interleave) {
+        const char *row = (const char *)m->data + (size_t)r * m->row_bytes;
+        switch (m->type) {
+        case QTTS_F32: memcpy(out, row, (size_t)m->cols * sizeof(float)); break;
+        case QTTS_BF16:
+            for (int64_t i = 0; i < m->cols; i++) out[i] = qtts_bf16_to_f32(((const uint16_t *)row)[i]);
+            break;
+        case QTTS_F16:
+            for (int64_t i = 0; i < m->cols; i++) out[i] = qtts_f16_to_f32(((const uint16_t *)row)[i]);
+            break;
+        default: qtts_dequantize_row(m->type, row, out, m->cols); break;
+        }
+        return;
+    }
+    const int64_t nb = m->cols / qtts_dtype_block_elems(m->type);
+    const uint8_t *grp = (const uint8_t *)m->data + (size_t)(r / QTTS_INTERLEAVE) * m->row_bytes * QTTS_INTERLEAVE;
+    const int lane = (int)(r % QTTS_INTERLEAVE);
+    if (m->type == QTTS_Q8_0) {
+        const uint16_t *d = (const uint16_t *)(grp + (size_t)nb * 512);
+        for (int64_t b = 0; b < nb; b++) {
+            float s = qtts_f16_to_f32(d[b * 16 + lane]);
+            for (int i = 0; i < 32; i++) {
+                uint8_t u = grp[(size_t)b * 512 + (size_t)(i / 4) * 64 + (size_t)lane * 4 + (size_t)(i % 4)];
+                out[b * 32 + i] = s * (float)(int8_t)(u ^ 0x80u);
+            }
+        }
+        return;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
+        const float d = qtts_f16_to_f32(((const uint16_t *)s)[lane]);
+        const float dmin = qtts_f16_to_f32(((const uint16_t *)(s + 32))[lane]);
+        for (int j = 0; j < 8; j++) {
+            const float scale = d * (float)s[64 + j * 16 + lane];
+            const float min = dmin * (float)s[192 + (j / 2) * 32 + lane * 2 + j % 2];
+            for (int i = 0; i < 32; i++) {
+                uint8_t byte = s[320 + (j / 2) * 512 + (i / 4) * 64 + lane * 4 + i % 4];
+                int q = j % 2 ? byte >> 4 : byte & 0xF;
+                out[b * 256 + j * 32 + i] = scale * (float)q - min;
+            }
+        }
+    }
+}

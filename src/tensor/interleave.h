@@ -1,0 +1,53 @@
+/* Load-time repacking of Q8_0 / Q4_K weight matrices for the AVX-512 VNNI
+ * matrix-vector kernels.
+ *
+ * Why: with one GGML block per row, every 32 or 256 weights pay a fixed
+ * cost (scale decode, horizontal bookkeeping) that makes batch-1 matvec
+ * instruction-bound at ~15-25 GB/s per core. Interleaving 16 rows puts one
+ * row in each 32-bit lane of a 512-bit vector: a single vpdpbusd against a
+ * broadcast 4-byte slice of x advances 16 rows by 4 weights, and the per-row
+ * scales become plain vectors. The integer values and scales are the GGML
+ * ones, unchanged; only their order differs (the scalar twin in linear.c
+ * reads the same bytes through qtts_mat_row_f32).
+ *
+ * Layout of a group of 16 rows (g = group, lane = row within the group):
+ *
+ * Q8_0, nb = cols/32 blocks:
+ *   qs [nb][8 quads][16 lanes][4]  int8 weight XOR 0x80 (unsigned operand)
+ *   d  [nb][16 lanes]              f16
+ *   -> 544 bytes per block of 16 rows (34 per row, as GGML)
+ * Q4_K, nb = cols/256 super-blocks, each 2368 bytes (148 per row):
+ *   d    [16] f16, dmin [16] f16
+ *   sc   [8 sub][16 lanes]      u8 (6-bit)
+ *   m    [4 pairs][16 lanes][2] u8 (mins of sub 2p and 2p+1, side by side)
+ *   qs   [4 pairs][8 quads][16 lanes][4] u8: low nibble = sub 2p, value
+ *        4*quad+byte; high nibble = sub 2p+1, same position.
+ *
+ * row_bytes keeps its meaning on average (group bytes / 16), so a view of
+ * rows [r, r+k) with r and k multiples of 16 is data + r*row_bytes, and
+ * stacking matrices (model/lm.c) works unchanged. */
+#ifndef QTTS_TENSOR_INTERLEAVE_H
+#define QTTS_TENSOR_INTERLEAVE_H
+
+#include "core/err.h"
+#include "tensor/tensor.h"
+
+enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 544 };
+
+/* 1 if m would be interleaved on this CPU (Q8_0/Q4_K, rows % 16 == 0,
+ * row-major, and the AVX-512 VNNI kernel family selected; QTTS_INTERLEAVE=0
+ * in the environment turns it off for A/B measurements). */
+int qtts_mat_can_interleave(const qtts_mat *m);
+
+/* Repacks m in place (new owned storage; the old owned storage is freed, a
+ * view's mapping is left alone) when qtts_mat_can_interleave; else no-op. */
+int qtts_mat_interleave(qtts_mat *m, qtts_err *err);
+
+/* The same repacking, unconditional (for tests): m must be Q8_0/Q4_K,
+ * row-major, rows % 16 == 0. */
+int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err);
+
+/* Row r of m as f32, whatever its type and layout. */
+void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out);
+
+#endif
