@@ -8,9 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/executor.h"
-#include "io/store.h"
 #include "engine/decode_policy.h"
+#include "engine/executor.h"
+#include "io/gguf.h"
+#include "io/store.h"
 #include "model/codec_decoder.h"
 #include "model/codec_random.h"
 #include "model/generate.h"
@@ -366,6 +367,33 @@ static void stage_rates(qtts_bench_stage *s, double bytes, double flop_per_row) 
 
 /* ---- setup: model, decoder, prompt inputs ---- */
 
+/* Random weights go through a file, as a checkpoint would: written to an
+ * unlinked temporary GGUF and mapped back, so the loader makes the same
+ * views and copies, and the engine's page release after load applies (the
+ * RSS figures then mean what they mean for a real model). On failure (no
+ * space) the in-memory store is kept and *note says so. */
+static qtts_store *through_file(qtts_store *st, const char **note, qtts_err *err) {
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/qtts-bench-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        *note = "random weights kept in memory (no temporary file)";
+        return st;
+    }
+    close(fd);
+    qtts_err werr = {{0}};
+    if (qtts_gguf_write(path, st, NULL, 0, &werr)) {
+        unlink(path);
+        *note = "random weights kept in memory (temporary file not written)";
+        return st;
+    }
+    qtts_store *mapped = qtts_gguf_open(path, err);
+    unlink(path); /* the mapping stays valid */
+    qtts_store_free(st);
+    return mapped;
+}
+
 static int setup(bench_ctx *c, qtts_pool *pool) {
     const qtts_bench_options *o = c->o;
     qtts_bench_result *r = c->r;
@@ -379,8 +407,14 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
     } else {
         qtts_codec_config cc;
         qtts_codec_config_real(&cc);
-        if (!(c->m = qtts_model_random(o->size, o->variant, o->wtype, o->seed, err)) ||
+        qtts_model_config mc;
+        qtts_store *st = NULL;
+        if (qtts_model_random_config(&mc, o->size, o->variant, err) ||
+            !(st = qtts_model_random_store(&mc, o->wtype, o->seed, err)) ||
+            !(st = through_file(st, &r->weights_note, err)) ||
+            !(c->m = qtts_talker_model_from_store(st, &mc, NULL, NULL, err)) ||
             !(c->codec_store = qtts_codec_random_store(&cc, o->seed, err)) ||
+            !(c->codec_store = through_file(c->codec_store, &r->weights_note, err)) ||
             !(c->dec = qtts_codec_decoder_load(c->codec_store, &cc, err)))
             return -1;
     }
@@ -389,6 +423,10 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
         qtts_codec_decoder_set_precision(c->dec, prec, err))
         return -1;
     snprintf(r->decoder_precision, sizeof r->decoder_precision, "%s", qtts_decoder_precision_name(prec));
+    /* as the engine does after load: mapped originals that were converted leave the RSS */
+    qtts_store_release_pages(c->m->store);
+    qtts_store_release_pages(c->codec_store);
+    qtts_store_release_pages(qtts_codec_decoder_owned_store(c->dec));
     r->load_s = (now_ms() - t0) * 1e-3;
     const qtts_model_config *cfg = &c->m->cfg;
     snprintf(r->variant, sizeof r->variant, "%s", qtts_variant_name(cfg->variant));
@@ -456,6 +494,12 @@ static void job(qtts_pool *pool, void *arg) {
     c->rc = -1;
     if (setup(c, pool)) return;
     r->rss_loaded_mb = rss_mb("VmRSS");
+    r->peak_rss_load_mb = rss_mb("VmHWM");
+    /* restart the high-water mark: the peaks below are those of synthesis
+     * (Linux: "5" resets VmHWM to the current RSS; where refused they include the load) */
+    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    r->peak_reset = cr && fputs("5", cr) >= 0;
+    if (cr && fclose(cr)) r->peak_reset = 0;
 
     pass_result best, p;
     memset(&best, 0, sizeof best);
@@ -586,6 +630,7 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     fprintf(f, "  weights built/loaded in %.1f s; weights read per talker step %.1f MB, per code-predictor frame "
                "%.1f MB; decoder %.2f GFLOP/frame\n",
             r->load_s, r->talker_weight_bytes * 1e-6, r->cp_weight_bytes * 1e-6, r->decoder_flop_per_frame * 1e-9);
+    if (r->weights_note) fprintf(f, "  note: %s\n", r->weights_note);
     if (r->probed)
         fprintf(f, "machine (probe, %s, %.0f MiB buffer): read %.1f GB/s on 1 thread, %.1f GB/s on %d; f32 FMA peak "
                    "%.0f GFLOP/s on 1 thread, %.0f on %d (ratios below use the %d-thread figures)\n",
@@ -614,7 +659,8 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
         print_stage(f, "code predictor", &r->cp_b, r, r->peak_gflops);
         print_stage(f, "decoder", &r->decoder_b, r, r->peak_gflops_decoder);
     }
-    fprintf(f, "memory: RSS %.0f MB after load, peak %.0f MB (1 stream), %.0f MB (all passes)\n", r->rss_loaded_mb,
+    fprintf(f, "memory: peak %.0f MB while loading; RSS %.0f MB after load; peak %s%.0f MB (1 stream), %.0f MB (all passes)\n",
+            r->peak_rss_load_mb, r->rss_loaded_mb, r->peak_reset ? "during synthesis " : "incl. loading ",
             r->peak_rss_single_mb, r->peak_rss_mb);
 }
 
@@ -701,6 +747,7 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     json_stage(&j, "batch_cp", &r->cp_b, r, r->peak_gflops);
     json_stage(&j, "batch_decoder", &r->decoder_b, r, r->peak_gflops_decoder);
     jnum(&j, "rss_loaded_mb", r->rss_loaded_mb);
+    jnum(&j, "peak_rss_load_mb", r->peak_rss_load_mb);
     jnum(&j, "peak_rss_single_mb", r->peak_rss_single_mb);
     jnum(&j, "peak_rss_mb", r->peak_rss_mb);
     if (!cJSON_AddBoolToObject(j.o, "probed", r->probed)) j.bad = 1;

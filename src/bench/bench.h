@@ -57,6 +57,7 @@ typedef struct {
     char model[512]; /* size or path */
     char variant[24], quant[16], isa[16];
     char decoder_precision[8]; /* "f32" or "bf16" */
+    const char *weights_note;  /* NULL, or why random weights stayed in memory */
     int threads, frames, batch, runs;
     double load_s;                            /* weights built/loaded */
     int64_t prompt_tokens, prompt_rows;       /* text ids of the template, talker prefill rows */
@@ -82,6 +83,8 @@ typedef struct {
     qtts_bench_stage talker_b, cp_b, decoder_b;
     /* memory (MB = 1e6 bytes) */
     double rss_loaded_mb, peak_rss_single_mb, peak_rss_mb;
+    double peak_rss_load_mb; /* high-water mark at the end of loading */
+    int peak_reset;          /* peak_rss_* cover synthesis only (VmHWM was reset after load) */
     /* machine limits (valid when probed) */
     int probed;
     qtts_probe_result probe;

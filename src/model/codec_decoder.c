@@ -133,6 +133,17 @@ static void *keep(qtts_codec_decoder *d, void *p, qtts_err *err) {
 }
 
 /* f32 copy of a tensor of the given shape (ndim entries, -1 = any). */
+/* Frees a kept buffer that was only a packing source (keeps the RSS to the
+ * packed weights). */
+static void unkeep(qtts_codec_decoder *d, void *p) {
+    for (int i = d->n_allocs - 1; i >= 0; i--)
+        if (d->allocs[i] == p) {
+            d->allocs[i] = d->allocs[--d->n_allocs];
+            free(p);
+            return;
+        }
+}
+
 static float *load_f32(qtts_codec_decoder *d, const qtts_store *st, const char *name, int ndim, const int64_t *shape,
                        qtts_err *err) {
     const qtts_tensor *t = qtts_store_get(st, name, ndim, shape, err);
@@ -247,6 +258,7 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     if (!b) return -1;
     int64_t taps = 0;
     float *m = qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err);
+    unkeep(d, w);
     if (!m) return -1;
     float *bt = keep(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
     if (!bt) {
@@ -275,7 +287,9 @@ static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
     if (!b) return -1;
-    return qtts_conv_init(c, w, b, c_out, c_in, k, dil, err);
+    int rc = qtts_conv_init(c, w, b, c_out, c_in, k, dil, err);
+    unkeep(d, w);
+    return rc;
 }
 
 static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
@@ -464,7 +478,9 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
             float *w = load_f32(d, st, n, 3, (int64_t[]){bk->in, bk->out, k}, err);
             snprintf(n, sizeof n, "%s.bias", p);
             float *bb = w ? load_vec(d, st, n, bk->out, err) : NULL;
-            if (!bb || qtts_conv_init_transposed(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, err)) return -1;
+            int rc = !bb || qtts_conv_init_transposed(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, err);
+            if (w) unkeep(d, w);
+            if (rc) return -1;
         }
         for (int r = 0; r < N_RES; r++) {
             resunit *ru = &bk->ru[r];
