@@ -71,15 +71,17 @@ echo
 med='sort | .[length / 2 | floor]'
 BW=${BW_GBS:-$(jq -s "map(.bw_gbs) | $med" "${files[@]}")}
 PK=${PEAK_GFLOPS:-$(jq -s "map(.peak_gflops) | $med" "${files[@]}")}
-printf 'The %% columns use %.1f GB/s and %.0f GFLOP/s.\n\n' "$BW" "$PK"
+printf 'The %% columns use %.1f GB/s and %.0f GFLOP/s (a bf16 decoder: its own run'"'"'s bf16 dot-product peak).\n\n' "$BW" "$PK"
 echo "Wall clock (best of the runs):"
 echo
-echo "| model | weights | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${jb}-stream xRT | peak RSS MB (1 stream) | talker % bw | CP % bw | decoder % peak |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | weights | decoder | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${jb}-stream xRT | RSS MB after load | peak RSS MB synthesizing | talker % bw | CP % bw | decoder % peak |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 jq -rs --argjson bw "$BW" --argjson pk "$PK" '.[] |
-       [.model, .quant, (.prefill_ms|round), (.talker_ms*10|round/10), (.cp_ms*10|round/10), (.decoder_ms*10|round/10),
-        (.rtf*1000|round/1000), (.rtf_steady*1000|round/1000), (.ttfa_ms|round), (.aggregate_xrt*100|round/100),
-        (.peak_rss_single_mb|round), (100*.talker_gbs/$bw|round), (100*.cp_gbs/$bw|round), (100*.decoder_gflops/$pk|round)]
+       [.model, .quant, (.decoder_precision // "f32"), (.prefill_ms|round), (.talker_ms*10|round/10), (.cp_ms*10|round/10),
+        (.decoder_ms*10|round/10), (.rtf*1000|round/1000), (.rtf_steady*1000|round/1000), (.ttfa_ms|round),
+        (.aggregate_xrt*100|round/100), (.rss_loaded_mb|round), (.peak_rss_mb|round), (100*.talker_gbs/$bw|round),
+        (100*.cp_gbs/$bw|round),
+        (if (.decoder_precision // "f32") == "bf16" then .decoder_pct_peak else 100*.decoder_gflops/$pk end | round)]
        | "| " + (map(tostring) | join(" | ")) + " |"' "${files[@]}"
 echo
 echo "Engine-thread CPU time (what the work costs when the thread is not preempted; exact with 1 thread,"

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 #include "tensor/quant.h"
@@ -48,8 +49,24 @@ void qtts_store_free(qtts_store *st) {
     free(st);
 }
 
+static int in_mapping(const qtts_store *st, const void *p) {
+    for (int i = 0; i < st->n_maps; i++)
+        if ((const char *)p >= (const char *)st->maps[i].addr &&
+            (const char *)p < (const char *)st->maps[i].addr + st->maps[i].len)
+            return 1;
+    return 0;
+}
+
 void qtts_store_release_pages(qtts_store *st) {
-    for (int i = 0; st && i < st->n_maps; i++) madvise(st->maps[i].addr, st->maps[i].len, MADV_DONTNEED);
+    if (!st || !st->n_maps) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < st->count; i++) {
+        const qtts_tensor *t = &st->tensors[i];
+        /* views in use would only fault straight back in; in-memory tensors must never be dropped */
+        if (t->viewed || !t->nbytes || !in_mapping(st, t->data)) continue;
+        uintptr_t b = ((uintptr_t)t->data + page - 1) & ~(page - 1), e = ((uintptr_t)t->data + t->nbytes) & ~(page - 1);
+        if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+    }
 }
 
 const char *qtts_store_source(const qtts_store *st) { return st->source; }
@@ -251,6 +268,7 @@ int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtt
                          (long long)cols, qtts_dtype_name(want), (long long)qtts_dtype_block_elems(want));
     if (want == t->type) {
         m->data = t->data;
+        ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
         return 0;
     }
     void *buf = qtts_malloc(m->row_bytes * (size_t)rows, err);

@@ -29,10 +29,12 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
 /* Keeps a mapping (or other resource) alive as long as the store. */
 int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err);
 
-/* Drops the resident pages of the store's file mappings (they are read-only
- * and clean: touching a tensor again re-reads it from the page cache or
- * disk). Called once the models are loaded, so weights that were converted
- * or packed into other memory stop counting toward the process's RSS. */
+/* Drops the resident pages of the store's mapped tensors that no zero-copy
+ * view uses (qtts_mat_from_tensor marks those): they are read-only and
+ * clean, so touching one again re-reads it from the page cache or disk.
+ * Called once the models are loaded, so weights that were converted or
+ * packed into other memory stop counting toward the process's RSS, while
+ * weights used in place are not faulted in a second time. */
 void qtts_store_release_pages(qtts_store *st);
 
 const qtts_tensor *qtts_store_find(const qtts_store *st, const char *name);

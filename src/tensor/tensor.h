@@ -34,6 +34,7 @@ typedef struct qtts_tensor {
     int64_t shape[QTTS_MAX_DIMS];
     const void *data;
     size_t nbytes;
+    int viewed; /* a zero-copy view of it is in use (qtts_store_release_pages keeps its pages) */
 } qtts_tensor;
 
 int64_t qtts_tensor_numel(const qtts_tensor *t);
