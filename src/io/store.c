@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
+#include "tensor/interleave.h"
 #include "tensor/quant.h"
 
 typedef struct {
@@ -252,6 +253,15 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
     return want;
 }
 
+int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
+    if (qtts_mat_from_tensor(m, t, want, err) || qtts_mat_interleave(m, err)) {
+        qtts_mat_free(m);
+        return -1;
+    }
+    if (!m->owned) ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
+    return 0;
+}
+
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
     memset(m, 0, sizeof *m);
     if (t->ndim < 2) return qtts_fail(err, "tensor '%s' is not a matrix", t->name);
@@ -268,7 +278,6 @@ int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtt
                          (long long)cols, qtts_dtype_name(want), (long long)qtts_dtype_block_elems(want));
     if (want == t->type) {
         m->data = t->data;
-        ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
         return 0;
     }
     void *buf = qtts_malloc(m->row_bytes * (size_t)rows, err);

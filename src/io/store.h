@@ -67,6 +67,11 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback);
 /* A weight matrix from a tensor of 2 or more dims (trailing dims are folded
  * into cols); the type is qtts_dtype_fit(want, cols, tensor type). If want == the tensor's type (or QTTS_DTYPE_INVALID) it is a
  * zero-copy view; otherwise the data is converted into owned storage. */
+/* qtts_mat_from_tensor, then the kernels' load-time layout
+ * (qtts_mat_interleave), and a zero-copy result marks the tensor as viewed
+ * (so qtts_store_release_pages keeps its pages). What model code uses for
+ * weights that only qtts_linear reads. */
+int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 
 #endif

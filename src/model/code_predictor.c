@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "model/talker.h"
-#include "tensor/interleave.h"
 #include "tensor/linear.h"
 
 void qtts_code_predictor_free(qtts_code_predictor *cp) {
@@ -35,14 +34,14 @@ int qtts_code_predictor_load(qtts_code_predictor *cp, const qtts_store *st, cons
         if (!(cp->emb[i] = qtts_store_get2(st, name, V, Dt, err))) goto fail;
         snprintf(name, sizeof name, "talker.code_predictor.lm_head.%d.weight", i);
         const qtts_tensor *t = qtts_store_get2(st, name, V, Dc, err);
-        if (!t || qtts_mat_from_tensor(&cp->heads[i], t, wtype, err) || qtts_mat_interleave(&cp->heads[i], err)) goto fail;
+        if (!t || qtts_mat_from_tensor_kernel(&cp->heads[i], t, wtype, err)) goto fail;
     }
     const qtts_tensor *pw = qtts_store_find(st, "talker.code_predictor.small_to_mtp_projection.weight");
     if (pw || Dt != Dc) {
         const qtts_tensor *pb;
         if (!(pw = qtts_store_get2(st, "talker.code_predictor.small_to_mtp_projection.weight", Dc, Dt, err)) ||
             !(pb = qtts_store_get1(st, "talker.code_predictor.small_to_mtp_projection.bias", Dc, err)) ||
-            qtts_mat_from_tensor(&cp->proj, pw, wtype, err) || qtts_mat_interleave(&cp->proj, err) || !(cp->proj_b = qtts_tensor_to_f32(pb, err)))
+            qtts_mat_from_tensor_kernel(&cp->proj, pw, wtype, err) || !(cp->proj_b = qtts_tensor_to_f32(pb, err)))
             goto fail;
         cp->has_proj = 1;
     }

@@ -126,7 +126,7 @@ static float *load_vec(const qtts_store *st, const char *name, int64_t n, qtts_e
 
 static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t rows, int64_t cols, qtts_err *err) {
     const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
-    return t ? qtts_mat_from_tensor(m, t, QTTS_F32, err) : -1;
+    return t ? qtts_mat_from_tensor_kernel(m, t, QTTS_F32, err) : -1;
 }
 
 static int load_rvq(enc_rvq *r, const qtts_store *st, const char *prefix, int64_t hidden, int64_t n_books,
@@ -136,7 +136,7 @@ static int load_rvq(enc_rvq *r, const qtts_store *st, const char *prefix, int64_
     const qtts_tensor *p = qtts_store_find(st, name);
     if (p) {
         p = qtts_store_get3(st, name, -1, hidden, 1, err);
-        if (!p || qtts_mat_from_tensor(&r->proj, p, QTTS_F32, err)) return -1;
+        if (!p || qtts_mat_from_tensor_kernel(&r->proj, p, QTTS_F32, err)) return -1;
         r->has_proj = 1;
     }
     int64_t d = r->has_proj ? r->proj.rows : hidden;

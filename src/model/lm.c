@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/interleave.h"
 #include "tensor/linear.h"
 #include "tensor/ops.h"
 
@@ -18,11 +17,7 @@ static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t
                     qtts_err *err) {
     const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
     if (!t) return -1;
-    if (qtts_mat_from_tensor(m, t, wtype, err) || qtts_mat_interleave(m, err)) {
-        qtts_mat_free(m);
-        return -1;
-    }
-    return 0;
+    return qtts_mat_from_tensor_kernel(m, t, wtype, err);
 }
 
 /* Stacks owned matrices of one type and width into one (see qtts_lm_layer). */

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/interleave.h"
 #include "tensor/linear.h"
 #include "tensor/ops.h"
 
@@ -56,11 +55,11 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
         !(m->codec_emb = qtts_store_get2(st, "talker.model.codec_embedding.weight", cfg->talker.vocab, D, err)))
         goto fail;
     if (!(t = qtts_store_get2(st, "talker.text_projection.linear_fc1.weight", -1, TH, err)) ||
-        qtts_mat_from_tensor(&m->fc1, t, wt, err) || qtts_mat_interleave(&m->fc1, err))
+        qtts_mat_from_tensor_kernel(&m->fc1, t, wt, err))
         goto fail;
     int64_t mid = t->shape[0];
     if (!(t = qtts_store_get2(st, "talker.text_projection.linear_fc2.weight", D, mid, err)) ||
-        qtts_mat_from_tensor(&m->fc2, t, wt, err) || qtts_mat_interleave(&m->fc2, err))
+        qtts_mat_from_tensor_kernel(&m->fc2, t, wt, err))
         goto fail;
     if (!(t = qtts_store_get1(st, "talker.text_projection.linear_fc1.bias", mid, err)) ||
         !(m->fc1_b = qtts_tensor_to_f32(t, err)) ||
@@ -68,7 +67,7 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
         !(m->fc2_b = qtts_tensor_to_f32(t, err)))
         goto fail;
     if (!(t = qtts_store_get2(st, "talker.codec_head.weight", cfg->talker.vocab, D, err)) ||
-        qtts_mat_from_tensor(&m->codec_head, t, wt, err) || qtts_mat_interleave(&m->codec_head, err))
+        qtts_mat_from_tensor_kernel(&m->codec_head, t, wt, err))
         goto fail;
     if (qtts_lm_load(&m->lm, st, "talker.model.", &cfg->talker, wt, err)) goto fail;
     if (qtts_code_predictor_load(&m->cp, st, cfg, wt, err)) goto fail;
