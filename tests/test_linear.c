@@ -248,6 +248,14 @@ int main(void) {
                     TEST_CHECK(st.max_ratio <= 1.0, "%s %s x16 %lldx%lld n=%lld: error %.3g x the bound",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
                                (long long)n, st.max_ratio);
+                    if (isa == QTTS_ISA_AVX512) { /* SIMD and scalar activation packers agree bit for bit */
+                        float *again = malloc((size_t)(n * rows) * sizeof(float));
+                        qtts_linear_isa(pool, &x16, b, x, n, again, (qtts_isa)isa, QTTS_LINEAR_SCALAR_PACK);
+                        TEST_CHECK(!memcmp(again, got, (size_t)(n * rows) * sizeof(float)),
+                                   "%s x16 n=%lld: SIMD activation packing differs from the scalar packer",
+                                   qtts_dtype_name(type), (long long)n);
+                        free(again);
+                    }
                     if (si == 2 && n == 5)
                         printf("  %-6s %-5s x16 %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,

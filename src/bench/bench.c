@@ -251,8 +251,9 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
             double lead = decoded ? (double)st[i].samples_out * 1000.0 / (double)qtts_codec_decoder_sample_rate(c->dec) -
                                         (now - st[i].t_first_audio)
                                   : 0;
-            st[i].due = st[i].n_pending &&
-                        (qtts_gen_request_finished(req[i]) || st[i].n_pending >= qtts_decode_chunk_target(decoded, lead));
+            double pace = (now - t_start) / (double)(decoded + st[i].n_pending > 0 ? decoded + st[i].n_pending : 1);
+            st[i].due = st[i].n_pending && (qtts_gen_request_finished(req[i]) ||
+                                            st[i].n_pending >= qtts_decode_chunk_target(decoded, lead, pace));
             if (!st[i].due) continue;
             if (st[i].n_pending > 1) {
                 float *p = realloc(st[i].pcm, (size_t)(st[i].n_pending * fs) * sizeof(float));

@@ -8,9 +8,9 @@
  * So a stream waits for more frames only while the audio it has delivered
  * runs ahead of the wall clock by at least the wait (a real-time listener
  * never starves): lead = audio delivered - time since its first audio.
- * Waiting for c frames costs about c frame generations plus a c-frame
- * decode (< c x 80 ms while faster than real time), so the lead asked for
- * is 1.5x that bound: 240 ms for 2 frames, 480 ms for 4. */
+ * Waiting for c frames costs about c x the stream's pace (wall ms per
+ * generated frame so far, prefill included, so an overestimate); the lead
+ * asked for is 1.25x that. */
 #ifndef QTTS_ENGINE_DECODE_POLICY_H
 #define QTTS_ENGINE_DECODE_POLICY_H
 
@@ -19,11 +19,12 @@
 enum { QTTS_DECODE_MAX_CHUNK = 4 };
 
 /* Frames to collect before the next decoder step of a stream that has
- * decoded frames_decoded frames so far and is lead_ms ahead of real time. */
-static inline int64_t qtts_decode_chunk_target(int64_t frames_decoded, double lead_ms) {
+ * decoded frames_decoded frames so far, is lead_ms ahead of real time and
+ * has taken pace_ms of wall time per generated frame. */
+static inline int64_t qtts_decode_chunk_target(int64_t frames_decoded, double lead_ms, double pace_ms) {
     if (frames_decoded == 0) return 1;
-    if (lead_ms >= 6 * 80.0) return QTTS_DECODE_MAX_CHUNK;
-    if (lead_ms >= 3 * 80.0) return 2;
+    for (int64_t c = QTTS_DECODE_MAX_CHUNK; c > 1; c /= 2)
+        if (lead_ms >= 1.25 * (double)c * pace_ms) return c;
     return 1;
 }
 

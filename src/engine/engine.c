@@ -382,8 +382,10 @@ static int decode_due(const qtts_engine *e, const slot *s, double now) {
     if (!s->n_pending) return 0;
     if (qtts_gen_request_finished(s->gen)) return 1;
     int64_t decoded = s->samples_out / e->frame_samples;
-    double lead = decoded ? (double)s->samples_out * 1000.0 / (double)e->sample_rate - (now - s->t_first_audio) : 0;
-    return s->n_pending >= qtts_decode_chunk_target(decoded, lead);
+    if (!decoded) return 1;
+    double lead = (double)s->samples_out * 1000.0 / (double)e->sample_rate - (now - s->t_first_audio);
+    double pace = (now - s->t_start) / (double)(decoded + s->n_pending);
+    return s->n_pending >= qtts_decode_chunk_target(decoded, lead, pace);
 }
 
 /* Decodes the due requests' pending frames in one batched step. */

@@ -63,6 +63,7 @@ typedef struct {
     float *y;
     qtts_isa isa;
     int bf16_dot;
+    int pack_scalar; /* QTTS_LINEAR_SCALAR_PACK: the scalar activation packers (tests) */
     qtts_act act;
     float *scratch; /* scalar path: one dequantized row per thread */
 } linear_job;
@@ -179,6 +180,14 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
         const float *x = j->x + t * cols;
         if (a->xbf)
             for (int64_t i = 0; i < cols; i++) ((uint16_t *)a->xbf)[t * cols + i] = qtts_f32_to_bf16(x[i]);
+#if defined(__x86_64__)
+        else if (j->isa == QTTS_ISA_AVX512 && j->w->type == QTTS_Q8_0 && !j->pack_scalar) {
+            qtts_pack_q8_0_avx512(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb);
+            if (a->xsum) pack_xsum128(a->q + t * cols, cols, (int32_t *)a->xsum + t * a->nb);
+        } else if (j->isa == QTTS_ISA_AVX512 && j->w->type == QTTS_Q4_K && j->w->interleave && !j->pack_scalar)
+            qtts_pack_q8_k_natural_avx512(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb,
+                                          (int16_t *)a->bsum + t * a->nsub);
+#endif
         else if (j->w->type == QTTS_Q8_0) {
             pack_q8_0(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb);
             if (a->xsum) pack_xsum128(a->q + t * cols, cols, (int32_t *)a->xsum + t * a->nb);
@@ -244,6 +253,7 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
     while (isa > QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = (qtts_isa)(isa - 1);
     linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = isa};
     j.bf16_dot = (flags & QTTS_LINEAR_BF16_DOT) && isa == QTTS_ISA_AVX512 && f->avx512bf16;
+    j.pack_scalar = (flags & QTTS_LINEAR_SCALAR_PACK) != 0;
     void *buf = NULL;
     if (w->interleave && isa != QTTS_ISA_AVX512) j.isa = isa = QTTS_ISA_SCALAR; /* only AVX-512 reads the lanes */
     if (isa != QTTS_ISA_SCALAR) {

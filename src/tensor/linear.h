@@ -21,6 +21,9 @@ enum {
      * batched calls, at a relative error of ~2^-9 per product. Off by default:
      * qtts_linear keeps x in f32 (exact products, memory-bound anyway at n=1). */
     QTTS_LINEAR_BF16_DOT = 1u,
+    /* Quantize the activations with the scalar packers even where a SIMD
+     * packer exists (they must agree bit for bit; for tests). */
+    QTTS_LINEAR_SCALAR_PACK = 2u,
 };
 void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
                      qtts_isa isa, unsigned flags);

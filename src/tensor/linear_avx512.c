@@ -388,3 +388,40 @@ void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *
     default: break;
     }
 }
+
+/* ---- activation packing (the scalar twins are pack_q8_0 / pack_q8_k in
+ * linear.c; same operations in f32, so the results are bit-identical) ---- */
+
+static inline __m512i quant16(__m512 v, __m512 id) {
+    __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(v, id)); /* round to nearest even, as lrintf */
+    return _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+}
+
+void qtts_pack_q8_0_avx512(const float *x, int64_t cols, int8_t *q, float *qd) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (int64_t b = 0; b < cols / 32; b++, x += 32, q += 32) {
+        __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_andnot_ps(sign, v1)));
+        qd[b] = amax / 127.0f;
+        __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(quant16(v0, id)));
+        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(quant16(v1, id)));
+    }
+}
+
+void qtts_pack_q8_k_natural_avx512(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
+        __m512 m = _mm512_setzero_ps();
+        for (int i = 0; i < 256; i += 16) m = _mm512_max_ps(m, _mm512_andnot_ps(sign, _mm512_loadu_ps(x + i)));
+        float amax = _mm512_reduce_max_ps(m);
+        qd[b] = amax / 127.0f;
+        __m512 id = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+        for (int j = 0; j < 8; j++) {
+            __m512i q0 = quant16(_mm512_loadu_ps(x + 32 * j), id), q1 = quant16(_mm512_loadu_ps(x + 32 * j + 16), id);
+            _mm_storeu_si128((__m128i *)(q + 32 * j), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(q + 32 * j + 16), _mm512_cvtepi32_epi8(q1));
+            bsum[8 * b + j] = (int16_t)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        }
+    }
+}
