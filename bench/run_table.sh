@@ -95,7 +95,9 @@ jq -rs --argjson bw "$BW" --argjson pk "$PK" '.[] |
         (.aggregate_xrt_cpu*100|round/100),
         ((.talker_gbs_cpu*10|round/10|tostring) + " (" + (100*.talker_gbs_cpu/$bw|round|tostring) + "%)"),
         ((.cp_gbs_cpu*10|round/10|tostring) + " (" + (100*.cp_gbs_cpu/$bw|round|tostring) + "%)"),
-        ((.decoder_gflops_cpu|round|tostring) + " (" + (100*.decoder_gflops_cpu/$pk|round|tostring) + "%)")]
+        ((.decoder_gflops_cpu|round|tostring) + " (" +
+         (if (.decoder_precision // "f32") == "bf16" then .decoder_pct_peak_cpu else 100*.decoder_gflops_cpu/$pk end
+          | round | tostring) + "%)")]
        | "| " + (map(tostring) | join(" | ")) + " |"' "${files[@]}"
 for s in "${skipped[@]}"; do echo; echo "Skipped: $s."; done
 echo
