@@ -10,7 +10,11 @@
  * never starves): lead = audio delivered - time since its first audio.
  * Waiting for c frames costs about c x the stream's pace (wall ms per
  * generated frame so far, prefill included, so an overestimate); the lead
- * asked for is 1.25x that. */
+ * asked for is 1.25x that.
+ * A stream already behind real time (lead < 0: its listener is waiting
+ * anyway, e.g. on a loaded server or a model slower than real time) gets
+ * the largest steps: they cost least per frame, so the waits add up to less
+ * and the stream may catch up. */
 #ifndef QTTS_ENGINE_DECODE_POLICY_H
 #define QTTS_ENGINE_DECODE_POLICY_H
 
@@ -23,6 +27,7 @@ enum { QTTS_DECODE_MAX_CHUNK = 4 };
  * has taken pace_ms of wall time per generated frame. */
 static inline int64_t qtts_decode_chunk_target(int64_t frames_decoded, double lead_ms, double pace_ms) {
     if (frames_decoded == 0) return 1;
+    if (lead_ms < 0) return QTTS_DECODE_MAX_CHUNK;
     for (int64_t c = QTTS_DECODE_MAX_CHUNK; c > 1; c /= 2)
         if (lead_ms >= 1.25 * (double)c * pace_ms) return c;
     return 1;
