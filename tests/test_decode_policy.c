@@ -1,0 +1,26 @@
+/* The engine's decoder-step policy (src/engine/decode_policy.h): first frame
+ * at once, larger steps only with enough lead, largest when already behind.
+ * And the property it relies on: a real-time listener never starves, i.e.
+ * whenever a step of c > 1 frames is chosen, the lead covers 1.25x the time
+ * the c frames take at the stream's pace. */
+#include "engine/decode_policy.h"
+#include "harness.h"
+
+int main(void) {
+    TEST_CHECK(qtts_decode_chunk_target(0, 0, 50) == 1, "first frame must be decoded at once");
+    TEST_CHECK(qtts_decode_chunk_target(0, -500, 50) == 1, "first frame at once even when behind");
+    TEST_CHECK(qtts_decode_chunk_target(3, -1, 50) == QTTS_DECODE_MAX_CHUNK, "behind real time: largest steps");
+    TEST_CHECK(qtts_decode_chunk_target(3, 100, 50) == 1, "lead 100 ms at 50 ms/frame: 1 frame (2 need 125)");
+    TEST_CHECK(qtts_decode_chunk_target(3, 125, 50) == 2, "lead 125 ms at 50 ms/frame: 2 frames");
+    TEST_CHECK(qtts_decode_chunk_target(3, 249, 50) == 2, "lead 249 ms at 50 ms/frame: 2 frames (4 need 250)");
+    TEST_CHECK(qtts_decode_chunk_target(3, 250, 50) == 4, "lead 250 ms at 50 ms/frame: 4 frames");
+    TEST_CHECK(qtts_decode_chunk_target(3, 1e6, 50) == QTTS_DECODE_MAX_CHUNK, "never above the maximum");
+    int safe = 1;
+    for (int lead = 0; lead <= 2000; lead += 7)
+        for (int pace = 1; pace <= 400; pace += 3) {
+            int64_t c = qtts_decode_chunk_target(5, lead, pace);
+            if (c < 1 || c > QTTS_DECODE_MAX_CHUNK || (c > 1 && lead < 1.25 * (double)c * pace)) safe = 0;
+        }
+    TEST_CHECK(safe, "a step of c > 1 frames was chosen without a lead of 1.25 x c x pace");
+    return test_finish("test_decode_policy");
+}
