@@ -908,6 +908,8 @@ static int64_t chain_gain(const qtts_codec_decoder *d, int64_t b) {
 }
 
 
+static int conv_oom(qtts_err *err) { return qtts_fail(err, "speech tokenizer decoder: out of memory (bf16 conv input)"); }
+
 /* Blocks b.. of the channel-major tail and the output conv for one stream:
  * in holds C channels x T samples (row stride ldin; for a block whose
  * transposed conv already ran time-major it is that conv's output and is
@@ -936,7 +938,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             cur = ws(d, WS_BLK + (int)b, bk->out * Tout, err);
             if (!xp || !ph || !cur) return -1;
             cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
-            qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0);
+            if (qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0)) return conv_oom(err);
             qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout);
             ld = T = Tout;
         }
@@ -946,9 +948,9 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             float *xp = ws(d, WS_XP, bk->out * (H + T), err), *tmp = ws(d, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
             cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
-            qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0);
+            if (qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0)) return conv_oom(err);
             qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib);
-            qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld);
+            if (qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld)) return conv_oom(err);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
         emit_cm(s, name, cur, ld, bk->out, T);
@@ -962,7 +964,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
     cm_pad(pool, in, ldin, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 1);
     emit_cm(s, name, xp + H, H + T, d->d_last, T);
-    qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0);
+    if (qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0)) return conv_oom(err);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 2);
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];

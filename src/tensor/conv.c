@@ -292,15 +292,11 @@ static void conv_bf16_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
-static void conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                            int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     const int64_t len = T + qtts_conv_history(cv), c2n = pairs_of(cv->c_in);
     uint32_t *pairs = malloc((size_t)(c2n * len) * sizeof *pairs);
-    if (!pairs) { /* cannot fail loudly from here: the result is marked invalid instead */
-        for (int64_t r = 0; r < cv->c_out; r++)
-            for (int64_t t = 0; t < T; t++) y[r * ldy + t] = NAN;
-        return;
-    }
+    if (!pairs) return -1;
     const int avx512 = resolve(isa) == QTTS_CONV_ISA_AVX512 && qtts_conv_bf16_supported();
     int64_t work = cv->c_out * cv->c_in * cv->k * T;
     qtts_pool *run_on = work < 1000000 ? NULL : pool;
@@ -315,15 +311,13 @@ static void conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x,
     j.rows_outer = cv->rows_pad * cv->k > len;
     qtts_parallel_for(run_on, n_tb * j.n_rb, 1, conv_bf16_items, &j);
     free(pairs);
+    return 0;
 }
 
-void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
-    if (T <= 0) return;
-    if (cv->wbf) {
-        conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
-        return;
-    }
+int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+    if (T <= 0) return 0;
+    if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
     int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
     conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y, tile_for(isa)};
     j.rows_outer = cv->rows_pad * cv->k > T + qtts_conv_history(cv);
@@ -331,19 +325,17 @@ void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, in
     /* Small convs (well under a millisecond) are not worth waking the workers for. */
     int64_t work = cv->c_out * cv->c_in * cv->k * T;
     qtts_parallel_for(work < 1000000 ? NULL : pool, items, 1, conv_items, &j);
+    return 0;
 }
 
-void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                    int64_t ldy, const float *add, int64_t ldadd) {
-    qtts_conv1d_cm_isa(pool, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_AUTO);
+int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                   int64_t ldy, const float *add, int64_t ldadd) {
+    return qtts_conv1d_cm_isa(pool, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_AUTO);
 }
 
-void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
-                        const float *add, int64_t ldadd) {
-    if (cv->wbf) {
-        conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
-        return;
-    }
+int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
+                       const float *add, int64_t ldadd) {
+    if (cv->wbf) return conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
     for (int64_t row = 0; row < cv->c_out; row++) {
         int64_t rb = row / QTTS_CONV_MR, rr = row % QTTS_CONV_MR;
         for (int64_t t = 0; t < T; t++) {
@@ -355,6 +347,7 @@ void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_
             y[row * ldy + t] = acc + cv->bias[row] + (add ? add[row * ldadd + t] : 0.0f);
         }
     }
+    return 0;
 }
 
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err) {

@@ -60,12 +60,13 @@ static inline int64_t qtts_conv_history(const qtts_conv *cv) { return (cv->k - 1
 
 /* Channel-major causal conv: y[co][t] = bias[co] + sum_{ci,k} W[co][ci][k] x[ci][t + k*dil]
  * (+ add[co][t] if add) for t in [0, T). Row ci of x starts with its history.
- * add may alias y (in-place residual). Multi-threaded over time and row blocks. */
-void qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+ * add may alias y (in-place residual). Multi-threaded over time and row blocks.
+ * Returns 0, or -1 when a bf16 conv could not allocate its input pairs (y untouched). */
+int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                     int64_t ldy, const float *add, int64_t ldadd);
 /* Scalar single-thread twin of qtts_conv1d_cm (what the SIMD paths are
  * tested against); for a bf16 conv it rounds x the same way. */
-void qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
+int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                         const float *add, int64_t ldadd);
 
 /* Dense product on the same register tiles: Y[m][n] = sum_k A[m][k] B[k][n]
@@ -127,7 +128,7 @@ const char *qtts_conv_isa_name(qtts_conv_isa isa);
 /* 1 if this CPU (and build) can run isa. */
 int qtts_conv_isa_supported(qtts_conv_isa isa);
 /* Explicit-ISA forms for tests and benchmarks (an unsupported isa falls back to scalar). */
-void qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                         int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa);
 void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv_b, qtts_conv_isa isa);
 
