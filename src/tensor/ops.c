@@ -110,6 +110,22 @@ void qtts_softmax(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
+/* q.k with 16 independent partial sums (a fixed order, so every build and
+ * thread count gives the same bits): the compiler turns the lanes into one
+ * vector register, where a single running sum would stay scalar. */
+static float dot_lanes(const float *q, const float *k, int64_t n) {
+    enum { LANES = 16 };
+    float acc[LANES] = {0};
+    int64_t d = 0;
+    for (; d + LANES <= n; d += LANES)
+        for (int i = 0; i < LANES; i++) acc[i] += q[d + i] * k[d + i];
+    float tail = 0.0f;
+    for (; d < n; d++) tail += q[d] * k[d];
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int i = 0; i < w; i++) acc[i] += acc[i + w];
+    return acc[0] + tail;
+}
+
 /* One (query token, head) pair per work item; scores use a small stack
  * buffer per block of keys with an online softmax, so any context fits. */
 static void attention_items(void *p, int64_t i0, int64_t i1, int tid) {
@@ -131,9 +147,7 @@ static void attention_items(void *p, int64_t i0, int64_t i1, int tid) {
             float bm = -INFINITY;
             for (int64_t j = jb; j <= je; j++) {
                 const float *k = a->k + j * a->kv_stride + kvh * hd;
-                float dot = 0.0f;
-                for (int64_t d = 0; d < hd; d++) dot += q[d] * k[d];
-                s[j - jb] = dot * a->scale;
+                s[j - jb] = dot_lanes(q, k, hd) * a->scale;
                 bm = s[j - jb] > bm ? s[j - jb] : bm;
             }
             float nm = bm > m ? bm : m;
