@@ -55,6 +55,8 @@ typedef struct {
     int sample_rate;
     int n_threads;
     int max_batch;
+    const char *weight_type;       /* LM matrices as loaded: "f32", "bf16", "q8_0", "q4_k" */
+    const char *decoder_precision; /* "f32" or "bf16" (qtts_engine_params.decoder_precision) */
 } qtts_model_info;
 
 /* Valid as long as the engine. */

@@ -201,6 +201,7 @@ int main(void) {
         {"--speaker ryan --lang klingon 'hi'", 1},
         {"--ref-spk /nonexistent.spk 'hi'", 1},
         {"--speaker ryan ''", 2},
+        {"--speaker ryan --decoder-precision f64 'hi'", 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s say -q -m %s -o %s/x.wav %s 2>/dev/null", QTTS_BINARY, model, dir, bad[i].args);

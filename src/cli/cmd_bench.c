@@ -70,7 +70,13 @@ int cmd_bench(int argc, char **argv) {
     while ((ch = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'm': model = optarg; break;
-        case O_DECPREC: o.decoder_precision = optarg; break;
+        case O_DECPREC:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "f32") && strcmp(optarg, "bf16")) {
+                cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            o.decoder_precision = optarg;
+            break;
         case O_SIZE:
             if (strcmp(optarg, "0.6b") && strcmp(optarg, "1.7b") && strcmp(optarg, "0b6") && strcmp(optarg, "1b7")) {
                 cli_error("--size must be 0.6b or 1.7b (got '%s')", optarg);

@@ -258,7 +258,13 @@ int cmd_say(int argc, char **argv) {
         case O_SAVE: save_codes = optarg; break;
         case O_THREADS: if (parse_int("--threads", optarg, 1, 256, &lv)) return CLI_USAGE; threads = (int)lv; break;
         case O_QUANT: quant = optarg; break;
-        case O_DECPREC: dec_prec = optarg; break;
+        case O_DECPREC:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "f32") && strcmp(optarg, "bf16")) {
+                cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", optarg);
+                return CLI_USAGE;
+            }
+            dec_prec = optarg;
+            break;
         case O_PLAY: play = 1; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
@@ -405,6 +411,11 @@ int cmd_say(int argc, char **argv) {
     if (!e) {
         cli_error("%s", err);
         goto done;
+    }
+    if (verbose) {
+        const qtts_model_info *mi = qtts_engine_info(e);
+        fprintf(stderr, "qtts: %s %s model, weights %s, decoder %s, %d threads\n", mi->size, mi->variant,
+                mi->weight_type, mi->decoder_precision, mi->n_threads);
     }
     if (ref_audio) {
         FILE *f = fopen(ref_audio, "rb");

@@ -94,6 +94,10 @@ int cmd_serve(int argc, char **argv) {
             ep.weight_type = v;
         } else if (!strcmp(a, "--decoder-precision")) {
             NEED_VALUE;
+            if (strcmp(v, "auto") && strcmp(v, "f32") && strcmp(v, "bf16")) {
+                cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", v);
+                return CLI_USAGE;
+            }
             ep.decoder_precision = v;
         } else if (!strcmp(a, "--voices-dir")) {
             NEED_VALUE;
@@ -157,8 +161,9 @@ int cmd_serve(int argc, char **argv) {
         return CLI_FAIL;
     }
     const qtts_model_info *info = qtts_engine_info(e);
-    fprintf(stderr, "qtts serve: %s %s model, %d threads, batch %d; listening on http://%s:%d\n", info->size,
-            info->variant, info->n_threads, info->max_batch, sp.host, qtts_server_port(s));
+    fprintf(stderr, "qtts serve: %s %s model (weights %s, decoder %s), %d threads, batch %d; listening on http://%s:%d\n",
+            info->size, info->variant, info->weight_type, info->decoder_precision, info->n_threads, info->max_batch,
+            sp.host, qtts_server_port(s));
     fflush(stderr);
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0) {

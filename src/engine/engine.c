@@ -652,6 +652,8 @@ static void load_models(qtts_pool *pool, void *ctx) {
     if (qtts_decoder_precision_choose(j->p->decoder_precision, e->talker->lm.layers[0].q.type, &prec, &j->err) ||
         qtts_codec_decoder_set_precision(e->decoder, prec, &j->err))
         return;
+    e->info.weight_type = qtts_dtype_name(e->talker->lm.layers[0].q.type);
+    e->info.decoder_precision = qtts_decoder_precision_name(prec);
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
     /* Converted and packed weights live in their own memory now: let the
