@@ -223,13 +223,17 @@ void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int
     }
 }
 
+/* One conv call: an f32 conv reads x through tile, a bf16 conv its channel
+ * pairs xbf through tile_bf16; everything else is shared. */
 typedef struct {
     const qtts_conv *cv;
     const float *x, *add;
+    const uint32_t *xbf;
     int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
     int rows_outer;
     float *y;
     qtts_conv_tile_fn tile;
+    qtts_conv_tile_bf16_fn tile_bf16;
 } conv_job;
 
 /* Items are (time block, row block). When the input panel is the larger
@@ -242,8 +246,23 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     for (int64_t i = i0; i < i1; i++) {
         int64_t tb = j->rows_outer ? i % j->n_tb : i / j->n_rb, rb = j->rows_outer ? i / j->n_tb : i % j->n_rb;
         int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
-        j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, j->add ? j->add + t0 : NULL, j->ldadd);
+        const float *add = j->add ? j->add + t0 : NULL;
+        if (j->xbf) j->tile_bf16(j->cv, j->xbf + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
+        else j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
     }
+}
+
+/* Small convs (well under a millisecond) are not worth waking the workers for. */
+static qtts_pool *pool_for(qtts_pool *pool, const qtts_conv *cv, int64_t T) {
+    return cv->c_out * cv->c_in * cv->k * T < 1000000 ? NULL : pool;
+}
+
+static void run_tiles(qtts_pool *pool, conv_job *j) {
+    const qtts_conv *cv = j->cv;
+    j->n_rb = cv->rows_pad / QTTS_CONV_MR;
+    j->n_tb = (j->T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    j->rows_outer = cv->rows_pad * cv->k > j->T + qtts_conv_history(cv);
+    qtts_parallel_for(pool_for(pool, cv, j->T), j->n_tb * j->n_rb, 1, conv_items, j);
 }
 
 /* bf16 convs: the input is first rounded into channel pairs (one pass over
@@ -272,44 +291,20 @@ static void pairs_rows(void *p, int64_t c0, int64_t c1, int tid) {
     }
 }
 
-typedef struct {
-    const qtts_conv *cv;
-    const uint32_t *x;
-    const float *add;
-    int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
-    int rows_outer;
-    float *y;
-    qtts_conv_tile_bf16_fn tile;
-} conv_bf16_job;
-
-static void conv_bf16_items(void *p, int64_t i0, int64_t i1, int tid) {
-    (void)tid;
-    const conv_bf16_job *j = p;
-    for (int64_t i = i0; i < i1; i++) {
-        int64_t tb = j->rows_outer ? i % j->n_tb : i / j->n_rb, rb = j->rows_outer ? i / j->n_tb : i % j->n_rb;
-        int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
-        j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, j->add ? j->add + t0 : NULL, j->ldadd);
-    }
-}
-
 static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                           int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+                          int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     const int64_t len = T + qtts_conv_history(cv), c2n = pairs_of(cv->c_in);
     uint32_t *pairs = malloc((size_t)(c2n * len) * sizeof *pairs);
     if (!pairs) return -1;
     const int avx512 = resolve(isa) == QTTS_CONV_ISA_AVX512 && qtts_conv_bf16_supported();
-    int64_t work = cv->c_out * cv->c_in * cv->k * T;
-    qtts_pool *run_on = work < 1000000 ? NULL : pool;
     pairs_job pj = {cv, x, ldx, len, pairs, avx512};
-    qtts_parallel_for(run_on, c2n, 8, pairs_rows, &pj);
-    int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
-    conv_bf16_job j = {cv, pairs, add, len, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y,
-                       avx512 ? qtts_conv_tile_bf16_avx512 : qtts_conv_tile_bf16_scalar};
-#if !defined(__x86_64__) && !defined(_M_X64)
-    j.tile = qtts_conv_tile_bf16_scalar;
+    qtts_parallel_for(pool_for(pool, cv, T), c2n, 8, pairs_rows, &pj);
+    conv_job j = {.cv = cv, .xbf = pairs, .add = add, .ldx = len, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
+                  .tile_bf16 = qtts_conv_tile_bf16_scalar};
+#if defined(__x86_64__) || defined(_M_X64)
+    if (avx512) j.tile_bf16 = qtts_conv_tile_bf16_avx512;
 #endif
-    j.rows_outer = cv->rows_pad * cv->k > len;
-    qtts_parallel_for(run_on, n_tb * j.n_rb, 1, conv_bf16_items, &j);
+    run_tiles(pool, &j);
     free(pairs);
     return 0;
 }
@@ -318,13 +313,9 @@ int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     if (T <= 0) return 0;
     if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
-    int64_t n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
-    conv_job j = {cv, x, add, ldx, ldy, ldadd, T, cv->rows_pad / QTTS_CONV_MR, n_tb, 0, y, tile_for(isa)};
-    j.rows_outer = cv->rows_pad * cv->k > T + qtts_conv_history(cv);
-    int64_t items = n_tb * j.n_rb;
-    /* Small convs (well under a millisecond) are not worth waking the workers for. */
-    int64_t work = cv->c_out * cv->c_in * cv->k * T;
-    qtts_parallel_for(work < 1000000 ? NULL : pool, items, 1, conv_items, &j);
+    conv_job j = {.cv = cv, .x = x, .add = add, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
+                  .tile = tile_for(isa)};
+    run_tiles(pool, &j);
     return 0;
 }
 

@@ -51,6 +51,25 @@ static const tile512_fn k_tiles[3][3] = {
     {tile512_8_1, tile512_8_2, tile512_8_3},
 };
 
+/* A tile's geometry: nv vectors of 16 samples (the last masked by mlast),
+ * rows valid output rows, kind = which row-count variant (1, 4 or 8 rows). */
+typedef struct {
+    int nv, kind;
+    __mmask16 mlast;
+    int64_t rows;
+} tile_shape;
+
+static inline tile_shape shape_of(const qtts_conv *cv, int64_t nt, int64_t rb) {
+    tile_shape sh;
+    sh.nv = (int)((nt + 15) / 16);
+    int rem = (int)(nt - 16 * (sh.nv - 1));
+    sh.mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
+    sh.rows = cv->c_out - rb * QTTS_CONV_MR;
+    if (sh.rows > QTTS_CONV_MR) sh.rows = QTTS_CONV_MR;
+    sh.kind = sh.rows > 4 ? 2 : sh.rows > 1 ? 1 : 0;
+    return sh;
+}
+
 /* bias (+ residual) and the masked store of a finished tile */
 static inline void tile_store(const qtts_conv *cv, int64_t rb, int64_t rows, int nv, __mmask16 mlast,
                               __m512 acc[QTTS_CONV_MR][3], float *y, int64_t ldy, const float *add, int64_t ldadd) {
@@ -117,14 +136,10 @@ void qtts_conv_tile_bf16_avx512(const qtts_conv *cv, const uint32_t *x, int64_t 
                                 float *y, int64_t ldy, const float *add, int64_t ldadd) {
     const int64_t c2n = (cv->c_in + 1) / 2;
     const uint32_t *wb = cv->wbf + (size_t)rb * c2n * cv->k * QTTS_CONV_MR;
-    int nv = (int)((nt + 15) / 16);
-    int rem = (int)(nt - 16 * (nv - 1));
-    __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
-    int64_t rows = cv->c_out - rb * QTTS_CONV_MR;
-    if (rows > QTTS_CONV_MR) rows = QTTS_CONV_MR;
+    tile_shape sh = shape_of(cv, nt, rb);
     __m512 acc[QTTS_CONV_MR][3];
-    k_tiles_bf16[rows > 4 ? 2 : rows > 1 ? 1 : 0][nv - 1](wb, x, ldx, c2n, cv->k, cv->dil, mlast, acc);
-    tile_store(cv, rb, rows, nv, mlast, acc, y, ldy, add, ldadd);
+    k_tiles_bf16[sh.kind][sh.nv - 1](wb, x, ldx, c2n, cv->k, cv->dil, sh.mlast, acc);
+    tile_store(cv, rb, sh.rows, sh.nv, sh.mlast, acc, y, ldy, add, ldadd);
 }
 
 void qtts_bf16_pairs_row_avx512(const float *x0, const float *x1, uint32_t *pairs, int64_t n) {
@@ -144,14 +159,10 @@ void qtts_bf16_pairs_row_avx512(const float *x0, const float *x1, uint32_t *pair
 void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
                            int64_t ldy, const float *add, int64_t ldadd) {
     const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
-    int nv = (int)((nt + 15) / 16);
-    int rem = (int)(nt - 16 * (nv - 1));
-    __mmask16 mlast = (__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1u);
-    int64_t rows = cv->c_out - rb * QTTS_CONV_MR;
-    if (rows > QTTS_CONV_MR) rows = QTTS_CONV_MR;
+    tile_shape sh = shape_of(cv, nt, rb);
     __m512 acc[QTTS_CONV_MR][3];
-    k_tiles[rows > 4 ? 2 : rows > 1 ? 1 : 0][nv - 1](wb, x, ldx, cv->c_in, cv->k, cv->dil, mlast, acc);
-    tile_store(cv, rb, rows, nv, mlast, acc, y, ldy, add, ldadd);
+    k_tiles[sh.kind][sh.nv - 1](wb, x, ldx, cv->c_in, cv->k, cv->dil, sh.mlast, acc);
+    tile_store(cv, rb, sh.rows, sh.nv, sh.mlast, acc, y, ldy, add, ldadd);
 }
 
 static inline __m512 sin2_512(__m512 v) {
