@@ -22,5 +22,12 @@ int main(void) {
             if (c < 1 || c > QTTS_DECODE_MAX_CHUNK || (c > 1 && lead < 1.25 * (double)c * pace)) safe = 0;
         }
     TEST_CHECK(safe, "a step of c > 1 frames was chosen without a lead of 1.25 x c x pace");
+    /* the per-stream wrapper: nothing pending, a finished stream, the first frame */
+    TEST_CHECK(!qtts_decode_due(0, 1, 1920, 1920, 24000, 0, 10, 100), "nothing pending is never due");
+    TEST_CHECK(qtts_decode_due(1, 1, 19200, 1920, 24000, 0, 10, 100), "a finished stream always flushes");
+    TEST_CHECK(qtts_decode_due(1, 0, 0, 1920, 24000, 0, 0, 100), "the first frame is due at once");
+    /* 10 frames out (800 ms of audio) 200 ms after the first audio, 30 ms per frame: lead 600 >= 1.25 x 4 x 30 */
+    TEST_CHECK(!qtts_decode_due(3, 0, 19200, 1920, 24000, 0, 190, 390), "3 of 4 frames: not yet");
+    TEST_CHECK(qtts_decode_due(4, 0, 19200, 1920, 24000, 0, 190, 390), "4 frames: due");
     return test_finish("test_decode_policy");
 }

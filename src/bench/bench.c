@@ -247,13 +247,8 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
                 qtts_fail(err, "bench: out of memory collecting frames");
                 goto done;
             }
-            int64_t decoded = st[i].samples_out / fs;
-            double lead = decoded ? (double)st[i].samples_out * 1000.0 / (double)qtts_codec_decoder_sample_rate(c->dec) -
-                                        (now - st[i].t_first_audio)
-                                  : 0;
-            double pace = (now - t_start) / (double)(decoded + st[i].n_pending > 0 ? decoded + st[i].n_pending : 1);
-            st[i].due = st[i].n_pending && (qtts_gen_request_finished(req[i]) ||
-                                            st[i].n_pending >= qtts_decode_chunk_target(decoded, lead, pace));
+            st[i].due = qtts_decode_due(st[i].n_pending, qtts_gen_request_finished(req[i]), st[i].samples_out, fs,
+                                        qtts_codec_decoder_sample_rate(c->dec), t_start, st[i].t_first_audio, now);
             if (!st[i].due) continue;
             if (st[i].n_pending > 1) {
                 float *p = realloc(st[i].pcm, (size_t)(st[i].n_pending * fs) * sizeof(float));

@@ -33,4 +33,18 @@ static inline int64_t qtts_decode_chunk_target(int64_t frames_decoded, double le
     return 1;
 }
 
+/* Whether a stream's pending frames go to the decoder now (finished streams
+ * always flush). Times in ms on one clock: t_start = when its generation
+ * started, t_first_audio = when its first audio was delivered. */
+static inline int qtts_decode_due(int64_t n_pending, int finished, int64_t samples_out, int64_t frame_samples,
+                                  int64_t sample_rate, double t_start, double t_first_audio, double now) {
+    if (!n_pending) return 0;
+    if (finished) return 1;
+    int64_t decoded = samples_out / frame_samples;
+    if (!decoded) return 1;
+    double lead = (double)samples_out * 1000.0 / (double)sample_rate - (now - t_first_audio);
+    double pace = (now - t_start) / (double)(decoded + n_pending);
+    return n_pending >= qtts_decode_chunk_target(decoded, lead, pace);
+}
+
 #endif

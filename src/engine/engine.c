@@ -376,24 +376,13 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
     }
 }
 
-/* Whether a request's pending frames go to the decoder in this step
- * (engine/decode_policy.h); finished requests always flush. */
-static int decode_due(const qtts_engine *e, const slot *s, double now) {
-    if (!s->n_pending) return 0;
-    if (qtts_gen_request_finished(s->gen)) return 1;
-    int64_t decoded = s->samples_out / e->frame_samples;
-    if (!decoded) return 1;
-    double lead = (double)s->samples_out * 1000.0 / (double)e->sample_rate - (now - s->t_first_audio);
-    double pace = (now - s->t_start) / (double)(decoded + s->n_pending);
-    return s->n_pending >= qtts_decode_chunk_target(decoded, lead, pace);
-}
-
 /* Decodes the due requests' pending frames in one batched step. */
 static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     int n = 0;
     const double now = now_ms();
     for (slot *s = e->active; s; s = s->next) {
-        s->decode_now = decode_due(e, s, now);
+        s->decode_now = qtts_decode_due(s->n_pending, qtts_gen_request_finished(s->gen), s->samples_out,
+                                        e->frame_samples, e->sample_rate, s->t_start, s->t_first_audio, now);
         n += s->decode_now;
     }
     if (!n) return 0;
