@@ -71,10 +71,7 @@ int cmd_bench(int argc, char **argv) {
         switch (ch) {
         case 'm': model = optarg; break;
         case O_DECPREC:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "f32") && strcmp(optarg, "bf16")) {
-                cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", optarg);
-                return CLI_USAGE;
-            }
+            if (cli_check_decoder_precision(optarg)) return CLI_USAGE;
             o.decoder_precision = optarg;
             break;
         case O_SIZE:

@@ -259,10 +259,7 @@ int cmd_say(int argc, char **argv) {
         case O_THREADS: if (parse_int("--threads", optarg, 1, 256, &lv)) return CLI_USAGE; threads = (int)lv; break;
         case O_QUANT: quant = optarg; break;
         case O_DECPREC:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "f32") && strcmp(optarg, "bf16")) {
-                cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", optarg);
-                return CLI_USAGE;
-            }
+            if (cli_check_decoder_precision(optarg)) return CLI_USAGE;
             dec_prec = optarg;
             break;
         case O_PLAY: play = 1; break;

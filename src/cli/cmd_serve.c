@@ -94,10 +94,7 @@ int cmd_serve(int argc, char **argv) {
             ep.weight_type = v;
         } else if (!strcmp(a, "--decoder-precision")) {
             NEED_VALUE;
-            if (strcmp(v, "auto") && strcmp(v, "f32") && strcmp(v, "bf16")) {
-                cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", v);
-                return CLI_USAGE;
-            }
+            if (cli_check_decoder_precision(v)) return CLI_USAGE;
             ep.decoder_precision = v;
         } else if (!strcmp(a, "--voices-dir")) {
             NEED_VALUE;

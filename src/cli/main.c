@@ -32,6 +32,12 @@ void cli_error(const char *fmt, ...) {
     va_end(ap);
 }
 
+int cli_check_decoder_precision(const char *value) {
+    if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "bf16")) return 0;
+    cli_error("--decoder-precision: expected auto, f32 or bf16, got '%s'", value);
+    return -1;
+}
+
 const char *cli_model_path(const char *given) {
     if (given && *given) return given;
     const char *env = getenv("QTTS_MODEL");
