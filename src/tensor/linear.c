@@ -176,24 +176,28 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
     linear_job *j = p;
     qtts_act *a = &j->act;
     int64_t cols = a->cols;
+    const int simd = j->isa == QTTS_ISA_AVX512 && !j->pack_scalar;
     for (int64_t t = t0; t < t1; t++) {
         const float *x = j->x + t * cols;
-        if (a->xbf)
+        int8_t *q = (int8_t *)a->q + t * cols;
+        float *qd = (float *)a->qd + t * a->nb;
+        if (a->xbf) {
             for (int64_t i = 0; i < cols; i++) ((uint16_t *)a->xbf)[t * cols + i] = qtts_f32_to_bf16(x[i]);
+        } else if (j->w->type == QTTS_Q8_0) {
 #if defined(__x86_64__)
-        else if (j->isa == QTTS_ISA_AVX512 && j->w->type == QTTS_Q8_0 && !j->pack_scalar) {
-            qtts_pack_q8_0_avx512(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb);
-            if (a->xsum) pack_xsum128(a->q + t * cols, cols, (int32_t *)a->xsum + t * a->nb);
-        } else if (j->isa == QTTS_ISA_AVX512 && j->w->type == QTTS_Q4_K && j->w->interleave && !j->pack_scalar)
-            qtts_pack_q8_k_natural_avx512(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb,
-                                          (int16_t *)a->bsum + t * a->nsub);
+            if (simd) qtts_pack_q8_0_avx512(x, cols, q, qd);
+            else
 #endif
-        else if (j->w->type == QTTS_Q8_0) {
-            pack_q8_0(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb);
-            if (a->xsum) pack_xsum128(a->q + t * cols, cols, (int32_t *)a->xsum + t * a->nb);
-        } else if (j->w->type == QTTS_Q4_K)
-            pack_q8_k(x, cols, (int8_t *)a->q + t * cols, (float *)a->qd + t * a->nb,
-                      (int16_t *)a->bsum + t * a->nsub, j->w->interleave != 0);
+                pack_q8_0(x, cols, q, qd);
+            if (a->xsum) pack_xsum128(q, cols, (int32_t *)a->xsum + t * a->nb);
+        } else if (j->w->type == QTTS_Q4_K) {
+            int16_t *bsum = (int16_t *)a->bsum + t * a->nsub;
+#if defined(__x86_64__)
+            if (simd && j->w->interleave) qtts_pack_q8_k_natural_avx512(x, cols, q, qd, bsum);
+            else
+#endif
+                pack_q8_k(x, cols, q, qd, bsum, j->w->interleave != 0);
+        }
     }
 }
 
