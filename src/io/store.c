@@ -214,17 +214,9 @@ const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64
 
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err) {
     switch (t) {
-    case QTTS_F32: memcpy(dst, src, (size_t)n * sizeof(float)); return 0;
-    case QTTS_BF16: {
-        const uint16_t *s = src;
-        for (int64_t i = 0; i < n; i++) dst[i] = qtts_bf16_to_f32(s[i]);
-        return 0;
-    }
-    case QTTS_F16: {
-        const uint16_t *s = src;
-        for (int64_t i = 0; i < n; i++) dst[i] = qtts_f16_to_f32(s[i]);
-        return 0;
-    }
+    case QTTS_F32:
+    case QTTS_BF16:
+    case QTTS_F16:
     case QTTS_Q8_0:
     case QTTS_Q4_K:
         if (n % qtts_dtype_block_elems(t)) return qtts_fail(err, "%lld elements is not a whole number of %s blocks", (long long)n, qtts_dtype_name(t));

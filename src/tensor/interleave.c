@@ -86,17 +86,7 @@ int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
 
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out) {
     if (!m->interleave) {
-        const char *row = (const char *)m->data + (size_t)r * m->row_bytes;
-        switch (m->type) {
-        case QTTS_F32: memcpy(out, row, (size_t)m->cols * sizeof(float)); break;
-        case QTTS_BF16:
-            for (int64_t i = 0; i < m->cols; i++) out[i] = qtts_bf16_to_f32(((const uint16_t *)row)[i]);
-            break;
-        case QTTS_F16:
-            for (int64_t i = 0; i < m->cols; i++) out[i] = qtts_f16_to_f32(((const uint16_t *)row)[i]);
-            break;
-        default: qtts_dequantize_row(m->type, row, out, m->cols); break;
-        }
+        qtts_dequantize_row(m->type, (const char *)m->data + (size_t)r * m->row_bytes, out, m->cols);
         return;
     }
     const int64_t nb = m->cols / qtts_dtype_block_elems(m->type);

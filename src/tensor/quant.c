@@ -200,6 +200,17 @@ void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n) {
 }
 
 void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n) {
-    if (t == QTTS_Q8_0) dequantize_q8_0(src, dst, n);
-    else if (t == QTTS_Q4_K) dequantize_q4_k(src, dst, n);
+    const uint16_t *h = src;
+    switch (t) {
+    case QTTS_Q8_0: dequantize_q8_0(src, dst, n); break;
+    case QTTS_Q4_K: dequantize_q4_k(src, dst, n); break;
+    case QTTS_F32: memcpy(dst, src, (size_t)n * sizeof(float)); break;
+    case QTTS_BF16:
+        for (int64_t i = 0; i < n; i++) dst[i] = qtts_bf16_to_f32(h[i]);
+        break;
+    case QTTS_F16:
+        for (int64_t i = 0; i < n; i++) dst[i] = qtts_f16_to_f32(h[i]);
+        break;
+    default: break;
+    }
 }

@@ -20,7 +20,8 @@ typedef struct {
     uint8_t qs[128];
 } qtts_block_q4_k;
 
-/* n must be a multiple of the type's block size. */
+/* n must be a multiple of the type's block size. qtts_dequantize_row also
+ * converts the plain types (F32, BF16, F16) to f32. */
 void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n);
 void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n);
 
