@@ -125,18 +125,24 @@ static double fma_time(qtts_pool *pool, probe_job *j) {
     return best;
 }
 
+/* GFLOP/s of the register-only loop: `products` multiply-adds (2 FLOP each)
+ * per round, j->iters rounds per thread. */
+static double peak_gflops(qtts_pool *pool, probe_job *j, double products) {
+    j->iters = 500000; /* about a millisecond per run */
+    const double gflop = 2.0 * products * (double)j->iters * 1e-9 * (j->all ? qtts_pool_size(pool) : 1);
+    return gflop / fma_time(pool, j);
+}
+
 double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads) {
     probe_job j;
     memset(&j, 0, sizeof j);
     j.isa = qtts_cpu_isa();
     j.all = all_threads != 0;
-    /* rounds x chains x lanes x 2 FLOP */
+    /* chains x lanes */
     const double lanes = j.isa == QTTS_ISA_AVX512 ? 16 * QTTS_PROBE_CHAINS_AVX512
                          : j.isa == QTTS_ISA_AVX2 ? 8 * QTTS_PROBE_CHAINS_AVX2
                                                   : SCALAR_CHAINS;
-    j.iters = 500000; /* about a millisecond per run */
-    const double gflop = 2.0 * lanes * (double)j.iters * 1e-9 * (j.all ? qtts_pool_size(pool) : 1);
-    return gflop / fma_time(pool, &j);
+    return peak_gflops(pool, &j, lanes);
 }
 
 double qtts_probe_bf16_gflops(qtts_pool *pool, int all_threads) {
@@ -146,10 +152,7 @@ double qtts_probe_bf16_gflops(qtts_pool *pool, int all_threads) {
     j.isa = QTTS_ISA_AVX512;
     j.bf16 = 1;
     j.all = all_threads != 0;
-    j.iters = 500000;
-    /* rounds x chains x 32 products x 2 FLOP */
-    const double gflop = 2.0 * 32 * QTTS_PROBE_CHAINS_AVX512 * (double)j.iters * 1e-9 * (j.all ? qtts_pool_size(pool) : 1);
-    return gflop / fma_time(pool, &j);
+    return peak_gflops(pool, &j, 32.0 * QTTS_PROBE_CHAINS_AVX512); /* chains x 32 products */
 }
 
 int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err) {
