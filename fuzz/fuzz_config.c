@@ -1,31 +1,21 @@
-/* config.json / speech_tokenizer config.json parsers on arbitrary bytes. */
+/* config.json / generation_config.json / speech_tokenizer config.json parsers
+ * on arbitrary bytes, parsed in memory (no temporary files). */
+#include <cjson/cJSON.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "model/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/qtts_fuzz_cfg_%d", (int)getpid());
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-        if (system(cmd) != 0) abort();
-    }
-    char path[128];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
+    cJSON *root = cJSON_ParseWithLength((const char *)data, size);
+    if (!root) return 0;
     qtts_err err = {{0}};
     qtts_model_config m;
     qtts_codec_config c;
     qtts_generation_config g;
-    (void)qtts_model_config_load(&m, dir, &err);
-    (void)qtts_codec_config_load(&c, dir, &err);
-    (void)g;
+    (void)qtts_model_config_parse(&m, root, "config.json", &err);
+    (void)qtts_codec_config_parse(&c, root, "config.json", &err);
+    (void)qtts_generation_config_parse(&g, root, "generation_config.json", &err);
+    cJSON_Delete(root);
     return 0;
 }

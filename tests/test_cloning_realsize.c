@@ -13,6 +13,7 @@
 #include "harness.h"
 #include "io/store.h"
 #include "model/codec_encoder.h"
+#include "model/codec_random.h"
 #include "model/config.h"
 #include "model/speaker_encoder.h"
 #include "model/voice.h"
@@ -66,33 +67,7 @@ int main(void) {
     mc.spk_sample_rate = 24000;
 
     qtts_codec_config cc;
-    memset(&cc, 0, sizeof cc);
-    cc.sample_rate = 24000;
-    cc.frame_samples = 1920;
-    cc.valid_quantizers = 16;
-    cc.enc.num_filters = 64;
-    cc.enc.kernel_size = 7;
-    cc.enc.residual_kernel_size = 3;
-    cc.enc.last_kernel_size = 3;
-    cc.enc.num_residual_layers = 1;
-    cc.enc.dilation_growth_rate = 2;
-    cc.enc.compress = 2;
-    int64_t ratios[4] = {8, 6, 5, 4};
-    memcpy(cc.enc.ratios, ratios, sizeof ratios);
-    cc.enc.n_ratios = 4;
-    cc.enc.hidden = 512;
-    cc.enc.intermediate = 2048;
-    cc.enc.layers = 8;
-    cc.enc.heads = 8;
-    cc.enc.kv_heads = 8;
-    cc.enc.head_dim = 64;
-    cc.enc.num_quantizers = 32;
-    cc.enc.num_semantic_quantizers = 1;
-    cc.enc.codebook_size = 2048;
-    cc.enc.codebook_dim = 256;
-    cc.enc.vq_hidden = 256;
-    cc.enc.norm_eps = 1e-5;
-    cc.enc.rope_theta = 1e4;
+    qtts_codec_config_real(&cc);
 
     /* speaker encoder tensors */
     qtts_store *ms = qtts_store_new(&err), *ts = qtts_store_new(&err);
@@ -139,7 +114,7 @@ int main(void) {
     CONV("encoder.encoder.layers.0.conv", 64, 1, 7, 1);
     int64_t c = 64, idx = 1;
     for (int s = 0; s < 4; s++) {
-        int64_t r = ratios[3 - s];
+        int64_t r = cc.enc.ratios[3 - s];
         char p[128];
         snprintf(p, sizeof p, "encoder.encoder.layers.%lld.block.1.conv", (long long)idx);
         CONV(p, c / 2, c, 3, 1);

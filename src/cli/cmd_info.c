@@ -92,8 +92,14 @@ int cmd_info(int argc, char **argv) {
     if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *out = argc == 2 ? stdout : stderr;
         fprintf(out, "usage: qtts info PATH\n"
-                     "  PATH: a Qwen3-TTS model folder, a bare speech-tokenizer folder, or a .gguf file\n");
+                     "       qtts info --config-keys\n"
+                     "  PATH: a Qwen3-TTS model folder, a bare speech-tokenizer folder, or a .gguf file\n"
+                     "  --config-keys: every config key qtts reads, with its default or why it is required\n");
         return argc == 2 ? CLI_OK : CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--config-keys")) {
+        qtts_config_describe(stdout);
+        return CLI_OK;
     }
     const char *path = argv[1];
     char resolved[PATH_MAX];

@@ -60,7 +60,7 @@ int json_is_uint(const cJSON *v) {
            v->valuedouble < 9.0e15;
 }
 
-const cJSON *json_path(const cJSON *root, const char *dotted) {
+static const cJSON *json_path(const cJSON *root, const char *dotted) {
     char key[256];
     const cJSON *cur = root;
     while (cur && *dotted) {
@@ -75,53 +75,8 @@ const cJSON *json_path(const cJSON *root, const char *dotted) {
     return cur;
 }
 
-int json_int_req(const cJSON *root, const char *dotted, int64_t *out, const char *what, qtts_err *err) {
-    const cJSON *v = json_path(root, dotted);
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9.0e15)
-        return qtts_fail(err, "%s: missing or invalid integer '%s'", what, dotted);
-    *out = (int64_t)v->valuedouble;
-    return 0;
-}
-
-int json_num_req(const cJSON *root, const char *dotted, double *out, const char *what, qtts_err *err) {
-    const cJSON *v = json_path(root, dotted);
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return qtts_fail(err, "%s: missing or invalid number '%s'", what, dotted);
-    *out = v->valuedouble;
-    return 0;
-}
-
-int64_t json_int_or(const cJSON *root, const char *dotted, int64_t def) {
-    const cJSON *v = json_path(root, dotted);
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9.0e15) return def;
-    return (int64_t)v->valuedouble;
-}
-
-double json_num_or(const cJSON *root, const char *dotted, double def) {
-    const cJSON *v = json_path(root, dotted);
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : def;
-}
-
-int json_bool_or(const cJSON *root, const char *dotted, int def) {
-    const cJSON *v = json_path(root, dotted);
-    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
-}
-
 const char *json_str_or(const cJSON *root, const char *dotted, const char *def) {
     const cJSON *v = json_path(root, dotted);
     return cJSON_IsString(v) ? v->valuestring : def;
 }
 
-int json_int_array(const cJSON *root, const char *dotted, int64_t *out, int max, const char *what, qtts_err *err) {
-    const cJSON *v = json_path(root, dotted);
-    if (!cJSON_IsArray(v)) return qtts_fail(err, "%s: missing array '%s'", what, dotted);
-    int n = cJSON_GetArraySize(v);
-    if (n > max) return qtts_fail(err, "%s: array '%s' has %d entries (at most %d)", what, dotted, n, max);
-    int i = 0;
-    for (const cJSON *it = v->child; it; it = it->next, i++) {
-        if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble))
-            return qtts_fail(err, "%s: array '%s' has a non-integer entry", what, dotted);
-        out[i] = (int64_t)it->valuedouble;
-    }
-    return n;
-}

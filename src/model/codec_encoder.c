@@ -192,7 +192,7 @@ qtts_codec_encoder *qtts_codec_encoder_load(const qtts_store *st, const qtts_cod
     }
     qtts_codec_encoder *e = qtts_calloc(1, sizeof *e, err);
     if (!e) return NULL;
-    e->sample_rate = cfg->sample_rate;
+    e->sample_rate = cfg->input_sample_rate;
     e->n_stages = cfg->enc.n_ratios;
     e->n_res = cfg->enc.num_residual_layers;
     e->hidden = cfg->enc.hidden;

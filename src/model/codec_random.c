@@ -8,7 +8,9 @@
 void qtts_codec_config_real(qtts_codec_config *c) {
     memset(c, 0, sizeof *c);
     c->sample_rate = 24000;
+    c->input_sample_rate = 24000;
     c->frame_samples = 1920;
+    c->encode_samples = 1920;
     c->valid_quantizers = 16;
     c->dec.codebook_size = 2048;
     c->dec.codebook_dim = 512;
@@ -22,7 +24,6 @@ void qtts_codec_config_real(qtts_codec_config *c) {
     c->dec.num_quantizers = 16;
     c->dec.decoder_dim = 1536;
     c->dec.sliding_window = 72;
-    c->dec.vq_hidden = 512;
     const int64_t rates[] = {8, 5, 4, 3}, ratios[] = {2, 2};
     memcpy(c->dec.upsample_rates, rates, sizeof rates);
     c->dec.n_upsample_rates = 4;
@@ -50,11 +51,11 @@ void qtts_codec_config_real(qtts_codec_config *c) {
     c->enc.num_semantic_quantizers = 1;
     c->enc.codebook_size = 2048;
     c->enc.codebook_dim = 256;
-    c->enc.vq_hidden = 256;
     c->enc.sliding_window = 250;
     c->enc.norm_eps = 1e-5;
     c->enc.rope_theta = 10000.0;
-    c->enc.layer_scale = 0.01;
+    c->enc.sampling_rate = 24000;
+    c->enc.audio_channels = 1;
 }
 
 typedef struct {

@@ -1,42 +1,128 @@
+/* config.json and generation_config.json. One table per official config
+ * class (qwen_tts/core/models/configuration_qwen3_tts.py); a key that is
+ * absent takes that class's default, so the terse published files (which omit
+ * every default, e.g. a Base speaker_encoder_config of only enc_dim and
+ * sample_rate) load as the reference loads them. */
 #include "model/config.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "io/config_fields.h"
 #include "io/json_util.h"
 
-static int read_lm(const cJSON *o, qtts_lm_config *lm, const char *what, qtts_err *err) {
-    if (!cJSON_IsObject(o)) return qtts_fail(err, "%s: missing object", what);
-    if (json_int_req(o, "hidden_size", &lm->hidden, what, err) ||
-        json_int_req(o, "num_hidden_layers", &lm->layers, what, err) ||
-        json_int_req(o, "num_attention_heads", &lm->heads, what, err) ||
-        json_int_req(o, "num_key_value_heads", &lm->kv_heads, what, err) ||
-        json_int_req(o, "intermediate_size", &lm->intermediate, what, err) ||
-        json_int_req(o, "vocab_size", &lm->vocab, what, err))
-        return -1;
-    lm->head_dim = json_int_or(o, "head_dim", lm->heads ? lm->hidden / lm->heads : 0);
-    lm->rms_eps = json_num_or(o, "rms_norm_eps", 1e-6);
-    lm->rope_theta = json_num_or(o, "rope_theta", 1e6);
-    if (lm->hidden <= 0 || lm->layers <= 0 || lm->heads <= 0 || lm->kv_heads <= 0 || lm->head_dim <= 0 ||
-        lm->intermediate <= 0 || lm->vocab <= 0 || lm->heads % lm->kv_heads || lm->head_dim % 2 ||
-        lm->hidden > 65536 || lm->layers > 256 || lm->heads > 1024 || lm->intermediate > 1 << 20 ||
-        lm->vocab > 1 << 24)
-        return qtts_fail(err, "%s: inconsistent sizes (hidden %lld, layers %lld, heads %lld/%lld, head_dim %lld)", what,
-                         (long long)lm->hidden, (long long)lm->layers, (long long)lm->heads, (long long)lm->kv_heads,
-                         (long long)lm->head_dim);
-    return 0;
-}
+#define M(member) offsetof(qtts_model_config, member)
+#define NOT_STORED CFG_NOT_STORED
+#define INT_DEFAULT(k, m, d, lo_, hi_, w) \
+    {.key = k, .kind = CFG_INT, .need = CFG_DEFAULT, .offset = M(m), .def = d, .lo = lo_, .hi = hi_, .why = w}
+#define INT_REQUIRED(k, m, lo_, hi_, w) \
+    {.key = k, .kind = CFG_INT, .need = CFG_REQUIRED, .offset = M(m), .lo = lo_, .hi = hi_, .why = w}
+#define INT_DERIVED(k, m, lo_, hi_, w) \
+    {.key = k, .kind = CFG_INT, .need = CFG_DERIVED, .offset = M(m), .lo = lo_, .hi = hi_, .why = w}
+#define NUM_DEFAULT(k, m, d, lo_, hi_, w) \
+    {.key = k, .kind = CFG_NUM, .need = CFG_DEFAULT, .offset = M(m), .def = d, .lo = lo_, .hi = hi_, .why = w}
+#define LIST5_DEFAULT(k, m, d, lo_, hi_, w)                                                                   \
+    {.key = k, .kind = CFG_INT_LIST, .need = CFG_DEFAULT, .offset = M(m), .def_list = d, .def_count = 5,     \
+     .list_max = 5, .count_offset = NOT_STORED, .lo = lo_, .hi = hi_, .why = w}
+#define ONLY_BOOL(k, v, w) {.key = k, .kind = CFG_BOOL, .offset = NOT_STORED, .def = 0, .only = v, .why = w}
+#define ONLY_STR(k, v, w) {.key = k, .kind = CFG_STR, .offset = NOT_STORED, .only = v, .why = w}
+
+enum { VOCAB_MAX = 1 << 24 };
+
+/* Why the special ids have no default: Qwen3TTSTalkerConfig's defaults
+ * (codec_pad_id 4196, ...) belong to a 4096-entry codec vocabulary no shipped
+ * checkpoint has, and a wrong control id is caught by nothing: it just makes
+ * bad audio. Every published config carries them. */
+#define CODEC_ID_WHY "class default (4196..4205) fits no shipped codec vocabulary; a wrong id goes unnoticed"
+
+static const cfg_field talker_fields[] = {
+    INT_DEFAULT("hidden_size", talker.hidden, 1024, 1, 65536, "a wrong value fails the tensor shape checks"),
+    INT_REQUIRED("num_hidden_layers", talker.layers, 1, 256,
+                 "class default 20 matches no shipped model (28), and missing layers would go unnoticed"),
+    INT_DEFAULT("num_attention_heads", talker.heads, 16, 1, 1024, "as shipped"),
+    INT_REQUIRED("num_key_value_heads", talker.kv_heads, 1, 1024, "class default 2 matches no shipped model (8)"),
+    INT_DERIVED("head_dim", talker.head_dim, 2, 4096, "absent: hidden_size / num_attention_heads (as the reference)"),
+    INT_REQUIRED("intermediate_size", talker.intermediate, 1, 1 << 20,
+                 "class default 2048 matches no shipped model (3072 / 6144)"),
+    INT_DEFAULT("vocab_size", talker.vocab, 3072, 2, VOCAB_MAX, "codec vocabulary, as shipped"),
+    NUM_DEFAULT("rms_norm_eps", talker.rms_eps, 1e-6, 1e-12, 1, "as shipped"),
+    NUM_DEFAULT("rope_theta", talker.rope_theta, 10000, 1, 1e12, "class default; the shipped files say 1000000"),
+    INT_DEFAULT("num_code_groups", num_code_groups, 32, 2, 64, "class default; the shipped files say 16"),
+    INT_REQUIRED("text_vocab_size", text_vocab, 1, VOCAB_MAX, "no class default (the reference reads it directly)"),
+    INT_DEFAULT("text_hidden_size", text_hidden, 2048, 1, 65536, "as shipped"),
+    INT_REQUIRED("codec_pad_id", codec_pad, 0, VOCAB_MAX, CODEC_ID_WHY),
+    INT_REQUIRED("codec_bos_id", codec_bos, 0, VOCAB_MAX, CODEC_ID_WHY),
+    INT_REQUIRED("codec_eos_token_id", codec_eos, 0, VOCAB_MAX, CODEC_ID_WHY),
+    INT_REQUIRED("codec_think_id", think, 0, VOCAB_MAX, CODEC_ID_WHY),
+    INT_REQUIRED("codec_nothink_id", nothink, 0, VOCAB_MAX, CODEC_ID_WHY),
+    INT_REQUIRED("codec_think_bos_id", think_bos, 0, VOCAB_MAX, CODEC_ID_WHY),
+    INT_REQUIRED("codec_think_eos_id", think_eos, 0, VOCAB_MAX, CODEC_ID_WHY),
+    ONLY_STR("hidden_act", "silu", "the engine implements SwiGLU"),
+    ONLY_BOOL("attention_bias", "false", "no bias tensors are loaded"),
+    ONLY_BOOL("use_sliding_window", "false", "attention is full causal"),
+};
+
+static const cfg_field code_predictor_fields[] = {
+    INT_DEFAULT("hidden_size", cp.hidden, 1024, 1, 65536, "as shipped"),
+    INT_DEFAULT("num_hidden_layers", cp.layers, 5, 1, 256, "as shipped"),
+    INT_DEFAULT("num_attention_heads", cp.heads, 16, 1, 1024, "as shipped"),
+    INT_DEFAULT("num_key_value_heads", cp.kv_heads, 8, 1, 1024, "as shipped"),
+    INT_DEFAULT("head_dim", cp.head_dim, 128, 2, 4096, "as shipped"),
+    INT_DEFAULT("intermediate_size", cp.intermediate, 3072, 1, 1 << 20, "as shipped"),
+    INT_DEFAULT("vocab_size", cp.vocab, 2048, 2, VOCAB_MAX, "codebook size, as shipped"),
+    NUM_DEFAULT("rms_norm_eps", cp.rms_eps, 1e-6, 1e-12, 1, "as shipped"),
+    NUM_DEFAULT("rope_theta", cp.rope_theta, 10000, 1, 1e12, "class default; the shipped files say 1000000"),
+    INT_DEFAULT("num_code_groups", cp_code_groups, 32, 2, 64, "must equal the talker's"),
+    ONLY_STR("hidden_act", "silu", "the engine implements SwiGLU"),
+    ONLY_BOOL("attention_bias", "false", "no bias tensors are loaded"),
+    ONLY_BOOL("use_sliding_window", "false", "attention is full causal"),
+};
+
+static const int64_t spk_channels_default[5] = {512, 512, 512, 512, 1536};
+static const int64_t spk_kernels_default[5] = {5, 3, 3, 3, 1};
+static const int64_t spk_dilations_default[5] = {1, 2, 3, 4, 1};
+
+static const cfg_field speaker_encoder_fields[] = {
+    INT_DEFAULT("mel_dim", spk_mel_dim, 128, 1, 4096, "as shipped"),
+    INT_DEFAULT("enc_dim", spk_enc_dim, 1024, 1, 65536, "must equal the talker hidden size"),
+    LIST5_DEFAULT("enc_channels", spk_channels, spk_channels_default, 1, 65536, "as shipped"),
+    LIST5_DEFAULT("enc_kernel_sizes", spk_kernels, spk_kernels_default, 1, 63, "as shipped"),
+    LIST5_DEFAULT("enc_dilations", spk_dilations, spk_dilations_default, 1, 64, "as shipped"),
+    INT_DEFAULT("enc_attention_channels", spk_attention_channels, 128, 1, 65536, "as shipped"),
+    INT_DEFAULT("enc_res2net_scale", spk_res2net_scale, 8, 1, 64, "as shipped"),
+    INT_DEFAULT("enc_se_channels", spk_se_channels, 128, 1, 65536, "as shipped"),
+    INT_DEFAULT("sample_rate", spk_sample_rate, 24000, 8000, 192000, "as shipped"),
+};
+
+static const cfg_field top_fields[] = {
+    ONLY_STR("model_type", "qwen3_tts", "the model family"),
+    ONLY_STR("tokenizer_type", "qwen3_tts_tokenizer_12hz", "only the 12 Hz speech tokenizer is implemented"),
+    INT_DEFAULT("im_start_token_id", im_start, 151644, 0, VOCAB_MAX, "as shipped"),
+    INT_DEFAULT("im_end_token_id", im_end, 151645, 0, VOCAB_MAX, "as shipped"),
+    INT_DEFAULT("tts_pad_token_id", tts_pad, 151671, 0, VOCAB_MAX, "as shipped"),
+    INT_DEFAULT("tts_bos_token_id", tts_bos, 151672, 0, VOCAB_MAX, "as shipped"),
+    INT_DEFAULT("tts_eos_token_id", tts_eos, 151673, 0, VOCAB_MAX, "as shipped"),
+    /* Not a class field (the reference never reads it); the id of "assistant"
+     * in the Qwen2 vocabulary every checkpoint ships, used to check prompts. */
+    INT_DEFAULT("assistant_token_id", assistant, 77091, 0, VOCAB_MAX, "id of \"assistant\" in the shipped vocabulary"),
+};
+
+#define N(a) (sizeof a / sizeof a[0])
 
 static int read_named(const cJSON *o, qtts_named_id *out, int *n, const char *what, qtts_err *err) {
     *n = 0;
-    if (!o) return 0;
-    if (!cJSON_IsObject(o)) return qtts_fail(err, "%s: not an object", what);
+    if (!o || cJSON_IsNull(o)) return 0;
+    if (!cJSON_IsObject(o)) return qtts_fail(err, "%s: expected an object of name: id", what);
     for (const cJSON *it = o->child; it; it = it->next) {
-        if (*n >= QTTS_MAX_NAMED_IDS) return qtts_fail(err, "%s: too many entries", what);
-        if (!json_is_uint(it) || strlen(it->string) >= QTTS_NAME_LEN)
-            return qtts_fail(err, "%s: entry '%s' is not a valid id", what, it->string);
+        if (*n >= QTTS_MAX_NAMED_IDS) return qtts_fail(err, "%s: more than %d entries", what, QTTS_MAX_NAMED_IDS);
+        if (!json_is_uint(it) || strlen(it->string) >= QTTS_NAME_LEN) {
+            char text[64];
+            cfg_value_text(it, text, sizeof text);
+            return qtts_fail(err, "%s.%s: expected a non-negative integer id, got %s", what, it->string, text);
+        }
         qtts_named_id *e = &out[(*n)++];
         memset(e, 0, sizeof *e);
         snprintf(e->name, sizeof e->name, "%s", it->string);
@@ -45,119 +131,274 @@ static int read_named(const cJSON *o, qtts_named_id *out, int *n, const char *wh
     return 0;
 }
 
-int qtts_model_config_load(qtts_model_config *cfg, const char *dir, qtts_err *err) {
+/* rope_scaling. The talker's configs carry an interleaved multimodal RoPE
+ * ({"interleaved": true, "mrope_section": [24, 20, 20], "rope_type": "default"}).
+ * For TTS the reference builds position ids as one row repeated for all three
+ * axes (get_rope_index expands the same cumsum 3 times), so whichever axis a
+ * frequency is taken from, its angle is position x inv_freq: the result is
+ * plain NeoX RoPE, which is what the engine computes. Anything that would
+ * change the frequencies (another rope_type, sections that do not cover
+ * head_dim / 2) is refused. */
+static int check_rope_scaling(const cJSON *obj, const qtts_lm_config *lm, int mrope, const char *what,
+                              qtts_err *err) {
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(obj, "rope_scaling");
+    if (!rs || cJSON_IsNull(rs)) return 0;
+    char text[96];
+    cfg_value_text(rs, text, sizeof text);
+    if (!cJSON_IsObject(rs)) return qtts_fail(err, "%s.rope_scaling: expected an object or null, got %s", what, text);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!type) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "default")))
+        return qtts_fail(err, "%s.rope_scaling: only rope_type \"default\" is supported, got %s", what, text);
+    const cJSON *inter = cJSON_GetObjectItemCaseSensitive(rs, "interleaved");
+    if (inter && !cJSON_IsBool(inter))
+        return qtts_fail(err, "%s.rope_scaling.interleaved: expected true or false, got %s", what, text);
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(rs, "mrope_section");
+    if (!mrope || !sec || cJSON_IsNull(sec)) return 0;
+    int64_t sum = 0;
+    int ok = cJSON_IsArray(sec) && cJSON_GetArraySize(sec) > 0;
+    for (const cJSON *it = ok ? sec->child : NULL; it; it = it->next) {
+        if (!json_is_uint(it)) ok = 0;
+        else sum += (int64_t)it->valuedouble;
+    }
+    if (!ok || sum * 2 != lm->head_dim)
+        return qtts_fail(err, "%s.rope_scaling.mrope_section: expected non-negative integers summing to head_dim / 2 = "
+                              "%lld, got %s", what, (long long)lm->head_dim / 2, text);
+    return 0;
+}
+
+/* transformers 5 moves rope_theta into rope_parameters; take it from there when
+ * the plain key is absent. */
+static int read_rope_parameters(const cJSON *obj, qtts_lm_config *lm, const char *what, qtts_err *err) {
+    if (cJSON_GetObjectItemCaseSensitive(obj, "rope_theta")) return 0;
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(obj, "rope_parameters");
+    if (!rp || cJSON_IsNull(rp)) return 0;
+    static const cfg_field f[] = {
+        {.key = "rope_theta", .kind = CFG_NUM, .need = CFG_DEFAULT, .offset = offsetof(qtts_lm_config, rope_theta),
+         .def = 10000, .lo = 1, .hi = 1e12},
+        ONLY_STR("rope_type", "default", ""),
+    };
+    char w[PATH_MAX + 96];
+    snprintf(w, sizeof w, "%s.rope_parameters", what);
+    if (!cJSON_IsObject(rp)) return qtts_fail(err, "%s: expected an object", w);
+    return cfg_read_fields(rp, f, N(f), lm, w, err);
+}
+
+/* layer_types (when present) must be all full attention. */
+static int check_layer_types(const cJSON *obj, const char *what, qtts_err *err) {
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(obj, "layer_types");
+    if (!lt || cJSON_IsNull(lt)) return 0;
+    int ok = cJSON_IsArray(lt);
+    for (const cJSON *it = ok ? lt->child : NULL; it; it = it->next)
+        if (!cJSON_IsString(it) || strcmp(it->valuestring, "full_attention")) ok = 0;
+    if (ok) return 0;
+    char text[96];
+    cfg_value_text(lt, text, sizeof text);
+    return qtts_fail(err, "%s.layer_types: only \"full_attention\" layers are supported, got %s", what, text);
+}
+
+/* obj may be NULL (an absent code_predictor_config). mrope: whether this
+ * stack applies rope_scaling's sections (the talker) or ignores them (the code
+ * predictor uses plain RoPE whatever they say). */
+static int finish_lm(const cJSON *obj, qtts_lm_config *lm, int mrope, const char *what, qtts_err *err) {
+    if (lm->head_dim < 0) lm->head_dim = lm->hidden / lm->heads;
+    if (lm->heads % lm->kv_heads || lm->head_dim < 2 || lm->head_dim % 2)
+        return qtts_fail(err, "%s: inconsistent sizes (num_attention_heads %lld must be a multiple of "
+                              "num_key_value_heads %lld; head_dim %lld must be even)",
+                         what, (long long)lm->heads, (long long)lm->kv_heads, (long long)lm->head_dim);
+    if (read_rope_parameters(obj, lm, what, err) || check_rope_scaling(obj, lm, mrope, what, err) ||
+        check_layer_types(obj, what, err))
+        return -1;
+    return 0;
+}
+
+static int read_object(const cJSON *parent, const char *key, int required, const cJSON **out, const char *what,
+                       qtts_err *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key);
+    *out = NULL;
+    if (!o || cJSON_IsNull(o)) return required ? qtts_fail(err, "%s.%s: missing", what, key) : 0;
+    if (!cJSON_IsObject(o)) {
+        char text[64];
+        cfg_value_text(o, text, sizeof text);
+        return qtts_fail(err, "%s.%s: expected an object, got %s", what, key, text);
+    }
+    *out = o;
+    return 0;
+}
+
+static int read_variant(qtts_model_config *cfg, const cJSON *root, const char *name, qtts_err *err) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "tts_model_type");
+    if (!t) return qtts_fail(err, "%s: missing \"tts_model_type\" (is this a Qwen3-TTS model folder?)", name);
+    char text[64];
+    cfg_value_text(t, text, sizeof text);
+    if (!cJSON_IsString(t)) return qtts_fail(err, "%s: tts_model_type: expected a string, got %s", name, text);
+    if (!strcmp(t->valuestring, "base")) cfg->variant = QTTS_VARIANT_BASE;
+    else if (!strcmp(t->valuestring, "custom_voice")) cfg->variant = QTTS_VARIANT_CUSTOM_VOICE;
+    else if (!strcmp(t->valuestring, "voice_design")) cfg->variant = QTTS_VARIANT_VOICE_DESIGN;
+    else return qtts_fail(err, "%s: tts_model_type: expected base, custom_voice or voice_design, got %s", name, text);
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(root, "tts_model_size");
+    if (size && !cJSON_IsNull(size)) {
+        cfg_value_text(size, text, sizeof text);
+        if (!cJSON_IsString(size) || strlen(size->valuestring) >= sizeof cfg->size)
+            return qtts_fail(err, "%s: tts_model_size: expected a short string such as \"0b6\", got %s", name, text);
+        snprintf(cfg->size, sizeof cfg->size, "%s", size->valuestring);
+    }
+    return 0;
+}
+
+static int check_ids(const qtts_model_config *cfg, const char *name, qtts_err *err) {
+    const struct {
+        const char *key;
+        int64_t id, limit;
+    } ids[] = {
+        {"talker_config.codec_pad_id", cfg->codec_pad, cfg->talker.vocab},
+        {"talker_config.codec_bos_id", cfg->codec_bos, cfg->talker.vocab},
+        {"talker_config.codec_eos_token_id", cfg->codec_eos, cfg->talker.vocab},
+        {"talker_config.codec_think_id", cfg->think, cfg->talker.vocab},
+        {"talker_config.codec_nothink_id", cfg->nothink, cfg->talker.vocab},
+        {"talker_config.codec_think_bos_id", cfg->think_bos, cfg->talker.vocab},
+        {"talker_config.codec_think_eos_id", cfg->think_eos, cfg->talker.vocab},
+        {"tts_pad_token_id", cfg->tts_pad, cfg->text_vocab},
+        {"tts_bos_token_id", cfg->tts_bos, cfg->text_vocab},
+        {"tts_eos_token_id", cfg->tts_eos, cfg->text_vocab},
+        {"im_start_token_id", cfg->im_start, cfg->text_vocab},
+        {"im_end_token_id", cfg->im_end, cfg->text_vocab},
+        {"assistant_token_id", cfg->assistant, cfg->text_vocab},
+    };
+    for (size_t i = 0; i < N(ids); i++)
+        if (ids[i].id >= ids[i].limit)
+            return qtts_fail(err, "%s: %s: %lld is outside the vocabulary (%lld entries)", name, ids[i].key,
+                             (long long)ids[i].id, (long long)ids[i].limit);
+    for (int i = 0; i < cfg->n_languages; i++)
+        if (cfg->languages[i].id >= cfg->talker.vocab)
+            return qtts_fail(err, "%s: talker_config.codec_language_id.%s: %lld is outside the codec vocabulary (%lld)",
+                             name, cfg->languages[i].name, (long long)cfg->languages[i].id,
+                             (long long)cfg->talker.vocab);
+    for (int i = 0; i < cfg->n_speakers; i++)
+        if (cfg->speakers[i].id >= cfg->talker.vocab)
+            return qtts_fail(err, "%s: talker_config.spk_id.%s: %lld is outside the codec vocabulary (%lld)", name,
+                             cfg->speakers[i].name, (long long)cfg->speakers[i].id, (long long)cfg->talker.vocab);
+    return 0;
+}
+
+static int read_speakers(qtts_model_config *cfg, const cJSON *tk, const char *what, qtts_err *err) {
+    char w[PATH_MAX + 96];
+    snprintf(w, sizeof w, "%s.codec_language_id", what);
+    if (read_named(cJSON_GetObjectItemCaseSensitive(tk, "codec_language_id"), cfg->languages, &cfg->n_languages, w,
+                   err))
+        return -1;
+    snprintf(w, sizeof w, "%s.spk_id", what);
+    if (read_named(cJSON_GetObjectItemCaseSensitive(tk, "spk_id"), cfg->speakers, &cfg->n_speakers, w, err)) return -1;
+    const cJSON *dialects = cJSON_GetObjectItemCaseSensitive(tk, "spk_is_dialect");
+    if (dialects && !cJSON_IsNull(dialects) && !cJSON_IsObject(dialects))
+        return qtts_fail(err, "%s.spk_is_dialect: expected an object of name: false or dialect", what);
+    for (int i = 0; i < cfg->n_speakers; i++) {
+        const cJSON *d = dialects ? cJSON_GetObjectItemCaseSensitive(dialects, cfg->speakers[i].name) : NULL;
+        if (!d || cJSON_IsFalse(d) || cJSON_IsNull(d)) continue;
+        if (!cJSON_IsString(d) || strlen(d->valuestring) >= QTTS_NAME_LEN) {
+            char text[64];
+            cfg_value_text(d, text, sizeof text);
+            return qtts_fail(err, "%s.spk_is_dialect.%s: expected false or a dialect name, got %s", what,
+                             cfg->speakers[i].name, text);
+        }
+        snprintf(cfg->speakers[i].dialect, QTTS_NAME_LEN, "%s", d->valuestring);
+    }
+    return 0;
+}
+
+int qtts_model_config_parse(qtts_model_config *cfg, const cJSON *root, const char *name, qtts_err *err) {
     memset(cfg, 0, sizeof *cfg);
+    if (!cJSON_IsObject(root)) return qtts_fail(err, "%s: expected a JSON object", name);
+    if (read_variant(cfg, root, name, err)) return -1;
+    char what[PATH_MAX + 64];
+    const cJSON *tk, *cp, *se;
+    if (cfg_read_fields(root, top_fields, N(top_fields), cfg, name, err)) return -1;
+    if (read_object(root, "talker_config", 1, &tk, name, err)) return -1;
+    snprintf(what, sizeof what, "%s: talker_config", name);
+    if (cfg_read_fields(tk, talker_fields, N(talker_fields), cfg, what, err) || finish_lm(tk, &cfg->talker, 1, what, err) ||
+        read_speakers(cfg, tk, what, err))
+        return -1;
+    /* Qwen3TTSTalkerConfig builds a default code predictor when the key is absent. */
+    if (read_object(tk, "code_predictor_config", 0, &cp, what, err)) return -1;
+    snprintf(what, sizeof what, "%s: talker_config.code_predictor_config", name);
+    if (cfg_read_fields(cp, code_predictor_fields, N(code_predictor_fields), cfg, what, err) ||
+        finish_lm(cp, &cfg->cp, 0, what, err))
+        return -1;
+    if (cfg->cp_code_groups != cfg->num_code_groups)
+        return qtts_fail(err, "%s.num_code_groups: %lld differs from talker_config.num_code_groups %lld", what,
+                         (long long)cfg->cp_code_groups, (long long)cfg->num_code_groups);
+    if (check_ids(cfg, name, err)) return -1;
+    /* Qwen3TTSConfig builds a default speaker encoder config when absent; only
+     * Base checkpoints have the speaker-encoder weights. */
+    if (read_object(root, "speaker_encoder_config", 0, &se, name, err)) return -1;
+    if (cfg->variant == QTTS_VARIANT_BASE) {
+        snprintf(what, sizeof what, "%s: speaker_encoder_config", name);
+        cfg->has_speaker_encoder = 1;
+        if (cfg_read_fields(se, speaker_encoder_fields, N(speaker_encoder_fields), cfg, what, err)) return -1;
+        if (cfg->spk_enc_dim != cfg->talker.hidden)
+            return qtts_fail(err, "%s.enc_dim: %lld differs from the talker hidden size %lld", what,
+                             (long long)cfg->spk_enc_dim, (long long)cfg->talker.hidden);
+    }
+    return 0;
+}
+
+int qtts_model_config_load(qtts_model_config *cfg, const char *dir, qtts_err *err) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/config.json", dir);
     cJSON *root = json_load_file(path, err);
-    if (!root) return -1;
-    int rc = -1;
-    const char *type = json_str_or(root, "tts_model_type", NULL);
-    const cJSON *tk = json_path(root, "talker_config");
-    char what[PATH_MAX + 64];
-    if (!type) {
-        qtts_fail(err, "%s: missing \"tts_model_type\" (is this a Qwen3-TTS model folder?)", path);
-        goto done;
+    if (!root) {
+        memset(cfg, 0, sizeof *cfg);
+        return -1;
     }
-    if (!strcmp(type, "base")) cfg->variant = QTTS_VARIANT_BASE;
-    else if (!strcmp(type, "custom_voice")) cfg->variant = QTTS_VARIANT_CUSTOM_VOICE;
-    else if (!strcmp(type, "voice_design")) cfg->variant = QTTS_VARIANT_VOICE_DESIGN;
-    else {
-        qtts_fail(err, "%s: unknown tts_model_type \"%s\"", path, type);
-        goto done;
-    }
-    snprintf(cfg->size, sizeof cfg->size, "%s", json_str_or(root, "tts_model_size", ""));
-    snprintf(what, sizeof what, "%s: talker_config", path);
-    if (read_lm(tk, &cfg->talker, what, err)) goto done;
-    snprintf(what, sizeof what, "%s: talker_config.code_predictor_config", path);
-    if (read_lm(json_path(tk, "code_predictor_config"), &cfg->cp, what, err)) goto done;
-    snprintf(what, sizeof what, "%s: talker_config", path);
-    if (json_int_req(tk, "text_vocab_size", &cfg->text_vocab, what, err) ||
-        json_int_req(tk, "text_hidden_size", &cfg->text_hidden, what, err))
-        goto done;
-    cfg->num_code_groups = json_int_or(tk, "num_code_groups", 16);
-    if (cfg->num_code_groups < 2 || cfg->num_code_groups > 64) {
-        qtts_fail(err, "%s: num_code_groups %lld out of range", what, (long long)cfg->num_code_groups);
-        goto done;
-    }
-    struct {
-        const cJSON *obj;
-        const char *key;
-        int64_t *out;
-    } ids[] = {
-        {tk, "codec_pad_id", &cfg->codec_pad},         {tk, "codec_bos_id", &cfg->codec_bos},
-        {tk, "codec_eos_token_id", &cfg->codec_eos},   {tk, "codec_think_id", &cfg->think},
-        {tk, "codec_nothink_id", &cfg->nothink},       {tk, "codec_think_bos_id", &cfg->think_bos},
-        {tk, "codec_think_eos_id", &cfg->think_eos},   {root, "tts_pad_token_id", &cfg->tts_pad},
-        {root, "tts_bos_token_id", &cfg->tts_bos},     {root, "tts_eos_token_id", &cfg->tts_eos},
-        {root, "im_start_token_id", &cfg->im_start},   {root, "im_end_token_id", &cfg->im_end},
-        {root, "assistant_token_id", &cfg->assistant},
-    };
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        if (json_int_req(ids[i].obj, ids[i].key, ids[i].out, path, err)) goto done;
-        int64_t limit = ids[i].obj == tk ? cfg->talker.vocab : cfg->text_vocab;
-        if (*ids[i].out < 0 || *ids[i].out >= limit) {
-            qtts_fail(err, "%s: %s = %lld is outside the vocabulary (%lld)", path, ids[i].key,
-                      (long long)*ids[i].out, (long long)limit);
-            goto done;
-        }
-    }
-    snprintf(what, sizeof what, "%s: codec_language_id", path);
-    if (read_named(json_path(tk, "codec_language_id"), cfg->languages, &cfg->n_languages, what, err)) goto done;
-    snprintf(what, sizeof what, "%s: spk_id", path);
-    if (read_named(json_path(tk, "spk_id"), cfg->speakers, &cfg->n_speakers, what, err)) goto done;
-    for (int i = 0; i < cfg->n_languages; i++)
-        if (cfg->languages[i].id >= cfg->talker.vocab) {
-            qtts_fail(err, "%s: language id %lld out of range", path, (long long)cfg->languages[i].id);
-            goto done;
-        }
-    const cJSON *dialects = json_path(tk, "spk_is_dialect");
-    for (int i = 0; i < cfg->n_speakers; i++) {
-        if (cfg->speakers[i].id >= cfg->talker.vocab) {
-            qtts_fail(err, "%s: speaker id %lld out of range", path, (long long)cfg->speakers[i].id);
-            goto done;
-        }
-        const cJSON *d = dialects ? cJSON_GetObjectItemCaseSensitive(dialects, cfg->speakers[i].name) : NULL;
-        if (cJSON_IsString(d)) snprintf(cfg->speakers[i].dialect, QTTS_NAME_LEN, "%s", d->valuestring);
-    }
-    const cJSON *se = json_path(root, "speaker_encoder_config");
-    if (cfg->variant == QTTS_VARIANT_BASE && !cJSON_IsObject(se)) {
-        qtts_fail(err, "%s: a Base model needs \"speaker_encoder_config\"", path);
-        goto done;
-    }
-    if (cJSON_IsObject(se)) {
-        snprintf(what, sizeof what, "%s: speaker_encoder_config", path);
-        cfg->has_speaker_encoder = 1;
-        cfg->spk_mel_dim = json_int_or(se, "mel_dim", 128);
-        cfg->spk_sample_rate = json_int_or(se, "sample_rate", 24000);
-        if (json_int_req(se, "enc_dim", &cfg->spk_enc_dim, what, err) ||
-            json_int_req(se, "enc_attention_channels", &cfg->spk_attention_channels, what, err) ||
-            json_int_req(se, "enc_res2net_scale", &cfg->spk_res2net_scale, what, err) ||
-            json_int_req(se, "enc_se_channels", &cfg->spk_se_channels, what, err))
-            goto done;
-        if (json_int_array(se, "enc_channels", cfg->spk_channels, 5, what, err) != 5 ||
-            json_int_array(se, "enc_kernel_sizes", cfg->spk_kernels, 5, what, err) != 5 ||
-            json_int_array(se, "enc_dilations", cfg->spk_dilations, 5, what, err) != 5) {
-            qtts_fail(err, "%s: enc_channels, enc_kernel_sizes and enc_dilations need 5 entries each", what);
-            goto done;
-        }
-        if (cfg->spk_enc_dim != cfg->talker.hidden) {
-            qtts_fail(err, "%s: enc_dim %lld differs from the talker hidden size %lld", what,
-                      (long long)cfg->spk_enc_dim, (long long)cfg->talker.hidden);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
+    int rc = qtts_model_config_parse(cfg, root, path, err);
     cJSON_Delete(root);
     return rc;
 }
+
+/* generation_config.json: the defaults are those of the shipped file (the
+ * reference reads the file; without one it would use generate()'s own). */
+#define G(member) offsetof(qtts_generation_config, member)
+#define GEN_NUM(k, m, lo_, hi_) {.key = k, .kind = CFG_NUM, .offset = G(m), .lo = lo_, .hi = hi_, .why = "as shipped"}
+#define GEN_INT(k, m, lo_, hi_) {.key = k, .kind = CFG_INT, .offset = G(m), .lo = lo_, .hi = hi_, .why = "as shipped"}
+#define GEN_BOOL(k, m) {.key = k, .kind = CFG_BOOL, .offset = G(m), .why = "as shipped"}
+
+static const cfg_field generation_fields[] = {
+    GEN_BOOL("do_sample", do_sample),
+    GEN_NUM("temperature", temperature, 1e-6, 100),
+    GEN_NUM("top_p", top_p, 1e-9, 1),
+    GEN_INT("top_k", top_k, 0, VOCAB_MAX),
+    GEN_NUM("repetition_penalty", repetition_penalty, 1e-6, 100),
+    GEN_INT("max_new_tokens", max_new_tokens, 1, 1 << 20),
+    GEN_BOOL("subtalker_dosample", cp_do_sample),
+    GEN_NUM("subtalker_temperature", cp_temperature, 1e-6, 100),
+    GEN_NUM("subtalker_top_p", cp_top_p, 1e-9, 1),
+    GEN_INT("subtalker_top_k", cp_top_k, 0, VOCAB_MAX),
+};
 
 void qtts_generation_config_defaults(qtts_generation_config *g) {
     *g = (qtts_generation_config){
         .do_sample = 1, .temperature = 0.9, .top_p = 1.0, .repetition_penalty = 1.05, .top_k = 50,
         .max_new_tokens = 8192, .cp_do_sample = 1, .cp_temperature = 0.9, .cp_top_p = 1.0, .cp_top_k = 50,
     };
+}
+
+/* The table's defaults are the current values of g (read field by field). */
+static void generation_defaults_into_table(const qtts_generation_config *g, cfg_field *fields, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char *p = (const char *)g + fields[i].offset;
+        if (fields[i].kind == CFG_BOOL) fields[i].def = *(const int *)p;
+        else if (fields[i].kind == CFG_INT) fields[i].def = (double)*(const int64_t *)p;
+        else fields[i].def = *(const double *)p;
+    }
+}
+
+int qtts_generation_config_parse(qtts_generation_config *g, const cJSON *root, const char *name, qtts_err *err) {
+    qtts_generation_config_defaults(g);
+    if (!cJSON_IsObject(root)) return qtts_fail(err, "%s: expected a JSON object", name);
+    cfg_field fields[N(generation_fields)];
+    memcpy(fields, generation_fields, sizeof fields);
+    generation_defaults_into_table(g, fields, N(fields));
+    return cfg_read_fields(root, fields, N(fields), g, name, err);
 }
 
 int qtts_generation_config_load(qtts_generation_config *g, const char *dir, qtts_err *err) {
@@ -169,108 +410,43 @@ int qtts_generation_config_load(qtts_generation_config *g, const char *dir, qtts
     fclose(f);
     cJSON *root = json_load_file(path, err);
     if (!root) return -1;
-    g->do_sample = json_bool_or(root, "do_sample", g->do_sample);
-    g->temperature = json_num_or(root, "temperature", g->temperature);
-    g->top_p = json_num_or(root, "top_p", g->top_p);
-    g->top_k = json_int_or(root, "top_k", g->top_k);
-    g->repetition_penalty = json_num_or(root, "repetition_penalty", g->repetition_penalty);
-    g->max_new_tokens = json_int_or(root, "max_new_tokens", g->max_new_tokens);
-    g->cp_do_sample = json_bool_or(root, "subtalker_dosample", g->cp_do_sample);
-    g->cp_temperature = json_num_or(root, "subtalker_temperature", g->cp_temperature);
-    g->cp_top_p = json_num_or(root, "subtalker_top_p", g->cp_top_p);
-    g->cp_top_k = json_int_or(root, "subtalker_top_k", g->cp_top_k);
-    cJSON_Delete(root);
-    if (!(g->temperature > 0) || !(g->top_p > 0 && g->top_p <= 1) || g->top_k < 0 || !(g->repetition_penalty > 0) ||
-        !(g->cp_temperature > 0) || !(g->cp_top_p > 0 && g->cp_top_p <= 1) || g->cp_top_k < 0 || g->max_new_tokens < 1)
-        return qtts_fail(err, "%s: sampling values out of range", path);
-    return 0;
-}
-
-int qtts_codec_config_load(qtts_codec_config *c, const char *dir, qtts_err *err) {
-    memset(c, 0, sizeof *c);
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    cJSON *root = json_load_file(path, err);
-    if (!root) return -1;
-    int rc = -1;
-    char what[PATH_MAX + 32];
-    const char *mt = json_str_or(root, "model_type", "");
-    if (strcmp(mt, "qwen3_tts_tokenizer_12hz") != 0) {
-        qtts_fail(err, "%s: model_type \"%s\" is not qwen3_tts_tokenizer_12hz", path, mt);
-        goto done;
-    }
-    c->sample_rate = json_int_or(root, "output_sample_rate", 24000);
-    c->frame_samples = json_int_or(root, "decode_upsample_rate", 1920);
-    c->valid_quantizers = json_int_or(root, "encoder_valid_num_quantizers", 16);
-    const cJSON *d = json_path(root, "decoder_config");
-    snprintf(what, sizeof what, "%s: decoder_config", path);
-    if (!cJSON_IsObject(d)) {
-        qtts_fail(err, "%s: missing object", what);
-        goto done;
-    }
-    struct {
-        const char *key;
-        int64_t *out;
-    } dk[] = {
-        {"codebook_size", &c->dec.codebook_size}, {"codebook_dim", &c->dec.codebook_dim},
-        {"latent_dim", &c->dec.latent_dim},       {"hidden_size", &c->dec.hidden},
-        {"intermediate_size", &c->dec.intermediate}, {"num_hidden_layers", &c->dec.layers},
-        {"num_attention_heads", &c->dec.heads},   {"num_key_value_heads", &c->dec.kv_heads},
-        {"num_quantizers", &c->dec.num_quantizers}, {"decoder_dim", &c->dec.decoder_dim},
-        {"sliding_window", &c->dec.sliding_window},
-    };
-    for (size_t i = 0; i < sizeof dk / sizeof dk[0]; i++)
-        if (json_int_req(d, dk[i].key, dk[i].out, what, err)) goto done;
-    c->dec.head_dim = json_int_or(d, "head_dim", c->dec.hidden / (c->dec.heads ? c->dec.heads : 1));
-    c->dec.vq_hidden = json_int_or(d, "vector_quantization_hidden_dimension", c->dec.codebook_dim);
-    c->dec.rms_eps = json_num_or(d, "rms_norm_eps", 1e-5);
-    c->dec.rope_theta = json_num_or(d, "rope_theta", 1e4);
-    int n = json_int_array(d, "upsample_rates", c->dec.upsample_rates, 8, what, err);
-    if (n < 0) goto done;
-    c->dec.n_upsample_rates = n;
-    n = json_int_array(d, "upsampling_ratios", c->dec.upsampling_ratios, 8, what, err);
-    if (n < 0) goto done;
-    c->dec.n_upsampling_ratios = n;
-
-    const cJSON *e = json_path(root, "encoder_config");
-    snprintf(what, sizeof what, "%s: encoder_config", path);
-    if (cJSON_IsObject(e)) {
-        struct {
-            const char *key;
-            int64_t *out;
-        } ek[] = {
-            {"num_filters", &c->enc.num_filters},       {"kernel_size", &c->enc.kernel_size},
-            {"residual_kernel_size", &c->enc.residual_kernel_size}, {"last_kernel_size", &c->enc.last_kernel_size},
-            {"num_residual_layers", &c->enc.num_residual_layers}, {"dilation_growth_rate", &c->enc.dilation_growth_rate},
-            {"compress", &c->enc.compress},             {"hidden_size", &c->enc.hidden},
-            {"intermediate_size", &c->enc.intermediate}, {"num_hidden_layers", &c->enc.layers},
-            {"num_attention_heads", &c->enc.heads},     {"num_key_value_heads", &c->enc.kv_heads},
-            {"num_quantizers", &c->enc.num_quantizers}, {"codebook_size", &c->enc.codebook_size},
-            {"codebook_dim", &c->enc.codebook_dim},
-        };
-        for (size_t i = 0; i < sizeof ek / sizeof ek[0]; i++)
-            if (json_int_req(e, ek[i].key, ek[i].out, what, err)) goto done;
-        c->enc.head_dim = json_int_or(e, "head_dim", c->enc.hidden / (c->enc.heads ? c->enc.heads : 1));
-        c->enc.num_semantic_quantizers = json_int_or(e, "num_semantic_quantizers", 1);
-        c->enc.vq_hidden = json_int_or(e, "vector_quantization_hidden_dimension", c->enc.codebook_dim);
-        c->enc.sliding_window = json_int_or(e, "sliding_window", 250);
-        c->enc.norm_eps = json_num_or(e, "norm_eps", 1e-5);
-        c->enc.rope_theta = json_num_or(e, "rope_theta", 1e4);
-        c->enc.layer_scale = json_num_or(e, "layer_scale_initial_scale", 0.01);
-        n = json_int_array(e, "upsampling_ratios", c->enc.ratios, 8, what, err);
-        if (n < 0) goto done;
-        c->enc.n_ratios = n;
-    }
-    if (c->dec.codebook_size <= 0 || c->dec.num_quantizers <= 0 || c->dec.num_quantizers > 64 ||
-        c->dec.heads <= 0 || c->dec.kv_heads <= 0 || c->dec.head_dim <= 0 || c->dec.layers < 0 ||
-        c->frame_samples <= 0 || c->sample_rate <= 0) {
-        qtts_fail(err, "%s: decoder sizes out of range", path);
-        goto done;
-    }
-    rc = 0;
-done:
+    int rc = qtts_generation_config_parse(g, root, path, err);
     cJSON_Delete(root);
     return rc;
+}
+
+static void table_head(FILE *out, const char *file) {
+    fprintf(out, "\n%s\n\n| key | type | when absent | accepted | why |\n|---|---|---|---|---|\n", file);
+}
+
+void qtts_config_describe(FILE *out) {
+    table_head(out, "config.json");
+    fprintf(out, "| tts_model_type | string | required | base, custom_voice, voice_design | selects the prompt "
+                 "layout and the weights |\n");
+    fprintf(out, "| tts_model_size | string | default none | any | \"0b6\": a CustomVoice model without instruct |\n");
+    cfg_describe_fields(out, "", top_fields, N(top_fields));
+    cfg_describe_fields(out, "talker_config", talker_fields, N(talker_fields));
+    fprintf(out, "| talker_config.rope_scaling | object | default null | null, or rope_type \"default\" with "
+                 "mrope_section summing to head_dim / 2 | interleaved M-RoPE equals plain RoPE for TTS position ids |\n");
+    fprintf(out, "| talker_config.rope_parameters.rope_theta | number | - | 1 .. 1e12 | transformers 5 spelling, "
+                 "used when rope_theta is absent |\n");
+    fprintf(out, "| talker_config.codec_language_id, spk_id | objects | default {} | ids inside the codec vocabulary "
+                 "| languages and built-in speakers |\n");
+    fprintf(out, "| talker_config.spk_is_dialect | object | default {} | false or a language name | the dialect a "
+                 "speaker implies |\n");
+    cfg_describe_fields(out, "talker_config.code_predictor_config", code_predictor_fields, N(code_predictor_fields));
+    fprintf(out, "| talker_config.code_predictor_config.layer_types | string list | default all full | "
+                 "full_attention | attention is full causal |\n");
+    cfg_describe_fields(out, "speaker_encoder_config", speaker_encoder_fields, N(speaker_encoder_fields));
+    table_head(out, "generation_config.json (a missing file gives these defaults)");
+    qtts_generation_config g;
+    qtts_generation_config_defaults(&g);
+    cfg_field fields[N(generation_fields)];
+    memcpy(fields, generation_fields, sizeof fields);
+    generation_defaults_into_table(&g, fields, N(fields));
+    cfg_describe_fields(out, "", fields, N(fields));
+    table_head(out, "speech_tokenizer/config.json");
+    qtts_codec_config_describe(out);
 }
 
 const char *qtts_variant_name(qtts_variant v) {

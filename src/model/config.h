@@ -4,7 +4,9 @@
 #ifndef QTTS_MODEL_CONFIG_H
 #define QTTS_MODEL_CONFIG_H
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/err.h"
 
@@ -28,6 +30,7 @@ typedef struct {
     qtts_lm_config talker;
     qtts_lm_config cp; /* code predictor; vocab = codebook size */
     int64_t text_vocab, text_hidden, num_code_groups;
+    int64_t cp_code_groups; /* code_predictor_config.num_code_groups: must equal num_code_groups */
     /* special ids */
     int64_t codec_pad, codec_bos, codec_eos, think, nothink, think_bos, think_eos;
     int64_t tts_pad, tts_bos, tts_eos, im_start, im_end, assistant;
@@ -54,10 +57,11 @@ typedef struct {
 
 /* speech_tokenizer/config.json */
 typedef struct {
-    int64_t sample_rate, frame_samples, valid_quantizers;
+    int64_t sample_rate, frame_samples, valid_quantizers; /* sample_rate: the decoder's output rate */
+    int64_t input_sample_rate, encode_samples;           /* the encoder's input rate and hop */
     struct {
         int64_t codebook_size, codebook_dim, latent_dim, hidden, intermediate, layers, heads, kv_heads, head_dim;
-        int64_t num_quantizers, decoder_dim, sliding_window, vq_hidden;
+        int64_t num_quantizers, decoder_dim, sliding_window;
         int64_t upsample_rates[8], n_upsample_rates, upsampling_ratios[8], n_upsampling_ratios;
         double rms_eps, rope_theta;
     } dec;
@@ -65,18 +69,33 @@ typedef struct {
         int64_t num_filters, kernel_size, residual_kernel_size, last_kernel_size, num_residual_layers;
         int64_t dilation_growth_rate, compress, ratios[8], n_ratios;
         int64_t hidden, intermediate, layers, heads, kv_heads, head_dim;
-        int64_t num_quantizers, num_semantic_quantizers, codebook_size, codebook_dim, vq_hidden, sliding_window;
-        double norm_eps, rope_theta, layer_scale;
+        int64_t num_quantizers, num_semantic_quantizers, codebook_size, codebook_dim, sliding_window;
+        int64_t sampling_rate, audio_channels;
+        double norm_eps, rope_theta;
     } enc;
 } qtts_codec_config;
 
-/* dir = model folder. Fails with "<file>: ..." naming the bad key. */
+/* Every key absent from a file takes the default of its official config class
+ * (Qwen3TTSConfig and its sub-configs, Qwen3TTSTokenizerV2Config, MimiConfig);
+ * the few without a usable default are required. A key present with the wrong
+ * type or an impossible value fails with "<file>: <object>.<key>: ..., got
+ * <value>". Unknown keys are ignored. `qtts info --config-keys` lists them all.
+ *
+ * The _parse variants read an already parsed document; name is the file name
+ * used in messages. The _load variants read <dir>/config.json (or
+ * generation_config.json, where a missing file gives the defaults). */
+int qtts_model_config_parse(qtts_model_config *cfg, const cJSON *root, const char *name, qtts_err *err);
 int qtts_model_config_load(qtts_model_config *cfg, const char *dir, qtts_err *err);
-/* Missing generation_config.json gives the official defaults. */
+int qtts_generation_config_parse(qtts_generation_config *g, const cJSON *root, const char *name, qtts_err *err);
 int qtts_generation_config_load(qtts_generation_config *g, const char *dir, qtts_err *err);
 void qtts_generation_config_defaults(qtts_generation_config *g);
 /* dir = folder holding the speech tokenizer's config.json. */
+int qtts_codec_config_parse(qtts_codec_config *cfg, const cJSON *root, const char *name, qtts_err *err);
 int qtts_codec_config_load(qtts_codec_config *cfg, const char *dir, qtts_err *err);
+
+/* Markdown table of every key the loaders read: required / default / derived, range, why. */
+void qtts_config_describe(FILE *out);
+void qtts_codec_config_describe(FILE *out); /* the speech_tokenizer/config.json rows of it */
 
 const char *qtts_variant_name(qtts_variant v);
 /* Case-insensitive lookups; NULL when unknown. */
