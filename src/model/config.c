@@ -43,10 +43,11 @@ static const cfg_field talker_fields[] = {
     INT_REQUIRED("num_hidden_layers", talker.layers, 1, 256,
                  "class default 20 matches no shipped model (28), and missing layers would go unnoticed"),
     INT_DEFAULT("num_attention_heads", talker.heads, 16, 1, 1024, "as shipped"),
-    INT_REQUIRED("num_key_value_heads", talker.kv_heads, 1, 1024, "class default 2 matches no shipped model (8)"),
+    INT_DEFAULT("num_key_value_heads", talker.kv_heads, 2, 1, 1024,
+                "class default; shipped 8 (a wrong value fails the tensor shape checks)"),
     INT_DERIVED("head_dim", talker.head_dim, 2, 4096, "absent: hidden_size / num_attention_heads (as the reference)"),
-    INT_REQUIRED("intermediate_size", talker.intermediate, 1, 1 << 20,
-                 "class default 2048 matches no shipped model (3072 / 6144)"),
+    INT_DEFAULT("intermediate_size", talker.intermediate, 2048, 1, 1 << 20,
+                "class default; shipped 3072 / 6144 (a wrong value fails the tensor shape checks)"),
     INT_DEFAULT("vocab_size", talker.vocab, 3072, 2, VOCAB_MAX, "codec vocabulary, as shipped"),
     NUM_DEFAULT("rms_norm_eps", talker.rms_eps, 1e-6, 1e-12, 1, "as shipped"),
     NUM_DEFAULT("rope_theta", talker.rope_theta, 10000, 1, 1e12, "class default; the shipped files say 1000000"),
@@ -292,16 +293,16 @@ static int read_speakers(qtts_model_config *cfg, const cJSON *tk, const char *wh
     const cJSON *dialects = cJSON_GetObjectItemCaseSensitive(tk, "spk_is_dialect");
     if (dialects && !cJSON_IsNull(dialects) && !cJSON_IsObject(dialects))
         return qtts_fail(err, "%s.spk_is_dialect: expected an object of name: false or dialect", what);
-    for (int i = 0; i < cfg->n_speakers; i++) {
-        const cJSON *d = dialects ? cJSON_GetObjectItemCaseSensitive(dialects, cfg->speakers[i].name) : NULL;
-        if (!d || cJSON_IsFalse(d) || cJSON_IsNull(d)) continue;
-        if (!cJSON_IsString(d) || strlen(d->valuestring) >= QTTS_NAME_LEN) {
+    for (const cJSON *d = cJSON_IsObject(dialects) ? dialects->child : NULL; d; d = d->next)
+        if (!(cJSON_IsFalse(d) || cJSON_IsNull(d) || (cJSON_IsString(d) && strlen(d->valuestring) < QTTS_NAME_LEN))) {
             char text[64];
             cfg_value_text(d, text, sizeof text);
-            return qtts_fail(err, "%s.spk_is_dialect.%s: expected false or a dialect name, got %s", what,
-                             cfg->speakers[i].name, text);
+            return qtts_fail(err, "%s.spk_is_dialect.%s: expected false or a dialect name, got %s", what, d->string,
+                             text);
         }
-        snprintf(cfg->speakers[i].dialect, QTTS_NAME_LEN, "%s", d->valuestring);
+    for (int i = 0; i < cfg->n_speakers; i++) {
+        const cJSON *d = dialects ? cJSON_GetObjectItemCaseSensitive(dialects, cfg->speakers[i].name) : NULL;
+        if (cJSON_IsString(d)) snprintf(cfg->speakers[i].dialect, QTTS_NAME_LEN, "%s", d->valuestring);
     }
     return 0;
 }

@@ -1,8 +1,11 @@
 #include "test_util.h"
 
 #include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int pcm_collect(void *user, const float *samples, size_t n) {
     pcm_buf *b = user;
@@ -26,4 +29,22 @@ int count_threads(void) {
         if (e->d_name[0] != '.') n++;
     closedir(d);
     return n;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int rm_rf(const char *path) {
+    if (access(path, F_OK) != 0) return 0;
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int write_text_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n;
+    return fclose(f) == 0 && ok ? 0 : -1;
 }

@@ -14,4 +14,10 @@ int pcm_collect(void *user, const float *samples, size_t n);
 /* Threads of this process (entries of /proc/self/task), or -1. */
 int count_threads(void);
 
+/* Removes a file or a folder tree (no error when absent). Returns 0 or -1. */
+int rm_rf(const char *path);
+
+/* Writes text to path (created or truncated). Returns 0 or -1. */
+int write_text_file(const char *path, const char *text);
+
 #endif
