@@ -19,15 +19,11 @@
 #include "model/prompt.h"
 #include "tensor/cpu.h"
 #include "text/tokenizer.h"
+#include "core/clock.h"
 
 static const char *const default_text = "Please read this short sentence aloud for the benchmark today.";
 static const char *const default_instruct = "A calm, clear voice.";
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 static double thread_cpu_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -204,17 +200,17 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
                              .speaker = c->speaker,
                              .non_streaming = -1};
 
-    const double t_start = now_ms(), c_start = thread_cpu_ms();
+    const double t_start = qtts_now_ms(), c_start = thread_cpu_ms();
     qtts_stage_time dec_steady = {0, 0, 0, 0};
     for (int i = 0; i < n; i++) {
         st[i].G = G;
         gp.seed = c->o->seed + (uint64_t)i;
         gp.stream = (uint64_t)i;
-        double t0 = now_ms(), c0 = thread_cpu_ms();
+        double t0 = qtts_now_ms(), c0 = thread_cpu_ms();
         qtts_prompt p;
         if (qtts_prompt_build(m, pool, &spec, &p, err)) goto done;
         if (i == 0) {
-            pr->prompt_ms = now_ms() - t0;
+            pr->prompt_ms = qtts_now_ms() - t0;
             pr->prompt_cpu_ms = thread_cpu_ms() - c0;
         }
         pr->prompt_rows = p.n_rows;
@@ -241,7 +237,7 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
         }
         /* decode the due streams' new frames in one batched step (the engine's policy) */
         int k = 0;
-        const double now = now_ms();
+        const double now = qtts_now_ms();
         for (int i = 0; i < n; i++) {
             if (st[i].oom) {
                 qtts_fail(err, "bench: out of memory collecting frames");
@@ -265,9 +261,9 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
             k++;
         }
         if (k) {
-            double t0 = now_ms(), c0 = thread_cpu_ms();
+            double t0 = qtts_now_ms(), c0 = thread_cpu_ms();
             if (qtts_codec_decode_step_batch(c->dec, pool, ds, cs, nf, k, outs, err)) goto done;
-            double t1 = now_ms(), c1 = thread_cpu_ms();
+            double t1 = qtts_now_ms(), c1 = thread_cpu_ms();
             if (pr->ttfa_ms == 0) {
                 pr->ttfa_ms = t1 - t_start;
                 pr->ttfa_cpu_ms += c1 - c0;
@@ -288,7 +284,7 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
         }
         if (left == 0) break;
     }
-    pr->wall_s = (now_ms() - t_start) * 1e-3;
+    pr->wall_s = (qtts_now_ms() - t_start) * 1e-3;
     pr->cpu_s = (thread_cpu_ms() - c_start) * 1e-3;
     qtts_batch_timing t;
     qtts_batch_get_timing(b, &t);
@@ -394,7 +390,7 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
     const qtts_bench_options *o = c->o;
     qtts_bench_result *r = c->r;
     qtts_err *err = c->err;
-    double t0 = now_ms();
+    double t0 = qtts_now_ms();
     if (o->model_path) {
         qtts_talker_options opt = {o->wtype};
         if (!(c->m = qtts_talker_model_load(o->model_path, &opt, err)) ||
@@ -423,7 +419,7 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
     qtts_store_release_pages(c->m->store);
     qtts_store_release_pages(c->codec_store);
     qtts_store_release_pages(qtts_codec_decoder_owned_store(c->dec));
-    r->load_s = (now_ms() - t0) * 1e-3;
+    r->load_s = (qtts_now_ms() - t0) * 1e-3;
     const qtts_model_config *cfg = &c->m->cfg;
     snprintf(r->variant, sizeof r->variant, "%s", qtts_variant_name(cfg->variant));
     const qtts_dtype q = c->m->lm.layers[0].q.type;

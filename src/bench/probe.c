@@ -7,16 +7,11 @@
 
 #include "bench/probe_kernels.h"
 #include "tensor/cpu.h"
+#include "core/clock.h"
 
 /* The machine may be shared: every figure is the best of several timed runs
  * (one that ran undisturbed shows the hardware's rate). */
 enum { READ_PASSES = 8, FMA_REPS = 40 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- scalar fallbacks (what the compiler makes of plain C) ---- */
 
@@ -86,9 +81,9 @@ static void fma_body(void *ctx, int tid, int nt) {
 }
 
 static double time_run(qtts_pool *pool, qtts_spmd_fn fn, probe_job *j) {
-    double t0 = now_s();
+    double t0 = qtts_now_s();
     qtts_pool_run(pool, fn, j);
-    double dt = now_s() - t0;
+    double dt = qtts_now_s() - t0;
     return dt > 0 ? dt : 1e-9;
 }
 

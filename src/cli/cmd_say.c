@@ -18,8 +18,13 @@
 #include "io/spk.h"
 #include "qtts.h"
 #include "text/split.h"
+#include "core/clock.h"
+#include "io/file.h"
 
 enum { FADE_SAMPLES = 240 }; /* 10 ms fades where utterances are joined */
+/* Input caps: a book is a few MB of text; a 60 s reference is at most ~70 MB even as 96 kHz 32-bit stereo. */
+#define MAX_TEXT_BYTES ((size_t)1 << 30)
+#define MAX_AUDIO_BYTES ((size_t)256 << 20)
 
 static void say_usage(FILE *out) {
     fprintf(out,
@@ -124,29 +129,6 @@ static FILE *open_player(void) {
         if (system(check) == 0) return popen(players[i][1], "w");
     }
     return NULL;
-}
-
-static char *read_all(FILE *f, size_t *len) {
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return NULL;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (!got) break;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
 }
 
 static int parse_float(const char *opt, const char *v, float lo, float hi, float *out) {
@@ -285,13 +267,13 @@ int cmd_say(int argc, char **argv) {
         text = strdup(argv[optind]);
         text_len = text ? strlen(text) : 0;
     } else {
-        FILE *f = file ? fopen(file, "rb") : stdin;
-        if (!f) {
-            cli_error("%s: %s", file, strerror(errno));
+        qtts_err rerr = {{0}};
+        int rrc = file ? qtts_read_file(file, MAX_TEXT_BYTES, &text, &text_len, &rerr)
+                       : qtts_read_stream(stdin, "standard input", MAX_TEXT_BYTES, &text, &text_len, &rerr);
+        if (rrc) {
+            cli_error("%s", rerr.msg);
             return CLI_FAIL;
         }
-        text = read_all(f, &text_len);
-        if (file) fclose(f);
     }
     if (!text) {
         cli_error("out of memory reading the text");
@@ -404,7 +386,7 @@ int cmd_say(int argc, char **argv) {
     cli_progress pr;
     float *xvec = NULL;
     int32_t *ref_codes = NULL;
-    void *audio_bytes = NULL;
+    char *audio_bytes = NULL;
     if (!e) {
         cli_error("%s", err);
         goto done;
@@ -415,16 +397,10 @@ int cmd_say(int argc, char **argv) {
                 mi->weight_type, mi->decoder_precision, mi->n_threads);
     }
     if (ref_audio) {
-        FILE *f = fopen(ref_audio, "rb");
         size_t n = 0;
-        if (!f) {
-            cli_error("%s: %s", ref_audio, strerror(errno));
-            goto done;
-        }
-        audio_bytes = read_all(f, &n);
-        fclose(f);
-        if (!audio_bytes) {
-            cli_error("%s: out of memory", ref_audio);
+        qtts_err rerr = {{0}};
+        if (qtts_read_file(ref_audio, MAX_AUDIO_BYTES, &audio_bytes, &n, &rerr)) {
+            cli_error("%s", rerr.msg);
             goto done;
         }
         voice = qtts_voice_from_audio_bytes(e, audio_bytes, n, req.x_vector_only ? NULL : ref_text, err, sizeof err);
@@ -455,7 +431,7 @@ int cmd_say(int argc, char **argv) {
         /* draw one seed for the whole job and print it so the run can be repeated */
         FILE *ur = fopen("/dev/urandom", "rb");
         uint64_t s = 0;
-        if (!ur || fread(&s, sizeof s, 1, ur) != 1) s = (uint64_t)cli_progress_now() * 1000003u;
+        if (!ur || fread(&s, sizeof s, 1, ur) != 1) s = (uint64_t)qtts_now_s() * 1000003u;
         if (ur) fclose(ur);
         req.seed = s >> 1;
         req.has_seed = 1;

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "text/tokenizer.h"
+#include "io/file.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -21,32 +22,6 @@ static void usage(FILE *out) {
             "                     in vocab form (byte-level symbols, e.g. \"Ġworld\" for \" world\")\n"
             "  --template KIND    wrap TEXT in a prompt template first: target, ref or instruct\n"
             "  -h, --help         this help\n");
-}
-
-static char *read_stdin(size_t *len) {
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return NULL;
-    for (;;) {
-        if (n == cap) {
-            char *nb = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                return NULL;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(stdin)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
 }
 
 static void print_json_string(const char *s, size_t len) {
@@ -113,9 +88,9 @@ int cmd_tokenize(int argc, char **argv) {
     if (text) {
         len = strlen(text);
     } else {
-        owned = read_stdin(&len);
-        if (!owned) {
-            cli_error("tokenize: cannot read stdin");
+        qtts_err rerr = {{0}};
+        if (qtts_read_stream(stdin, "standard input", (size_t)1 << 30, &owned, &len, &rerr)) {
+            cli_error("tokenize: %s", rerr.msg);
             return CLI_FAIL;
         }
         text = owned;

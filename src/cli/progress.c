@@ -1,16 +1,11 @@
 /* Progress line on stderr (see progress.h). */
 #include "cli/progress.h"
+#include "core/clock.h"
 
 #include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_SECONDS_PER_UNIT (1.0 / 14.0) /* ~14 characters of English per second */
-
-double cli_progress_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void cli_progress_init(cli_progress *p, int mode, int n_utts, size_t total_units) {
     p->out = stderr;
@@ -23,7 +18,7 @@ void cli_progress_init(cli_progress *p, int mode, int n_utts, size_t total_units
     p->utt_units = 0;
     p->frames = 0;
     p->audio_s = 0;
-    p->t_job = p->t_utt = cli_progress_now();
+    p->t_job = p->t_utt = qtts_now_s();
     p->last_draw = 0;
     p->drawn = 0;
 }
@@ -33,7 +28,7 @@ void cli_progress_begin(cli_progress *p, int index, size_t units) {
     p->utt_units = units;
     p->frames = 0;
     p->audio_s = 0;
-    p->t_utt = cli_progress_now();
+    p->t_utt = qtts_now_s();
     p->last_draw = 0;
 }
 
@@ -71,7 +66,7 @@ int cli_progress_format(const cli_progress *p, double now, int final, char *buf,
 
 static void draw(cli_progress *p, int final) {
     char line[256];
-    cli_progress_format(p, cli_progress_now(), final, line, sizeof line);
+    cli_progress_format(p, qtts_now_s(), final, line, sizeof line);
     fprintf(p->out, "\r\033[K%s%s", line, final ? "\n" : "");
     fflush(p->out);
     p->drawn = !final;
@@ -81,7 +76,7 @@ void cli_progress_update(cli_progress *p, int frames, double audio_seconds) {
     p->frames = frames;
     p->audio_s = audio_seconds;
     if (!p->enabled) return;
-    double t = cli_progress_now();
+    double t = qtts_now_s();
     if (t - p->last_draw < 0.1) return;
     p->last_draw = t;
     draw(p, 0);

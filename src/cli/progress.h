@@ -49,9 +49,8 @@ void cli_progress_end(cli_progress *p, int frames, double audio_seconds);
 /* Erases the current line (call before writing other text to stderr). */
 void cli_progress_clear(cli_progress *p);
 
-/* The line as it would be drawn at time `now` (seconds, monotonic); for
+/* The line as it would be drawn at time `now` (seconds, qtts_now_s); for
  * tests. Returns its length. */
 int cli_progress_format(const cli_progress *p, double now, int final, char *buf, size_t size);
-double cli_progress_now(void);
 
 #endif

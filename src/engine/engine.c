@@ -20,12 +20,7 @@
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
 #include "io/model_pack.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "core/clock.h"
 
 static void set_err(char *err, size_t size, const char *msg) {
     if (err && size) snprintf(err, size, "%s", msg);
@@ -119,7 +114,7 @@ static uint64_t random_seed(void) {
         if (read(fd, &s, sizeof s) != (ssize_t)sizeof s) s = 0;
         close(fd);
     }
-    if (!s) s = (uint64_t)now_ms() * 6364136223846793005ull + (uint64_t)getpid();
+    if (!s) s = (uint64_t)qtts_now_ms() * 6364136223846793005ull + (uint64_t)getpid();
     return s >> 1; /* keep it printable as a signed 64-bit number too */
 }
 
@@ -221,7 +216,7 @@ qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_
     if (!r->has_seed) s->req.seed = random_seed();
     s->req.has_seed = 1;
     s->mode = mode;
-    s->t_submit = now_ms();
+    s->t_submit = qtts_now_ms();
 
     pthread_mutex_lock(&e->mu);
     if (e->stopping) {
@@ -348,7 +343,7 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
     r.audio_seconds = (double)s->samples_out / e->sample_rate;
     r.queue_ms = s->t_start - s->t_submit;
     r.first_audio_ms = s->t_first_audio > 0 ? s->t_first_audio - s->t_submit : 0;
-    r.total_ms = now_ms() - s->t_submit;
+    r.total_ms = qtts_now_ms() - s->t_submit;
     r.prefill_ms = s->prefill_ms;
     r.talker_ms = s->talker_ms;
     r.code_predictor_ms = s->cp_ms;
@@ -379,7 +374,7 @@ static void slot_finish(qtts_engine *e, slot *s, const char *error) {
 /* Decodes the due requests' pending frames in one batched step. */
 static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     int n = 0;
-    const double now = now_ms();
+    const double now = qtts_now_ms();
     for (slot *s = e->active; s; s = s->next) {
         s->decode_now = qtts_decode_due(s->n_pending, qtts_gen_request_finished(s->gen), s->samples_out,
                                         e->frame_samples, e->sample_rate, s->t_start, s->t_first_audio, now);
@@ -408,9 +403,9 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
         which[i] = s;
         i++;
     }
-    double t0 = now_ms();
+    double t0 = qtts_now_ms();
     if (qtts_codec_decode_step_batch(e->decoder, pool, streams, codes, nf, n, out, err)) return -1;
-    double dt = (now_ms() - t0) / n;
+    double dt = (qtts_now_ms() - t0) / n;
     for (i = 0; i < n; i++) {
         slot *s = which[i];
         int64_t count = nf[i] * e->frame_samples;
@@ -425,7 +420,7 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
         s->n_pending = 0;
         if (count > 0) {
             if (stream_push(s->stream, pcm, (size_t)count)) return qtts_fail(err, "out of memory");
-            if (s->t_first_audio == 0) s->t_first_audio = now_ms();
+            if (s->t_first_audio == 0) s->t_first_audio = qtts_now_ms();
             s->samples_out += count;
         }
     }
@@ -460,7 +455,7 @@ static int frame_loop(qtts_pool *pool, void *ctx) {
         if (!s) break;
         s->next = e->active;
         e->active = s;
-        s->t_start = now_ms();
+        s->t_start = qtts_now_ms();
         if (atomic_load(&s->stream->cancelled)) {
             slot_finish(e, s, "cancelled");
         } else if (slot_start(e, pool, s, &err)) {

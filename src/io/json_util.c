@@ -6,45 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/file.h"
+
 enum { MAX_JSON_BYTES = 64 * 1024 * 1024 };
 
 cJSON *json_load_file(const char *path, qtts_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        qtts_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            if (cap > MAX_JSON_BYTES + 65536) {
-                fclose(f);
-                free(buf);
-                qtts_fail(err, "%s: larger than %d bytes, not a config file", path, MAX_JSON_BYTES);
-                return NULL;
-            }
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                fclose(f);
-                free(buf);
-                qtts_fail(err, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    if (read_error) {
-        free(buf);
-        qtts_fail(err, "%s: read error", path);
-        return NULL;
-    }
+    char *buf;
+    size_t len;
+    if (qtts_read_file(path, MAX_JSON_BYTES, &buf, &len, err)) return NULL;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
     if (!root) {

@@ -10,6 +10,7 @@
 
 #include "io/gguf.h"
 #include "tensor/quant.h"
+#include "io/file.h"
 
 typedef struct {
     const char *key;
@@ -33,34 +34,8 @@ int qtts_pack_is_quantizable(const char *name, int ndim) {
            !strstr(name, "norm");
 }
 
-static char *read_file(const char *path, size_t *len, qtts_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        qtts_fail(err, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                qtts_fail(err, "%s: out of memory", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (!got) break;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
+/* config and tokenizer files; vocab.json is 2.8 MB */
+#define MAX_TEXT_FILE_BYTES ((size_t)256 << 20)
 
 int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
                     void (*progress)(void *user, int done, int total), void *user, qtts_err *err) {
@@ -80,8 +55,7 @@ int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
             }
             continue;
         }
-        texts[i] = read_file(path, &lens[i], err);
-        if (!texts[i]) goto done;
+        if (qtts_read_file(path, MAX_TEXT_FILE_BYTES, &texts[i], &lens[i], err)) goto done;
         kv[n_kv++] = qtts_gguf_kv_str(text_files[i].key, texts[i], lens[i]);
     }
     kv[n_kv++] = qtts_gguf_kv_str("general.architecture", "qwen3_tts", 9);

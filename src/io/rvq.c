@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/file.h"
+
+/* 64 MiB of codes is about 800 hours of audio: larger is not a code file. */
+#define MAX_RVQ_FILE_BYTES ((size_t)64 << 20)
+
 size_t qtts_rvq_size(int64_t n_q, int64_t T) { return (size_t)((n_q * T * QTTS_RVQ_BITS + 7) / 8); }
 
 static int check_nq(int64_t n_q, qtts_err *err) {
@@ -84,33 +89,10 @@ int qtts_rvq_read(const char *path, int64_t n_q, int64_t codebook_size, int32_t 
                   qtts_err *err) {
     *codes_out = NULL;
     *T_out = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return qtts_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t size = 0, cap = 0;
-    for (;;) {
-        if (size == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            unsigned char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return qtts_fail(err, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t n = fread(buf + size, 1, cap - size, f);
-        size += n;
-        if (n == 0) break;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        free(buf);
-        return qtts_fail(err, "%s: read error", path);
-    }
-    int rc = qtts_rvq_unpack(buf, size, n_q, codebook_size, path, codes_out, T_out, err);
+    char *buf;
+    size_t size;
+    if (qtts_read_file(path, MAX_RVQ_FILE_BYTES, &buf, &size, err)) return -1;
+    int rc = qtts_rvq_unpack((const unsigned char *)buf, size, n_q, codebook_size, path, codes_out, T_out, err);
     free(buf);
     return rc;
 }

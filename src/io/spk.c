@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/file.h"
+
 /* Explicit little-endian byte order, whatever the host. */
 static void put_f32le(unsigned char *p, float f) {
     uint32_t u;
@@ -70,37 +72,11 @@ float *qtts_spk_from_bytes(const void *data, size_t size, int64_t dim, const cha
 }
 
 float *qtts_spk_read(const char *path, int64_t dim, int64_t *out_dim, qtts_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        qtts_fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
     /* x-vectors are a few KB; refuse anything absurd before allocating */
-    const long max_bytes = 1L << 20;
-    unsigned char *buf = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        qtts_fail(err, "%s: cannot determine the file size", path);
-        return NULL;
-    }
-    if (size > max_bytes) {
-        fclose(f);
-        qtts_fail(err, "%s: %ld bytes is too large for an x-vector", path, size);
-        return NULL;
-    }
-    if (size > 0) {
-        buf = qtts_malloc((size_t)size, err);
-        if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size) {
-            if (buf) qtts_fail(err, "%s: read failed", path);
-            free(buf);
-            fclose(f);
-            return NULL;
-        }
-    }
-    fclose(f);
-    float *v = qtts_spk_from_bytes(buf, (size_t)size, dim, path, out_dim, err);
+    char *buf;
+    size_t size;
+    if (qtts_read_file(path, 1u << 20, &buf, &size, err)) return NULL;
+    float *v = qtts_spk_from_bytes((const unsigned char *)buf, size, dim, path, out_dim, err);
     free(buf);
     return v;
 }

@@ -1,5 +1,6 @@
 /* HuggingFace hub download with resume and verification (see download.h). */
 #include "net/download.h"
+#include "core/clock.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -80,12 +81,6 @@ int qtts_sha256_file(const char *path, char hex[65], qtts_err *err) {
 }
 
 /* ---- small utilities ---- */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int mkdir_p(const char *path, qtts_err *err) {
     char tmp[4096];
@@ -212,7 +207,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *u) {
 }
 
 static void draw_progress(xfer *x, int final) {
-    double t = now_s();
+    double t = qtts_now_s();
     if (!final && t - x->last_draw < 0.1) return;
     x->last_draw = t;
     double el = t - x->t0, rate = el > 0 ? x->received / el : 0;
@@ -625,7 +620,7 @@ int qtts_download_repo(const char *repo_id, const char *dir, const qtts_download
     memset(&prog, 0, sizeof prog);
     prog.progress = opts->progress;
     prog.n_files = n;
-    prog.t0 = now_s();
+    prog.t0 = qtts_now_s();
     for (int i = 0; i < n; i++) prog.total_all += files[i].size;
     stats->files_total = n;
     stats->bytes_total = prog.total_all;

@@ -14,18 +14,7 @@
 
 #include "server/auth.h"
 #include "server/internal.h"
-
-long long srv_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-double srv_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "core/clock.h"
 
 void qtts_server_params_default(qtts_server_params *p) {
     memset(p, 0, sizeof *p);
@@ -101,7 +90,7 @@ static enum MHD_Result route_health(qtts_server *s, struct MHD_Connection *c) {
              "{\"status\":\"%s\",\"model\":\"%s\",\"variant\":\"%s\",\"active_slots\":%d,\"queued\":%d,"
              "\"uptime_s\":%.1f}",
              draining ? "draining" : "ok", s->model_id, s->info->variant, st.active_slots, st.queued,
-             (srv_now_ms() - s->started_ms) / 1000.0);
+             ((long long)qtts_now_ms() - s->started_ms) / 1000.0);
     return srv_respond_json(s, c, draining ? 503 : 200, js);
 }
 
@@ -196,7 +185,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!rq) { /* first call: headers only */
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
-        rq->t0_ms = srv_now_ms();
+        rq->t0_ms = (long long)qtts_now_ms();
         *con_cls = rq;
         const char *tail;
         route_id r = match_route(url, &tail);
@@ -323,7 +312,7 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     atomic_init(&s->draining, 0);
     atomic_init(&s->aborting, 0);
     srv_metrics_init(&s->metrics);
-    s->started_ms = srv_now_ms();
+    s->started_ms = (long long)qtts_now_ms();
     if (!s->host || !s->model_id || (p->voices_dir && *p->voices_dir && !s->voices_dir) ||
         (p->api_key && *p->api_key && !s->api_key) || (p->cors_origin && *p->cors_origin && !s->cors_origin)) {
         snprintf(err, err_size, "out of memory");
@@ -392,16 +381,16 @@ int qtts_server_drain(qtts_server *s, int deadline_ms) {
     atomic_store(&s->draining, 1);
     MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
-    long long end = srv_now_ms() + (deadline_ms > 0 ? deadline_ms : 0);
-    while (atomic_load(&s->metrics.inflight) > 0 && srv_now_ms() < end) {
+    long long end = (long long)qtts_now_ms() + (deadline_ms > 0 ? deadline_ms : 0);
+    while (atomic_load(&s->metrics.inflight) > 0 && (long long)qtts_now_ms() < end) {
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
     }
     int cut = atomic_load(&s->metrics.inflight);
     if (cut > 0) {
         atomic_store(&s->aborting, 1); /* readers see it within one read timeout */
-        long long end2 = srv_now_ms() + 2000;
-        while (atomic_load(&s->metrics.inflight) > 0 && srv_now_ms() < end2) {
+        long long end2 = (long long)qtts_now_ms() + 2000;
+        while (atomic_load(&s->metrics.inflight) > 0 && (long long)qtts_now_ms() < end2) {
             struct timespec ts = {0, 20 * 1000000};
             nanosleep(&ts, NULL);
         }

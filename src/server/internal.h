@@ -38,8 +38,6 @@ typedef struct {
     srv_speech *speech; /* a buffered speech request waiting for its audio */
 } srv_req;
 
-long long srv_now_ms(void);
-double srv_now_s(void);
 
 /* Responses: each queues a response and records its status in the metrics. */
 enum MHD_Result srv_respond(qtts_server *s, struct MHD_Connection *c, int status, const char *mime, const void *data,

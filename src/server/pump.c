@@ -1,4 +1,5 @@
 #include "server/pump.h"
+#include "core/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -22,12 +23,6 @@ struct srv_pump {
     atomic_int *aborting;
     float buf[PUMP_READ_MAX];
 };
-
-static long long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int conn_gone(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -82,7 +77,7 @@ static void *pump_main(void *arg) {
         }
         int progressed = 0, check_gone = ++sweep % PUMP_GONE_EVERY == 0;
         int aborting = atomic_load(p->aborting);
-        long long now = now_ms();
+        long long now = (long long)qtts_now_ms();
         for (srv_job *j = p->head, *next; j; j = next) {
             next = j->next;
             long n;
@@ -238,7 +233,7 @@ srv_take srv_job_take(srv_job *j, float *out, size_t max, size_t *n) {
 int srv_job_wait(srv_pump *p, srv_job *j) {
     pthread_mutex_lock(&j->mu);
     int suspend = !j->len && !j->end && !j->gone && !atomic_load(&p->stopping) && !atomic_load(p->aborting) &&
-                  now_ms() <= j->deadline_ms;
+                  (long long)qtts_now_ms() <= j->deadline_ms;
     if (suspend) {
         j->suspended = 1;
         MHD_suspend_connection(j->conn);

@@ -14,6 +14,7 @@
 #include "server/internal.h"
 #include "server/pump.h"
 #include "server/stretch.h"
+#include "core/clock.h"
 
 #define READ_MAX 8192     /* samples per read */
 
@@ -337,14 +338,14 @@ static int push_audio(srv_speech *ss, const float *x, size_t n, int final) {
 static void observe_first(srv_speech *ss) {
     if (ss->got_first) return;
     ss->got_first = 1;
-    srv_hist_observe(&ss->s->metrics.ttfa, srv_now_s() - ss->t0);
+    srv_hist_observe(&ss->s->metrics.ttfa, qtts_now_s() - ss->t0);
 }
 
 static void observe_done(srv_speech *ss) {
     int sr = ss->s->info->sample_rate > 0 ? ss->s->info->sample_rate : QTTS_SAMPLE_RATE;
     double secs = (double)ss->samples_out / sr;
     atomic_fetch_add(&ss->s->metrics.audio_samples_out, ss->samples_out);
-    if (secs > 0) srv_hist_observe(&ss->s->metrics.rtf, (srv_now_s() - ss->t0) / secs);
+    if (secs > 0) srv_hist_observe(&ss->s->metrics.rtf, (qtts_now_s() - ss->t0) / secs);
 }
 
 /* An error after the 200 went out: SSE gets an error event, audio is cut. */
@@ -417,7 +418,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             ss->started = ss->state == 0; /* counted as a disconnect on release */
             return MHD_CONTENT_READER_END_WITH_ERROR;
         case JOB_EMPTY:
-            if (srv_now_ms() > ss->job.deadline_ms) {
+            if ((long long)qtts_now_ms() > ss->job.deadline_ms) {
                 qtts_stream_cancel(ss->job.st);
                 stream_fail(ss, "request timed out");
                 continue;
@@ -471,7 +472,7 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
             rc = MHD_NO; /* closes the connection; the request is cancelled below */
             goto done;
         }
-        if (srv_now_ms() > ss->job.deadline_ms) {
+        if ((long long)qtts_now_ms() > ss->job.deadline_ms) {
             rc = srv_respond_error(s, c, 504, "server_error", NULL, "timeout", "request timed out");
             goto done;
         }
@@ -549,9 +550,9 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
     ss->conn = c;
     ss->mode = o.mode;
     ss->fmt = o.fmt;
-    ss->t0 = srv_now_s();
+    ss->t0 = qtts_now_s();
     ss->job.conn = c;
-    ss->job.deadline_ms = srv_now_ms() + (long long)s->p.request_timeout_s * 1000;
+    ss->job.deadline_ms = (long long)qtts_now_ms() + (long long)s->p.request_timeout_s * 1000;
     atomic_fetch_add(&s->metrics.inflight, 1);
     ss->counted = 1;
     char err[512] = "";

@@ -15,6 +15,7 @@
 #include "text/tokenizer_internal.h"
 #include "text/utf8.h"
 #include "text/vocab.h"
+#include "io/file.h"
 
 enum {
     MAX_TEXT_BYTES = 1 << 30,        /* longest text one encode call accepts */
@@ -56,45 +57,6 @@ struct qtts_tokenizer {
 };
 
 /* ---- loading ------------------------------------------------------------ */
-
-static int read_file(const char *path, char **buf, size_t *len, qtts_err *err) {
-    *buf = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return qtts_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 0, n = 0;
-    char *b = NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= MAX_FILE_BYTES) {
-                fclose(f);
-                free(b);
-                return qtts_fail(err, "%s: larger than %d MiB", path, MAX_FILE_BYTES >> 20);
-            }
-            cap = cap ? cap * 2 : (1 << 20);
-            char *nb = realloc(b, cap + 1);
-            if (!nb) {
-                fclose(f);
-                free(b);
-                return qtts_fail(err, "%s: out of memory", path);
-            }
-            b = nb;
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(b);
-        return qtts_fail(err, "%s: read error", path);
-    }
-    b[n] = 0;
-    *buf = b;
-    *len = n;
-    return 0;
-}
 
 static int is_hspace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
@@ -145,7 +107,7 @@ static int add_merge_batch(qtts_tokenizer *t, const char *path, merge_line *ml, 
 static int load_merges(qtts_tokenizer *t, const char *path, qtts_err *err) {
     char *buf;
     size_t len;
-    if (read_file(path, &buf, &len, err)) return -1;
+    if (qtts_read_file(path, MAX_FILE_BYTES, &buf, &len, err)) return -1;
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
     merge_line ml[MERGE_BATCH];
@@ -312,7 +274,7 @@ qtts_tokenizer *qtts_tok_load_files(const char *vocab_path, const char *merges_p
     if (!t) return NULL;
     char *buf = NULL;
     size_t len;
-    if (read_file(vocab_path, &buf, &len, err)) goto fail;
+    if (qtts_read_file(vocab_path, MAX_FILE_BYTES, &buf, &len, err)) goto fail;
     if (qtts_vocab_init(&t->vocab, len / 12 + 1024, err)) goto fail;
     if (qtts_vocab_parse_json(&t->vocab, vocab_path, buf, len, err)) goto fail;
     free(buf);
