@@ -4,7 +4,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/executor.h"
@@ -70,7 +73,38 @@ static void run_barrier(qtts_pool *pool, void *ctx) {
     qtts_pool_run(pool, barrier_body, b);
 }
 
+static void tiny_body(void *p, int64_t b, int64_t e, int tid) {
+    (void)p, (void)b, (void)e, (void)tid;
+}
+
+/* A thread that is not the pool's owner runs a job far below the inline
+ * threshold: the owner check must still fire (abort), not compute inline. */
+static void *stray_caller(void *p) {
+    qtts_parallel_for_work(p, 4, 1, 1.0, tiny_body, NULL);
+    return NULL;
+}
+
+static void check_stray_caller_aborts(void) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        qtts_err e = {{0}};
+        qtts_pool *pool = qtts_pool_create(2, &e);
+        if (!pool) _exit(3);
+        freopen("/dev/null", "w", stderr);
+        pthread_t th;
+        pthread_create(&th, NULL, stray_caller, pool);
+        pthread_join(th, NULL);
+        _exit(0); /* the call above returned: the invariant was not enforced */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    TEST_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+               "a tiny job from a non-owner thread must abort (status %d)", st);
+}
+
 int main(void) {
+    check_stray_caller_aborts();
     qtts_err err = {{0}};
     int before_create = count_threads();
     qtts_exec *ex = qtts_exec_create(3, &err);

@@ -1,5 +1,6 @@
 #include "core/threadpool.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -134,13 +135,17 @@ void qtts_pool_free(qtts_pool *pool) {
 
 int qtts_pool_size(const qtts_pool *pool) { return pool ? pool->n_threads : 1; }
 
-void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
-    if (!pthread_equal(pthread_self(), pool->owner)) {
-        /* A request thread tried to compute: that would break the thread
-         * invariant (see README), so fail loudly rather than run degraded. */
+/* A request thread tried to compute: that would break the thread invariant
+ * (see README), so fail loudly rather than run degraded. */
+static void check_owner(const qtts_pool *pool) {
+    if (pool && !pthread_equal(pthread_self(), pool->owner)) {
         fprintf(stderr, "qtts: internal error: compute submitted from a thread that does not own the pool\n");
         abort();
     }
+}
+
+void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
+    check_owner(pool);
     if (pool->n_threads == 1) {
         fn(ctx, 0, 1);
         return;
@@ -186,19 +191,20 @@ static void range_body(void *p, int tid, int n_threads) {
     if (b < e) job->fn(job->ctx, b, e, tid);
 }
 
-void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx) {
+void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double work, qtts_range_fn fn, void *ctx) {
+    check_owner(pool);
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    if (!pool || pool->n_threads == 1 || n <= grain) {
-        if (pool && !pthread_equal(pthread_self(), pool->owner)) {
-            fprintf(stderr, "qtts: internal error: compute submitted from a thread that does not own the pool\n");
-            abort();
-        }
+    if (!pool || pool->n_threads == 1 || n <= grain || work < QTTS_POOL_MIN_WORK) {
         fn(ctx, 0, n, 0);
         return;
     }
     range_job job = {fn, ctx, n, grain};
     qtts_pool_run(pool, range_body, &job);
+}
+
+void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx) {
+    qtts_parallel_for_work(pool, n, grain, HUGE_VAL, fn, ctx);
 }
 
 void qtts_pool_barrier(qtts_pool *pool) {

@@ -26,8 +26,19 @@ void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx);
 
 /* Splits [0, n) into one contiguous range per thread (multiples of grain,
  * except the last), runs fn on each, returns when all are done. Runs inline
- * when n is small or the pool has one thread. */
+ * when n <= grain or the pool has one thread. pool may be NULL only where
+ * there is no pool at all (unit tests, single-threaded tools). */
 void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx);
+
+/* The one inline-or-parallel policy. work estimates the job in multiply-adds
+ * of a bandwidth-bound kernel (a matrix-vector product; compute-bound tiles
+ * count a fraction of a MAC each, see their callers). Below
+ * QTTS_POOL_MIN_WORK, waking the workers costs more than the work saves, so
+ * the job runs inline on the calling thread. The owner check runs first
+ * either way: compute entered from a thread that does not own the pool always
+ * aborts, however small. */
+#define QTTS_POOL_MIN_WORK 65536.0
+void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double work, qtts_range_fn fn, void *ctx);
 
 /* Barrier for use inside an SPMD body: spins briefly, then yields. */
 void qtts_pool_barrier(qtts_pool *pool);

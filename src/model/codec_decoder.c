@@ -757,8 +757,6 @@ static void emit_cm(qtts_codec_stream *s, const char *stage, const float *x, int
 }
 
 /* Small jobs run inline: waking the workers costs more than the work. */
-static qtts_pool *par(qtts_pool *pool, double work) { return work < 262144.0 ? NULL : pool; }
-
 static int lin_run(qtts_codec_decoder *d, qtts_pool *pool, const lin *l, const float *x, int64_t M, float *y,
                    qtts_err *err) {
     float *pack = ws(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
@@ -806,7 +804,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
     if (lin_run(d, pool, &d->in_proj, in, N, X, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         const tlayer *ly = &d->layers[l];
-        qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->in_norm, N, Hd, d->rms_eps, Hn);
+        qtts_rmsnorm(pool, X, ly->in_norm, N, Hd, d->rms_eps, Hn);
         if (lin_run(d, pool, &ly->qkv, Hn, N, QKV, err)) return -1;
         for (int i = 0; i < ns; i++) {
             qtts_codec_stream *s = S[i];
@@ -821,7 +819,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
                                 .out = AO + roff[i] * qd, .out_stride = qd, .n_q = F[i], .q_first = s->n_cached,
                                 .n_heads = d->nh, .n_kv_heads = d->nkv, .head_dim = d->hd, .window = d->W,
                                 .scale = 1.0f / sqrtf((float)d->hd)};
-            qtts_attention(par(pool, (double)F[i] * qd * (s->n_cached + F[i]) * 2), &a);
+            qtts_attention(pool, &a);
             /* keep the last W-1 keys: all a later query can still see */
             int64_t have = s->n_cached + F[i], keepn = have < d->W - 1 ? have : d->W - 1;
             memmove(s->kc[l], s->kc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
@@ -830,7 +828,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         if (lin_run(d, pool, &ly->o, AO, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_attn[c] * O[r * Hd + c];
-        qtts_rmsnorm(par(pool, (double)N * Hd), X, ly->post_norm, N, Hd, d->rms_eps, Hn);
+        qtts_rmsnorm(pool, X, ly->post_norm, N, Hd, d->rms_eps, Hn);
         if (lin_run(d, pool, &ly->gate_up, Hn, N, GU, err)) return -1;
         for (int64_t r = 0; r < N; r++) {
             memcpy(G + r * I, GU + r * 2 * I, (size_t)I * sizeof(float));
@@ -846,7 +844,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         s->n_cached = have < d->W - 1 ? have : d->W - 1;
         s->pos += F[i];
     }
-    qtts_rmsnorm(par(pool, (double)N * Hd), X, d->norm_w, N, Hd, d->rms_eps, Hn);
+    qtts_rmsnorm(pool, X, d->norm_w, N, Hd, d->rms_eps, Hn);
     return lin_run(d, pool, &d->out_proj, Hn, N, y, err);
 }
 
@@ -881,10 +879,10 @@ static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, q
         memcpy(h, tmp + rows[i] * L, (size_t)(H * L) * sizeof(float));
         off += rows[i];
     }
-    qtts_layernorm(par(pool, (double)N * L), dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
+    qtts_layernorm(pool, dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
     if (lin_run(d, pool, &us->pw1, dw, N, p1, err)) return -1;
     gelu_job gj = {p1, us->inner};
-    qtts_parallel_for(par(pool, (double)N * us->inner * 8), N, 1, gelu_rows, &gj);
+    qtts_parallel_for_work(pool, N, 1, (double)N * us->inner * 2, gelu_rows, &gj); /* ~8 flops per erf-GELU */
     if (lin_run(d, pool, &us->pw2, p1, N, dw, err)) return -1;
     for (int64_t r = 0; r < N; r++)
         for (int64_t c = 0; c < L; c++) x[r * L + c] += us->gamma[c] * dw[r * L + c];

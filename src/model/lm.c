@@ -256,7 +256,7 @@ static void attn_items(void *p, int64_t i0, int64_t i1, int tid) {
             .window = 0,
             .scale = j->scale,
         };
-        qtts_attention(NULL, &a);
+        qtts_attention(NULL, &a); /* inline: this already runs on a pool thread (attn_items) */
     }
 }
 

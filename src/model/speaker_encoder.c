@@ -227,11 +227,11 @@ static int se_res2net(const qtts_spk_encoder *e, qtts_pool *pool, const spk_bloc
         for (int64_t k = 0; k < t; k++) acc += r[k];
         s[c] = (float)(acc / (double)t);
     }
-    if (qtts_conv1d_padded(NULL, s, C, 1, b->se1.w, b->se1.b, b->se1.c_out, 1, 1, 1, 0, 0, QTTS_PAD_ZERO, s1, NULL,
+    if (qtts_conv1d_padded(pool, s, C, 1, b->se1.w, b->se1.b, b->se1.c_out, 1, 1, 1, 0, 0, QTTS_PAD_ZERO, s1, NULL,
                            err))
         return -1;
     relu(s1, b->se1.c_out);
-    if (qtts_conv1d_padded(NULL, s1, b->se1.c_out, 1, b->se2.w, b->se2.b, C, 1, 1, 1, 0, 0, QTTS_PAD_ZERO, s2, NULL,
+    if (qtts_conv1d_padded(pool, s1, b->se1.c_out, 1, b->se2.w, b->se2.b, C, 1, 1, 1, 0, 0, QTTS_PAD_ZERO, s2, NULL,
                            err))
         return -1;
     for (int64_t c = 0; c < C; c++) {

@@ -253,8 +253,13 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
 }
 
 /* Small convs (well under a millisecond) are not worth waking the workers for. */
-static qtts_pool *pool_for(qtts_pool *pool, const qtts_conv *cv, int64_t T) {
-    return cv->c_out * cv->c_in * cv->k * T < 1000000 ? NULL : pool;
+/* Conv and GEMM tiles are compute-bound: for qtts_parallel_for_work a MAC
+ * of theirs costs about 1/16 of a matrix-vector MAC (register-blocked FMA vs
+ * one weight read per MAC). */
+#define TILE_MAC_WORK (1.0 / 16.0)
+
+static double conv_work(const qtts_conv *cv, int64_t T) {
+    return (double)cv->c_out * (double)cv->c_in * (double)cv->k * (double)T * TILE_MAC_WORK;
 }
 
 static void run_tiles(qtts_pool *pool, conv_job *j) {
@@ -262,7 +267,7 @@ static void run_tiles(qtts_pool *pool, conv_job *j) {
     j->n_rb = cv->rows_pad / QTTS_CONV_MR;
     j->n_tb = (j->T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
     j->rows_outer = cv->rows_pad * cv->k > j->T + qtts_conv_history(cv);
-    qtts_parallel_for(pool_for(pool, cv, j->T), j->n_tb * j->n_rb, 1, conv_items, j);
+    qtts_parallel_for_work(pool, j->n_tb * j->n_rb, 1, conv_work(cv, j->T), conv_items, j);
 }
 
 /* bf16 convs: the input is first rounded into channel pairs (one pass over
@@ -298,7 +303,7 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     if (!pairs) return -1;
     const int avx512 = resolve(isa) == QTTS_CONV_ISA_AVX512 && qtts_conv_bf16_supported();
     pairs_job pj = {cv, x, ldx, len, pairs, avx512};
-    qtts_parallel_for(pool_for(pool, cv, T), c2n, 8, pairs_rows, &pj);
+    qtts_parallel_for_work(pool, c2n, 8, conv_work(cv, T), pairs_rows, &pj);
     conv_job j = {.cv = cv, .xbf = pairs, .add = add, .ldx = len, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
                   .tile_bf16 = qtts_conv_tile_bf16_scalar};
 #if defined(__x86_64__) || defined(_M_X64)
@@ -415,7 +420,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
     gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, tile_for(QTTS_CONV_ISA_AUTO)};
     int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
-    qtts_parallel_for(M * K * B->N < 1000000 ? NULL : pool, items, 1, gemm_items, &j);
+    qtts_parallel_for_work(pool, items, 1, (double)M * (double)K * (double)B->N * TILE_MAC_WORK, gemm_items, &j);
 }
 
 void qtts_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *w, float *Y,
@@ -449,7 +454,7 @@ static void ilv_rows(void *p, int64_t c0, int64_t c1, int tid) {
 void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_t c_out, int64_t s, int64_t T,
                           float *out, int64_t ldo) {
     ilv_job j = {ph, ldph, c_out, s, T, ldo, out};
-    qtts_parallel_for(c_out * s * T < 262144 ? NULL : pool, c_out, 8, ilv_rows, &j);
+    qtts_parallel_for_work(pool, c_out, 8, (double)c_out * (double)s * (double)T / 4, ilv_rows, &j); /* copies */
 }
 
 /* ---- time-major helpers ------------------------------------------------- */
@@ -531,7 +536,7 @@ static void snake_rows(void *p, int64_t c0, int64_t c1, int tid) {
 void qtts_snake_cm(qtts_pool *pool, const float *x, int64_t ldx, float *y, int64_t ldy, int64_t C, int64_t T,
                    const float *ea, const float *inv_b) {
     snake_job j = {x, ea, inv_b, y, ldx, ldy, T};
-    qtts_parallel_for(C * T < 131072 ? NULL : pool, C, 1, snake_rows, &j);
+    qtts_parallel_for_work(pool, C, 1, (double)C * (double)T / 2, snake_rows, &j); /* vectorized sines */
 }
 
 void qtts_snake_tm(float *x, int64_t ld, int64_t C, int64_t T, const float *ea, const float *inv_b) {

@@ -183,8 +183,10 @@ int qtts_conv1d_padded(qtts_pool *pool, const float *x, int64_t c_in, int64_t t_
     if (conv_setup(&j, x, c_in, t_in, w, bias, c_out, k, stride, dil, pad_left, pad_right, mode, y, err)) return -1;
     if (t_out) *t_out = j.t_out;
     if (j.t_out == 0) return 0;
+    /* tiles are compute-bound: 1/16 of a matrix-vector MAC each (see threadpool.h) */
+    double work = (double)c_out * (double)c_in * (double)k * (double)j.t_out / 16.0;
     if (stride == 1) {
-        qtts_parallel_for(pool, j.n_oblk * j.n_tblk, 1, conv_items, &j);
+        qtts_parallel_for_work(pool, j.n_oblk * j.n_tblk, 1, work, conv_items, &j);
         return 0;
     }
     /* Polyphase: with tap offset kk*dil = q*stride + m, input sample
@@ -199,7 +201,7 @@ int qtts_conv1d_padded(qtts_pool *pool, const float *x, int64_t c_in, int64_t t_
         return -1;
     }
     phase_job pj = {x, ph, t_in, s, up, pad_left, mode};
-    qtts_parallel_for(pool, cp, 1, phase_rows, &pj);
+    qtts_parallel_for_work(pool, cp, 1, (double)cp * (double)up / 4, phase_rows, &pj); /* copies */
     for (int64_t o = 0; o < c_out; o++)
         for (int64_t i = 0; i < c_in; i++)
             for (int64_t kk = 0; kk < k; kk++) {
@@ -209,7 +211,7 @@ int qtts_conv1d_padded(qtts_pool *pool, const float *x, int64_t c_in, int64_t t_
     conv_job jp;
     int rc = conv_setup(&jp, ph, cp, up, wp, bias, c_out, kq, 1, 1, 0, 0, QTTS_PAD_ZERO, y, err);
     if (!rc && jp.t_out != j.t_out) rc = qtts_fail(err, "conv1d: internal polyphase length mismatch");
-    if (!rc) qtts_parallel_for(pool, jp.n_oblk * jp.n_tblk, 1, conv_items, &jp);
+    if (!rc) qtts_parallel_for_work(pool, jp.n_oblk * jp.n_tblk, 1, work, conv_items, &jp);
     free(ph);
     free(wp);
     return rc;

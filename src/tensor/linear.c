@@ -244,9 +244,7 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
         }
         a->q = (const int8_t *)(buf + off);
     }
-    /* small packs (decode steps) inline: a pool round trip costs more than the work */
-    if (j->n * j->w->cols < (1 << 16)) pack_rows(j, 0, j->n, 0);
-    else qtts_parallel_for(pool, j->n, 4, pack_rows, j);
+    qtts_parallel_for_work(pool, j->n, 4, (double)j->n * (double)j->w->cols, pack_rows, j);
     return buf;
 }
 
@@ -270,9 +268,8 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
         buf = j.scratch = malloc(nt * (size_t)w->cols * sizeof(float));
         /* out of memory even for that: the reference path needs no scratch */
     }
-    /* Waking the pool costs more than a few tens of thousands of MACs. */
-    qtts_pool *run_on = (double)w->rows * (double)w->cols * (double)n < 65536.0 ? NULL : pool;
-    qtts_parallel_for(run_on, w->rows, QTTS_TILE_ROWS, linear_rows, &j);
+    qtts_parallel_for_work(pool, w->rows, QTTS_TILE_ROWS, (double)w->rows * (double)w->cols * (double)n, linear_rows,
+                           &j);
     free(buf);
 }
 

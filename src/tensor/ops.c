@@ -25,7 +25,7 @@ static void rmsnorm_rows(void *p, int64_t r0, int64_t r1, int tid) {
 
 void qtts_rmsnorm(qtts_pool *pool, const float *x, const float *w, int64_t rows, int64_t dim, float eps, float *y) {
     norm_job j = {x, w, NULL, dim, eps, y};
-    qtts_parallel_for(pool, rows, rows * dim > 65536 ? 1 : rows, rmsnorm_rows, &j);
+    qtts_parallel_for_work(pool, rows, 1, (double)rows * (double)dim, rmsnorm_rows, &j);
 }
 
 static void layernorm_rows(void *p, int64_t r0, int64_t r1, int tid) {
@@ -50,7 +50,7 @@ static void layernorm_rows(void *p, int64_t r0, int64_t r1, int tid) {
 void qtts_layernorm(qtts_pool *pool, const float *x, const float *w, const float *b, int64_t rows, int64_t dim,
                     float eps, float *y) {
     norm_job j = {x, w, b, dim, eps, y};
-    qtts_parallel_for(pool, rows, rows * dim > 65536 ? 1 : rows, layernorm_rows, &j);
+    qtts_parallel_for_work(pool, rows, 1, (double)rows * (double)dim, layernorm_rows, &j);
 }
 
 void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
@@ -169,5 +169,9 @@ static void attention_items(void *p, int64_t i0, int64_t i1, int tid) {
 
 void qtts_attention(qtts_pool *pool, const qtts_attn_args *a) {
     int64_t items = a->n_q * a->n_heads;
-    qtts_parallel_for(pool, items, 1, attention_items, (void *)a);
+    /* q.k and the weighted sum of v: 2 MACs per key per head dimension */
+    int64_t keys = a->q_first + a->n_q;
+    if (a->window > 0 && a->window < keys) keys = a->window;
+    double work = 2.0 * (double)items * (double)keys * (double)a->head_dim;
+    qtts_parallel_for_work(pool, items, 1, work, attention_items, (void *)a);
 }
