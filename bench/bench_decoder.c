@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
         }
     }
     if (frames < 1 || chunk < 1 || streams < 1 || streams > 64) return 2;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_codec_config cfg;
     qtts_codec_config_real(&cfg);
     double t0 = now();

@@ -50,7 +50,7 @@ static int make_copies(qtts_dtype type, int64_t rows, int64_t cols, int copies, 
         if (!buf) return -1;
         if (c) memcpy(buf, first, bytes);
         mats[c] = (qtts_mat){.type = type, .rows = rows, .cols = cols, .row_bytes = rb, .data = buf, .owned = buf};
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         if (qtts_mat_interleave(&mats[c], &err)) return -1;
     }
     return 0;
@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
            "cpuGB/s", "GFLOP/s");
     for (int th = 1; th <= 2; th++) {
         if (only_threads && th != only_threads) continue;
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         qtts_pool *pool = qtts_pool_create(th, &err);
         if (!pool) {
             fprintf(stderr, "bench_kernels: %s\n", err.msg);

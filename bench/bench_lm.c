@@ -30,7 +30,7 @@ static int32_t pick_argmax(void *ctx, int b, int g, float *logits, int64_t v) {
 }
 
 static int bench(qtts_talker_model *m, int threads, int steps, int B, const char *tname) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(threads, &err);
     if (!pool) {
         fprintf(stderr, "%s\n", err.msg);
@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "unknown type %s\n", t);
             return 2;
         }
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         double t0 = now_ms();
         qtts_talker_model *m = qtts_model_random(size, QTTS_VARIANT_CUSTOM_VOICE, dt, 1, &err);
         if (!m) {

@@ -7,7 +7,7 @@
 #include "io/spk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_audio_opts o;
     qtts_audio_opts_default(&o);
     o.max_seconds = 2.0; /* keeps every run small whatever the header claims */

@@ -9,7 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cJSON *root = cJSON_ParseWithLength((const char *)data, size);
     if (!root) return 0;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_model_config m;
     qtts_codec_config c;
     qtts_generation_config g;

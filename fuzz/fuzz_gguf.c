@@ -15,7 +15,7 @@ static void touch(const uint8_t *data, size_t size, const void *p, size_t n) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_gguf *g = qtts_gguf_parse(data, size, "fuzz", &err);
     if (!g) return 0;
     for (int i = 0; i < qtts_gguf_n_tensors(g); i++) {

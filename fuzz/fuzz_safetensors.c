@@ -7,7 +7,7 @@
 #include "io/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *st = qtts_store_new(&err);
     if (!st) return 0;
     if (qtts_store_parse_safetensors(st, "fuzz", data, size, &err) == 0) {

@@ -21,7 +21,7 @@ static const qtts_tokenizer *tokenizer(void) {
     static qtts_tokenizer *tok; /* fuzz harness state, loaded once */
     if (!tok) {
         const char *dir = getenv("QTTS_TOKENIZER_DIR");
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         tok = qtts_tok_load(dir && *dir ? dir : QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-0.6B-Base-tiny", &err);
         if (!tok) {
             fprintf(stderr, "fuzz_tokenizer: %s\n", err.msg);
@@ -32,7 +32,7 @@ static const qtts_tokenizer *tokenizer(void) {
 }
 
 static void check_encode(const qtts_tokenizer *tok, const char *s, size_t n) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *ids = NULL;
     int nids = 0;
     int valid = qtts_utf8_check(s, n) == n;
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const qtts_tokenizer *tok = tokenizer();
     const char *s = (const char *)data + 1;
     size_t n = size - 1;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     switch (data[0] & 3) {
     case 0:
         check_encode(tok, s, n);

@@ -21,6 +21,21 @@ extern "C" {
 #define QTTS_VERSION "0.1.0"
 #define QTTS_SAMPLE_RATE 24000
 
+/* What kind of failure an error is, so callers can act on it without reading
+ * the message (an HTTP server maps it to a status code). */
+typedef enum {
+    QTTS_OK = 0,
+    QTTS_ERR_INVALID,   /* the request or argument is wrong (bad text, unknown speaker, bad audio) */
+    QTTS_ERR_BUSY,      /* the queue is full or the engine is shutting down: retry later */
+    QTTS_ERR_NO_MEMORY,
+    QTTS_ERR_MODEL,     /* the model files are missing, corrupt or unsupported */
+    QTTS_ERR_CANCELLED, /* cancelled by the caller (qtts_stream_cancel, callback, disconnect) */
+    QTTS_ERR_INTERNAL,  /* anything else: a bug or an I/O failure */
+} qtts_status;
+
+/* "ok", "invalid", "busy", "no_memory", "model", "cancelled", "internal". */
+const char *qtts_status_name(qtts_status s);
+
 typedef struct qtts_engine qtts_engine;
 typedef struct qtts_voice qtts_voice;
 typedef struct qtts_stream qtts_stream;
@@ -128,6 +143,8 @@ qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_
 #define QTTS_STREAM_ERROR (-1)
 long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms);
 const char *qtts_stream_error(const qtts_stream *s);
+/* QTTS_OK, or why the stream failed (QTTS_ERR_CANCELLED after a cancel). */
+qtts_status qtts_stream_status(const qtts_stream *s);
 /* Valid once qtts_stream_read returned 0. */
 void qtts_stream_result(const qtts_stream *s, qtts_result *out);
 /* The generated codes, frame-major [n_frames][16], once qtts_stream_read

@@ -84,7 +84,7 @@ int main(void) {
         perror("mkdtemp");
         return 1;
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     char p[256], q[256];
     npy_array wav;
     if (npy_load_fixture("input_wave_1p5s", &wav)) return 1;

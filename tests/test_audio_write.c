@@ -33,7 +33,7 @@ static float *read_back(const char *path, int64_t *n, int *sr, int *sub) {
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     char a[128], b[128];
     snprintf(a, sizeof a, "/tmp/qtts_aw_a_%d.wav", (int)getpid());
     snprintf(b, sizeof b, "/tmp/qtts_aw_b_%d.wav", (int)getpid());

@@ -64,7 +64,7 @@ static int run_cli(const char *args, char *out, size_t size) {
 int main(void) {
     char dir[1024];
     golden_path(dir, sizeof dir, "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny");
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_codec_decoder *dec = qtts_codec_decoder_open(dir, &err);
     qtts_store *st = qtts_store_open(dir, &err);
     TEST_CHECK(dec && st, "tiny model: %s", err.msg);

@@ -38,7 +38,7 @@ static void expect_st_error(const char *dir, const char *label, const char *head
     char path[512];
     snprintf(path, sizeof path, "%s/bad.safetensors", dir);
     write_st(path, header, data);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *st = qtts_store_open_safetensors(path, &err);
     TEST_CHECK(st == NULL, "%s: corrupt file was accepted", label);
     TEST_CHECK(st != NULL || strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", label, err.msg, needle);
@@ -49,7 +49,7 @@ int main(void) {
     char path[1024];
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         golden_path(path, sizeof path, models[m]);
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         qtts_model_config cfg;
         TEST_CHECK(qtts_model_config_load(&cfg, path, &err) == 0, "%s: %s", models[m], err.msg);
         qtts_store *st = qtts_store_open(path, &err);
@@ -92,7 +92,7 @@ int main(void) {
     char p[512];
     snprintf(p, sizeof p, "%s/good.safetensors", dir);
     write_st(p, good, 16);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *st = qtts_store_open_safetensors(p, &err);
     TEST_CHECK(st && qtts_store_find(st, "a"), "minimal valid file: %s", err.msg);
     qtts_store_free(st);

@@ -55,7 +55,7 @@ int main(void) {
         TEST_CHECK(0, "fixtures missing");
         return test_finish("test_cli_codec");
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     TEST_CHECK(qtts_rvq_write(rvq, codes.i, 16, codes.shape[0], &err) == 0, "write rvq: %s", err.msg);
 
     const char *fmts[] = {"f32", "s16"};

@@ -78,7 +78,7 @@ static const cli_case cases[] = {
 
 static void run_case(const cli_case *c, const char *dir) {
     char cmd[4096], model[1024], out[700], voice[2048] = "", spk_path[700], rvq_path[700];
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     golden_path(model, sizeof model, c->model);
     snprintf(out, sizeof out, "%s/case.wav", dir);
     if (c->spk) {
@@ -127,7 +127,7 @@ static void run_case(const cli_case *c, const char *dir) {
 int main(void) {
     char dir[] = "/tmp/qtts_say_XXXXXX", cmd[4096], model[1024], out[600];
     if (!mkdtemp(dir)) return 1;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], dir);
 
     /* -o - streams a WAV to stdout; long text is split and joined */

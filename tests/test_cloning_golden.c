@@ -116,7 +116,7 @@ int main(void) {
     char base[512], tok[600];
     golden_path(base, sizeof base, "Qwen3-TTS-12Hz-0.6B-Base-tiny");
     snprintf(tok, sizeof tok, "%s/speech_tokenizer", base);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_model_config mcfg;
     qtts_codec_config ccfg;
     if (qtts_model_config_load(&mcfg, base, &err) || qtts_codec_config_load(&ccfg, tok, &err)) {

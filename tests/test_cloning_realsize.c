@@ -50,7 +50,7 @@ static int add(qtts_store *st, const char *name, int ndim, int64_t d0, int64_t d
     } while (0)
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_model_config mc;
     memset(&mc, 0, sizeof mc);
     mc.has_speaker_encoder = 1;

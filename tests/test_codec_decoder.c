@@ -83,7 +83,7 @@ static int rnd(int n) {
 /* Feeds T frames in the chunk sizes produced by next_chunk. */
 static int feed_chunks(qtts_codec_decoder *dec, qtts_pool *pool, const int32_t *codes, int64_t T, const int *pattern,
                        int npat, float *out) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_codec_stream *s = qtts_codec_stream_new(dec, &err);
     if (!s) return -1;
     int64_t nq = qtts_codec_decoder_num_quantizers(dec), fs = qtts_codec_decoder_frame_samples(dec);
@@ -110,7 +110,7 @@ static int feed_chunks(qtts_codec_decoder *dec, qtts_pool *pool, const int32_t *
  * KV window is trimmed many times). No reference exists at this size: it
  * checks generality, streaming exactness and the chunking logic. */
 static void other_sizes(qtts_pool *pool) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_codec_config cfg;
     qtts_codec_config_real(&cfg);
     cfg.dec.codebook_size = 300;
@@ -199,7 +199,7 @@ static void other_sizes(qtts_pool *pool) {
 #define BF16_MIN_SNR_DB 30.0
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
     char dir[4096];

@@ -114,7 +114,7 @@ static void add_extras(cJSON *obj) {
 static cJSON *load_json(const char *dir, const char *file) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     cJSON *j = json_load_file(path, &err);
     TEST_CHECK(j != NULL, "%s", err.msg);
     return j;
@@ -151,7 +151,7 @@ static void check_same_config(const cJSON *model_cfg, const cJSON *codec_cfg, co
                               const qtts_codec_config *want_c, const char *what) {
     qtts_model_config m;
     qtts_codec_config c;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int rc = qtts_model_config_parse(&m, model_cfg, "config.json", &err);
     TEST_CHECK(rc == 0, "%s: config.json: %s", what, err.msg);
     if (rc == 0) TEST_CHECK(!memcmp(&m, want_m, sizeof m), "%s: config.json parses differently", what);
@@ -312,7 +312,7 @@ int main(void) {
         snprintf(tok, sizeof tok, "%s/speech_tokenizer", src);
         qtts_model_config full_m;
         qtts_codec_config full_c;
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         TEST_CHECK(qtts_model_config_load(&full_m, src, &err) == 0, "%s", err.msg);
         TEST_CHECK(qtts_codec_config_load(&full_c, tok, &err) == 0, "%s", err.msg);
         cJSON *mj = load_json(src, "config.json"), *cj = load_json(tok, "config.json");

@@ -25,7 +25,7 @@ static const qtts_conv_isa k_isas[] = {QTTS_CONV_ISA_SCALAR, QTTS_CONV_ISA_AVX2,
 
 int main(void) {
     unsigned seed = 99;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
     printf("best conv ISA here: %s\n", qtts_conv_isa_name(QTTS_CONV_ISA_AUTO));

@@ -15,7 +15,7 @@ static float frand(unsigned *s) {
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
     unsigned seed = 7;

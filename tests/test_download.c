@@ -442,7 +442,7 @@ int main(void) {
     o.stall_timeout_s = 10;
     o.connect_timeout_s = 5;
     qtts_download_stats st;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     char dir[1200], p[2048];
 
     /* 1. Full download (pagination, redirects, escaping, skipped files). */

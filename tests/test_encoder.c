@@ -170,7 +170,7 @@ static void test_lossless(const float *x) {
         membuf bytes[2] = {{0}, {0}};
         for (int seekable = 1; seekable >= 0; seekable--) {
             membuf *m = &bytes[seekable];
-            qtts_err err = {{0}};
+            qtts_err err = {0};
             char what[96];
             snprintf(what, sizeof what, "%s %s", cases[c].label, seekable ? "seekable" : "streaming");
             int rc = encode(cases[c].fmt, cases[c].sfmt, seekable, x, m, &err);
@@ -230,7 +230,7 @@ static void test_lossy(const float *x) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int seekable = 1; seekable >= 0; seekable--) {
             membuf m = {0};
-            qtts_err err = {{0}};
+            qtts_err err = {0};
             char what[96];
             snprintf(what, sizeof what, "%s %s", cases[c].label, seekable ? "seekable" : "streaming");
             int rc = encode(cases[c].fmt, QTTS_SAMPLE_S16, seekable, x, &m, &err);
@@ -253,7 +253,7 @@ static void test_lossy(const float *x) {
 }
 
 static void test_errors(const float *x) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_audio_format f;
     TEST_CHECK(!qtts_audio_format_from_path("a/b.c/out.MP3", &f, &err) && f == QTTS_AUDIO_MP3, "ext .MP3");
     TEST_CHECK(!qtts_audio_format_from_path("x.ogg", &f, &err) && f == QTTS_AUDIO_VORBIS, "ext .ogg");
@@ -315,7 +315,7 @@ static void test_files(const float *x) {
     for (size_t i = 0; i < 5; i++) {
         char path[256];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         int rc = qtts_audio_write_file(path, NULL, QTTS_SAMPLE_S16, x, N, RATE, 1, &err);
         TEST_CHECK(rc == 0, "%s: %s", names[i], err.msg);
         SF_INFO info = {0};
@@ -327,7 +327,7 @@ static void test_files(const float *x) {
     }
     char path[256];
     snprintf(path, sizeof path, "%s/f.wav", dir);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     TEST_CHECK(qtts_audio_write_file(path, "flac", QTTS_SAMPLE_S16, x, N, RATE, 1, &err) == 0, "explicit format");
     SF_INFO info = {0};
     SNDFILE *sf = sf_open(path, SFM_READ, &info);

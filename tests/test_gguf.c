@@ -48,7 +48,7 @@ static void gb_pad_data(gb *b, size_t data_bytes) {
 }
 
 static void expect_fail(const unsigned char *buf, size_t n, const char *label, const char *needle) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_gguf *g = qtts_gguf_parse(buf, n, "bad.gguf", &err);
     TEST_CHECK(g == NULL, "%s: corrupt file was accepted", label);
     TEST_CHECK(g != NULL || (strstr(err.msg, "bad.gguf") && strstr(err.msg, needle)),
@@ -63,7 +63,7 @@ static void corrupt_files(void) {
     gb_head(&b, 1, 0);
     gb_tensor(&b, "w", 8, 2, 0, 0);
     gb_pad_data(&b, 64);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_gguf *g = qtts_gguf_parse(b.buf, b.n, "ok.gguf", &err);
     TEST_CHECK(g && qtts_gguf_n_tensors(g) == 1 && qtts_gguf_tensor(g, 0)->shape[0] == 2 &&
                    qtts_gguf_tensor(g, 0)->shape[1] == 8,
@@ -178,7 +178,7 @@ int main(void) {
     corrupt_files();
 
     /* ---- round trip ---- */
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *st = qtts_store_new(&err);
     float f32v[2 * 3 * 4];
     fill(f32v, 24, 1);

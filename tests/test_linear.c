@@ -120,7 +120,7 @@ int main(void) {
     TEST_CHECK(qtts_isa_select(&none, "avx512") == QTTS_ISA_SCALAR, "cap selected an unsupported ISA");
     TEST_CHECK(qtts_isa_select(f, NULL) == qtts_isa_select(f, "bogus"), "unknown cap changed the choice");
 
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
     if (!pool) return test_finish("test_linear");

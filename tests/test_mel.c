@@ -15,7 +15,7 @@ static double hz_to_mel(double f) {
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_mel *m = qtts_mel_create_speaker(24000, 128, &err);
     TEST_CHECK(m != NULL, "create: %s", err.msg);
     if (!m) return test_finish("test_mel");

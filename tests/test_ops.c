@@ -37,7 +37,7 @@ static void attention_naive(const qtts_attn_args *a, float *out) {
 
 int main(void) {
     unsigned seed = 7;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
 

@@ -13,7 +13,7 @@
 
 static qtts_talker_model *load(const char *name) {
     char dir[1024];
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_talker_model *m = qtts_talker_model_load(golden_path(dir, sizeof dir, name), NULL, &err);
     TEST_CHECK(m != NULL, "load %s: %s", name, err.msg);
     return m;
@@ -22,7 +22,7 @@ static qtts_talker_model *load(const char *name) {
 /* Expects failure with a message containing `needle`. */
 static void expect_error(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *s, const char *needle,
                          const char *what) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_prompt p;
     int rc = qtts_prompt_build(m, pool, s, &p, &err);
     TEST_CHECK(rc == -1 && strstr(err.msg, needle) != NULL, "%s: rc %d, message \"%s\" (want \"%s\")", what, rc,
@@ -33,7 +33,7 @@ static void expect_error(const qtts_talker_model *m, qtts_pool *pool, const qtts
 }
 
 static int64_t rows_of(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *s, qtts_prompt *keep) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_prompt p;
     if (qtts_prompt_build(m, pool, s, &p, &err)) {
         TEST_CHECK(0, "build failed: %s", err.msg);
@@ -49,7 +49,7 @@ static int64_t rows_of(const qtts_talker_model *m, qtts_pool *pool, const qtts_p
 static void check_lang_row(const qtts_talker_model *m, const qtts_prompt *p, int64_t r, int64_t id, const char *what) {
     int64_t D = p->dim;
     float *c = malloc(sizeof(float) * (size_t)D), *want = malloc(sizeof(float) * (size_t)D);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_talker_codec_embed(m, id, c, &err);
     for (int64_t i = 0; i < D; i++) want[i] = p->pad[i] + c[i];
     TEST_NEAR(p->rows + r * D, want, (size_t)D, 1e-6, what);
@@ -58,7 +58,7 @@ static void check_lang_row(const qtts_talker_model *m, const qtts_prompt *p, int
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(1, &err);
     qtts_talker_model *cv = load("Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny");
     qtts_talker_model *vd = load("Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny");

@@ -185,7 +185,7 @@ static int write_reference_wav(const char *path) {
 /* ---- 1: the inventory reproduces the golden checkpoints -------------------- */
 
 static void compare_inventory(const inventory *inv, const char *file) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *st = qtts_store_open(file, &err);
     TEST_CHECK(st != NULL, "%s", err.msg);
     if (!st) return;
@@ -214,7 +214,7 @@ static void check_inventory_against_golden(void) {
         snprintf(tok, sizeof tok, "%s/speech_tokenizer", dir);
         qtts_model_config m;
         qtts_codec_config c;
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         if (qtts_model_config_load(&m, dir, &err) || qtts_codec_config_load(&c, tok, &err)) {
             TEST_CHECK(0, "%s", err.msg);
             continue;
@@ -236,7 +236,7 @@ static void check_inventory_against_golden(void) {
 static int make_tokenizer(const char *dir) {
     char path[PATH_MAX + 64];
     qtts_codec_config c;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     if (mkdir(dir, 0755)) return -1;
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (write_text_file(path, codec_config_json) || qtts_codec_config_load(&c, dir, &err)) {
@@ -279,7 +279,7 @@ static int make_model(const char *dir, const variant *v, const char *tok_dir, in
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     if (rc || write_text_file(path, generation_config_json)) return -1;
     qtts_model_config m;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     if (qtts_model_config_load(&m, dir, &err)) {
         TEST_CHECK(0, "%s: %s", v->name, err.msg);
         return -1;

@@ -70,7 +70,7 @@ static int synth(const char *model, const char *ref_fixture, pcm_buf *out, int32
 
 /* Every converted matrix of a pack holds its source within the format's error. */
 static void check_pack_tensors(const char *src_dir, const char *gguf, qtts_dtype want) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *src = qtts_store_open(src_dir, &err), *pk = qtts_store_open(gguf, &err);
     TEST_CHECK(src && pk, "open: %s", err.msg);
     int converted = 0, bad = 0;

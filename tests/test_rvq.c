@@ -14,7 +14,7 @@ static void write_bytes(const char *path, const unsigned char *b, size_t n) {
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     char path[256];
     snprintf(path, sizeof path, "/tmp/qtts_test_rvq_%d.rvq", (int)getpid());
 

@@ -11,7 +11,7 @@
 static char *split_join(const char *text, int max, int cjk_w, int by_line, long *count) {
     qtts_split_params p = {max, cjk_w, by_line};
     qtts_text_chunk *c = NULL;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     long n = qtts_text_split(text, strlen(text), &p, &c, &err);
     *count = n;
     size_t cap = strlen(text) * 2 + 16 + (n > 0 ? (size_t)n * 3 : 0);
@@ -151,7 +151,7 @@ static void test_random(void) {
         int max = 1 + (int)(rng_next(&seed) % 200), cjk_w = 1 + (int)(rng_next(&seed) % 3);
         qtts_split_params p = {max, cjk_w, (int)(iter % 3 == 0)};
         qtts_text_chunk *c = NULL;
-        qtts_err err = {{0}};
+        qtts_err err = {0};
         long nc = qtts_text_split(t, len, &p, &c, &err);
         char what[96];
         snprintf(what, sizeof what, "random text %d (len %zu, max %d, cjk %d, by_line %d)", iter, len, max, cjk_w,
@@ -172,7 +172,7 @@ static void test_long(void) {
     for (int i = 0; i < 20000; i++) n += (size_t)snprintf(t + n, cap - n, "word%d ", i);
     qtts_split_params p = {80, 3, 0};
     qtts_text_chunk *c = NULL;
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     long nc = qtts_text_split(t, n, &p, &c, &err);
     TEST_CHECK(nc > 1000 && check_invariants(t, n, c, nc, 80, 3, 1, "long unpunctuated"), "long text: %ld chunks", nc);
     int whole_words = 1;

@@ -36,7 +36,7 @@ static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32
 }
 
 static qtts_gen_request *make(qtts_talker_model *m, qtts_pool *pool, req_in *in, int sample, uint64_t seed, int64_t maxf) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_gen_params p;
     if (sample) qtts_gen_params_from_config(&p, &m->gen);
     else qtts_gen_params_greedy(&p, &m->gen, maxf);
@@ -50,7 +50,7 @@ static qtts_gen_request *make(qtts_talker_model *m, qtts_pool *pool, req_in *in,
 /* Runs each request alone, then all in one batch with staggered joins; compares. */
 static void equivalence(qtts_talker_model *m, qtts_pool *pool_alone, qtts_pool *pool, req_in *in, int sample,
                         const int64_t *maxf, const char *what) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *alone[NREQ];
     int64_t nf[NREQ];
     for (int i = 0; i < NREQ; i++) {
@@ -96,7 +96,7 @@ static void equivalence(qtts_talker_model *m, qtts_pool *pool_alone, qtts_pool *
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     /* one thread for most runs (fast on a loaded machine); the greedy batched
      * run uses two, so it also checks that the thread count changes nothing */
     qtts_pool *pool = qtts_pool_create(1, &err), *pool2 = qtts_pool_create(2, &err);

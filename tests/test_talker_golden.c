@@ -140,7 +140,7 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
     const char *model = clone ? "Qwen3-TTS-12Hz-0.6B-Base-tiny" : cv ? "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
                                                                     : "Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny";
     golden_path(dir, sizeof dir, model);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_talker_model *m = qtts_talker_model_load(dir, NULL, &err);
     TEST_CHECK(m != NULL, "load %s: %s", model, err.msg);
     if (!m) return;
@@ -362,7 +362,7 @@ out:
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     /* one thread: results do not depend on it (test_talker_batch checks 1 vs 2) and it stays fast on a busy machine */
     qtts_pool *pool = qtts_pool_create(1, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);

@@ -41,7 +41,7 @@ static qtts_store *as_bf16(const qtts_store *src, qtts_err *err) {
 }
 
 int main(void) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
 
     /* real-dimension random models */

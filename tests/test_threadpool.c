@@ -88,7 +88,7 @@ static void check_stray_caller_aborts(void) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        qtts_err e = {{0}};
+        qtts_err e = {0};
         qtts_pool *pool = qtts_pool_create(2, &e);
         if (!pool) _exit(3);
         freopen("/dev/null", "w", stderr);
@@ -105,7 +105,7 @@ static void check_stray_caller_aborts(void) {
 
 int main(void) {
     check_stray_caller_aborts();
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int before_create = count_threads();
     qtts_exec *ex = qtts_exec_create(3, &err);
     TEST_CHECK(ex != NULL, "executor create: %s", err.msg);

@@ -38,7 +38,7 @@ static uint32_t rnd(void) {
 /* Encodes and compares with want[0..nw). */
 static void expect_ids(const qtts_tokenizer *tok, const char *text, size_t len, const int32_t *want, int nw,
                        const char *what) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *ids = NULL;
     int n = 0;
     if (qtts_tok_encode(tok, text, len, &ids, &n, &err)) {
@@ -57,7 +57,7 @@ static void expect_ids(const qtts_tokenizer *tok, const char *text, size_t len, 
 
 /* decode(encode(text)) must give back NFC(text). */
 static void expect_roundtrip(const qtts_tokenizer *tok, const char *text, size_t len, const char *what) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *ids = NULL;
     int n = 0;
     char *back = NULL;
@@ -76,7 +76,7 @@ static void expect_roundtrip(const qtts_tokenizer *tok, const char *text, size_t
 
 static void test_golden_cases(const qtts_tokenizer *tok) {
     char path[1024];
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     cJSON *root = json_load_file(golden_path(path, sizeof path, "fixtures/text_tokenizer_cases.json"), &err);
     TEST_CHECK(root != NULL, "%s", err.msg);
     if (!root) return;
@@ -161,7 +161,7 @@ static int ends_with(const char *s, const char *suf) {
 
 static void test_template_fixtures(const qtts_tokenizer *tok) {
     char path[1024];
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     cJSON *root = json_load_file(golden_path(path, sizeof path, "manifest.json"), &err);
     TEST_CHECK(root != NULL, "%s", err.msg);
     if (!root) return;
@@ -218,7 +218,7 @@ static void test_template_fixtures(const qtts_tokenizer *tok) {
     } while (0)
 
 static void test_edge_cases(const qtts_tokenizer *tok) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *ids = NULL;
     int n = -1;
     TEST_CHECK(qtts_tok_encode(tok, "", 0, &ids, &n, &err) == 0 && n == 0 && ids, "empty text gives no ids");
@@ -317,7 +317,7 @@ static void test_edge_cases(const qtts_tokenizer *tok) {
 static void test_bpe_twin(const qtts_tokenizer *tok) {
     const qtts_merges *m = qtts_tok_merges(tok);
     qtts_bpe_work w = {0};
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     enum { MAXN = 6000 };
     int32_t *x = malloc(sizeof(int32_t) * MAXN), *y = malloc(sizeof(int32_t) * MAXN);
     unsigned char *bytes = malloc(MAXN);
@@ -351,7 +351,7 @@ static void test_bpe_twin(const qtts_tokenizer *tok) {
 static void test_long_inputs(const qtts_tokenizer *tok) {
     enum { WORD = 100 * 1024 };
     char *buf = malloc(WORD + 1);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *ids = NULL;
     int n = 0;
 
@@ -426,7 +426,7 @@ static void test_throughput(const qtts_tokenizer *tok) {
     char *buf = malloc(SIZE + 64);
     size_t len = 0;
     while (len < SIZE) len += random_word(buf + len);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int32_t *ids = NULL;
     int n = 0;
     double t0 = now_ms();
@@ -475,7 +475,7 @@ static void write_text(const char *path, const char *s) {
 }
 
 static void expect_load_error(const char *dir, const char *needle, const char *what) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_tokenizer *t = qtts_tok_load(dir, &err);
     TEST_CHECK(t == NULL && strstr(err.msg, needle), "%s: expected an error containing '%s', got '%s'", what, needle,
                t ? "(loaded)" : err.msg);
@@ -517,7 +517,7 @@ static void test_bad_files(const qtts_tokenizer *good) {
                   " \"302\": {\"content\": \"<r>\", \"rstrip\": true, \"special\": true},"
                   " \"303\": {\"content\": \"<w>\", \"single_word\": true, \"special\": true},"
                   " \"304\": {\"content\": \"\\u00e9\", \"special\": false}}}");
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_tokenizer *t = qtts_tok_load(dir, &err);
     TEST_CHECK(t != NULL, "tiny tokenizer with a #version header: %s", err.msg);
     if (t) {
@@ -650,7 +650,7 @@ static void test_cli(void) {
 int main(void) {
     char dir[1024];
     golden_path(dir, sizeof dir, BASE_MODEL);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     double t0 = now_ms();
     qtts_tokenizer *tok = qtts_tok_load(dir, &err);
     double t1 = now_ms();

@@ -374,7 +374,7 @@ static qtts_store *through_file(qtts_store *st, const char **note, qtts_err *err
         return st;
     }
     close(fd);
-    qtts_err werr = {{0}};
+    qtts_err werr = {0};
     if (qtts_gguf_write(path, st, NULL, 0, &werr)) {
         unlink(path);
         *note = "random weights kept in memory (temporary file not written)";

@@ -143,7 +143,7 @@ int cmd_bench(int argc, char **argv) {
             return CLI_USAGE;
         }
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_bench_result r;
     if (!json) fprintf(stderr, "qtts bench: running (weights are built first; this takes a while)...\n");
     if (qtts_bench_run(&o, &r, &err)) {

@@ -121,7 +121,7 @@ static int codec_decode(int argc, char **argv) {
     if (!model) return cli_model_path(given_model) ? CLI_FAIL : CLI_USAGE; /* not found / none given */
     if (threads < 1) threads = 1;
 
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int64_t nq = 0, cb = 0;
     if (codec_geometry(model, &nq, &cb, &err)) {
         cli_error("%s", err.msg);

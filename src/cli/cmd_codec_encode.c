@@ -166,7 +166,7 @@ int codec_encode_main(int argc, char **argv) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? n : 1;
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_exec *ex = qtts_exec_create((int)threads, &err);
     if (!ex) {
         cli_error("%s", err.msg);

@@ -76,7 +76,7 @@ int cmd_download(int argc, char **argv) {
         usage(stderr);
         return CLI_USAGE;
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     char repo[256], dest[4096];
     if (qtts_hub_repo_id(name, repo, sizeof repo, &err)) {
         cli_error("%s", err.msg);

@@ -35,7 +35,7 @@ static void print_group(const group_stats *g) {
 }
 
 static int summarize_store(const char *path, group_stats *groups, int n_groups) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_store *st = qtts_store_open(path, &err);
     if (!st) {
         cli_error("%s", err.msg);
@@ -54,7 +54,7 @@ static int summarize_store(const char *path, group_stats *groups, int n_groups) 
 }
 
 static int print_codec(const char *dir) {
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_codec_config c;
     if (qtts_codec_config_load(&c, dir, &err)) {
         cli_error("%s", err.msg);
@@ -122,7 +122,7 @@ int cmd_info(int argc, char **argv) {
     }
     char cfg_path[PATH_MAX];
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_codec_config probe;
     if (qtts_codec_config_load(&probe, path, &err) == 0) /* a bare tokenizer folder */
         return print_codec(path) ? CLI_FAIL : CLI_OK;

@@ -60,7 +60,7 @@ int cmd_quantize(int argc, char **argv) {
         cli_error("quantize: the output name must end in .gguf");
         return CLI_USAGE;
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     int last = -1;
     if (qtts_model_pack(in, out, type, isatty(2) ? show_progress : NULL, &last, &err)) {
         cli_error("%s", err.msg);

@@ -267,7 +267,7 @@ int cmd_say(int argc, char **argv) {
         text = strdup(argv[optind]);
         text_len = text ? strlen(text) : 0;
     } else {
-        qtts_err rerr = {{0}};
+        qtts_err rerr = {0};
         int rrc = file ? qtts_read_file(file, MAX_TEXT_BYTES, &text, &text_len, &rerr)
                        : qtts_read_stream(stdin, "standard input", MAX_TEXT_BYTES, &text, &text_len, &rerr);
         if (rrc) {
@@ -284,7 +284,7 @@ int cmd_say(int argc, char **argv) {
         free(text);
         return CLI_FAIL;
     }
-    qtts_err qe = {{0}};
+    qtts_err qe = {0};
     qtts_split_params sp;
     qtts_split_params_default(&sp);
     sp.by_line = by_line;
@@ -398,7 +398,7 @@ int cmd_say(int argc, char **argv) {
     }
     if (ref_audio) {
         size_t n = 0;
-        qtts_err rerr = {{0}};
+        qtts_err rerr = {0};
         if (qtts_read_file(ref_audio, MAX_AUDIO_BYTES, &audio_bytes, &n, &rerr)) {
             cli_error("%s", rerr.msg);
             goto done;

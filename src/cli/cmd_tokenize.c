@@ -88,7 +88,7 @@ int cmd_tokenize(int argc, char **argv) {
     if (text) {
         len = strlen(text);
     } else {
-        qtts_err rerr = {{0}};
+        qtts_err rerr = {0};
         if (qtts_read_stream(stdin, "standard input", (size_t)1 << 30, &owned, &len, &rerr)) {
             cli_error("tokenize: %s", rerr.msg);
             return CLI_FAIL;
@@ -100,7 +100,7 @@ int cmd_tokenize(int argc, char **argv) {
         free(owned);
         return CLI_FAIL;
     }
-    qtts_err err = {{0}};
+    qtts_err err = {0};
     qtts_tokenizer *tok = qtts_tok_load(dir, &err);
     if (!tok) {
         cli_error("%s", err.msg);

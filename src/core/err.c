@@ -11,6 +11,18 @@ int qtts_fail(qtts_err *e, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        e->status = QTTS_ERR_INTERNAL;
+    }
+    return -1;
+}
+
+int qtts_fail_as(qtts_err *e, qtts_status status, const char *fmt, ...) {
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+        e->status = status;
     }
     return -1;
 }
@@ -30,12 +42,12 @@ int qtts_fail_prefix(qtts_err *e, const char *fmt, ...) {
 
 void *qtts_malloc(size_t size, qtts_err *e) {
     void *p = malloc(size ? size : 1);
-    if (!p) qtts_fail(e, "out of memory allocating %zu bytes", size);
+    if (!p) qtts_fail_as(e, QTTS_ERR_NO_MEMORY, "out of memory allocating %zu bytes", size);
     return p;
 }
 
 void *qtts_calloc(size_t count, size_t size, qtts_err *e) {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) qtts_fail(e, "out of memory allocating %zu x %zu bytes", count, size);
+    if (!p) qtts_fail_as(e, QTTS_ERR_NO_MEMORY, "out of memory allocating %zu x %zu bytes", count, size);
     return p;
 }

@@ -5,17 +5,23 @@
 
 #include <stddef.h>
 
+#include "qtts.h" /* qtts_status */
+
 typedef struct qtts_err {
     char msg[512];
+    qtts_status status; /* the kind of failure; QTTS_OK (0) until a qtts_fail* call */
 } qtts_err;
 
-/* Formats the message into e (if non-NULL) and returns -1. */
+/* Formats the message into e (if non-NULL) and returns -1. The status becomes
+ * QTTS_ERR_INTERNAL unless the caller classifies it (qtts_fail_as). */
 int qtts_fail(qtts_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with an explicit kind (QTTS_ERR_INVALID for bad input, ...). */
+int qtts_fail_as(qtts_err *e, qtts_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Prefixes an existing message: "prefix: old message". Returns -1. */
+/* Prefixes an existing message: "prefix: old message" (the status stays). Returns -1. */
 int qtts_fail_prefix(qtts_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Checked allocation helpers: return NULL and fill e on failure. */
+/* Checked allocation helpers: return NULL and fill e on failure (QTTS_ERR_NO_MEMORY). */
 void *qtts_malloc(size_t size, qtts_err *e);
 void *qtts_calloc(size_t count, size_t size, qtts_err *e);
 

@@ -29,7 +29,32 @@ struct qtts_voice {
     char *ref_text;
 };
 
-struct slot;
+/* One request inside the engine: the owned copy of the request, and its
+ * engine-thread state while it is generated (src/engine/engine_loop.c). */
+typedef struct slot {
+    qtts_stream *stream;
+    char *text, *language, *speaker, *instruct; /* owned copies of the request's strings */
+    qtts_voice *voice;
+    qtts_request req;
+    /* engine-thread state */
+    qtts_gen_request *gen;
+    qtts_codec_stream *dec;
+    int32_t *pending; /* frames waiting for the decoder, frame-major [n_pending][num_code_groups] */
+    int decode_now;   /* decode_pending: part of this step */
+    int out_of_memory; /* a frame could not be kept: the request fails at the end of the step */
+    int64_t n_pending, cap_pending;
+    float *pcm; /* decoder output scratch */
+    int64_t cap_pcm;
+    qtts_mode mode;
+    double t_submit, t_start, t_first_audio;
+    double prefill_ms, talker_ms, cp_ms, decoder_ms;
+    int prefilled;
+    int64_t samples_out;
+    struct slot *next;
+} slot;
+
+void slot_free(slot *s);
+
 struct clone_frontend;
 /* Speaker encoder + codec encoder of a Base model (src/engine/voice.c). */
 /* codec_store NULL: opened from model_dir/speech_tokenizer. */
@@ -41,7 +66,6 @@ void clone_frontend_release_pages(struct clone_frontend *c);
 
 struct qtts_engine {
     qtts_exec *exec;
-    qtts_pool *pool;
     qtts_talker_model *talker;
     qtts_codec_decoder *decoder;
     qtts_tokenizer *tok;
@@ -57,7 +81,7 @@ struct qtts_engine {
     pthread_mutex_t mu; /* guards the waiting queue and the counters below */
     struct slot *wait_head, *wait_tail;
     int n_waiting, n_active;
-    int stopping;
+    atomic_int stopping; /* set by qtts_engine_free; read by the frame loop without the lock */
 
     /* engine thread only */
     struct slot *active;
@@ -70,5 +94,27 @@ struct qtts_engine {
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
 };
+
+/* engine_load.c: runs on the engine thread (weight conversion is compute). */
+typedef struct {
+    qtts_engine *e;
+    const qtts_engine_params *p;
+    qtts_err err;
+    int rc;
+} engine_load_job;
+void engine_load_models(qtts_pool *pool, void *ctx);   /* ctx: engine_load_job */
+void engine_unload_models(qtts_pool *pool, void *ctx); /* ctx: the engine */
+int engine_build_name_lists(qtts_engine *e);
+
+/* engine_loop.c: the executor's idle function (one frame step per call). */
+int engine_frame_loop(qtts_pool *pool, void *ctx);
+/* Cancels and retires every active request (e->stopping is set). */
+void engine_drain(qtts_pool *pool, void *ctx);
+
+/* engine_submit.c */
+qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err);
+
+/* Copies an internal error to the public (err, size) pair; NULL err is fine. */
+void engine_copy_err(const qtts_err *from, char *err, size_t size);
 
 #endif

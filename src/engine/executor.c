@@ -150,5 +150,4 @@ void qtts_exec_wake(qtts_exec *ex) {
     pthread_mutex_unlock(&ex->mu);
 }
 
-qtts_pool *qtts_exec_pool(qtts_exec *ex) { return ex->pool; }
-int qtts_exec_threads(const qtts_exec *ex) { return ex->n_threads; }
+int qtts_exec_thread_ids(const qtts_exec *ex, pid_t *out, int max) { return qtts_pool_thread_ids(ex->pool, out, max); }

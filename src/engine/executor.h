@@ -29,9 +29,9 @@ void qtts_exec_set_idle(qtts_exec *exec, qtts_idle_fn idle, void *ctx);
 /* Tells the engine thread that idle() has new work. Any thread may call it. */
 void qtts_exec_wake(qtts_exec *exec);
 
-/* The pool, for code already running on the engine thread. */
-qtts_pool *qtts_exec_pool(qtts_exec *exec);
 int qtts_exec_on_engine_thread(const qtts_exec *exec);
-int qtts_exec_threads(const qtts_exec *exec);
+/* Kernel thread ids of the engine thread and its workers (engine first); for
+ * tests and metrics. Reading them computes nothing. */
+int qtts_exec_thread_ids(const qtts_exec *exec, pid_t *out, int max);
 
 #endif

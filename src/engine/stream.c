@@ -73,10 +73,11 @@ void stream_finish(qtts_stream *s, const qtts_result *r) {
     pthread_mutex_unlock(&s->mu);
 }
 
-void stream_fail(qtts_stream *s, const char *msg) {
+void stream_fail(qtts_stream *s, qtts_status status, const char *msg) {
     pthread_mutex_lock(&s->mu);
     if (s->state != STREAM_DONE && s->state != STREAM_FAILED) {
         s->state = STREAM_FAILED;
+        s->status = status;
         snprintf(s->error, sizeof s->error, "%s", msg);
     }
     pthread_cond_broadcast(&s->changed);
@@ -97,7 +98,10 @@ long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms) {
     pthread_mutex_lock(&s->mu);
     for (;;) {
         if (atomic_load(&s->cancelled) && s->state != STREAM_DONE) {
-            if (s->state != STREAM_FAILED) snprintf(s->error, sizeof s->error, "cancelled");
+            if (s->state != STREAM_FAILED) {
+                snprintf(s->error, sizeof s->error, "cancelled");
+                s->status = QTTS_ERR_CANCELLED;
+            }
             pthread_mutex_unlock(&s->mu);
             return QTTS_STREAM_ERROR;
         }
@@ -131,6 +135,24 @@ long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms) {
 }
 
 const char *qtts_stream_error(const qtts_stream *s) { return s->error; }
+
+qtts_status qtts_stream_status(const qtts_stream *s) {
+    pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+    qtts_status st = s->state == STREAM_FAILED || (atomic_load(&s->cancelled) && s->state != STREAM_DONE)
+                         ? (s->status ? s->status : QTTS_ERR_CANCELLED)
+                         : QTTS_OK;
+    pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+    return st;
+}
+
+void stream_set_codes(qtts_stream *s, int32_t *codes, size_t n_frames, int n_codebooks) {
+    pthread_mutex_lock(&s->mu);
+    free(s->codes);
+    s->codes = codes;
+    s->n_code_frames = n_frames;
+    s->n_codebooks = n_codebooks;
+    pthread_mutex_unlock(&s->mu);
+}
 
 const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames, int *n_codebooks) {
     pthread_mutex_lock((pthread_mutex_t *)&s->mu);

@@ -22,10 +22,10 @@ struct qtts_stream {
     size_t head, tail, cap; /* unread samples are pcm[head..tail) */
     qtts_result result;
     char error[256];
-    int32_t *codes; /* kept codes (request.keep_codes), frame-major */
+    qtts_status status; /* of a failed stream */
+    int32_t *codes;     /* kept codes (request.keep_codes), frame-major */
     size_t n_code_frames;
     int n_codebooks;
-    void *engine_side; /* the engine's per-request data */
 };
 
 qtts_stream *stream_new(void);
@@ -33,7 +33,9 @@ qtts_stream *stream_new(void);
 int stream_push(qtts_stream *s, const float *pcm, size_t n); /* -1: out of memory */
 void stream_set_running(qtts_stream *s);
 void stream_finish(qtts_stream *s, const qtts_result *r);
-void stream_fail(qtts_stream *s, const char *msg);
+void stream_fail(qtts_stream *s, qtts_status status, const char *msg);
+/* Hands the kept codes (malloc'd, frame-major) to the stream before stream_finish. */
+void stream_set_codes(qtts_stream *s, int32_t *codes, size_t n_frames, int n_codebooks);
 /* Drops one reference; frees at zero. */
 void stream_release(qtts_stream *s);
 

@@ -94,33 +94,42 @@ const int32_t *qtts_voice_codes(const qtts_voice *v, size_t *n_frames) {
 
 const char *qtts_voice_ref_text(const qtts_voice *v) { return v->ref_text; }
 
-static int check_base(const qtts_engine *e, char *err, size_t es) {
+static int check_base(const qtts_engine *e, qtts_err *err) {
     if (e->cloner) return 0;
-    snprintf(err, es, "this %s model cannot clone voices (a Base model is needed)", e->info.variant);
-    return -1;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this %s model cannot clone voices (a Base model is needed)",
+                        e->info.variant);
 }
 
-qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
-                                  size_t n_frames, const char *ref_text, char *err, size_t es) {
-    if (check_base(e, err, es)) return NULL;
+static qtts_voice *voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
+                                    size_t n_frames, const char *ref_text, qtts_err *err) {
+    if (check_base(e, err)) return NULL;
     if (!xvec || xvec_len != (size_t)e->info.hidden_size) {
-        snprintf(err, es, "the x-vector has %zu values; this model needs %d", xvec_len, e->info.hidden_size);
+        qtts_fail_as(err, QTTS_ERR_INVALID, "the x-vector has %zu values; this model needs %d", xvec_len,
+                     e->info.hidden_size);
         return NULL;
     }
     for (size_t i = 0; i < xvec_len; i++)
         if (!(xvec[i] == xvec[i]) || xvec[i] > 1e30f || xvec[i] < -1e30f) {
-            snprintf(err, es, "the x-vector holds a non-finite value at index %zu", i);
+            qtts_fail_as(err, QTTS_ERR_INVALID, "the x-vector holds a non-finite value at index %zu", i);
             return NULL;
         }
     int64_t n_q = e->talker->cfg.num_code_groups, cb = e->talker->cfg.cp.vocab;
     for (size_t i = 0; codes && i < n_frames * (size_t)n_q; i++)
         if (codes[i] < 0 || codes[i] >= cb) {
-            snprintf(err, es, "reference code %d at frame %zu is outside 0..%lld", codes[i], i / (size_t)n_q,
-                     (long long)cb - 1);
+            qtts_fail_as(err, QTTS_ERR_INVALID, "reference code %d at frame %zu is outside 0..%lld", codes[i],
+                         i / (size_t)n_q, (long long)cb - 1);
             return NULL;
         }
     qtts_voice *v = voice_new(xvec, xvec_len, codes, codes ? n_frames : 0, (size_t)n_q, ref_text);
-    if (!v) snprintf(err, es, "out of memory");
+    if (!v) qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+    return v;
+}
+
+qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
+                                  size_t n_frames, const char *ref_text, char *err, size_t es) {
+    qtts_err qe = {0};
+    qtts_voice *v = voice_from_parts(e, xvec, xvec_len, codes, n_frames, ref_text, &qe);
+    if (!v) engine_copy_err(&qe, err, es);
     return v;
 }
 
@@ -157,35 +166,44 @@ static void extract(qtts_pool *pool, void *ctx) {
         rc = qtts_voice_extract(&vd, pool, c->spk, c->codec, wav, n, j->ref_text, 0, &j->err);
         free(resampled);
     }
-    if (rc) return;
+    if (rc) {
+        /* unreadable, too short or too long audio: the caller's input */
+        if (j->err.status == QTTS_ERR_INTERNAL) j->err.status = QTTS_ERR_INVALID;
+        return;
+    }
     j->out = voice_new(vd.xvec, (size_t)vd.dim, vd.codes, vd.codes ? (size_t)vd.n_frames : 0, (size_t)vd.n_q,
                        j->ref_text);
-    if (!j->out) qtts_fail(&j->err, "out of memory");
+    if (!j->out) qtts_fail_as(&j->err, QTTS_ERR_NO_MEMORY, "out of memory");
     qtts_voice_free(&vd);
+}
+
+/* Voice extraction is model compute: an engine job. The calling thread waits
+ * (without computing) until it has run. */
+static qtts_voice *run_extract(extract_job *j, char *err, size_t es) {
+    if (!check_base(j->e, &j->err)) qtts_exec_call(j->e->exec, extract, j);
+    if (!j->out) engine_copy_err(&j->err, err, es);
+    return j->out;
 }
 
 qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
                                     const char *ref_text, char *err, size_t es) {
-    if (check_base(e, err, es)) return NULL;
+    extract_job j = {.e = e, .samples = samples, .n = n, .rate = sample_rate, .ref_text = ref_text};
     if (!samples || !n || sample_rate < 1000 || sample_rate > 384000) {
-        snprintf(err, es, "reference audio is empty or its sample rate %d is invalid", sample_rate);
+        qtts_fail_as(&j.err, QTTS_ERR_INVALID, "reference audio is empty or its sample rate %d is invalid",
+                     sample_rate);
+        engine_copy_err(&j.err, err, es);
         return NULL;
     }
-    extract_job j = {.e = e, .samples = samples, .n = n, .rate = sample_rate, .ref_text = ref_text};
-    qtts_exec_call(e->exec, extract, &j);
-    if (!j.out) snprintf(err, es, "%s", j.err.msg);
-    return j.out;
+    return run_extract(&j, err, es);
 }
 
 qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
                                         char *err, size_t es) {
-    if (check_base(e, err, es)) return NULL;
+    extract_job j = {.e = e, .bytes = bytes, .size = size, .ref_text = ref_text};
     if (!bytes || !size) {
-        snprintf(err, es, "reference audio is empty");
+        qtts_fail_as(&j.err, QTTS_ERR_INVALID, "reference audio is empty");
+        engine_copy_err(&j.err, err, es);
         return NULL;
     }
-    extract_job j = {.e = e, .bytes = bytes, .size = size, .ref_text = ref_text};
-    qtts_exec_call(e->exec, extract, &j);
-    if (!j.out) snprintf(err, es, "%s", j.err.msg);
-    return j.out;
+    return run_extract(&j, err, es);
 }

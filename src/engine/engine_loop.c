@@ -1,0 +1,321 @@
+/* The engine thread's frame loop (continuous batching): admit waiting
+ * requests (tokenize, build the prompt) -> one batched talker + code-predictor
+ * step for all -> one batched decoder step for every request whose frames are
+ * due -> PCM into each request's stream. Requests join and leave at frame
+ * boundaries; other jobs (voice extraction) run between frames. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "engine/decode_policy.h"
+#include "engine/engine_internal.h"
+#include "engine/stream.h"
+
+static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n_codes) {
+    (void)r;
+    (void)frame;
+    slot *s = user;
+    if (s->out_of_memory) return;
+    if (s->n_pending == s->cap_pending) {
+        int64_t cap = s->cap_pending ? s->cap_pending * 2 : 8;
+        int32_t *np = realloc(s->pending, (size_t)(cap * n_codes) * sizeof *np);
+        if (!np) {
+            s->out_of_memory = 1; /* frame_step fails the request after this step */
+            return;
+        }
+        s->pending = np;
+        s->cap_pending = cap;
+    }
+    memcpy(s->pending + s->n_pending * n_codes, codes, (size_t)n_codes * sizeof *codes);
+    s->n_pending++;
+}
+
+static void gen_params_of(const qtts_engine *e, const qtts_request *r, qtts_gen_params *p) {
+    qtts_gen_params_from_config(p, &e->talker->gen);
+    if (r->greedy) {
+        p->talker.do_sample = 0;
+        p->cp.do_sample = 0;
+    }
+    if (r->temperature > 0) p->talker.temperature = r->temperature;
+    if (r->top_k > 0) p->talker.top_k = r->top_k;
+    if (r->top_p > 0) p->talker.top_p = r->top_p;
+    if (r->repetition_penalty > 0) p->repetition_penalty = r->repetition_penalty;
+    if (r->cp_temperature > 0) p->cp.temperature = r->cp_temperature;
+    if (r->cp_top_k > 0) p->cp.top_k = r->cp_top_k;
+    if (r->cp_top_p > 0) p->cp.top_p = r->cp_top_p;
+    if (r->max_frames > 0) p->max_frames = r->max_frames;
+    p->seed = r->seed;
+    p->stream = 0; /* the seed alone keys a request's draws */
+}
+
+/* ICL: the reference codes are decoded first (as the reference decodes
+ * ref_code ++ codes) and their samples dropped. */
+static int decode_reference(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
+    int64_t nf = (int64_t)s->voice->n_frames;
+    float *tmp = qtts_malloc((size_t)(nf * e->frame_samples) * sizeof *tmp, err);
+    if (!tmp) return -1;
+    int rc = qtts_codec_decode_feed(e->decoder, pool, s->dec, s->voice->codes, nf, tmp, err);
+    free(tmp);
+    return rc;
+}
+
+/* Tokenize, build the prompt and the decoder stream; joins the batch. */
+static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
+    int32_t *text_ids = NULL, *instr_ids = NULL, *ref_ids = NULL;
+    int n_text = 0, n_instr = 0, n_ref = 0, rc = -1;
+    /* Leading line breaks would merge with the template's "\n" token and
+     * shift the positional slicing of the prompt (the text's ids are taken at
+     * fixed offsets from the template's): skip leading whitespace, which
+     * carries no speech. */
+    const char *text = s->text;
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
+    if (!*text) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is only whitespace");
+    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err)) goto done;
+    if (s->instruct && *s->instruct &&
+        qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_INSTRUCT, s->instruct, &instr_ids, &n_instr, err))
+        goto done;
+    if (s->mode == QTTS_MODE_CLONE_ICL &&
+        qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_REF, s->voice->ref_text, &ref_ids, &n_ref, err))
+        goto done;
+    int icl = s->mode == QTTS_MODE_CLONE_ICL;
+    qtts_prompt_spec spec = {
+        .mode = s->mode,
+        .text_ids = text_ids,
+        .n_text_ids = n_text,
+        .instruct_ids = instr_ids,
+        .n_instruct_ids = n_instr,
+        .ref_ids = ref_ids,
+        .n_ref_ids = n_ref,
+        .ref_codes = icl ? s->voice->codes : NULL,
+        .n_ref_frames = icl ? (int64_t)s->voice->n_frames : 0,
+        .xvector = s->voice ? s->voice->xvec : NULL,
+        .speaker = s->speaker,
+        .language = s->language,
+        .non_streaming = s->req.layout == QTTS_LAYOUT_DEFAULT ? -1 : s->req.layout == QTTS_LAYOUT_NON_STREAMING,
+    };
+    qtts_gen_params p;
+    gen_params_of(e, &s->req, &p);
+    s->gen = qtts_gen_request_new(e->talker, pool, &spec, &p, err);
+    if (!s->gen) goto done;
+    qtts_gen_request_set_callback(s->gen, on_frame, s);
+    s->dec = qtts_codec_stream_new(e->decoder, err);
+    if (!s->dec || (icl && decode_reference(e, pool, s, err)) || qtts_batch_add(e->batch, s->gen, err)) goto done;
+    rc = 0;
+done:
+    free(text_ids);
+    free(instr_ids);
+    free(ref_ids);
+    return rc;
+}
+
+static void keep_codes(qtts_engine *e, slot *s, int n_frames) {
+    int64_t g = e->talker->cfg.num_code_groups;
+    int32_t *copy = malloc((size_t)(n_frames * g) * sizeof *copy);
+    if (!copy) return; /* qtts_stream_codes then returns NULL, as documented for "not kept" */
+    memcpy(copy, qtts_gen_request_codes(s->gen), (size_t)(n_frames * g) * sizeof *copy);
+    stream_set_codes(s->stream, copy, (size_t)n_frames, (int)g);
+}
+
+/* Ends a request's stream: its result on success, else the error. */
+static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
+    qtts_result r = {0};
+    r.seed = s->req.seed;
+    r.n_frames = (int)(s->gen ? qtts_gen_request_n_frames(s->gen) : 0);
+    r.audio_seconds = (double)s->samples_out / e->sample_rate;
+    r.queue_ms = s->t_start - s->t_submit;
+    r.first_audio_ms = s->t_first_audio > 0 ? s->t_first_audio - s->t_submit : 0;
+    r.total_ms = qtts_now_ms() - s->t_submit;
+    r.prefill_ms = s->prefill_ms;
+    r.talker_ms = s->talker_ms;
+    r.code_predictor_ms = s->cp_ms;
+    r.decoder_ms = s->decoder_ms;
+    r.finished_by_eos = s->gen && qtts_gen_request_stop_reason(s->gen) == QTTS_STOP_EOS;
+    if (error) {
+        stream_fail(s->stream, error->status ? error->status : QTTS_ERR_INTERNAL, error->msg);
+        if (error->status == QTTS_ERR_CANCELLED) atomic_fetch_add(&e->n_cancelled, 1);
+        else atomic_fetch_add(&e->n_failed, 1);
+        return;
+    }
+    if (s->req.keep_codes && s->gen && r.n_frames > 0) keep_codes(e, s, r.n_frames);
+    stream_finish(s->stream, &r);
+    atomic_fetch_add(&e->n_done, 1);
+}
+
+static void unlink_slot(qtts_engine *e, slot *s) {
+    for (slot **pp = &e->active; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    s->next = NULL;
+}
+
+/* Finishes an active request (error NULL: success) and frees it. */
+static void slot_retire(qtts_engine *e, slot *s, const qtts_err *error) {
+    slot_finish(e, s, error);
+    unlink_slot(e, s);
+    pthread_mutex_lock(&e->mu);
+    e->n_active--;
+    pthread_mutex_unlock(&e->mu);
+    slot_free(s);
+}
+
+/* Moves the due requests' pending frames into one batched decoder call. */
+static int gather_due(qtts_engine *e, qtts_err *err) {
+    int i = 0;
+    for (slot *s = e->active; s; s = s->next) {
+        if (!s->decode_now) continue;
+        int64_t need = s->n_pending * e->frame_samples;
+        if (need > s->cap_pcm) {
+            float *np = realloc(s->pcm, (size_t)need * sizeof *np);
+            if (!np) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+            s->pcm = np;
+            s->cap_pcm = need;
+        }
+        e->scratch_streams[i] = s->dec;
+        e->scratch_codes[i] = s->pending;
+        e->scratch_nf[i] = s->n_pending;
+        e->scratch_out[i] = s->pcm;
+        e->scratch_slots[i] = s;
+        i++;
+    }
+    return i;
+}
+
+/* Decodes the due requests' pending frames in one batched step. */
+static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
+    int n = 0;
+    const double now = qtts_now_ms();
+    for (slot *s = e->active; s; s = s->next) {
+        s->decode_now = qtts_decode_due(s->n_pending, qtts_gen_request_finished(s->gen), s->samples_out,
+                                        e->frame_samples, e->sample_rate, s->t_start, s->t_first_audio, now);
+        n += s->decode_now;
+    }
+    if (!n) return 0;
+    if (gather_due(e, err) < 0) return -1;
+    double t0 = qtts_now_ms();
+    if (qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes, e->scratch_nf, n,
+                                     e->scratch_out, err))
+        return -1;
+    double dt = (qtts_now_ms() - t0) / n;
+    for (int i = 0; i < n; i++) {
+        slot *s = e->scratch_slots[i];
+        int64_t count = e->scratch_nf[i] * e->frame_samples;
+        s->decoder_ms += dt;
+        s->n_pending = 0;
+        if (count > 0) {
+            if (stream_push(s->stream, s->pcm, (size_t)count))
+                return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+            if (s->t_first_audio == 0) s->t_first_audio = qtts_now_ms();
+            s->samples_out += count;
+        }
+    }
+    return 0;
+}
+
+/* Moves waiting requests into the batch while slots are free. */
+static void admit(qtts_engine *e, qtts_pool *pool) {
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        slot *s = NULL;
+        if (e->n_active < e->max_batch && e->wait_head) {
+            s = e->wait_head;
+            e->wait_head = s->next;
+            if (!e->wait_head) e->wait_tail = NULL;
+            e->n_waiting--;
+            e->n_active++;
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (!s) return;
+        s->next = e->active;
+        e->active = s;
+        s->t_start = qtts_now_ms();
+        qtts_err err = {0};
+        if (atomic_load(&s->stream->cancelled)) {
+            qtts_fail_as(&err, QTTS_ERR_CANCELLED, "cancelled");
+            slot_retire(e, s, &err);
+        } else if (slot_start(e, pool, s, &err)) {
+            slot_retire(e, s, &err);
+        } else {
+            stream_set_running(s->stream);
+        }
+    }
+}
+
+/* Cancellations (and shutdown) take effect at frame boundaries. */
+static void retire_cancelled(qtts_engine *e) {
+    qtts_err cancelled = {0};
+    qtts_fail_as(&cancelled, QTTS_ERR_CANCELLED, "cancelled");
+    for (slot *s = e->active, *next; s; s = next) {
+        next = s->next;
+        if (!atomic_load(&s->stream->cancelled) && !atomic_load(&e->stopping)) continue;
+        qtts_batch_remove(e->batch, s->gen);
+        slot_retire(e, s, &cancelled);
+    }
+}
+
+/* Shares the stage times of one batch step among the requests in it. */
+static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtts_batch_timing *tm1,
+                         int64_t frames_before) {
+    double d_prefill = (double)(tm1->prefill.wall_ns - tm0->prefill.wall_ns) / 1e6;
+    double d_cp = (double)(tm1->cp.wall_ns - tm0->cp.wall_ns) / 1e6;
+    double d_talker = (double)(tm1->talker.wall_ns - tm0->talker.wall_ns) / 1e6;
+    int n_active = 0, n_new = 0;
+    for (slot *s = e->active; s; s = s->next) {
+        n_active++;
+        n_new += !s->prefilled;
+    }
+    int64_t frames_after = 0;
+    for (slot *s = e->active; s; s = s->next) {
+        if (!s->prefilled) {
+            s->prefill_ms += d_prefill / n_new;
+            s->prefilled = 1;
+        } else {
+            s->cp_ms += d_cp / (n_active - n_new);
+            s->talker_ms += d_talker / (n_active - n_new);
+        }
+        frames_after += s->n_pending;
+    }
+    atomic_fetch_add(&e->n_frames, (uint64_t)(frames_after - frames_before));
+}
+
+int engine_frame_loop(qtts_pool *pool, void *ctx) {
+    qtts_engine *e = ctx;
+    admit(e, pool);
+    retire_cancelled(e);
+    if (!e->active) {
+        pthread_mutex_lock(&e->mu);
+        int more = e->wait_head != NULL;
+        pthread_mutex_unlock(&e->mu);
+        return more;
+    }
+    qtts_err err = {0};
+    qtts_batch_timing tm0, tm1;
+    qtts_batch_get_timing(e->batch, &tm0);
+    int64_t frames_before = 0;
+    for (slot *s = e->active; s; s = s->next) frames_before += s->n_pending;
+    int left = qtts_batch_step(e->batch, pool, &err);
+    qtts_batch_get_timing(e->batch, &tm1);
+    account_step(e, &tm0, &tm1, frames_before);
+    int failed = left < 0 || decode_pending(e, pool, &err) != 0;
+
+    qtts_err oom = {0};
+    qtts_fail_as(&oom, QTTS_ERR_NO_MEMORY, "out of memory keeping a generated frame");
+    for (slot *s = e->active, *next; s; s = next) {
+        next = s->next;
+        if (failed) {
+            slot_retire(e, s, &err);
+        } else if (s->out_of_memory || qtts_gen_request_finished(s->gen)) {
+            qtts_batch_remove(e->batch, s->gen);
+            slot_retire(e, s, s->out_of_memory ? &oom : NULL);
+        }
+    }
+    return 1;
+}
+
+void engine_drain(qtts_pool *pool, void *ctx) {
+    qtts_engine *e = ctx;
+    /* e->stopping makes the frame loop cancel every active request */
+    while (e->active) engine_frame_loop(pool, e);
+}

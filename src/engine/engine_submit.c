@@ -1,0 +1,216 @@
+/* Request threads: validate a request, copy it and queue it for the engine
+ * thread. Nothing here computes; names and combinations are checked now so
+ * the caller gets a clear error before anything is queued (token ids and the
+ * prompt are built on the engine thread). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "engine/engine_internal.h"
+#include "engine/stream.h"
+
+void slot_free(slot *s) {
+    if (!s) return;
+    if (s->gen) qtts_gen_request_free(s->gen);
+    if (s->dec) qtts_codec_stream_free(s->dec);
+    if (s->voice) qtts_voice_release(s->voice);
+    free(s->text);
+    free(s->language);
+    free(s->speaker);
+    free(s->instruct);
+    free(s->pending);
+    free(s->pcm);
+    if (s->stream) stream_release(s->stream);
+    free(s);
+}
+
+static char *dup_or_null(const char *s, int *oom) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *oom = 1;
+    return d;
+}
+
+static uint64_t random_seed(void) {
+    uint64_t s = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &s, sizeof s) != (ssize_t)sizeof s) s = 0;
+        close(fd);
+    }
+    if (!s) s = (uint64_t)qtts_now_ms() * 6364136223846793005ull + (uint64_t)getpid();
+    return s >> 1; /* keep it printable as a signed 64-bit number too */
+}
+
+/* Mode of a request on this model. */
+static int request_mode(const qtts_engine *e, const qtts_request *r, qtts_mode *mode, qtts_err *err) {
+    switch (e->talker->cfg.variant) {
+    case QTTS_VARIANT_CUSTOM_VOICE:
+        if (r->voice)
+            return qtts_fail_as(err, QTTS_ERR_INVALID,
+                                "this CustomVoice model has built-in speakers only; cloned voices need a Base model");
+        *mode = QTTS_MODE_CUSTOM_VOICE;
+        return 0;
+    case QTTS_VARIANT_VOICE_DESIGN:
+        if (r->voice)
+            return qtts_fail_as(err, QTTS_ERR_INVALID, "this VoiceDesign model designs voices from --instruct; cloned "
+                                                       "voices need a Base model");
+        *mode = QTTS_MODE_VOICE_DESIGN;
+        return 0;
+    case QTTS_VARIANT_BASE:
+        if (!r->voice)
+            return qtts_fail_as(err, QTTS_ERR_INVALID,
+                                "this Base model clones a voice: give reference audio (or a registered voice)");
+        /* A voice without codes or transcript clones from its x-vector alone. */
+        *mode = r->x_vector_only || !r->voice->codes || !r->voice->n_frames || !r->voice->ref_text
+                    ? QTTS_MODE_CLONE_XVEC
+                    : QTTS_MODE_CLONE_ICL;
+        return 0;
+    }
+    return qtts_fail_as(err, QTTS_ERR_INTERNAL, "unknown model variant");
+}
+
+static int check_voice_options(const qtts_engine *e, const qtts_request *r, qtts_mode mode, qtts_err *err) {
+    const qtts_model_config *c = &e->talker->cfg;
+    if (mode == QTTS_MODE_CUSTOM_VOICE) {
+        if (!r->speaker || !*r->speaker)
+            return qtts_fail_as(err, QTTS_ERR_INVALID, "this CustomVoice model needs a speaker (valid: %s)",
+                                e->speaker_list);
+        if (!qtts_config_speaker(c, r->speaker))
+            return qtts_fail_as(err, QTTS_ERR_INVALID, "unknown speaker \"%s\" (valid: %s)", r->speaker,
+                                e->speaker_list);
+    } else if (r->speaker && *r->speaker) {
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "this %s model has no built-in speakers",
+                            qtts_variant_name(c->variant));
+    }
+    if (mode == QTTS_MODE_VOICE_DESIGN && (!r->instruct || !*r->instruct))
+        return qtts_fail_as(err, QTTS_ERR_INVALID,
+                            "this VoiceDesign model needs an instruction describing the voice (instruct)");
+    if ((mode == QTTS_MODE_CLONE_XVEC || mode == QTTS_MODE_CLONE_ICL) && r->instruct && *r->instruct)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "instructions are not supported when cloning a voice (Base models)");
+    if (r->language && *r->language && strcasecmp(r->language, "auto") != 0) {
+        const qtts_named_id *l = qtts_config_language(c, r->language);
+        if (!l || strstr(l->name, "dialect"))
+            return qtts_fail_as(err, QTTS_ERR_INVALID, "unknown language \"%s\" (valid: %s)", r->language,
+                                e->language_list);
+    }
+    return 0;
+}
+
+static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode *mode, qtts_err *err) {
+    if (!r || !r->text || !*r->text) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is empty");
+    if (request_mode(e, r, mode, err) || check_voice_options(e, r, *mode, err)) return -1;
+    if (strlen(r->text) > QTTS_MAX_TEXT_BYTES)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is longer than %d bytes; split it",
+                            QTTS_MAX_TEXT_BYTES);
+    if (r->max_frames < 0 || r->temperature < 0 || r->top_p < 0 || r->top_p > 1 || r->top_k < 0 ||
+        r->repetition_penalty < 0 || r->cp_temperature < 0 || r->cp_top_p < 0 || r->cp_top_p > 1 || r->cp_top_k < 0)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "sampling parameters out of range");
+    return 0;
+}
+
+/* The engine's own copy of the request (strings and a voice reference). */
+static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *err) {
+    slot *s = calloc(1, sizeof *s);
+    int oom = !s;
+    if (s) {
+        s->req = *r;
+        s->text = dup_or_null(r->text, &oom);
+        s->language = dup_or_null(r->language, &oom);
+        s->speaker = dup_or_null(r->speaker, &oom);
+        s->instruct = dup_or_null(r->instruct, &oom);
+        s->req.text = s->text;
+        s->req.language = s->language;
+        s->req.speaker = s->speaker;
+        s->req.instruct = s->instruct;
+        s->voice = r->voice ? qtts_voice_retain((qtts_voice *)r->voice) : NULL;
+        s->req.voice = s->voice;
+        s->stream = stream_new();
+        if (!s->stream) oom = 1;
+    }
+    if (oom) {
+        slot_free(s);
+        qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+        return NULL;
+    }
+    if (!r->has_seed) s->req.seed = random_seed();
+    s->req.has_seed = 1;
+    s->mode = mode;
+    s->t_submit = qtts_now_ms();
+    return s;
+}
+
+qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err) {
+    qtts_mode mode = QTTS_MODE_CUSTOM_VOICE;
+    if (check_request(e, r, &mode, err)) return NULL;
+    slot *s = slot_from_request(r, mode, err);
+    if (!s) return NULL;
+    pthread_mutex_lock(&e->mu);
+    if (atomic_load(&e->stopping)) {
+        pthread_mutex_unlock(&e->mu);
+        slot_free(s);
+        qtts_fail_as(err, QTTS_ERR_BUSY, "the engine is shutting down");
+        return NULL;
+    }
+    if (e->n_waiting >= e->max_queue) {
+        pthread_mutex_unlock(&e->mu);
+        stream_release(s->stream); /* the reader's reference */
+        slot_free(s);
+        qtts_fail_as(err, QTTS_ERR_BUSY, "busy: %d requests are already waiting", e->max_queue);
+        return NULL;
+    }
+    if (e->wait_tail) e->wait_tail->next = s;
+    else e->wait_head = s;
+    e->wait_tail = s;
+    e->n_waiting++;
+    qtts_stream *st = s->stream;
+    pthread_mutex_unlock(&e->mu);
+    qtts_exec_wake(e->exec);
+    return st;
+}
+
+qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_t es) {
+    qtts_err qe = {0};
+    qtts_stream *s = engine_submit(e, r, &qe);
+    if (!s) engine_copy_err(&qe, err, es);
+    return s;
+}
+
+int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
+                    char *err, size_t es) {
+    qtts_err qe = {0};
+    qtts_stream *s = engine_submit(e, r, &qe);
+    if (!s) {
+        engine_copy_err(&qe, err, es);
+        return -1;
+    }
+    float buf[8192];
+    int rc = 0;
+    for (;;) {
+        long n = qtts_stream_read(s, buf, sizeof buf / sizeof buf[0], -1);
+        if (n > 0) {
+            if (cb && cb(user, buf, (size_t)n)) {
+                qtts_stream_cancel(s);
+                qtts_fail_as(&qe, QTTS_ERR_CANCELLED, "cancelled by the caller");
+                engine_copy_err(&qe, err, es);
+                rc = -1;
+                break;
+            }
+            continue;
+        }
+        if (n == 0) {
+            if (out) qtts_stream_result(s, out);
+        } else {
+            qtts_fail_as(&qe, qtts_stream_status(s), "%s", qtts_stream_error(s));
+            engine_copy_err(&qe, err, es);
+            rc = -1;
+        }
+        break;
+    }
+    qtts_stream_free(s);
+    return rc;
+}
