@@ -68,6 +68,9 @@ typedef struct {
     int n_languages;
     const char *const *languages; /* accepted --lang values, "auto" first */
     int sample_rate;
+    int frame_samples; /* samples per codec frame (1920 = 80 ms at 24 kHz) */
+    int n_codebooks;   /* codes per frame (16) */
+    int codebook_size; /* each code is in [0, codebook_size) (2048) */
     int n_threads;
     int max_batch;
     const char *weight_type;       /* LM matrices as loaded: "f32", "bf16", "q8_0", "q4_k" */

@@ -17,7 +17,7 @@
 #include "server/auth.h"
 #include "server/b64.h"
 #include "server/buf.h"
-#include "server/rvq.h"
+#include "io/spk.h"
 #include "server/stretch.h"
 #include "server/voice_store.h"
 #include "support/npy.h"
@@ -52,63 +52,24 @@ static void test_b64(void) {
     TEST_CHECK(!srv_b64_decode("data:audio/wav,abc", 18, &n, &why), "b64 rejects a non-base64 data URL");
 }
 
+/* The server stores and accepts voices through src/io's .rvq/.spk codecs
+ * (bit layout tested in test_rvq); here: the in-memory .spk image it writes. */
 static void test_rvq_spk(void) {
-    /* Hand-packed: frame count 1, codebook k holds code k*100+1, LSB-first. */
-    int32_t codes[16];
-    for (int k = 0; k < 16; k++) codes[k] = k * 100 + 1;
-    size_t size;
-    const char *why = "";
-    unsigned char *p = srv_rvq_pack(codes, 1, &size, &why);
-    TEST_CHECK(p && size == 22, "rvq pack size %zu", size);
-    int ok = 1;
-    for (int k = 0; p && k < 16; k++) {
-        uint32_t v = 0;
-        for (int b = 0; b < 11; b++) {
-            int bit = k * 11 + b;
-            v |= (uint32_t)(p[bit / 8] >> (bit % 8) & 1) << b;
-        }
-        ok &= v == (uint32_t)codes[k];
-    }
-    TEST_CHECK(ok, "rvq bit layout is LSB-first, codebook-major");
-    free(p);
-    /* [16][T] order: with T=3 the stream holds cb0 f0, cb0 f1, cb0 f2, cb1 f0... */
-    int32_t c3[3 * 16];
-    for (int t = 0; t < 3; t++)
-        for (int k = 0; k < 16; k++) c3[t * 16 + k] = (t * 16 + k) * 37 % 2048;
-    p = srv_rvq_pack(c3, 3, &size, &why);
-    uint32_t second = 0; /* stream element 1 = codebook 0, frame 1 */
-    for (int b = 0; b < 11; b++) second |= (uint32_t)(p[(11 + b) / 8] >> ((11 + b) % 8) & 1) << b;
-    TEST_CHECK(second == (uint32_t)c3[16], "rvq stream element 1 is codebook 0 frame 1 (%u vs %d)", second, c3[16]);
-    size_t t;
-    int32_t *back = srv_rvq_unpack(p, size, &t, &why);
-    TEST_CHECK(back && t == 3 && !memcmp(back, c3, sizeof c3), "rvq round trip");
-    free(back);
-    free(p);
-    TEST_CHECK(!srv_rvq_unpack("abc", 3, &t, &why), "rvq rejects a size that is not 22*T");
-    {   /* byte-identical to the project's .rvq writer (src/io/rvq.h) */
-        enum { T7 = 7 };
-        int32_t c7[T7 * 16];
-        uint32_t x = 12345;
-        for (int i = 0; i < T7 * 16; i++) c7[i] = (int32_t)((x = x * 1103515245u + 12345u) >> 16) % 2048;
-        size_t n7;
-        unsigned char *mine = srv_rvq_pack(c7, T7, &n7, &why);
-        unsigned char theirs[T7 * 22];
-        qtts_err e;
-        TEST_CHECK(mine && n7 == qtts_rvq_size(16, T7) && qtts_rvq_pack(c7, 16, T7, theirs, &e) == 0 &&
-                       !memcmp(mine, theirs, n7),
-                   "server .rvq packing matches src/io/rvq");
-        free(mine);
-    }
-    int32_t badf[16] = {0};
-    badf[5] = 2048;
-    TEST_CHECK(!srv_rvq_pack(badf, 1, &size, &why), "rvq pack refuses a code >= 2048");
     float x[3] = {1.5f, -2.25f, 0.f};
-    unsigned char *sp = srv_spk_pack(x, 3, &size);
+    size_t size = 0;
+    qtts_err e = {0};
+    unsigned char *sp = qtts_spk_to_bytes(x, 3, &size, &e);
     TEST_CHECK(sp && size == 12 && sp[0] == 0 && sp[3] == 0x3f && sp[2] == 0xc0, "spk is little-endian float32");
-    size_t m;
-    float *y = srv_spk_unpack(sp, size, &m, &why);
+    int64_t m = 0;
+    float *y = sp ? qtts_spk_from_bytes(sp, size, 3, "spk", &m, &e) : NULL;
     TEST_CHECK(y && m == 3 && !memcmp(x, y, sizeof x), "spk round trip");
     free(y);
+    if (sp) {
+        sp[3] = 0x7f, sp[2] = 0xc0; /* NaN */
+        y = qtts_spk_from_bytes(sp, size, 3, "spk_b64", &m, &e);
+        TEST_CHECK(!y && strstr(e.msg, "spk_b64"), "a non-finite x-vector is refused: %s", e.msg);
+        free(y);
+    }
     free(sp);
 }
 

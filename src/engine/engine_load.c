@@ -38,6 +38,9 @@ int engine_build_name_lists(qtts_engine *e) {
     e->info.n_languages = nl;
     e->info.languages = e->language_names;
     e->info.sample_rate = (int)e->sample_rate;
+    e->info.frame_samples = (int)e->frame_samples;
+    e->info.n_codebooks = (int)c->num_code_groups;
+    e->info.codebook_size = (int)c->cp.vocab;
     e->info.max_batch = e->max_batch;
     return 0;
 }

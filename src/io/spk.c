@@ -25,11 +25,23 @@ static float get_f32le(const unsigned char *p) {
     return f;
 }
 
+unsigned char *qtts_spk_to_bytes(const float *xvec, int64_t dim, size_t *size, qtts_err *err) {
+    if (dim <= 0) {
+        qtts_fail_as(err, QTTS_ERR_INVALID, "empty x-vector");
+        return NULL;
+    }
+    unsigned char *buf = qtts_malloc((size_t)dim * 4, err);
+    if (!buf) return NULL;
+    for (int64_t i = 0; i < dim; i++) put_f32le(buf + 4 * i, xvec[i]);
+    *size = (size_t)dim * 4;
+    return buf;
+}
+
 int qtts_spk_write(const char *path, const float *xvec, int64_t dim, qtts_err *err) {
     if (dim <= 0) return qtts_fail(err, "%s: empty x-vector", path);
-    unsigned char *buf = qtts_malloc((size_t)dim * 4, err);
+    size_t size;
+    unsigned char *buf = qtts_spk_to_bytes(xvec, dim, &size, err);
     if (!buf) return -1;
-    for (int64_t i = 0; i < dim; i++) put_f32le(buf + 4 * i, xvec[i]);
     FILE *f = fopen(path, "wb");
     if (!f) {
         free(buf);

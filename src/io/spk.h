@@ -9,6 +9,8 @@
 #include "core/err.h"
 
 int qtts_spk_write(const char *path, const float *xvec, int64_t dim, qtts_err *err);
+/* The file image of an x-vector (malloc'd, *size bytes). */
+unsigned char *qtts_spk_to_bytes(const float *xvec, int64_t dim, size_t *size, qtts_err *err);
 
 /* Reads a .spk file of exactly `dim` floats (dim > 0), or of any length when
  * dim <= 0 (*out_dim receives it; may be NULL). Values must be finite.

@@ -12,6 +12,7 @@
 #include "server/audio_out.h"
 #include "server/b64.h"
 #include "server/internal.h"
+#include "text/utf8.h"
 #include "server/pump.h"
 #include "server/stretch.h"
 #include "core/clock.h"
@@ -50,21 +51,6 @@ static int fail(bad_req *b, int status, const char *param, const char *code, con
     b->param = param;
     b->code = code;
     return -1;
-}
-
-/* Counts UTF-8 code points; -1 if the text is not valid UTF-8. */
-static long utf8_chars(const char *s) {
-    long n = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-        if (!len) return -1;
-        for (int i = 1; i < len; i++)
-            if ((p[i] & 0xC0) != 0x80) return -1;
-        p += len;
-        n++;
-    }
-    return n;
 }
 
 static const cJSON *field(const cJSON *root, const char *name) {
@@ -137,7 +123,7 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
         get_str(root, "ref_audio", &ref_audio, b) || get_str(root, "ref_text", &ref_text, b))
         return -1;
     if (!input || !*input) return fail(b, 400, "input", "missing_input", "'input' is required and must not be empty");
-    long nch = utf8_chars(input);
+    long nch = qtts_utf8_count(input, strlen(input));
     if (nch < 0) return fail(b, 400, "input", "invalid_value", "'input' is not valid UTF-8");
     if (nch > s->p.max_input_chars)
         return fail(b, 400, "input", "input_too_long", "'input' has %ld characters; the limit is %d", nch,

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/rvq.h"
+#include "io/file.h"
+#include "io/rvq.h"
+#include "io/spk.h"
 
 typedef struct {
     char name[72];
@@ -77,84 +79,61 @@ static entry *insert(srv_voices *vs, const char *name, qtts_voice *v) {
     return en;
 }
 
+/* a voice's .json is tiny; a cap keeps a stray large file from being read */
+#define MAX_VOICE_FILE_BYTES ((size_t)1 << 20)
+
 static void path_of(const srv_voices *vs, const char *name, const char *ext, char *out, size_t size) {
     snprintf(out, size, "%s/%s.%s", vs->dir, name, ext);
 }
 
-static unsigned char *read_all(const char *path, size_t *size, int *missing) {
+/* *missing: the file does not exist (an optional part of a voice). */
+static char *read_all(const char *path, size_t *size, int *missing, qtts_err *err) {
     *size = 0;
-    *missing = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *missing = errno == ENOENT;
-        return NULL;
-    }
-    unsigned char *data = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n >= 0 && n < (1L << 30) && fseek(f, 0, SEEK_SET) == 0) {
-        data = malloc((size_t)n + 1);
-        if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-            free(data);
-            data = NULL;
-        }
-        if (data) {
-            data[n] = 0;
-            *size = (size_t)n;
-        }
-    }
-    fclose(f);
-    return data;
+    *missing = access(path, F_OK) != 0 && errno == ENOENT;
+    if (*missing) return NULL;
+    char *data;
+    return qtts_read_file(path, MAX_VOICE_FILE_BYTES, &data, size, err) ? NULL : data;
 }
-
 /* Loads NAME from the directory; st is NAME.spk's stat. */
 static qtts_voice *load_from_dir(srv_voices *vs, const char *name, char *err, size_t err_size) {
     char path[4096];
     size_t size;
     int missing;
-    const char *why = NULL;
+    qtts_err qe = {0};
     path_of(vs, name, "spk", path, sizeof path);
-    unsigned char *spk = read_all(path, &size, &missing);
-    if (!spk) {
-        snprintf(err, err_size, "%s: %s", path, missing ? "not found" : "cannot read");
-        return NULL;
-    }
-    size_t xlen;
-    float *x = srv_spk_unpack(spk, size, &xlen, &why);
-    free(spk);
+    int64_t xlen = 0;
+    float *x = qtts_spk_read(path, 0, &xlen, &qe);
     if (!x) {
-        snprintf(err, err_size, "%s: %s", path, why);
+        snprintf(err, err_size, "%s", qe.msg);
         return NULL;
     }
     path_of(vs, name, "rvq", path, sizeof path);
     int32_t *codes = NULL;
-    size_t n_frames = 0;
-    unsigned char *rvq = read_all(path, &size, &missing);
-    if (rvq) {
-        codes = srv_rvq_unpack(rvq, size, &n_frames, &why);
-        free(rvq);
-        if (!codes) {
-            snprintf(err, err_size, "%s: %s", path, why);
+    int64_t n_frames = 0;
+    const qtts_model_info *mi = qtts_engine_info(vs->e);
+    if (access(path, F_OK) == 0) {
+        if (qtts_rvq_read(path, mi->n_codebooks, mi->codebook_size, &codes, &n_frames, &qe)) {
+            snprintf(err, err_size, "%s", qe.msg);
             free(x);
             return NULL;
         }
-    } else if (!missing) {
-        snprintf(err, err_size, "%s: cannot read", path);
+    } else if (errno != ENOENT) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
         free(x);
         return NULL;
     }
     char *ref_text = NULL;
     path_of(vs, name, "json", path, sizeof path);
-    unsigned char *js = read_all(path, &size, &missing);
+    char *js = read_all(path, &size, &missing, &qe);
     if (js) {
-        cJSON *root = cJSON_ParseWithLength((const char *)js, size);
+        cJSON *root = cJSON_ParseWithLength(js, size);
         free(js);
         const cJSON *rt = root ? cJSON_GetObjectItemCaseSensitive(root, "ref_text") : NULL;
         if (cJSON_IsString(rt) && rt->valuestring[0]) ref_text = strdup(rt->valuestring);
         cJSON_Delete(root);
     }
     char e2[256] = "";
-    qtts_voice *v = qtts_voice_from_parts(vs->e, x, xlen, codes, n_frames, ref_text, e2, sizeof e2);
+    qtts_voice *v = qtts_voice_from_parts(vs->e, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, e2, sizeof e2);
     if (!v) snprintf(err, err_size, "voice '%s': %s", name, e2);
     free(x);
     free(codes);
@@ -338,12 +317,16 @@ static int persist(srv_voices *vs, const char *name, qtts_voice *v, struct stat 
     size_t n_frames = 0, xlen = 0, size = 0;
     const int32_t *codes = qtts_voice_codes(v, &n_frames);
     const float *x = qtts_voice_xvector(v, &xlen);
-    const char *why = "out of memory";
+    int64_t n_q = qtts_engine_info(vs->e)->n_codebooks;
+    qtts_err qe = {0};
     path_of(vs, name, "rvq", path, sizeof path);
     if (codes && n_frames) {
-        unsigned char *rvq = srv_rvq_pack(codes, n_frames, &size, &why);
-        if (!rvq) {
-            snprintf(err, err_size, "voice '%s': %s", name, why);
+        size = qtts_rvq_size(n_q, (int64_t)n_frames);
+        unsigned char *rvq = malloc(size);
+        /* the file is codebook-major: pack takes frame-major codes */
+        if (!rvq || qtts_rvq_pack(codes, n_q, (int64_t)n_frames, rvq, &qe)) {
+            snprintf(err, err_size, "voice '%s': %s", name, rvq ? qe.msg : "out of memory");
+            free(rvq);
             return -1;
         }
         int rc = write_file_atomic(vs, path, rvq, size, 0, err, err_size);
@@ -370,9 +353,9 @@ static int persist(srv_voices *vs, const char *name, qtts_voice *v, struct stat 
     int rc = write_file_atomic(vs, path, js, strlen(js), 0, err, err_size);
     free(js);
     if (rc) return rc;
-    unsigned char *spk = srv_spk_pack(x, xlen, &size);
+    unsigned char *spk = qtts_spk_to_bytes(x, (int64_t)xlen, &size, &qe);
     if (!spk) {
-        snprintf(err, err_size, "out of memory");
+        snprintf(err, err_size, "voice '%s': %s", name, qe.msg);
         return -1;
     }
     path_of(vs, name, "spk", path, sizeof path);

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "server/b64.h"
+#include "io/rvq.h"
+#include "io/spk.h"
 #include "server/internal.h"
-#include "server/rvq.h"
 
 enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) {
     cJSON *root = cJSON_CreateObject();
@@ -60,36 +61,37 @@ static const char *opt_str(const cJSON *root, const char *name, int *bad) {
 
 static qtts_voice *voice_from_parts(qtts_server *s, const char *spk_b64, const char *rvq_b64, const char *ref_text,
                                     const char **param, char *err, size_t err_size) {
-    size_t n = 0, xlen = 0, n_frames = 0;
+    size_t n = 0;
+    int64_t xlen = 0, n_frames = 0;
     const char *why = "";
+    qtts_err qe = {0};
     unsigned char *raw = srv_b64_decode(spk_b64, strlen(spk_b64), &n, &why);
-    float *x = raw ? srv_spk_unpack(raw, n, &xlen, &why) : NULL;
+    float *x = raw ? qtts_spk_from_bytes(raw, n, s->info->hidden_size, "spk_b64", &xlen, &qe) : NULL;
     free(raw);
     *param = "spk_b64";
     if (!x) {
-        snprintf(err, err_size, "spk_b64: %s", why);
-        return NULL;
-    }
-    if ((int)xlen != s->info->hidden_size) {
-        snprintf(err, err_size, "spk_b64: the x-vector has %zu floats; this model needs %d", xlen,
-                 s->info->hidden_size);
-        free(x);
+        if (raw) snprintf(err, err_size, "%s", qe.msg); /* "spk_b64: ..." */
+        else snprintf(err, err_size, "spk_b64: %s", why);
         return NULL;
     }
     int32_t *codes = NULL;
     if (rvq_b64 && *rvq_b64) {
         *param = "rvq_b64";
         raw = srv_b64_decode(rvq_b64, strlen(rvq_b64), &n, &why);
-        codes = raw ? srv_rvq_unpack(raw, n, &n_frames, &why) : NULL;
-        free(raw);
-        if (!codes) {
-            snprintf(err, err_size, "rvq_b64: %s", why);
+        int bad = !raw || qtts_rvq_unpack(raw, n, s->info->n_codebooks, s->info->codebook_size, "rvq_b64", &codes,
+                                          &n_frames, &qe);
+        if (bad) {
+            if (raw) snprintf(err, err_size, "%s", qe.msg);
+            else snprintf(err, err_size, "rvq_b64: %s", why);
+            free(raw);
             free(x);
             return NULL;
         }
+        free(raw);
     }
     char e2[512] = "";
-    qtts_voice *v = qtts_voice_from_parts(s->engine, x, xlen, codes, n_frames, ref_text, e2, sizeof e2);
+    qtts_voice *v = qtts_voice_from_parts(s->engine, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, e2,
+                                          sizeof e2);
     if (!v) snprintf(err, err_size, "%s", e2);
     free(x);
     free(codes);

@@ -104,3 +104,10 @@ int qtts_unicode_to_byte(uint32_t cp) {
     if (cp == 0x100 + 0x21 + 0x22) return 0xAD;
     return -1;
 }
+
+long qtts_utf8_count(const char *s, size_t len) {
+    if (qtts_utf8_check(s, len) != len) return -1;
+    long n = 0;
+    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80; /* count lead bytes */
+    return n;
+}

@@ -10,6 +10,10 @@
  * the first bad sequence. */
 size_t qtts_utf8_check(const char *s, size_t len);
 
+/* Code points of s[0..len), or -1 when it is not well-formed UTF-8 (the
+ * same rules as qtts_utf8_check). */
+long qtts_utf8_count(const char *s, size_t len);
+
 /* Decodes one code point from well-formed UTF-8; returns its byte length. */
 int qtts_utf8_decode(const char *s, uint32_t *cp);
 
