@@ -18,6 +18,15 @@
 extern "C" {
 #endif
 
+/* Exported from the shared library; everything else in libqtts is hidden. */
+#if defined(QTTS_BUILDING) && defined(__GNUC__)
+#define QTTS_API __attribute__((visibility("default")))
+#else
+#define QTTS_API
+#endif
+
+/* The one version number (CMake reads it from here); qtts_version() is the
+ * library's own at run time, which a program can compare with the header's. */
 #define QTTS_VERSION "0.1.0"
 #define QTTS_SAMPLE_RATE 24000
 
@@ -34,7 +43,9 @@ typedef enum {
 } qtts_status;
 
 /* "ok", "invalid", "busy", "no_memory", "model", "cancelled", "internal". */
-const char *qtts_status_name(qtts_status s);
+QTTS_API const char *qtts_status_name(qtts_status s);
+/* The library's version, e.g. "0.1.0". */
+QTTS_API const char *qtts_version(void);
 
 typedef struct qtts_engine qtts_engine;
 typedef struct qtts_voice qtts_voice;
@@ -54,10 +65,10 @@ typedef struct {
     const char *decoder_precision;
 } qtts_engine_params;
 
-void qtts_engine_params_default(qtts_engine_params *p);
-qtts_engine *qtts_engine_create(const qtts_engine_params *p, char *err, size_t err_size);
+QTTS_API void qtts_engine_params_default(qtts_engine_params *p);
+QTTS_API qtts_engine *qtts_engine_create(const qtts_engine_params *p, char *err, size_t err_size);
 /* Cancels running requests, stops the engine thread and the pool. */
-void qtts_engine_free(qtts_engine *e);
+QTTS_API void qtts_engine_free(qtts_engine *e);
 
 typedef struct {
     const char *variant;   /* "base", "custom_voice", "voice_design" */
@@ -78,28 +89,28 @@ typedef struct {
 } qtts_model_info;
 
 /* Valid as long as the engine. */
-const qtts_model_info *qtts_engine_info(const qtts_engine *e);
+QTTS_API const qtts_model_info *qtts_engine_info(const qtts_engine *e);
 
 /* ---- voices (Base models) ---- */
 
 /* Extracts a voice (x-vector + reference codes) from audio. samples: mono
  * float at sample_rate (resampled internally). ref_text may be NULL (then the
  * voice supports x-vector-only cloning). Runs as an engine job. */
-qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
+QTTS_API qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
                                     const char *ref_text, char *err, size_t err_size);
 /* The same from an encoded audio file in memory (wav, flac, ogg, mp3...). */
-qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
+QTTS_API qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
                                         char *err, size_t err_size);
 /* From pre-extracted parts: x-vector (hidden_size floats) and codes [n_frames][16] (may be NULL/0). */
-qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
+QTTS_API qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
                                   size_t n_frames, const char *ref_text, char *err, size_t err_size);
 /* Voices are reference counted; qtts_voice_from_* return one reference. */
-qtts_voice *qtts_voice_retain(qtts_voice *v);
-void qtts_voice_release(qtts_voice *v);
+QTTS_API qtts_voice *qtts_voice_retain(qtts_voice *v);
+QTTS_API void qtts_voice_release(qtts_voice *v);
 /* Accessors (pointers valid while the voice is held). */
-const float *qtts_voice_xvector(const qtts_voice *v, size_t *len);
-const int32_t *qtts_voice_codes(const qtts_voice *v, size_t *n_frames);
-const char *qtts_voice_ref_text(const qtts_voice *v);
+QTTS_API const float *qtts_voice_xvector(const qtts_voice *v, size_t *len);
+QTTS_API const int32_t *qtts_voice_codes(const qtts_voice *v, size_t *n_frames);
+QTTS_API const char *qtts_voice_ref_text(const qtts_voice *v);
 
 /* ---- synthesis ---- */
 
@@ -125,7 +136,7 @@ typedef struct {
     int keep_codes;         /* keep the generated codes for qtts_stream_codes */
 } qtts_request;
 
-void qtts_request_default(qtts_request *r);
+QTTS_API void qtts_request_default(qtts_request *r);
 
 typedef struct {
     uint64_t seed;
@@ -138,30 +149,30 @@ typedef struct {
 
 /* Queues a request; returns at once. Validation errors (unknown speaker,
  * wrong mode, empty text, queue full: err starts with "busy:") return NULL. */
-qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_t err_size);
+QTTS_API qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_t err_size);
 /* Reads up to max samples of 24 kHz mono float audio, waiting up to
  * timeout_ms (-1: forever). Returns the count (>0), 0 at the end of the audio,
  * QTTS_STREAM_TIMEOUT, or QTTS_STREAM_ERROR (see qtts_stream_error). */
 #define QTTS_STREAM_TIMEOUT (-2)
 #define QTTS_STREAM_ERROR (-1)
-long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms);
-const char *qtts_stream_error(const qtts_stream *s);
+QTTS_API long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms);
+QTTS_API const char *qtts_stream_error(const qtts_stream *s);
 /* QTTS_OK, or why the stream failed (QTTS_ERR_CANCELLED after a cancel). */
-qtts_status qtts_stream_status(const qtts_stream *s);
+QTTS_API qtts_status qtts_stream_status(const qtts_stream *s);
 /* Valid once qtts_stream_read returned 0. */
-void qtts_stream_result(const qtts_stream *s, qtts_result *out);
+QTTS_API void qtts_stream_result(const qtts_stream *s, qtts_result *out);
 /* The generated codes, frame-major [n_frames][16], once qtts_stream_read
  * returned 0 and if the request set keep_codes; NULL otherwise. */
-const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames, int *n_codebooks);
+QTTS_API const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames, int *n_codebooks);
 /* Cancels at the next frame boundary; reads then return QTTS_STREAM_ERROR. */
-void qtts_stream_cancel(qtts_stream *s);
+QTTS_API void qtts_stream_cancel(qtts_stream *s);
 /* Cancels if still running and frees. */
-void qtts_stream_free(qtts_stream *s);
+QTTS_API void qtts_stream_free(qtts_stream *s);
 
 /* Convenience: submit + read loop. cb runs on the caller's thread with each
  * audio chunk; a non-zero return cancels. */
 typedef int (*qtts_audio_cb)(void *user, const float *samples, size_t n);
-int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
+QTTS_API int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
                     char *err, size_t err_size);
 
 /* ---- engine statistics (for /metrics) ---- */
@@ -171,9 +182,9 @@ typedef struct {
     double audio_seconds_total;
     uint64_t frames_total;
 } qtts_engine_stats;
-void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
+QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */
-int qtts_engine_thread_ids(qtts_engine *e, int *out, int max);
+QTTS_API int qtts_engine_thread_ids(qtts_engine *e, int *out, int max);
 
 #ifdef __cplusplus
 }

@@ -9,8 +9,11 @@ passed=0; failed=0
 run_suite() { # dir label cmake-args...
   local dir=$1 label=$2; shift 2
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null || { echo "$label: configure failed"; failed=$((failed+1)); return; }
-  if ! cmake --build "$dir" -j"$jobs" 2>&1 | grep -E "warning|error" ; then :; fi
-  if ! cmake --build "$dir" -j"$jobs" >/dev/null 2>&1; then echo "$label: build failed"; failed=$((failed+1)); return; fi
+  # one build; its warnings (there should be none) are shown
+  if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
+    tail -n 30 "$dir/build.log"; echo "$label: build failed"; failed=$((failed+1)); return
+  fi
+  grep -E "warning|error" "$dir/build.log" || true
   local out
   out=$(cd "$dir" && ctest --output-on-failure -j"$jobs" 2>&1)
   echo "$out" | tail -n 40
@@ -30,14 +33,16 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
   if CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DQTTS_FUZZ=ON >/dev/null && \
      cmake --build build-fuzz -j"$jobs" >/dev/null 2>&1; then
+    fuzz_log=$(mktemp /tmp/qtts_fuzz.XXXXXX)
     for f in build-fuzz/fuzz/fuzz_*; do
       [ -x "$f" ] || continue
-      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_total_time="${QTTS_FUZZ_SECONDS:-60}" -max_len=4096 -seed=1 >/tmp/qtts_fuzz.log 2>&1; then
+      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_total_time="${QTTS_FUZZ_SECONDS:-60}" -max_len=4096 -seed=1 >"$fuzz_log" 2>&1; then
         echo "  ok   fuzz $(basename "$f")"; passed=$((passed+1))
       else
-        echo "FAIL fuzz $(basename "$f")"; tail -30 /tmp/qtts_fuzz.log; failed=$((failed+1))
+        echo "FAIL fuzz $(basename "$f")"; tail -30 "$fuzz_log"; failed=$((failed+1))
       fi
     done
+    rm -f "$fuzz_log"
   else
     echo "fuzz: build failed"; failed=$((failed+1))
   fi

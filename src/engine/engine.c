@@ -30,6 +30,8 @@ const char *qtts_status_name(qtts_status s) {
     return "internal";
 }
 
+const char *qtts_version(void) { return QTTS_VERSION; }
+
 void qtts_engine_params_default(qtts_engine_params *p) { memset(p, 0, sizeof *p); }
 
 void qtts_request_default(qtts_request *r) { memset(r, 0, sizeof *r); }

@@ -1,6 +1,7 @@
 /* HuggingFace hub download with resume and verification (see download.h). */
 #include "net/download.h"
 #include "core/clock.h"
+#include "qtts.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -601,7 +602,7 @@ int qtts_download_repo(const char *repo_id, const char *dir, const qtts_download
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "qtts/0.1.0");
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "qtts/" QTTS_VERSION);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, opts->connect_timeout_s > 0 ? opts->connect_timeout_s : 30L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
