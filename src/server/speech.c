@@ -107,20 +107,11 @@ static void list_names(char *out, size_t size, const char *const *names, int n) 
     }
 }
 
-static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_req *b) {
-    const qtts_model_info *info = s->info;
-    qtts_request_default(&o->r);
-    o->fmt = SRV_FMT_WAV;
-    o->mode = OUT_BUFFERED;
-    o->speed = 1.0;
-    if (!cJSON_IsObject(root)) return fail(b, 400, NULL, "invalid_json", "the request body must be a JSON object");
-
-    const char *input = NULL, *voice = NULL, *instructions = NULL, *fmt = NULL, *sfmt = NULL, *lang = NULL,
-               *ref_audio = NULL, *ref_text = NULL, *model = NULL;
-    if (get_str(root, "model", &model, b) || get_str(root, "input", &input, b) || get_str(root, "voice", &voice, b) ||
-        get_str(root, "instructions", &instructions, b) || get_str(root, "response_format", &fmt, b) ||
-        get_str(root, "stream_format", &sfmt, b) || get_str(root, "language", &lang, b) ||
-        get_str(root, "ref_audio", &ref_audio, b) || get_str(root, "ref_text", &ref_text, b))
+/* input, response_format, stream_format / stream. */
+static int parse_input_and_format(qtts_server *s, const cJSON *root, speech_opts *o, bad_req *b) {
+    const char *input = NULL, *fmt = NULL, *sfmt = NULL;
+    if (get_str(root, "input", &input, b) || get_str(root, "response_format", &fmt, b) ||
+        get_str(root, "stream_format", &sfmt, b))
         return -1;
     if (!input || !*input) return fail(b, 400, "input", "missing_input", "'input' is required and must not be empty");
     long nch = qtts_utf8_count(input, strlen(input));
@@ -129,7 +120,6 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
         return fail(b, 400, "input", "input_too_long", "'input' has %ld characters; the limit is %d", nch,
                     s->p.max_input_chars);
     o->r.text = input;
-
     if (fmt) {
         const char *why = "";
         if (srv_format_parse(fmt, &o->fmt, &why))
@@ -143,7 +133,11 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
     int stream = 0;
     if (get_bool(root, "stream", &stream, b)) return -1;
     if (stream && o->mode == OUT_BUFFERED) o->mode = OUT_AUDIO_STREAM;
+    return 0;
+}
 
+/* speed, seed and the sampling fields (0 temperature = greedy). */
+static int parse_sampling(const cJSON *root, speech_opts *o, bad_req *b) {
     int has;
     double x;
     if (get_num(root, "speed", 0.25, 4.0, 0, &has, &x, b)) return -1;
@@ -169,13 +163,81 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
     if (has) o->r.repetition_penalty = (float)x;
     if (get_num(root, "max_new_tokens", 1, 1 << 20, 1, &has, &x, b)) return -1;
     if (has) o->r.max_frames = (int)x;
-    int greedy = o->r.greedy;
-    if (get_bool(root, "greedy", &greedy, b)) return -1;
+    int greedy = o->r.greedy, xvo = 0;
+    if (get_bool(root, "greedy", &greedy, b) || get_bool(root, "x_vector_only", &xvo, b)) return -1;
     o->r.greedy = greedy;
-    int xvo = 0;
-    if (get_bool(root, "x_vector_only", &xvo, b)) return -1;
     o->r.x_vector_only = xvo;
+    return 0;
+}
 
+/* CustomVoice: 'voice' names a built-in speaker. */
+static int resolve_speaker(qtts_server *s, const char *voice, speech_opts *o, bad_req *b) {
+    const qtts_model_info *info = s->info;
+    char names[1024];
+    list_names(names, sizeof names, info->speakers, info->n_speakers);
+    if (!voice || !*voice) return fail(b, 400, "voice", "missing_voice", "'voice' is required (one of: %s)", names);
+    const char *canon = match_name(voice, info->speakers, info->n_speakers);
+    if (canon) {
+        o->r.speaker = canon;
+        return 0;
+    }
+    char e2[64];
+    qtts_voice *v = NULL;
+    if (srv_voices_get(s->voices, voice, &v, e2, sizeof e2) == 0) {
+        qtts_voice_release(v);
+        return fail(b, 400, "voice", "unsupported_for_model",
+                    "'%s' is a cloned voice, which needs a Base model; this model's speakers: %s", voice, names);
+    }
+    return fail(b, 400, "voice", "voice_not_found", "unknown voice '%s' (one of: %s)", voice, names);
+}
+
+/* Base: an inline reference recording, or a registered voice. */
+static int resolve_clone(qtts_server *s, const char *voice, const char *ref_audio, const char *ref_text,
+                         speech_opts *o, bad_req *b) {
+    char e2[512] = "";
+    if (ref_audio) {
+        size_t n = 0;
+        const char *why = "";
+        unsigned char *bytes = srv_b64_decode(ref_audio, strlen(ref_audio), &n, &why);
+        if (!bytes || n == 0) {
+            free(bytes);
+            return fail(b, 400, "ref_audio", "invalid_audio", "'ref_audio' is not valid base64: %s",
+                        bytes ? "empty" : why);
+        }
+        /* an engine job: this thread waits while the engine extracts the voice */
+        o->voice = qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text && *ref_text ? ref_text : NULL, e2,
+                                               sizeof e2);
+        free(bytes);
+        if (!o->voice) return fail(b, 400, "ref_audio", "invalid_audio", "ref_audio: %s", e2);
+    } else {
+        if (!voice || !*voice)
+            return fail(b, 400, "voice", "missing_voice",
+                        "a Base model clones a voice: give 'voice' (a registered voice) or 'ref_audio'");
+        switch (srv_voices_get(s->voices, voice, &o->voice, e2, sizeof e2)) {
+        case 0: break;
+        case -2:
+            return fail(b, 400, "voice", "voice_not_found",
+                        "unknown voice '%s' (register it with POST /v1/audio/voices)", voice);
+        default: return fail(b, 500, "voice", NULL, "%s", e2);
+        }
+    }
+    o->r.voice = o->voice;
+    return 0;
+}
+
+static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_req *b) {
+    const qtts_model_info *info = s->info;
+    qtts_request_default(&o->r);
+    o->fmt = SRV_FMT_WAV;
+    o->mode = OUT_BUFFERED;
+    o->speed = 1.0;
+    if (!cJSON_IsObject(root)) return fail(b, 400, NULL, "invalid_json", "the request body must be a JSON object");
+    const char *voice = NULL, *instructions = NULL, *lang = NULL, *ref_audio = NULL, *ref_text = NULL, *model = NULL;
+    if (get_str(root, "model", &model, b) || get_str(root, "voice", &voice, b) ||
+        get_str(root, "instructions", &instructions, b) || get_str(root, "language", &lang, b) ||
+        get_str(root, "ref_audio", &ref_audio, b) || get_str(root, "ref_text", &ref_text, b) ||
+        parse_input_and_format(s, root, o, b) || parse_sampling(root, o, b))
+        return -1;
     if (lang && *lang && strcasecmp(lang, "auto")) {
         const char *canon = match_name(lang, info->languages, info->n_languages);
         if (!canon) {
@@ -187,65 +249,12 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
         o->r.language = canon;
     }
     if (instructions && *instructions) o->r.instruct = instructions;
-
     int is_base = !strcmp(info->variant, "base");
-    int is_custom = !strcmp(info->variant, "custom_voice");
-    if (!is_base && (ref_audio || xvo))
+    if (!is_base && (ref_audio || o->r.x_vector_only))
         return fail(b, 400, ref_audio ? "ref_audio" : "x_vector_only", "unsupported_for_model",
                     "voice cloning needs a Base model; this server runs a %s model", info->variant);
-    if (is_custom) {
-        if (!voice || !*voice) {
-            char names[1024];
-            list_names(names, sizeof names, info->speakers, info->n_speakers);
-            return fail(b, 400, "voice", "missing_voice", "'voice' is required (one of: %s)", names);
-        }
-        const char *canon = match_name(voice, info->speakers, info->n_speakers);
-        if (!canon) {
-            char names[1024], e2[64];
-            list_names(names, sizeof names, info->speakers, info->n_speakers);
-            qtts_voice *v = srv_voices_get(s->voices, voice, e2, sizeof e2);
-            if (v) {
-                qtts_voice_release(v);
-                return fail(b, 400, "voice", "unsupported_for_model",
-                            "'%s' is a cloned voice, which needs a Base model; this model's speakers: %s", voice,
-                            names);
-            }
-            return fail(b, 400, "voice", "voice_not_found", "unknown voice '%s' (one of: %s)", voice,
-                        names);
-        }
-        o->r.speaker = canon;
-    } else if (is_base) {
-        if (ref_audio) {
-            size_t n = 0;
-            const char *why = "";
-            unsigned char *bytes = srv_b64_decode(ref_audio, strlen(ref_audio), &n, &why);
-            if (!bytes || n == 0) {
-                free(bytes);
-                return fail(b, 400, "ref_audio", "invalid_audio", "'ref_audio' is not valid base64: %s",
-                            bytes ? "empty" : why);
-            }
-            char e2[512] = "";
-            o->voice = qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text && *ref_text ? ref_text : NULL, e2,
-                                                   sizeof e2);
-            free(bytes);
-            if (!o->voice)
-                return fail(b, strncmp(e2, "busy:", 5) ? 400 : 503, "ref_audio", "invalid_audio", "ref_audio: %s",
-                            e2);
-        } else {
-            if (!voice || !*voice)
-                return fail(b, 400, "voice", "missing_voice",
-                            "a Base model clones a voice: give 'voice' (a registered voice) or 'ref_audio'");
-            char e2[512] = "";
-            o->voice = srv_voices_get(s->voices, voice, e2, sizeof e2);
-            if (!o->voice) {
-                if (!strncmp(e2, "unknown voice", 13))
-                    return fail(b, 400, "voice", "voice_not_found",
-                                "unknown voice '%s' (register it with POST /v1/audio/voices)", voice);
-                return fail(b, 500, "voice", NULL, "%s", e2);
-            }
-        }
-        o->r.voice = o->voice;
-    }
+    if (!strcmp(info->variant, "custom_voice")) return resolve_speaker(s, voice, o, b);
+    if (is_base) return resolve_clone(s, voice, ref_audio, ref_text, o, b);
     return 0;
 }
 

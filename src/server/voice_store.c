@@ -212,15 +212,17 @@ static int same_identity(const entry *en, const struct stat *st) {
 }
 
 /* With vs->mu held. Returns the entry for name, reloading from disk when needed. */
-static entry *lookup_locked(srv_voices *vs, const char *name, char *err, size_t err_size) {
+static entry *lookup_locked(srv_voices *vs, const char *name, int *unknown, char *err, size_t err_size) {
     entry *en = find(vs, name);
+    *unknown = 0;
     if (!vs->dir) {
-        if (!en) snprintf(err, err_size, "unknown voice '%s'", name);
+        if (!en) *unknown = 1, snprintf(err, err_size, "unknown voice '%s'", name);
         return en;
     }
     struct stat st;
     if (stat_spk(vs, name, &st) != 0) { /* deleted, possibly by another instance */
         if (en) drop(vs, en);
+        *unknown = 1;
         snprintf(err, err_size, "unknown voice '%s'", name);
         return NULL;
     }
@@ -277,8 +279,9 @@ srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *
             name[len - 4] = 0;
             if (!srv_voice_name_ok(name)) continue;
             char e2[512];
+            int unknown;
             pthread_mutex_lock(&vs->mu);
-            entry *en = lookup_locked(vs, name, e2, sizeof e2);
+            entry *en = lookup_locked(vs, name, &unknown, e2, sizeof e2);
             pthread_mutex_unlock(&vs->mu);
             if (!en && warn) warn(warn_user, e2);
         }
@@ -296,16 +299,18 @@ void srv_voices_free(srv_voices *vs) {
     free(vs);
 }
 
-qtts_voice *srv_voices_get(srv_voices *vs, const char *name, char *err, size_t err_size) {
+int srv_voices_get(srv_voices *vs, const char *name, qtts_voice **out, char *err, size_t err_size) {
+    *out = NULL;
     if (!srv_voice_name_ok(name)) {
         snprintf(err, err_size, "unknown voice '%.64s'", name);
-        return NULL;
+        return -2;
     }
+    int unknown;
     pthread_mutex_lock(&vs->mu);
-    entry *en = lookup_locked(vs, name, err, err_size);
-    qtts_voice *v = en ? qtts_voice_retain(en->voice) : NULL;
+    entry *en = lookup_locked(vs, name, &unknown, err, err_size);
+    if (en) *out = qtts_voice_retain(en->voice);
     pthread_mutex_unlock(&vs->mu);
-    return v;
+    return en ? 0 : unknown ? -2 : -1;
 }
 
 static int persist(srv_voices *vs, const char *name, qtts_voice *v, struct stat *st, char *err, size_t err_size) {
@@ -450,9 +455,10 @@ int srv_voices_list(srv_voices *vs, srv_voice_entry **out, size_t *n_out) {
                 if (len < 5 || len - 4 >= 72 || strcmp(de->d_name + len - 4, ".spk") || de->d_name[0] == '.')
                     continue;
                 char name[72], e2[256];
+                int unknown;
                 memcpy(name, de->d_name, len - 4);
                 name[len - 4] = 0;
-                if (srv_voice_name_ok(name)) lookup_locked(vs, name, e2, sizeof e2);
+                if (srv_voice_name_ok(name)) lookup_locked(vs, name, &unknown, e2, sizeof e2);
             }
             closedir(d);
         }

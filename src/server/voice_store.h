@@ -24,9 +24,9 @@ void srv_voices_free(srv_voices *vs);
 /* 1 if name is acceptable: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}, no "..". */
 int srv_voice_name_ok(const char *name);
 
-/* Returns a new reference (release it), or NULL if unknown (err says why:
- * "unknown" or a load failure). */
-qtts_voice *srv_voices_get(srv_voices *vs, const char *name, char *err, size_t err_size);
+/* *out: a new reference (release it). Returns 0, -2 if unknown, -1 if the
+ * voice's files could not be loaded (err). */
+int srv_voices_get(srv_voices *vs, const char *name, qtts_voice **out, char *err, size_t err_size);
 /* Adds voice under name (takes no reference of the caller's; retains its own).
  * Returns 0, -1 on failure (err), -2 if the name exists. */
 int srv_voices_add(srv_voices *vs, const char *name, qtts_voice *v, char *err, size_t err_size);
