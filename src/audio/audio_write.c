@@ -34,8 +34,6 @@ int qtts_sample_format_parse(const char *name, qtts_sample_format *out) {
     return -1;
 }
 
-const char *qtts_sample_format_name(qtts_sample_format f) { return f == QTTS_SAMPLE_F32 ? "f32" : "s16"; }
-
 qtts_wav_writer *qtts_wav_open(const char *path, int sample_rate, qtts_sample_format fmt, qtts_err *err) {
     if (sample_rate <= 0) {
         qtts_fail(err, "%s: bad sample rate %d", path, sample_rate);

@@ -14,7 +14,6 @@ typedef enum {
 
 /* "s16" / "f32" (also "pcm16", "float"); -1 if unknown. */
 int qtts_sample_format_parse(const char *name, qtts_sample_format *out);
-const char *qtts_sample_format_name(qtts_sample_format f);
 
 typedef struct qtts_wav_writer qtts_wav_writer;
 

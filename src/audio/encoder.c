@@ -83,18 +83,6 @@ const char *qtts_audio_format_name(qtts_audio_format f) {
     }
 }
 
-const char *qtts_audio_format_mime(qtts_audio_format f, qtts_sample_format sf) {
-    switch (f) {
-    case QTTS_AUDIO_WAV: return "audio/wav";
-    case QTTS_AUDIO_PCM: return sf == QTTS_SAMPLE_S16 ? "audio/L16" : "application/octet-stream";
-    case QTTS_AUDIO_FLAC: return "audio/flac";
-    case QTTS_AUDIO_OPUS: return "audio/ogg; codecs=opus";
-    case QTTS_AUDIO_VORBIS: return "audio/ogg; codecs=vorbis";
-    case QTTS_AUDIO_MP3: return "audio/mpeg";
-    default: return "application/octet-stream";
-    }
-}
-
 /* ---- sink plumbing ---- */
 
 static int sink_emit(qtts_encoder *e, const void *bytes, size_t n) {
@@ -440,7 +428,6 @@ void qtts_encoder_abort(qtts_encoder *e) {
     free(e);
 }
 
-uint64_t qtts_encoder_bytes(const qtts_encoder *e) { return e ? e->len : 0; }
 uint64_t qtts_encoder_frames(const qtts_encoder *e) { return e ? e->frames : 0; }
 
 /* ---- file convenience ---- */

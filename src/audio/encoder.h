@@ -69,9 +69,6 @@ int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *
 /* From a file name's extension: .wav .pcm .raw .flac .opus .ogg .oga .mp3. */
 int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_err *err);
 const char *qtts_audio_format_name(qtts_audio_format f);
-/* MIME type for HTTP responses ("audio/wav", "audio/mpeg", "audio/ogg",
- * "audio/flac", "audio/L16"/"application/octet-stream" for pcm). */
-const char *qtts_audio_format_mime(qtts_audio_format f, qtts_sample_format sf);
 /* Sample format names: qtts_sample_format_parse() in audio/audio_write.h. */
 
 /* Starts an encoder and may emit header bytes at once. channels >= 1;
@@ -87,8 +84,7 @@ int qtts_encoder_write(qtts_encoder *enc, const float *samples, size_t n_frames,
 int qtts_encoder_close(qtts_encoder *enc, qtts_err *err);
 /* Frees without flushing anything more to the sink (client went away). */
 void qtts_encoder_abort(qtts_encoder *enc);
-/* Bytes handed to the sink so far / frames accepted so far. */
-uint64_t qtts_encoder_bytes(const qtts_encoder *enc);
+/* Frames accepted so far. */
 uint64_t qtts_encoder_frames(const qtts_encoder *enc);
 
 /* ---- file convenience ---- */

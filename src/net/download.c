@@ -64,23 +64,6 @@ static int hash_file_prefix(EVP_MD_CTX *md, const char *path, uint64_t limit, qt
     return 0;
 }
 
-int qtts_sha256_file(const char *path, char hex[65], qtts_err *err) {
-    struct stat st;
-    if (stat(path, &st)) return qtts_fail(err, "%s: %s", path, strerror(errno));
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-        EVP_MD_CTX_free(md);
-        return qtts_fail(err, "SHA-256 unavailable");
-    }
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned dn = 0;
-    int rc = hash_file_prefix(md, path, (uint64_t)st.st_size, err);
-    if (!rc && EVP_DigestFinal_ex(md, d, &dn)) to_hex(d, dn, hex);
-    else if (!rc) rc = qtts_fail(err, "SHA-256 failed");
-    EVP_MD_CTX_free(md);
-    return rc;
-}
-
 /* ---- small utilities ---- */
 
 static int mkdir_p(const char *path, qtts_err *err) {

@@ -51,8 +51,7 @@ void qtts_download_opts_default(qtts_download_opts *o);
 int qtts_download_repo(const char *repo_id, const char *dir, const qtts_download_opts *opts,
                        qtts_download_stats *stats, qtts_err *err);
 
-/* Hex digest helpers (lowercase, NUL-terminated) used for verification. */
-int qtts_sha256_file(const char *path, char hex[65], qtts_err *err);
+/* Lowercase hex SHA-256 of a buffer (NUL-terminated); downloads are verified with it. */
 void qtts_sha256_hex(const void *data, size_t n, char hex[65]);
 
 #endif
