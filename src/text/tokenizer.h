@@ -1,4 +1,4 @@
-/* Qwen2 byte-level BPE text tokenizer (spec section 3), loaded from the
+/* Qwen2 byte-level BPE text tokenizer (the one of Qwen2/Qwen3 LMs), loaded from the
  * model folder's vocab.json, merges.txt and tokenizer_config.json.
  *
  * Pipeline (as HF's Qwen2 tokenizers): added tokens with normalized=false are
