@@ -14,6 +14,7 @@
 
 #include "audio/audio_read.h"
 #include "harness.h"
+#include "support/test_util.h"
 #include "io/store.h"
 #include "model/config.h"
 #include "model/speaker_encoder.h"
@@ -37,18 +38,6 @@ static int write_audio(const char *path, int format, int rate, int channels, con
     sf_count_t w = sf_writef_float(sf, x, frames);
     sf_close(sf);
     return w == frames ? 0 : -1;
-}
-
-static int read_bytes(const char *path, unsigned char **buf, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *buf = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = *buf ? fread(*buf, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return *buf && (long)*n == sz ? 0 : -1;
 }
 
 static int write_bytes(const char *path, const void *b, size_t n) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "io/store.h"
 #include "model/config.h"
 
@@ -140,8 +141,6 @@ int main(void) {
     TEST_CHECK(qtts_model_config_load(&cfg, dir, &err) != 0 && strstr(err.msg, "num_hidden_layers"),
                "incomplete config: %s", err.msg);
 
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    TEST_CHECK(system(cmd) == 0, "cleanup");
+    TEST_CHECK(rm_rf(dir) == 0, "cleanup");
     return test_finish("test_checkpoint");
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "audio/encoder.h"
 #include "io/rvq.h"
 #include "io/spk.h"
@@ -211,7 +212,6 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "cd %s && env -u QTTS_MODEL %s say -q hi 2>/dev/null", dir, QTTS_BINARY);
     TEST_CHECK(run(cmd) == 2, "no model must be a usage error");
 
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    TEST_CHECK(run(cmd) == 0, "cleanup");
+    TEST_CHECK(rm_rf(dir) == 0, "cleanup");
     return test_finish("test_cli_say");
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "io/spk.h"
 #include "io/store.h"
 #include "model/codec_encoder.h"
@@ -87,18 +88,6 @@ static void check_codes(const int32_t *got, int64_t frames, int64_t n_q, const c
                fixture, (long long)c.shape[0], (long long)c.shape[1], (long long)frames, (long long)n_q);
     if (c.numel == frames * n_q) TEST_EQUAL_I32(got, c.i, (size_t)c.numel, fixture);
     npy_free(&c);
-}
-
-static int read_file(const char *path, unsigned char **buf, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *buf = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = *buf ? fread(*buf, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return *buf && (long)*n == sz ? 0 : -1;
 }
 
 /* Unpacks the local .rvq layout ([n_q][T], 11-bit LSB-first). */
@@ -236,7 +225,7 @@ int main(void) {
         TEST_CHECK(rc == 0, "codec encode exit %d", rc);
         unsigned char *b = NULL;
         size_t nb = 0;
-        if (!rc && !read_file(rvq, &b, &nb)) {
+        if (!rc && !read_bytes(rvq, &b, &nb)) {
             TEST_CHECK(nb == (size_t)(F * 22), ".rvq is %zu bytes, want %lld", nb, (long long)(F * 22));
             if (nb == (size_t)(F * 22)) {
                 unpack_rvq(b, F, 16, codes);

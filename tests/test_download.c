@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "net/download.h"
 #include "net/hub.h"
 
@@ -582,8 +583,7 @@ int main(void) {
 
     server_stop(&srv);
     printf("  fake hub served %d requests\n", srv.requests);
-    snprintf(p, sizeof p, "rm -rf '%s'", tmp);
-    if (system(p)) fprintf(stderr, "cleanup of %s failed\n", tmp);
+    if (rm_rf(tmp)) fprintf(stderr, "cleanup of %s failed\n", tmp);
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < repos[i].n; k++) free(repos[i].files[k].data);
     return test_finish("test_download");

@@ -185,8 +185,6 @@ int main(void) {
     qtts_engine *e = qtts_engine_create(&ep, err, sizeof err);
     TEST_CHECK(e == NULL && strstr(err, "bad.gguf"), "corrupt gguf: %s", err);
     qtts_engine_free(e);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    TEST_CHECK(system(cmd) == 0, "cleanup");
+    TEST_CHECK(rm_rf(tmp) == 0, "cleanup");
     return test_finish("test_quantize");
 }

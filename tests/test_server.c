@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "io/rvq.h"
 #include "server/audio_out.h"
 #include "server/auth.h"
@@ -921,20 +922,6 @@ static void test_auth_server(void) {
         free(q);
     }
     TEST_CHECK(th_stop(&srv, 30) == 0, "auth server exit status");
-}
-
-static void rm_rf(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[1024];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    rmdir(dir);
 }
 
 int main(void) {

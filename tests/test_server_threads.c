@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "server/b64.h"
 #include "support/npy.h"
 #include "test_server_http.h"
@@ -196,20 +197,6 @@ static void *worker(void *p) {
         th_resp_free(&r);
     }
     return NULL;
-}
-
-static void rm_rf(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[1024];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    rmdir(dir);
 }
 
 int main(void) {

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/file.h"
+
 int pcm_collect(void *user, const float *samples, size_t n) {
     pcm_buf *b = user;
     if (b->n + n > b->cap) {
@@ -47,4 +49,12 @@ int write_text_file(const char *path, const char *text) {
     size_t n = strlen(text);
     int ok = fwrite(text, 1, n, f) == n;
     return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+int read_bytes(const char *path, unsigned char **buf, size_t *n) {
+    qtts_err err = {0};
+    char *b = NULL;
+    int rc = qtts_read_file(path, (size_t)1 << 30, &b, n, &err);
+    *buf = (unsigned char *)b;
+    return rc;
 }

@@ -17,6 +17,9 @@ int count_threads(void);
 /* Removes a file or a folder tree (no error when absent). Returns 0 or -1. */
 int rm_rf(const char *path);
 
+/* The whole file at path (malloc'd); 0 or -1. */
+int read_bytes(const char *path, unsigned char **buf, size_t *n);
+
 /* Writes text to path (created or truncated). Returns 0 or -1. */
 int write_text_file(const char *path, const char *text);
 
