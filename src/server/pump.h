@@ -1,10 +1,12 @@
 /* The stream pump: one server thread, started with the server, that moves
  * audio from the engine's per-request streams (qtts_stream_read with a zero
  * timeout) into per-request buffers and resumes the HTTP connections that
- * were suspended waiting for it. HTTP threads therefore never block on the
- * engine: a request queued behind a full batch costs a suspended connection,
- * not a stalled HTTP thread (which would also stall the other connections it
- * serves). */
+ * were suspended waiting for it. HTTP threads therefore never wait for
+ * synthesis: a request queued behind a full batch costs a suspended
+ * connection, not a stalled HTTP thread (which would also stall the other
+ * connections it serves). The one place an HTTP thread waits on the engine is
+ * voice extraction (registration, inline ref_audio): it blocks, computing
+ * nothing, until the engine job has run. */
 #ifndef QTTS_SERVER_PUMP_H
 #define QTTS_SERVER_PUMP_H
 
