@@ -141,6 +141,7 @@ QTTS_API void qtts_request_default(qtts_request *r);
 typedef struct {
     uint64_t seed;
     int n_frames;
+    int input_tokens; /* text tokens of the request's text (without the prompt template) */
     double audio_seconds;
     double queue_ms, prefill_ms, first_audio_ms, total_ms;
     double talker_ms, code_predictor_ms, decoder_ms; /* compute time spent for this request */

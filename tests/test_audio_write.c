@@ -10,7 +10,7 @@
 #include "audio/audio_write.h"
 #include "harness.h"
 
-/* Reads a mono WAV as floats; PCM16 as short/32767 (the writer's scale). */
+/* Reads a mono WAV as floats; PCM16 as short/32768 (the writer's scale, qtts_f32_to_s16). */
 static float *read_back(const char *path, int64_t *n, int *sr, int *sub) {
     SF_INFO info;
     memset(&info, 0, sizeof info);
@@ -20,7 +20,7 @@ static float *read_back(const char *path, int64_t *n, int *sr, int *sub) {
     if ((info.format & SF_FORMAT_SUBMASK) == SF_FORMAT_PCM_16) {
         short *s = malloc(sizeof(short) * (size_t)(info.frames + 1));
         *n = sf_readf_short(sf, s, info.frames);
-        for (int64_t i = 0; i < *n; i++) b[i] = s[i] / 32767.0f;
+        for (int64_t i = 0; i < *n; i++) b[i] = s[i] / 32768.0f;
         free(s);
     } else {
         *n = sf_readf_float(sf, b, info.frames);
@@ -32,7 +32,16 @@ static float *read_back(const char *path, int64_t *n, int *sr, int *sub) {
     return b;
 }
 
+/* The one s16 rule: x 32768, round to nearest, clip, NaN -> 0. */
+static void check_s16_rule(void) {
+    TEST_CHECK(qtts_f32_to_s16(0.5f) == 16384 && qtts_f32_to_s16(-1.0f) == -32768 && qtts_f32_to_s16(1.0f) == 32767 &&
+                   qtts_f32_to_s16(2.0f) == 32767 && qtts_f32_to_s16(-3.0f) == -32768 &&
+                   qtts_f32_to_s16(0.0f / 0.0f) == 0 && qtts_f32_to_s16(1.6f / 32768.0f) == 2,
+               "qtts_f32_to_s16 follows x*32768, round, clip");
+}
+
 int main(void) {
+    check_s16_rule();
     qtts_err err = {0};
     char a[128], b[128];
     snprintf(a, sizeof a, "/tmp/qtts_aw_a_%d.wav", (int)getpid());
@@ -66,7 +75,7 @@ int main(void) {
                 TEST_CHECK(ra[10] > 0.999f && ra[11] < -0.999f, "s16 clips (%g %g)", ra[10], ra[11]);
                 ra[10] = x[10];
                 ra[11] = x[11];
-                TEST_NEAR(ra, x, (size_t)n, 0.5 / 32767 + 1e-7, "s16 rounds to nearest");
+                TEST_NEAR(ra, x, (size_t)n, 0.5 / 32768 + 1e-7, "s16 rounds to nearest");
             }
         }
         free(ra);

@@ -13,9 +13,8 @@ struct qtts_wav_writer {
     qtts_sample_format fmt;
 };
 
-/* s16: round to nearest, scale 32767 (so +-1.0 map to +-32767), clip. */
-static short to_s16(float v) {
-    float s = v * 32767.0f;
+short qtts_f32_to_s16(float v) {
+    float s = v * 32768.0f;
     if (!(s > -32768.0f)) return s != s ? 0 : -32768; /* NaN -> 0 */
     if (s >= 32767.0f) return 32767;
     return (short)lrintf(s);
@@ -69,7 +68,7 @@ int qtts_wav_append(qtts_wav_writer *w, const float *samples, int64_t n, qtts_er
         sf_count_t chunk, got;
         if (w->fmt == QTTS_SAMPLE_S16) {
             chunk = n > 4096 ? 4096 : (sf_count_t)n;
-            for (sf_count_t i = 0; i < chunk; i++) buf[i] = to_s16(samples[i]);
+            for (sf_count_t i = 0; i < chunk; i++) buf[i] = qtts_f32_to_s16(samples[i]);
             got = sf_writef_short(w->sf, buf, chunk);
         } else {
             chunk = n > (1 << 20) ? (1 << 20) : (sf_count_t)n;

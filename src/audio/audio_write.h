@@ -12,6 +12,11 @@ typedef enum {
     QTTS_SAMPLE_F32 = 1, /* 32-bit IEEE float */
 } qtts_sample_format;
 
+/* The one float -> 16-bit rule (libsndfile's and soundfile's): scale by
+ * 32768, round to nearest, clip to [-32768, 32767]; NaN -> 0. Every s16 output
+ * (WAV files, streaming encoders, the server's pcm/wav) uses it. */
+short qtts_f32_to_s16(float v);
+
 /* "s16" / "f32" (also "pcm16", "float"); -1 if unknown. */
 int qtts_sample_format_parse(const char *name, qtts_sample_format *out);
 

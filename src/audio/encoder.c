@@ -2,6 +2,7 @@
  * so that they stream sample-exact with no buffering; the compressed formats
  * go through libsndfile's virtual I/O, adapted to a write-only sink. */
 #include "audio/encoder.h"
+#include "audio/audio_write.h"
 
 #include <errno.h>
 #include <math.h>
@@ -163,11 +164,7 @@ static int raw_write(qtts_encoder *e, const float *x, size_t n) {
                 memcpy(&u, &v, 4);
                 put_le32(buf + 4 * i, u);
             } else {
-                /* libsndfile's convention (so files match what soundfile
-                 * writes): scale by 32768, clip to the int16 range. */
-                float sv = v * 32768.0f;
-                long q = sv == sv ? lrintf(sv > 32767.0f ? 32767.0f : sv < -32768.0f ? -32768.0f : sv) : 0;
-                put_le16(buf + 2 * i, (uint32_t)(uint16_t)(int16_t)q);
+                put_le16(buf + 2 * i, (uint32_t)(uint16_t)qtts_f32_to_s16(v));
             }
         }
         if (sink_emit(e, buf, m * bps)) return -1;

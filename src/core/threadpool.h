@@ -24,8 +24,10 @@ int qtts_pool_size(const qtts_pool *pool);
 /* Runs fn on every pool thread and returns when all are done. */
 void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx);
 
-/* Splits [0, n) into one contiguous range per thread (multiples of grain,
- * except the last), runs fn on each, returns when all are done. Runs inline
+/* Splits [0, n) into contiguous ranges (multiples of grain, except the last),
+ * a few per thread, handed out to whichever pool thread is free; runs fn on
+ * each and returns when all are done. fn may thus run several times on one
+ * thread (tid is stable within a thread, for per-thread scratch). Runs inline
  * when n <= grain or the pool has one thread. pool may be NULL only where
  * there is no pool at all (unit tests, single-threaded tools). */
 void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx);

@@ -49,6 +49,7 @@ typedef struct slot {
     double t_submit, t_start, t_first_audio;
     double prefill_ms, talker_ms, cp_ms, decoder_ms;
     int prefilled;
+    int input_tokens; /* of the text alone */
     int64_t samples_out;
     struct slot *next;
 } slot;

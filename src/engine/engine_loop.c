@@ -72,6 +72,8 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
     if (!*text) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is only whitespace");
     if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err)) goto done;
+    /* "<|im_start|>assistant\n" (3 ids) + text + "<|im_end|>\n<|im_start|>assistant\n" (5 ids) */
+    s->input_tokens = n_text > 8 ? n_text - 8 : 0;
     if (s->instruct && *s->instruct &&
         qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_INSTRUCT, s->instruct, &instr_ids, &n_instr, err))
         goto done;
@@ -122,6 +124,7 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
     qtts_result r = {0};
     r.seed = s->req.seed;
     r.n_frames = (int)(s->gen ? qtts_gen_request_n_frames(s->gen) : 0);
+    r.input_tokens = s->input_tokens;
     r.audio_seconds = (double)s->samples_out / e->sample_rate;
     r.queue_ms = s->t_start - s->t_submit;
     r.first_audio_ms = s->t_first_audio > 0 ? s->t_first_audio - s->t_submit : 0;

@@ -103,6 +103,8 @@ static int check_voice_options(const qtts_engine *e, const qtts_request *r, qtts
 
 static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode *mode, qtts_err *err) {
     if (!r || !r->text || !*r->text) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is empty");
+    if (!r->text[strspn(r->text, " \t\r\n\v\f")])
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is only whitespace");
     if (request_mode(e, r, mode, err) || check_voice_options(e, r, *mode, err)) return -1;
     if (strlen(r->text) > QTTS_MAX_TEXT_BYTES)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is longer than %d bytes; split it",

@@ -1,5 +1,7 @@
 #include "server/audio_out.h"
 
+#include "audio/audio_write.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,7 +57,8 @@ int srv_format_parse(const char *name, srv_format *out, const char **why) {
         *out = k_formats[i].fmt;
         return 0;
     }
-    *why = "is not a known format (mp3, opus, aac, flac, wav, pcm)";
+    *why = SRV_HAVE_ENCODER ? "is not a supported format (supported: mp3, opus, flac, wav, pcm)"
+                            : "is not a supported format (supported: wav, pcm)";
     return -1;
 }
 
@@ -181,12 +184,7 @@ int srv_audio_out_write(srv_audio_out *o, const float *x, size_t n) {
     unsigned char tmp[4096];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        if (!(v == v)) v = 0; /* NaN */
-        if (v > 1.f) v = 1.f;
-        if (v < -1.f) v = -1.f;
-        long s = lrintf(v * 32767.f);
-        put_le16(tmp + k, (uint16_t)(int16_t)s);
+        put_le16(tmp + k, (uint16_t)qtts_f32_to_s16(x[i]));
         k += 2;
         if (k == sizeof tmp) {
             if (emit(o, tmp, k)) return -1;

@@ -27,10 +27,36 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->request_timeout_s = 600;
 }
 
+cJSON *srv_parse_json_body(const srv_req *rq, const char **why) {
+    const char *text = rq->body.data ? rq->body.data : "";
+    size_t len = rq->body.data ? rq->body.len : 0;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        *why = "the request body is not valid JSON";
+        return NULL;
+    }
+    size_t used = end ? (size_t)(end - text) : len;
+    while (used < len && strchr(" \t\r\n", text[used]) && text[used]) used++;
+    if (used < len) {
+        cJSON_Delete(root);
+        *why = "the request body has bytes after its JSON document";
+        return NULL;
+    }
+    for (size_t i = 0; i + 6 <= len; i++)
+        if (text[i] == '\\' && (text[i + 1] == 'u' || text[i + 1] == 'U') && !strncmp(text + i + 2, "0000", 4)) {
+            cJSON_Delete(root);
+            *why = "the request body contains a NUL character (\\u0000)";
+            return NULL;
+        }
+    return root;
+}
+
 enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r) {
     if (!r) return MHD_NO;
     if (s->cors_origin) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_origin);
+        MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Qtts-Seed");
         MHD_add_response_header(r, "Vary", "Origin");
     }
     srv_metrics_status(&s->metrics, status);
@@ -143,7 +169,13 @@ static enum MHD_Result route_preflight(qtts_server *s, struct MHD_Connection *c)
     if (!r) return MHD_NO;
     if (s->cors_origin) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        /* Echo what the browser asks for: client SDKs send their own headers
+         * (the OpenAI JS SDK: X-Stainless-*), and CORS only guards the origin. */
+        const char *asked = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                asked && *asked && strlen(asked) < 4096 && !strpbrk(asked, "\r\n")
+                                    ? asked
+                                    : "Authorization, Content-Type");
         MHD_add_response_header(r, "Access-Control-Max-Age", "600");
     }
     return srv_queue(s, c, s->cors_origin ? 204 : 405, r);
@@ -225,11 +257,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
-        if (rq->body.len + *upload_size > s->p.max_body) {
-            rq->responded = 1;
+        /* libmicrohttpd takes a response only once the body is in: past the
+         * limit, discard the rest and answer 413 then. */
+        if (rq->too_large || rq->body.len + *upload_size > s->p.max_body) {
+            rq->too_large = 1;
             *upload_size = 0;
-            return srv_respond_error(s, c, 413, "invalid_request_error", NULL, "body_too_large",
-                                     "request body exceeds the limit of %zu bytes", s->p.max_body);
+            return MHD_YES;
         }
         if (srv_buf_append(&rq->body, upload_data, *upload_size)) {
             rq->responded = 1;
@@ -238,6 +271,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         *upload_size = 0;
         return MHD_YES;
+    }
+    if (rq->too_large) {
+        rq->responded = 1;
+        return srv_respond_error(s, c, 413, "invalid_request_error", NULL, "body_too_large",
+                                 "request body exceeds the limit of %zu bytes", s->p.max_body);
     }
     /* Body complete. */
     rq->responded = 1;
@@ -364,9 +402,11 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         flags, (uint16_t)p->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->p.http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)(s->p.reuse_port ? 1 : 0), MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, err_size, "cannot listen on %s:%d: %s", s->host, p->port, strerror(errno));
+        int e = errno;
+        snprintf(err, err_size, "cannot listen on %s:%d: %s", s->host, p->port,
+                 e == EADDRINUSE ? "address already in use (another server?)" : strerror(e));
         qtts_server_free(s);
         return NULL;
     }
@@ -378,9 +418,10 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
 int qtts_server_port(const qtts_server *s) { return s->port; }
 
 int qtts_server_drain(qtts_server *s, int deadline_ms) {
+    /* Keep listening while draining: load balancers read 503 "draining" on
+     * /health and new work gets 503; the listener closes once in-flight work
+     * is done (or cut). */
     atomic_store(&s->draining, 1);
-    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
-    if (lfd != MHD_INVALID_SOCKET) close(lfd);
     long long end = (long long)qtts_now_ms() + (deadline_ms > 0 ? deadline_ms : 0);
     while (atomic_load(&s->metrics.inflight) > 0 && (long long)qtts_now_ms() < end) {
         struct timespec ts = {0, 20 * 1000000};
@@ -395,5 +436,7 @@ int qtts_server_drain(qtts_server *s, int deadline_ms) {
             nanosleep(&ts, NULL);
         }
     }
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
     return cut;
 }

@@ -2,6 +2,7 @@
 #ifndef QTTS_SERVER_INTERNAL_H
 #define QTTS_SERVER_INTERNAL_H
 
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -34,9 +35,15 @@ typedef struct srv_speech srv_speech;
 typedef struct {
     srv_buf body;
     int responded;
+    int too_large; /* a body without Content-Length went past max_body: 413 once it has arrived */
     long long t0_ms;
     srv_speech *speech; /* a buffered speech request waiting for its audio */
 } srv_req;
+
+/* The request body as exactly one JSON document (trailing bytes other than
+ * whitespace, and \u0000 escapes, are refused: C strings would cut there).
+ * NULL with why set on failure. */
+cJSON *srv_parse_json_body(const srv_req *rq, const char **why);
 
 
 /* Responses: each queues a response and records its status in the metrics. */

@@ -21,6 +21,7 @@ typedef struct {
     int http_threads;        /* libmicrohttpd worker threads (default 16) */
     int idle_timeout_s;      /* idle connection timeout (default 60) */
     int request_timeout_s;   /* synthesis time limit per request (default 600) */
+    int reuse_port;          /* share the port with other processes (SO_REUSEPORT); off: a port in use fails */
     int verbose;
 } qtts_server_params;
 

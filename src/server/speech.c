@@ -74,7 +74,11 @@ static int get_num(const cJSON *root, const char *name, double lo, double hi, in
     if (!cJSON_IsNumber(v)) return fail(b, 400, name, "invalid_type", "'%s' must be a number", name);
     double x = v->valuedouble;
     if (integer && x != floor(x)) return fail(b, 400, name, "invalid_value", "'%s' must be an integer", name);
-    if (!(x >= lo && x <= hi)) return fail(b, 400, name, "invalid_value", "'%s' must be in [%g, %g]", name, lo, hi);
+    if (!(x >= lo && x <= hi)) {
+        if (integer)
+            return fail(b, 400, name, "invalid_value", "'%s' must be an integer in [%.0f, %.0f]", name, lo, hi);
+        return fail(b, 400, name, "invalid_value", "'%s' must be in [%g, %g]", name, lo, hi);
+    }
     *out = x;
     *present = 1;
     return 0;
@@ -113,7 +117,8 @@ static int parse_input_and_format(qtts_server *s, const cJSON *root, speech_opts
     if (get_str(root, "input", &input, b) || get_str(root, "response_format", &fmt, b) ||
         get_str(root, "stream_format", &sfmt, b))
         return -1;
-    if (!input || !*input) return fail(b, 400, "input", "missing_input", "'input' is required and must not be empty");
+    if (!input || !input[strspn(input, " \t\r\n\v\f")])
+        return fail(b, 400, "input", "missing_input", "'input' is required and must not be empty or only whitespace");
     long nch = qtts_utf8_count(input, strlen(input));
     if (nch < 0) return fail(b, 400, "input", "invalid_value", "'input' is not valid UTF-8");
     if (nch > s->p.max_input_chars)
@@ -249,6 +254,11 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
         o->r.language = canon;
     }
     if (instructions && *instructions) o->r.instruct = instructions;
+    if (!strcmp(info->variant, "voice_design") && !o->r.instruct)
+        return fail(b, 400, "instructions", "missing_instructions",
+                    "a VoiceDesign model needs 'instructions' describing the voice");
+    if (voice && *voice && ref_audio)
+        return fail(b, 400, "ref_audio", "conflicting_voice", "give one of 'voice' and 'ref_audio', not both");
     int is_base = !strcmp(info->variant, "base");
     if (!is_base && (ref_audio || o->r.x_vector_only))
         return fail(b, 400, ref_audio ? "ref_audio" : "x_vector_only", "unsupported_for_model",
@@ -374,9 +384,9 @@ static void stream_finish(srv_speech *ss) {
     observe_done(ss);
     if (ss->mode == OUT_SSE &&
         srv_buf_printf(&ss->out,
-                       "event: speech.audio.done\ndata: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":0,"
+                       "event: speech.audio.done\ndata: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":%d,"
                        "\"output_tokens\":%d,\"total_tokens\":%d},\"seed\":%llu,\"audio_seconds\":%.3f}\n\n",
-                       res.n_frames, res.n_frames, (unsigned long long)res.seed,
+                       res.input_tokens, res.n_frames, res.input_tokens + res.n_frames, (unsigned long long)res.seed,
                        (double)ss->samples_out / QTTS_SAMPLE_RATE)) {
         stream_fail(ss, "out of memory");
         return;
@@ -521,10 +531,9 @@ done:
 enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
     bad_req b;
     memset(&b, 0, sizeof b);
-    cJSON *root = cJSON_ParseWithLength(rq->body.data ? rq->body.data : "", rq->body.len);
-    if (!root)
-        return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json",
-                                 "the request body is not valid JSON");
+    const char *why = "";
+    cJSON *root = srv_parse_json_body(rq, &why);
+    if (!root) return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json", "%s", why);
     speech_opts o;
     memset(&o, 0, sizeof o);
     if (parse_speech(s, root, &o, &b)) {

@@ -103,11 +103,11 @@ enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, s
         return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "unsupported_for_model",
                                  "voice registration needs a Base model; this server runs a %s model",
                                  s->info->variant);
-    cJSON *root = cJSON_ParseWithLength(rq->body.data ? rq->body.data : "", rq->body.len);
+    const char *why = "the request body is not a JSON object";
+    cJSON *root = srv_parse_json_body(rq, &why);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json",
-                                 "the request body is not a valid JSON object");
+        return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json", "%s", why);
     }
     int bad = 0;
     const char *name = opt_str(root, "name", &bad), *ref_text = opt_str(root, "ref_text", &bad);
