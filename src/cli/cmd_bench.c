@@ -1,13 +1,13 @@
 /* qtts bench: the end-to-end benchmark (src/bench/bench.h) at real model
  * dimensions with random weights, or on a model folder. This thread only
  * parses options and prints; the benchmark runs on its engine thread. */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 
 static void bench_usage(FILE *out) {
@@ -33,104 +33,89 @@ static void bench_usage(FILE *out) {
             "      --json                print one JSON object instead of the report\n");
 }
 
-static int parse_int(const char *name, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        cli_error("%s must be an integer in %ld..%ld (got '%s')", name, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
        O_JSON, O_HELP, O_DECPREC };
 
-int cmd_bench(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
-        {"quant", required_argument, 0, O_QUANT},     {"model", required_argument, 0, 'm'},
-        {"frames", required_argument, 0, O_FRAMES},   {"batch", required_argument, 0, O_BATCH},
-        {"threads", required_argument, 0, O_THREADS}, {"runs", required_argument, 0, O_RUNS},
-        {"seed", required_argument, 0, O_SEED},       {"text", required_argument, 0, O_TEXT},
-        {"no-probe", no_argument, 0, O_NO_PROBE},     {"probe-mib", required_argument, 0, O_PROBE_MIB},
-        {"json", no_argument, 0, O_JSON},             {"help", no_argument, 0, O_HELP},
-        {"decoder-precision", required_argument, 0, O_DECPREC},
-        {0, 0, 0, 0}};
-    qtts_bench_options o;
-    qtts_bench_options_default(&o);
-    const char *model = NULL, *quant = NULL;
-    int json = 0;
-    long v;
+static const struct option bench_options[] = {
+    {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
+    {"quant", required_argument, 0, O_QUANT},     {"model", required_argument, 0, 'm'},
+    {"frames", required_argument, 0, O_FRAMES},   {"batch", required_argument, 0, O_BATCH},
+    {"threads", required_argument, 0, O_THREADS}, {"runs", required_argument, 0, O_RUNS},
+    {"seed", required_argument, 0, O_SEED},       {"text", required_argument, 0, O_TEXT},
+    {"no-probe", no_argument, 0, O_NO_PROBE},     {"probe-mib", required_argument, 0, O_PROBE_MIB},
+    {"json", no_argument, 0, O_JSON},             {"help", no_argument, 0, O_HELP},
+    {"decoder-precision", required_argument, 0, O_DECPREC},
+    {0, 0, 0, 0}};
+
+static int parse_size(const char *v) {
+    if (strcmp(v, "0.6b") && strcmp(v, "1.7b") && strcmp(v, "0b6") && strcmp(v, "1b7")) {
+        cli_error("--size must be 0.6b or 1.7b (got '%s')", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_variant(const char *v, qtts_variant *out) {
+    if (!strcmp(v, "base")) *out = QTTS_VARIANT_BASE;
+    else if (!strcmp(v, "custom_voice") || !strcmp(v, "customvoice")) *out = QTTS_VARIANT_CUSTOM_VOICE;
+    else if (!strcmp(v, "voice_design") || !strcmp(v, "voicedesign")) *out = QTTS_VARIANT_VOICE_DESIGN;
+    else {
+        cli_error("--variant must be base, custom_voice or voice_design (got '%s')", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* Options into o (and -m / --quant / --json, applied by the caller). */
+static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const char **model, const char **quant,
+                            int *json) {
+    long long v;
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:h", bench_options, NULL)) != -1) {
+        int bad = 0;
         switch (ch) {
-        case 'm': model = optarg; break;
-        case O_DECPREC:
-            if (cli_check_decoder_precision(optarg)) return CLI_USAGE;
-            o.decoder_precision = optarg;
-            break;
-        case O_SIZE:
-            if (strcmp(optarg, "0.6b") && strcmp(optarg, "1.7b") && strcmp(optarg, "0b6") && strcmp(optarg, "1b7")) {
-                cli_error("--size must be 0.6b or 1.7b (got '%s')", optarg);
-                return CLI_USAGE;
-            }
-            o.size = optarg;
-            break;
-        case O_VARIANT:
-            if (!strcmp(optarg, "base")) o.variant = QTTS_VARIANT_BASE;
-            else if (!strcmp(optarg, "custom_voice") || !strcmp(optarg, "customvoice"))
-                o.variant = QTTS_VARIANT_CUSTOM_VOICE;
-            else if (!strcmp(optarg, "voice_design") || !strcmp(optarg, "voicedesign"))
-                o.variant = QTTS_VARIANT_VOICE_DESIGN;
-            else {
-                cli_error("--variant must be base, custom_voice or voice_design (got '%s')", optarg);
-                return CLI_USAGE;
-            }
-            break;
-        case O_QUANT: quant = optarg; break;
-        case O_FRAMES:
-            if (parse_int("--frames", optarg, 1, 100000, &v)) return CLI_USAGE;
-            o.frames = (int)v;
-            break;
-        case O_BATCH:
-            if (parse_int("--batch", optarg, 1, 256, &v)) return CLI_USAGE;
-            o.batch = (int)v;
-            break;
-        case O_THREADS:
-            if (parse_int("--threads", optarg, 1, 256, &v)) return CLI_USAGE;
-            o.threads = (int)v;
-            break;
-        case O_RUNS:
-            if (parse_int("--runs", optarg, 1, 100, &v)) return CLI_USAGE;
-            o.runs = (int)v;
-            break;
+        case 'm': *model = optarg; break;
+        case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->decoder_precision = optarg; break;
+        case O_SIZE: bad = parse_size(optarg); o->size = optarg; break;
+        case O_VARIANT: bad = parse_variant(optarg, &o->variant); break;
+        case O_QUANT: *quant = optarg; break;
+        case O_FRAMES: bad = cli_int_to("--frames", optarg, 1, 100000, &o->frames); break;
+        case O_BATCH: bad = cli_int_to("--batch", optarg, 1, 256, &o->batch); break;
+        case O_THREADS: bad = cli_int_to("--threads", optarg, 1, 256, &o->threads); break;
+        case O_RUNS: bad = cli_int_to("--runs", optarg, 1, 100, &o->runs); break;
         case O_SEED:
-            if (parse_int("--seed", optarg, 0, 0x7fffffffL, &v)) return CLI_USAGE;
-            o.seed = (uint64_t)v;
+            if (!(bad = cli_int("--seed", optarg, 0, 0x7fffffff, &v))) o->seed = (uint64_t)v;
             break;
-        case O_TEXT: o.text = optarg; break;
-        case O_NO_PROBE: o.probe = 0; break;
+        case O_TEXT: o->text = optarg; break;
+        case O_NO_PROBE: o->probe = 0; break;
         case O_PROBE_MIB:
-            if (parse_int("--probe-mib", optarg, 1, 65536, &v)) return CLI_USAGE;
-            o.probe_bytes = (size_t)v << 20;
+            if (!(bad = cli_int("--probe-mib", optarg, 1, 65536, &v))) o->probe_bytes = (size_t)v << 20;
             break;
-        case O_JSON: json = 1; break;
+        case O_JSON: *json = 1; break;
         case 'h':
         case O_HELP: bench_usage(stdout); return CLI_OK;
         default:
             cli_error("bench: unknown or incomplete option '%s' (see 'qtts bench --help')", argv[optind - 1]);
             return CLI_USAGE;
         }
+        if (bad) return CLI_USAGE; /* the parser printed why */
     }
     if (optind < argc) {
         cli_error("bench: unexpected argument '%s' (see 'qtts bench --help')", argv[optind]);
         return CLI_USAGE;
     }
+    return CLI_CONTINUE;
+}
+
+int cmd_bench(int argc, char **argv) {
+    qtts_bench_options o;
+    qtts_bench_options_default(&o);
+    const char *model = NULL, *quant = NULL;
+    int json = 0;
+    int rc = bench_parse_args(argc, argv, &o, &model, &quant, &json);
+    if (rc != CLI_CONTINUE) return rc;
     char path[4096];
     if (model) {
         if (!(o.model_path = cli_resolve_model(model, path, sizeof path))) return CLI_FAIL;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "audio/encoder.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "engine/executor.h"
 #include "io/rvq.h"
@@ -29,7 +30,7 @@ static void codec_usage(FILE *out) {
 }
 
 typedef struct {
-    const char *model, *input;
+    const char *model;
     const int32_t *codes;
     int64_t T;
     int official;
@@ -74,7 +75,7 @@ static int codec_geometry(const char *model, int64_t *nq, int64_t *cb, qtts_err 
 static int codec_decode(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *in = NULL, *fmt_name = "s16";
     int official = 0;
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -90,12 +91,7 @@ static int codec_decode(int argc, char **argv) {
         } else if (!strcmp(a, "--official-chunking")) {
             official = 1;
         } else if (!strcmp(a, "--threads") && has_val) {
-            char *end;
-            threads = strtol(argv[++i], &end, 10);
-            if (*end || threads < 1 || threads > 1024) {
-                cli_error("--threads: expected a number from 1 to 1024, got '%s'", argv[i]);
-                return CLI_USAGE;
-            }
+            if (cli_int_to("--threads", argv[++i], 1, 1024, &threads)) return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             cli_error("codec decode: unknown or incomplete option '%s' (see 'qtts codec --help')", a);
             return CLI_USAGE;
@@ -133,13 +129,13 @@ static int codec_decode(int argc, char **argv) {
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
-    qtts_exec *ex = qtts_exec_create((int)threads, &err);
+    qtts_exec *ex = qtts_exec_create(threads, &err);
     if (!ex) {
         free(codes);
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
-    decode_job job = {.model = model, .input = in, .codes = codes, .T = T, .official = official};
+    decode_job job = {.model = model, .codes = codes, .T = T, .official = official};
     qtts_exec_call(ex, decode_on_engine, &job);
     qtts_exec_free(ex);
     free(codes);
@@ -161,7 +157,7 @@ int cmd_codec(int argc, char **argv) {
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "decode")) return codec_decode(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "encode")) return codec_encode_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "encode")) return cmd_codec_encode(argc - 1, argv + 1);
     cli_error("codec: unknown subcommand '%s' (decode or encode)", argv[1]);
     return CLI_USAGE;
 }

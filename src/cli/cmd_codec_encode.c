@@ -5,7 +5,6 @@
  * needs a Base model folder). Codes need only the speech tokenizer: -m may
  * be a model folder (its speech_tokenizer/ is used) or the tokenizer folder.
  * All loading and compute run as one job on the engine thread. */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "audio/audio_read.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "engine/executor.h"
 #include "io/rvq.h"
@@ -22,7 +22,6 @@
 #include "model/codec_encoder.h"
 #include "model/config.h"
 #include "model/speaker_encoder.h"
-
 
 typedef struct {
     const char *in, *model;
@@ -110,9 +109,9 @@ static void encode_usage(FILE *f) {
                "  -m MODEL     model folder or speech_tokenizer folder (default $QTTS_MODEL)\n");
 }
 
-int codec_encode_main(int argc, char **argv) {
+int cmd_codec_encode(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *spk_out = NULL, *model = NULL;
-    long threads = 0;
+    int threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -131,12 +130,7 @@ int codec_encode_main(int argc, char **argv) {
             model = argv[++i];
         } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
             if (!has_val) goto missing;
-            char *end = NULL;
-            threads = strtol(argv[++i], &end, 10);
-            if (!end || *end || threads < 1 || threads > 1024) {
-                cli_error("codec encode: --threads wants a number from 1 to 1024, got '%s'", argv[i]);
-                return CLI_USAGE;
-            }
+            if (cli_int_to("--threads", argv[++i], 1, 1024, &threads)) return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
             cli_error("codec encode: unknown option '%s'", a);
             encode_usage(stderr);
@@ -164,10 +158,10 @@ int codec_encode_main(int argc, char **argv) {
     }
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? n : 1;
+        threads = n > 0 ? (int)n : 1;
     }
     qtts_err err = {0};
-    qtts_exec *ex = qtts_exec_create((int)threads, &err);
+    qtts_exec *ex = qtts_exec_create(threads, &err);
     if (!ex) {
         cli_error("%s", err.msg);
         return CLI_FAIL;

@@ -81,10 +81,45 @@ static int print_codec(const char *dir) {
     return 0;
 }
 
-static int print_lm(const char *label, const qtts_lm_config *lm) {
+static void print_lm(const char *label, const qtts_lm_config *lm) {
     printf("  %-15s hidden %lld, %lld layers, heads %lld (kv %lld) x %lld, mlp %lld, vocab %lld\n", label,
            (long long)lm->hidden, (long long)lm->layers, (long long)lm->heads, (long long)lm->kv_heads,
            (long long)lm->head_dim, (long long)lm->intermediate, (long long)lm->vocab);
+}
+
+/* A model folder's configuration: variant, LM sizes, voices, sampling defaults. */
+static int print_model(const char *path) {
+    qtts_err err = {0};
+    qtts_model_config cfg;
+    if (qtts_model_config_load(&cfg, path, &err)) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    qtts_generation_config gen;
+    if (qtts_generation_config_load(&gen, path, &err)) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    printf("model: %s\n", path);
+    printf("  variant         %s (size tag %s)\n", qtts_variant_name(cfg.variant), cfg.size[0] ? cfg.size : "?");
+    print_lm("talker", &cfg.talker);
+    print_lm("code predictor", &cfg.cp);
+    printf("  text            vocab %lld, embedding width %lld, %lld code groups\n", (long long)cfg.text_vocab,
+           (long long)cfg.text_hidden, (long long)cfg.num_code_groups);
+    if (cfg.has_speaker_encoder)
+        printf("  speaker encoder mel %lld, channels %lld..%lld, x-vector %lld\n", (long long)cfg.spk_mel_dim,
+               (long long)cfg.spk_channels[0], (long long)cfg.spk_channels[4], (long long)cfg.spk_enc_dim);
+    printf("  languages       auto");
+    for (int i = 0; i < cfg.n_languages; i++)
+        if (!strstr(cfg.languages[i].name, "dialect")) printf(", %s", cfg.languages[i].name);
+    printf("\n  speakers        ");
+    if (!cfg.n_speakers) printf("(none: %s)", cfg.variant == QTTS_VARIANT_BASE ? "clones a reference voice"
+                                                                                 : "voice from --instruct");
+    for (int i = 0; i < cfg.n_speakers; i++)
+        printf("%s%s%s%s%s", i ? ", " : "", cfg.speakers[i].name, cfg.speakers[i].dialect[0] ? " (" : "",
+               cfg.speakers[i].dialect, cfg.speakers[i].dialect[0] ? ")" : "");
+    printf("\n  sampling        %s, temperature %.2f, top-k %lld, top-p %.2f, repetition penalty %.2f\n",
+           gen.do_sample ? "on" : "greedy", gen.temperature, (long long)gen.top_k, gen.top_p, gen.repetition_penalty);
     return 0;
 }
 
@@ -120,43 +155,12 @@ int cmd_info(int argc, char **argv) {
         print_group(&all);
         return CLI_OK;
     }
-    char cfg_path[PATH_MAX];
-    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
     qtts_err err = {0};
     qtts_codec_config probe;
     if (qtts_codec_config_load(&probe, path, &err) == 0) /* a bare tokenizer folder */
         return print_codec(path) ? CLI_FAIL : CLI_OK;
 
-    qtts_model_config cfg;
-    if (qtts_model_config_load(&cfg, path, &err)) {
-        cli_error("%s", err.msg);
-        return CLI_FAIL;
-    }
-    qtts_generation_config gen;
-    if (qtts_generation_config_load(&gen, path, &err)) {
-        cli_error("%s", err.msg);
-        return CLI_FAIL;
-    }
-    printf("model: %s\n", path);
-    printf("  variant         %s (size tag %s)\n", qtts_variant_name(cfg.variant), cfg.size[0] ? cfg.size : "?");
-    print_lm("talker", &cfg.talker);
-    print_lm("code predictor", &cfg.cp);
-    printf("  text            vocab %lld, embedding width %lld, %lld code groups\n", (long long)cfg.text_vocab,
-           (long long)cfg.text_hidden, (long long)cfg.num_code_groups);
-    if (cfg.has_speaker_encoder)
-        printf("  speaker encoder mel %lld, channels %lld..%lld, x-vector %lld\n", (long long)cfg.spk_mel_dim,
-               (long long)cfg.spk_channels[0], (long long)cfg.spk_channels[4], (long long)cfg.spk_enc_dim);
-    printf("  languages       auto");
-    for (int i = 0; i < cfg.n_languages; i++)
-        if (!strstr(cfg.languages[i].name, "dialect")) printf(", %s", cfg.languages[i].name);
-    printf("\n  speakers        ");
-    if (!cfg.n_speakers) printf("(none: %s)", cfg.variant == QTTS_VARIANT_BASE ? "clones a reference voice"
-                                                                                 : "voice from --instruct");
-    for (int i = 0; i < cfg.n_speakers; i++)
-        printf("%s%s%s%s%s", i ? ", " : "", cfg.speakers[i].name, cfg.speakers[i].dialect[0] ? " (" : "",
-               cfg.speakers[i].dialect, cfg.speakers[i].dialect[0] ? ")" : "");
-    printf("\n  sampling        %s, temperature %.2f, top-k %lld, top-p %.2f, repetition penalty %.2f\n",
-           gen.do_sample ? "on" : "greedy", gen.temperature, (long long)gen.top_k, gen.top_p, gen.repetition_penalty);
+    if (print_model(path)) return CLI_FAIL;
     group_stats groups[] = {
         {.prefix = "talker.code_predictor.", .label = "code predictor"},
         {.prefix = "talker.model.text_embedding.", .label = "text embedding"},

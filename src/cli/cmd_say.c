@@ -2,24 +2,22 @@
  * pieces are spoken one after another with the same voice and a seed chain,
  * streamed to the output as frames are decoded. All compute runs on the
  * engine thread; this thread only parses, submits and writes bytes. */
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "audio/encoder.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "core/clock.h"
+#include "io/file.h"
 #include "io/rvq.h"
 #include "io/spk.h"
 #include "qtts.h"
 #include "text/split.h"
-#include "core/clock.h"
-#include "io/file.h"
 
 enum { FADE_SAMPLES = 240 }; /* 10 ms fades where utterances are joined */
 /* Input caps: a book is a few MB of text; a 60 s reference is at most ~70 MB even as 96 kHz 32-bit stereo. */
@@ -131,407 +129,404 @@ static FILE *open_player(void) {
     return NULL;
 }
 
-static int parse_float(const char *opt, const char *v, float lo, float hi, float *out) {
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || end == v || *end || !(d >= lo && d <= hi)) {
-        cli_error("%s: expected a number in [%g, %g], got '%s'", opt, lo, hi, v);
-        return -1;
-    }
-    *out = (float)d;
-    return 0;
-}
-
-static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long d = strtol(v, &end, 10);
-    if (errno || end == v || *end || d < lo || d > hi) {
-        cli_error("%s: expected a whole number in [%ld, %ld], got '%s'", opt, lo, hi, v);
-        return -1;
-    }
-    *out = d;
-    return 0;
-}
-
-int cmd_say(int argc, char **argv) {
-    enum {
-        O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
-        O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
-        O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_PLAY,
-    };
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
-        {"format", required_argument, 0, O_FORMAT}, {"sample-format", required_argument, 0, O_SAMPLE_FORMAT},
-        {"speaker", required_argument, 0, O_SPEAKER}, {"instruct", required_argument, 0, O_INSTRUCT},
-        {"ref-audio", required_argument, 0, O_REF_AUDIO}, {"ref-text", required_argument, 0, O_REF_TEXT},
-        {"x-vector-only", no_argument, 0, O_XVEC}, {"ref-spk", required_argument, 0, O_REF_SPK},
-        {"ref-rvq", required_argument, 0, O_REF_RVQ}, {"lang", required_argument, 0, O_LANG},
-        {"language", required_argument, 0, O_LANG}, {"text-layout", required_argument, 0, O_LAYOUT},
-        {"greedy", no_argument, 0, O_GREEDY},      {"seed", required_argument, 0, O_SEED},
-        {"temperature", required_argument, 0, O_TEMP}, {"top-k", required_argument, 0, O_TOPK},
-        {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_REP},
-        {"cp-temperature", required_argument, 0, O_CPTEMP}, {"cp-top-k", required_argument, 0, O_CPTOPK},
-        {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
-        {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
-        {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
-        {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},  {"play", no_argument, 0, O_PLAY},
-        {"verbose", no_argument, 0, 'v'},
-        {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    const char *model = NULL, *output = "out.wav", *format = NULL, *sample_format = "s16", *ref_audio = NULL;
-    const char *ref_spk = NULL, *ref_rvq = NULL, *ref_text = NULL, *file = NULL, *save_codes = NULL, *quant = NULL;
-    const char *dec_prec = NULL;
-    int by_line = 0, verbose = 0, quiet = 0, threads = 0, play = 0, output_given = 0;
+/* Everything the command line says; filled by say_parse_args. */
+typedef struct {
+    const char *model, *output, *format, *sample_format, *file, *save_codes, *quant, *dec_prec;
+    const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
+    int by_line, verbose, quiet, threads, play, output_given;
+    qtts_sample_format sfmt;
     qtts_request req;
-    qtts_request_default(&req);
-    long lv;
-    float fv;
+} say_opts;
+
+/* Everything cmd_say owns; say_cleanup releases all of it on every path. */
+typedef struct {
+    char *text;
+    size_t text_len;
+    qtts_split_params sp;
+    qtts_text_chunk *chunks;
+    long n_chunks;
+    FILE *player; /* --play: the player's stdin */
+    qtts_engine *e;
+    char *audio_bytes; /* --ref-audio file */
+    float *xvec;       /* --ref-spk */
+    int32_t *ref_codes; /* --ref-rvq */
+    qtts_voice *voice;
+    out_state out; /* out.enc: the encoder while it is open */
+    cli_progress pr;
+} say_job;
+
+enum {
+    O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
+    O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
+    O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_PLAY,
+};
+static const struct option say_options[] = {
+    {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
+    {"format", required_argument, 0, O_FORMAT}, {"sample-format", required_argument, 0, O_SAMPLE_FORMAT},
+    {"speaker", required_argument, 0, O_SPEAKER}, {"instruct", required_argument, 0, O_INSTRUCT},
+    {"ref-audio", required_argument, 0, O_REF_AUDIO}, {"ref-text", required_argument, 0, O_REF_TEXT},
+    {"x-vector-only", no_argument, 0, O_XVEC}, {"ref-spk", required_argument, 0, O_REF_SPK},
+    {"ref-rvq", required_argument, 0, O_REF_RVQ}, {"lang", required_argument, 0, O_LANG},
+    {"language", required_argument, 0, O_LANG}, {"text-layout", required_argument, 0, O_LAYOUT},
+    {"greedy", no_argument, 0, O_GREEDY},      {"seed", required_argument, 0, O_SEED},
+    {"temperature", required_argument, 0, O_TEMP}, {"top-k", required_argument, 0, O_TOPK},
+    {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_REP},
+    {"cp-temperature", required_argument, 0, O_CPTEMP}, {"cp-top-k", required_argument, 0, O_CPTOPK},
+    {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
+    {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
+    {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
+    {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
+    {"play", no_argument, 0, O_PLAY},          {"verbose", no_argument, 0, 'v'},
+    {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+static int parse_layout(const char *v, qtts_text_layout *out) {
+    if (!strcmp(v, "streaming")) *out = QTTS_LAYOUT_STREAMING;
+    else if (!strcmp(v, "non-streaming")) *out = QTTS_LAYOUT_NON_STREAMING;
+    else {
+        cli_error("--text-layout: expected streaming or non-streaming, got '%s'", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* Options into o; the text argument, if any, stays at argv[optind]. */
+static int say_parse_args(int argc, char **argv, say_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->output = "out.wav";
+    o->sample_format = "s16";
+    qtts_request *r = &o->req;
+    qtts_request_default(r);
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":m:o:vqh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:o:vqh", say_options, NULL)) != -1) {
+        int bad = 0;
         switch (c) {
-        case 'm': model = optarg; break;
-        case 'o': output = optarg; output_given = 1; break;
-        case O_FORMAT: format = optarg; break;
-        case O_SAMPLE_FORMAT: sample_format = optarg; break;
-        case O_SPEAKER: req.speaker = optarg; break;
-        case O_INSTRUCT: req.instruct = optarg; break;
-        case O_REF_AUDIO: ref_audio = optarg; break;
-        case O_REF_TEXT: ref_text = optarg; break;
-        case O_XVEC: req.x_vector_only = 1; break;
-        case O_REF_SPK: ref_spk = optarg; break;
-        case O_REF_RVQ: ref_rvq = optarg; break;
-        case O_LANG: req.language = optarg; break;
-        case O_LAYOUT:
-            if (!strcmp(optarg, "streaming")) req.layout = QTTS_LAYOUT_STREAMING;
-            else if (!strcmp(optarg, "non-streaming")) req.layout = QTTS_LAYOUT_NON_STREAMING;
-            else {
-                cli_error("--text-layout: expected streaming or non-streaming, got '%s'", optarg);
-                return CLI_USAGE;
-            }
-            break;
-        case O_GREEDY: req.greedy = 1; break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                cli_error("--seed: expected a non-negative whole number, got '%s'", optarg);
-                return CLI_USAGE;
-            }
-            req.seed = s;
-            req.has_seed = 1;
-            break;
-        }
-        case O_TEMP: if (parse_float("--temperature", optarg, 1e-3f, 100, &fv)) return CLI_USAGE; req.temperature = fv; break;
-        case O_TOPK: if (parse_int("--top-k", optarg, 1, 1 << 20, &lv)) return CLI_USAGE; req.top_k = (int)lv; break;
-        case O_TOPP: if (parse_float("--top-p", optarg, 1e-6f, 1, &fv)) return CLI_USAGE; req.top_p = fv; break;
-        case O_REP: if (parse_float("--repetition-penalty", optarg, 1e-3f, 100, &fv)) return CLI_USAGE; req.repetition_penalty = fv; break;
-        case O_CPTEMP: if (parse_float("--cp-temperature", optarg, 1e-3f, 100, &fv)) return CLI_USAGE; req.cp_temperature = fv; break;
-        case O_CPTOPK: if (parse_int("--cp-top-k", optarg, 1, 1 << 20, &lv)) return CLI_USAGE; req.cp_top_k = (int)lv; break;
-        case O_CPTOPP: if (parse_float("--cp-top-p", optarg, 1e-6f, 1, &fv)) return CLI_USAGE; req.cp_top_p = fv; break;
-        case O_MAXF: if (parse_int("--max-frames", optarg, 1, 1 << 20, &lv)) return CLI_USAGE; req.max_frames = (int)lv; break;
-        case O_FILE: file = optarg; break;
-        case O_BYLINE: by_line = 1; break;
-        case O_SAVE: save_codes = optarg; break;
-        case O_THREADS: if (parse_int("--threads", optarg, 1, 256, &lv)) return CLI_USAGE; threads = (int)lv; break;
-        case O_QUANT: quant = optarg; break;
-        case O_DECPREC:
-            if (cli_check_decoder_precision(optarg)) return CLI_USAGE;
-            dec_prec = optarg;
-            break;
-        case O_PLAY: play = 1; break;
-        case 'v': verbose = 1; break;
-        case 'q': quiet = 1; break;
+        case 'm': o->model = optarg; break;
+        case 'o': o->output = optarg; o->output_given = 1; break;
+        case O_FORMAT: o->format = optarg; break;
+        case O_SAMPLE_FORMAT: o->sample_format = optarg; break;
+        case O_SPEAKER: r->speaker = optarg; break;
+        case O_INSTRUCT: r->instruct = optarg; break;
+        case O_REF_AUDIO: o->ref_audio = optarg; break;
+        case O_REF_TEXT: o->ref_text = optarg; break;
+        case O_XVEC: r->x_vector_only = 1; break;
+        case O_REF_SPK: o->ref_spk = optarg; break;
+        case O_REF_RVQ: o->ref_rvq = optarg; break;
+        case O_LANG: r->language = optarg; break;
+        case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
+        case O_GREEDY: r->greedy = 1; break;
+        case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
+        case O_TEMP: bad = cli_float("--temperature", optarg, 1e-3, 100, &r->temperature); break;
+        case O_TOPK: bad = cli_int_to("--top-k", optarg, 1, 1 << 20, &r->top_k); break;
+        case O_TOPP: bad = cli_float("--top-p", optarg, 1e-6, 1, &r->top_p); break;
+        case O_REP: bad = cli_float("--repetition-penalty", optarg, 1e-3, 100, &r->repetition_penalty); break;
+        case O_CPTEMP: bad = cli_float("--cp-temperature", optarg, 1e-3, 100, &r->cp_temperature); break;
+        case O_CPTOPK: bad = cli_int_to("--cp-top-k", optarg, 1, 1 << 20, &r->cp_top_k); break;
+        case O_CPTOPP: bad = cli_float("--cp-top-p", optarg, 1e-6, 1, &r->cp_top_p); break;
+        case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, 1 << 20, &r->max_frames); break;
+        case O_FILE: o->file = optarg; break;
+        case O_BYLINE: o->by_line = 1; break;
+        case O_SAVE: o->save_codes = optarg; break;
+        case O_THREADS: bad = cli_int_to("--threads", optarg, 1, 256, &o->threads); break;
+        case O_QUANT: o->quant = optarg; break;
+        case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->dec_prec = optarg; break;
+        case O_PLAY: o->play = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'q': o->quiet = 1; break;
         case 'h': say_usage(stdout); return CLI_OK;
         case ':': cli_error("say: option '%s' needs a value", argv[optind - 1]); return CLI_USAGE;
         default: cli_error("say: unknown option '%s' (see 'qtts say --help')", argv[optind - 1]); return CLI_USAGE;
         }
+        if (bad) return CLI_USAGE; /* the parser printed why */
     }
-    /* ---- the text ---- */
-    char *text = NULL;
-    size_t text_len = 0;
+    return CLI_CONTINUE;
+}
+
+/* Option combinations that are wrong whatever the text and the model. */
+static int say_check_opts(say_opts *o) {
+    const char *why = NULL;
+    if ((o->ref_audio || o->ref_spk) && o->req.speaker) why = "--speaker and reference audio exclude each other";
+    else if (o->ref_audio && o->ref_spk) why = "give --ref-audio or --ref-spk/--ref-rvq, not both";
+    else if (o->ref_rvq && !o->ref_spk) why = "--ref-rvq needs --ref-spk";
+    else if ((o->ref_text || o->req.x_vector_only) && !o->ref_audio && !o->ref_spk)
+        why = "--ref-text/--x-vector-only need --ref-audio or --ref-spk";
+    else if (o->ref_text && o->req.x_vector_only) why = "--ref-text and --x-vector-only exclude each other";
+    else if (o->play && o->output_given) why = "--play and -o exclude each other";
+    if (why) {
+        cli_error("say: %s", why);
+        return CLI_USAGE;
+    }
+    if (qtts_sample_format_parse(o->sample_format, &o->sfmt)) {
+        cli_error("--sample-format: expected s16 or f32, got '%s'", o->sample_format);
+        return CLI_USAGE;
+    }
+    return CLI_CONTINUE;
+}
+
+/* The text (argument, --file or standard input), split into utterances. */
+static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
+    qtts_err qe = {0};
     if (optind < argc) {
-        if (file) {
-            cli_error("say: give the text either as an argument or with --file, not both");
+        if (o->file || optind + 1 < argc) {
+            cli_error(o->file ? "say: give the text either as an argument or with --file, not both"
+                              : "say: more than one text argument (quote the text)");
             return CLI_USAGE;
         }
-        if (optind + 1 < argc) {
-            cli_error("say: more than one text argument (quote the text)");
-            return CLI_USAGE;
-        }
-        text = strdup(argv[optind]);
-        text_len = text ? strlen(text) : 0;
-    } else {
-        qtts_err rerr = {0};
-        int rrc = file ? qtts_read_file(file, MAX_TEXT_BYTES, &text, &text_len, &rerr)
-                       : qtts_read_stream(stdin, "standard input", MAX_TEXT_BYTES, &text, &text_len, &rerr);
-        if (rrc) {
-            cli_error("%s", rerr.msg);
-            return CLI_FAIL;
-        }
+        j->text = strdup(argv[optind]);
+        j->text_len = j->text ? strlen(j->text) : 0;
+    } else if (o->file ? qtts_read_file(o->file, MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)
+                       : qtts_read_stream(stdin, "standard input", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
+        cli_error("%s", qe.msg);
+        return CLI_FAIL;
     }
-    if (!text) {
+    if (!j->text) {
         cli_error("out of memory reading the text");
         return CLI_FAIL;
     }
-    if (strlen(text) != text_len) {
+    if (strlen(j->text) != j->text_len) {
         cli_error("the text contains a NUL byte");
-        free(text);
         return CLI_FAIL;
     }
-    qtts_err qe = {0};
-    qtts_split_params sp;
-    qtts_split_params_default(&sp);
-    sp.by_line = by_line;
-    qtts_text_chunk *chunks = NULL;
-    long n_chunks = qtts_text_split(text, text_len, &sp, &chunks, &qe);
-    if (n_chunks < 0) {
+    qtts_split_params_default(&j->sp);
+    j->sp.by_line = o->by_line;
+    j->n_chunks = qtts_text_split(j->text, j->text_len, &j->sp, &j->chunks, &qe);
+    if (j->n_chunks < 0) {
         cli_error("%s", qe.msg);
-        free(text);
         return CLI_FAIL;
     }
-    if (n_chunks == 0) {
+    if (j->n_chunks == 0) {
         cli_error("say: the text is empty");
-        free(text);
         return CLI_USAGE;
     }
-    if (save_codes && n_chunks > 1) {
-        cli_error("--save-codes needs a single utterance, but the text splits into %ld", n_chunks);
-        free(chunks);
-        free(text);
+    if (o->save_codes && j->n_chunks > 1) {
+        cli_error("--save-codes needs a single utterance, but the text splits into %ld", j->n_chunks);
         return CLI_USAGE;
     }
-    if (play && output_given) {
-        cli_error("say: --play and -o exclude each other");
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    FILE *player = NULL;
-    if (play) {
-        player = open_player();
-        if (!player) {
-            cli_error("say: --play found no audio player (install alsa-utils, pulseaudio-utils, pipewire or ffmpeg)");
-            free(chunks);
-            free(text);
-            return CLI_FAIL;
-        }
-    }
-    /* ---- voice options that need no model ---- */
-    if ((ref_audio || ref_spk) && req.speaker) {
-        cli_error("say: --speaker and reference audio exclude each other");
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    if (ref_audio && ref_spk) {
-        cli_error("say: give --ref-audio or --ref-spk/--ref-rvq, not both");
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    if (ref_rvq && !ref_spk) {
-        cli_error("say: --ref-rvq needs --ref-spk");
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    if ((ref_text || req.x_vector_only) && !ref_audio && !ref_spk) {
-        cli_error("say: --ref-text/--x-vector-only need --ref-audio or --ref-spk");
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    if (ref_text && req.x_vector_only) {
-        cli_error("say: --ref-text and --x-vector-only exclude each other");
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    qtts_sample_format sfmt;
-    if (qtts_sample_format_parse(sample_format, &sfmt)) {
-        cli_error("--sample-format: expected s16 or f32, got '%s'", sample_format);
-        free(chunks);
-        free(text);
-        return CLI_USAGE;
-    }
-    char model_buf[PATH_MAX];
-    const char *model_path = cli_resolve_model(model, model_buf, sizeof model_buf);
-    if (!model_path) { /* cli_resolve_model said why */
-        free(chunks);
-        free(text);
-        return cli_model_path(model) ? CLI_FAIL : CLI_USAGE;
-    }
+    return CLI_CONTINUE;
+}
 
-    /* ---- engine ---- */
-    int rc = CLI_FAIL;
-    char err[512];
+static int say_start_engine(const say_opts *o, say_job *j) {
+    char model_buf[PATH_MAX], err[512];
     qtts_engine_params ep;
     qtts_engine_params_default(&ep);
-    ep.model_path = model_path;
-    ep.n_threads = threads;
-    ep.weight_type = quant;
-    ep.decoder_precision = dec_prec;
-    ep.max_batch = 1;
-    ep.verbose = verbose;
-    qtts_engine *e = qtts_engine_create(&ep, err, sizeof err);
-    qtts_voice *voice = NULL;
-    qtts_encoder *enc = NULL;
-    out_state out = {0};
-    cli_progress pr;
-    float *xvec = NULL;
-    int32_t *ref_codes = NULL;
-    char *audio_bytes = NULL;
-    if (!e) {
-        cli_error("%s", err);
-        goto done;
+    ep.model_path = cli_resolve_model(o->model, model_buf, sizeof model_buf);
+    if (!ep.model_path) return cli_model_path(o->model) ? CLI_FAIL : CLI_USAGE; /* it said why */
+    if (o->play && !(j->player = open_player())) {
+        cli_error("say: --play found no audio player (install alsa-utils, pulseaudio-utils, pipewire or ffmpeg)");
+        return CLI_FAIL;
     }
-    if (verbose) {
-        const qtts_model_info *mi = qtts_engine_info(e);
+    ep.n_threads = o->threads;
+    ep.weight_type = o->quant;
+    ep.decoder_precision = o->dec_prec;
+    ep.max_batch = 1;
+    ep.verbose = o->verbose;
+    if (!(j->e = qtts_engine_create(&ep, err, sizeof err))) {
+        cli_error("%s", err);
+        return CLI_FAIL;
+    }
+    if (o->verbose) {
+        const qtts_model_info *mi = qtts_engine_info(j->e);
         fprintf(stderr, "qtts: %s %s model, weights %s, decoder %s, %d threads\n", mi->size, mi->variant,
                 mi->weight_type, mi->decoder_precision, mi->n_threads);
     }
-    if (ref_audio) {
+    return CLI_CONTINUE;
+}
+
+/* Base models: the voice from --ref-audio, or from --ref-spk (+ --ref-rvq). */
+static int say_load_voice(say_opts *o, say_job *j) {
+    char err[512];
+    qtts_err qe = {0};
+    if (o->ref_audio) {
         size_t n = 0;
-        qtts_err rerr = {0};
-        if (qtts_read_file(ref_audio, MAX_AUDIO_BYTES, &audio_bytes, &n, &rerr)) {
-            cli_error("%s", rerr.msg);
-            goto done;
+        if (qtts_read_file(o->ref_audio, MAX_AUDIO_BYTES, &j->audio_bytes, &n, &qe)) {
+            cli_error("%s", qe.msg);
+            return CLI_FAIL;
         }
-        voice = qtts_voice_from_audio_bytes(e, audio_bytes, n, req.x_vector_only ? NULL : ref_text, err, sizeof err);
-        if (!voice) {
-            cli_error("%s: %s", ref_audio, err);
-            goto done;
+        const char *ref_text = o->req.x_vector_only ? NULL : o->ref_text;
+        if (!(j->voice = qtts_voice_from_audio_bytes(j->e, j->audio_bytes, n, ref_text, err, sizeof err))) {
+            cli_error("%s: %s", o->ref_audio, err);
+            return CLI_FAIL;
         }
-    } else if (ref_spk) {
+    } else if (o->ref_spk) {
+        const qtts_model_info *mi = qtts_engine_info(j->e); /* the .rvq geometry is the model's */
         int64_t dim = 0, T = 0;
-        xvec = qtts_spk_read(ref_spk, qtts_engine_info(e)->hidden_size, &dim, &qe);
-        if (!xvec) {
+        if (!(j->xvec = qtts_spk_read(o->ref_spk, mi->hidden_size, &dim, &qe)) ||
+            (o->ref_rvq && qtts_rvq_read(o->ref_rvq, mi->n_codebooks, mi->codebook_size, &j->ref_codes, &T, &qe))) {
             cli_error("%s", qe.msg);
-            goto done;
+            return CLI_FAIL;
         }
-        if (ref_rvq && qtts_rvq_read(ref_rvq, 16, 2048, &ref_codes, &T, &qe)) {
-            cli_error("%s", qe.msg);
-            goto done;
-        }
-        voice = qtts_voice_from_parts(e, xvec, (size_t)dim, ref_codes, (size_t)T, ref_text, err, sizeof err);
-        if (!voice) {
+        j->voice = qtts_voice_from_parts(j->e, j->xvec, (size_t)dim, j->ref_codes, (size_t)T, o->ref_text, err,
+                                         sizeof err);
+        if (!j->voice) {
             cli_error("%s", err);
-            goto done;
+            return CLI_FAIL;
         }
     }
-    req.voice = voice;
-    if (voice && !req.x_vector_only && !ref_text) req.x_vector_only = 1; /* no transcript: x-vector cloning */
-    if (!req.has_seed) {
-        /* draw one seed for the whole job and print it so the run can be repeated */
-        FILE *ur = fopen("/dev/urandom", "rb");
-        uint64_t s = 0;
-        if (!ur || fread(&s, sizeof s, 1, ur) != 1) s = (uint64_t)qtts_now_s() * 1000003u;
-        if (ur) fclose(ur);
-        req.seed = s >> 1;
-        req.has_seed = 1;
-        if (!req.greedy && !quiet) fprintf(stderr, "qtts: seed %llu\n", (unsigned long long)req.seed);
-    }
-    if (player) {
-        qtts_audio_sink sink = {.write = write_to_file, .seek = NULL, .user = player};
-        enc = qtts_encoder_open(QTTS_AUDIO_WAV, QTTS_SAMPLE_S16, qtts_engine_info(e)->sample_rate, 1, &sink, &qe);
+    o->req.voice = j->voice;
+    if (j->voice && !o->req.x_vector_only && !o->ref_text) o->req.x_vector_only = 1; /* no transcript: x-vector */
+    return CLI_CONTINUE;
+}
+
+/* Without --seed: one seed for the whole job, printed so the run can be repeated. */
+static void say_draw_seed(say_opts *o) {
+    if (o->req.has_seed) return;
+    FILE *ur = fopen("/dev/urandom", "rb");
+    uint64_t s = 0;
+    if (!ur || fread(&s, sizeof s, 1, ur) != 1) s = (uint64_t)qtts_now_s() * 1000003u;
+    if (ur) fclose(ur);
+    o->req.seed = s >> 1;
+    o->req.has_seed = 1;
+    if (!o->req.greedy && !o->quiet) fprintf(stderr, "qtts: seed %llu\n", (unsigned long long)o->req.seed);
+}
+
+/* The encoder: a streaming WAV into the player, or the -o file. */
+static int say_open_output(const say_opts *o, say_job *j) {
+    qtts_err qe = {0};
+    int sr = qtts_engine_info(j->e)->sample_rate;
+    if (j->player) {
+        qtts_audio_sink sink = {.write = write_to_file, .seek = NULL, .user = j->player};
+        j->out.enc = qtts_encoder_open(QTTS_AUDIO_WAV, QTTS_SAMPLE_S16, sr, 1, &sink, &qe);
     } else {
-        enc = qtts_encoder_open_file(output, format, sfmt, qtts_engine_info(e)->sample_rate, 1, &qe);
+        j->out.enc = qtts_encoder_open_file(o->output, o->format, o->sfmt, sr, 1, &qe);
     }
-    if (!enc) {
+    if (!j->out.enc) {
         cli_error("%s", qe.msg);
-        goto done;
+        return CLI_FAIL;
     }
-    out.enc = enc;
-    cli_progress_init(&pr, quiet ? 0 : -1, (int)n_chunks, qtts_text_units(text, text_len, sp.cjk_weight));
-    uint64_t base_seed = req.seed;
-    int sr = qtts_engine_info(e)->sample_rate;
-    for (long i = 0; i < n_chunks; i++) {
-        char *piece = qtts_text_chunk_dup(text, chunks[i], &qe);
-        if (!piece) {
-            cli_error("%s", qe.msg);
-            goto done;
-        }
-        req.text = piece;
-        req.seed = base_seed + (uint64_t)i; /* the seed chain: utterance i uses seed + i */
-        req.keep_codes = save_codes != NULL;
-        cli_progress_begin(&pr, (int)i, qtts_text_units(text + chunks[i].start, chunks[i].len, sp.cjk_weight));
-        qtts_stream *st = qtts_submit(e, &req, err, sizeof err);
-        if (!st) {
-            free(piece);
-            cli_progress_clear(&pr);
-            cli_error("%s", err);
-            goto done;
-        }
-        if (i > 0) out.fade_in = FADE_SAMPLES;
-        float buf[8192];
-        size_t samples = 0;
-        long n;
-        while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
-            samples += (size_t)n;
-            if (out_write(&out, buf, (size_t)n, i + 1 < n_chunks)) break;
-            cli_progress_update(&pr, (int)(samples / 1920), (double)samples / sr);
-        }
-        if (n != 0) {
-            cli_progress_clear(&pr);
-            cli_error("%s", n < 0 ? qtts_stream_error(st) : out.err.msg);
-            qtts_stream_free(st);
-            free(piece);
-            goto done;
-        }
+    return CLI_CONTINUE;
+}
+
+static void say_print_timings(long i, const qtts_result *res) {
+    fprintf(stderr,
+            "qtts: utterance %ld: %d frames (%.2f s audio%s), queue %.0f ms, first audio %.0f ms, total %.0f "
+            "ms (RTF %.3f); prefill %.1f ms, talker %.1f ms, code predictor %.1f ms, decoder %.1f ms; "
+            "seed %llu\n",
+            i + 1, res->n_frames, res->audio_seconds, res->finished_by_eos ? ", ended by EOS" : ", frame limit",
+            res->queue_ms, res->first_audio_ms, res->total_ms,
+            res->audio_seconds > 0 ? res->total_ms / 1e3 / res->audio_seconds : 0.0, res->prefill_ms,
+            res->talker_ms, res->code_predictor_ms, res->decoder_ms, (unsigned long long)res->seed);
+}
+
+static int save_codes(const char *path, const qtts_stream *st) {
+    qtts_err qe = {0};
+    size_t nf = 0;
+    int g = 0;
+    const int32_t *codes = qtts_stream_codes(st, &nf, &g);
+    if (!codes || qtts_rvq_write(path, codes, g, (int64_t)nf, &qe)) {
+        cli_error("%s", codes ? qe.msg : "no codes were generated");
+        return -1;
+    }
+    return 0;
+}
+
+/* Streams one utterance's audio to the output; -1 after printing the error. */
+static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
+    const qtts_model_info *mi = qtts_engine_info(j->e);
+    if (i > 0) j->out.fade_in = FADE_SAMPLES;
+    float buf[8192];
+    size_t samples = 0;
+    long n;
+    while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
+        samples += (size_t)n;
+        if (out_write(&j->out, buf, (size_t)n, i + 1 < j->n_chunks)) break;
+        cli_progress_update(&j->pr, (int)(samples / (size_t)mi->frame_samples), (double)samples / mi->sample_rate);
+    }
+    if (n != 0) {
+        cli_progress_clear(&j->pr);
+        cli_error("%s", n < 0 ? qtts_stream_error(st) : j->out.err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Speaks utterance i with seed base_seed + i (the seed chain). */
+static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_seed) {
+    qtts_err qe = {0};
+    char err[512];
+    const qtts_text_chunk ch = j->chunks[i];
+    char *piece = qtts_text_chunk_dup(j->text, ch, &qe);
+    if (!piece) {
+        cli_error("%s", qe.msg);
+        return -1;
+    }
+    qtts_request req = o->req;
+    req.text = piece;
+    req.seed = base_seed + (uint64_t)i;
+    req.keep_codes = o->save_codes != NULL;
+    cli_progress_begin(&j->pr, (int)i, qtts_text_units(j->text + ch.start, ch.len, j->sp.cjk_weight));
+    int rc = -1;
+    qtts_stream *st = qtts_submit(j->e, &req, err, sizeof err);
+    if (!st) {
+        cli_progress_clear(&j->pr);
+        cli_error("%s", err);
+    } else if (!say_stream_audio(j, st, i)) {
         qtts_result res;
         qtts_stream_result(st, &res);
-        cli_progress_end(&pr, res.n_frames, res.audio_seconds);
-        if (i + 1 < n_chunks && out.n_tail) { /* fade out the held-back end before the next utterance */
-            for (int k = 0; k < out.n_tail; k++) out.tail[k] *= (float)(out.n_tail - k) / (float)out.n_tail;
-        }
-        if (verbose)
-            fprintf(stderr,
-                    "qtts: utterance %ld: %d frames (%.2f s audio%s), queue %.0f ms, first audio %.0f ms, total %.0f "
-                    "ms (RTF %.3f); prefill %.1f ms, talker %.1f ms, code predictor %.1f ms, decoder %.1f ms; "
-                    "seed %llu\n",
-                    i + 1, res.n_frames, res.audio_seconds, res.finished_by_eos ? ", ended by EOS" : ", frame limit",
-                    res.queue_ms, res.first_audio_ms, res.total_ms,
-                    res.audio_seconds > 0 ? res.total_ms / 1e3 / res.audio_seconds : 0.0, res.prefill_ms,
-                    res.talker_ms, res.code_predictor_ms, res.decoder_ms, (unsigned long long)res.seed);
-        if (save_codes) {
-            size_t nf = 0;
-            int g = 0;
-            const int32_t *codes = qtts_stream_codes(st, &nf, &g);
-            if (!codes || qtts_rvq_write(save_codes, codes, g, (int64_t)nf, &qe)) {
-                cli_error("%s", codes ? qe.msg : "no codes were generated");
-                qtts_stream_free(st);
-                free(piece);
-                goto done;
-            }
-        }
-        qtts_stream_free(st);
-        free(piece);
+        cli_progress_end(&j->pr, res.n_frames, res.audio_seconds);
+        out_state *out = &j->out;
+        if (i + 1 < j->n_chunks && out->n_tail) /* fade out the held-back end before the next utterance */
+            for (int k = 0; k < out->n_tail; k++) out->tail[k] *= (float)(out->n_tail - k) / (float)out->n_tail;
+        if (o->verbose) say_print_timings(i, &res);
+        rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
     }
-    if (out_write(&out, NULL, 0, 0) || qtts_encoder_close(enc, &qe)) {
-        enc = NULL;
-        cli_error("%s: %s", output, out.err.msg[0] ? out.err.msg : qe.msg);
-        goto done;
+    qtts_stream_free(st);
+    free(piece);
+    return rc;
+}
+
+/* All utterances, then the end of the output. */
+static int say_speak_all(const say_opts *o, say_job *j) {
+    cli_progress_init(&j->pr, o->quiet ? 0 : -1, (int)j->n_chunks,
+                      qtts_text_units(j->text, j->text_len, j->sp.cjk_weight));
+    for (long i = 0; i < j->n_chunks; i++)
+        if (say_utterance(o, j, i, o->req.seed)) return CLI_FAIL;
+    if (out_write(&j->out, NULL, 0, 0)) { /* the held-back tail; say_cleanup aborts the encoder */
+        cli_error("%s: %s", o->output, j->out.err.msg);
+        return CLI_FAIL;
     }
-    enc = NULL;
-    rc = CLI_OK;
-done:
-    if (enc) qtts_encoder_abort(enc);
-    if (player && pclose(player) != 0 && rc == CLI_OK) {
+    qtts_err qe = {0};
+    int failed = qtts_encoder_close(j->out.enc, &qe);
+    j->out.enc = NULL; /* closed either way */
+    if (failed) {
+        cli_error("%s: %s", o->output, qe.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* Releases everything in j; a failing player turns success into failure. */
+static int say_cleanup(say_job *j, int rc) {
+    qtts_encoder_abort(j->out.enc);
+    if (j->player && pclose(j->player) != 0 && rc == CLI_OK) {
         cli_error("say: the audio player failed");
         rc = CLI_FAIL;
     }
-    qtts_voice_release(voice);
-    qtts_engine_free(e);
-    free(xvec);
-    free(ref_codes);
-    free(audio_bytes);
-    free(chunks);
-    free(text);
+    qtts_voice_release(j->voice);
+    qtts_engine_free(j->e);
+    free(j->xvec);
+    free(j->ref_codes);
+    free(j->audio_bytes);
+    free(j->chunks);
+    free(j->text);
     return rc;
+}
+
+int cmd_say(int argc, char **argv) {
+    say_opts o;
+    int rc = say_parse_args(argc, argv, &o);
+    if (rc == CLI_CONTINUE) rc = say_check_opts(&o);
+    if (rc != CLI_CONTINUE) return rc;
+    say_job j = {0};
+    rc = say_read_text(&o, argc, argv, &j);
+    if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
+    if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
+    if (rc == CLI_CONTINUE) {
+        say_draw_seed(&o);
+        rc = say_open_output(&o, &j);
+    }
+    if (rc == CLI_CONTINUE) rc = say_speak_all(&o, &j);
+    return say_cleanup(&j, rc);
 }

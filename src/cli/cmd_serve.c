@@ -1,11 +1,11 @@
 /* qtts serve: the HTTP server (src/server) in front of one engine. */
-#include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "qtts.h"
 #include "server/server.h"
@@ -34,16 +34,76 @@ static void serve_usage(FILE *out) {
             "  -v, --verbose          log errors and engine details\n");
 }
 
-static int parse_int(const char *flag, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v ? v : "", &end, 10);
-    if (!v || !*v || *end || errno || x < lo || x > hi) {
-        cli_error("%s needs an integer in [%ld, %ld], got '%s'", flag, lo, hi, v ? v : "");
-        return -1;
+enum {
+    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_VOICES_DIR, O_API_KEY, O_CORS,
+    O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
+};
+static const struct option serve_options[] = {
+    {"help", no_argument, 0, 'h'},
+    {"model", required_argument, 0, 'm'},
+    {"host", required_argument, 0, O_HOST},
+    {"port", required_argument, 0, O_PORT},
+    {"max-batch", required_argument, 0, O_MAX_BATCH},
+    {"max-queue", required_argument, 0, O_MAX_QUEUE},
+    {"threads", required_argument, 0, O_THREADS},
+    {"quant", required_argument, 0, O_QUANT},
+    {"decoder-precision", required_argument, 0, O_DECPREC},
+    {"voices-dir", required_argument, 0, O_VOICES_DIR},
+    {"api-key", required_argument, 0, O_API_KEY},
+    {"cors", required_argument, 0, O_CORS},
+    {"max-body-mb", required_argument, 0, O_MAX_BODY},
+    {"max-input-chars", required_argument, 0, O_MAX_INPUT},
+    {"http-threads", required_argument, 0, O_HTTP_THREADS},
+    {"timeout", required_argument, 0, O_TIMEOUT},
+    {"drain-timeout", required_argument, 0, O_DRAIN},
+    {"model-id", required_argument, 0, O_MODEL_ID},
+    {"verbose", no_argument, 0, 'v'},
+    {0, 0, 0, 0},
+};
+
+/* Options into the server / engine parameters; *drain_s: --drain-timeout. */
+static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_engine_params *ep, const char **model,
+                            int *drain_s) {
+    long long v;
+    optind = 1;
+    opterr = 0;
+    int c; /* '+': stop at the first argument that is not an option, and report it */
+    while ((c = getopt_long(argc, argv, "+:hm:v", serve_options, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'h': serve_usage(stdout); return CLI_OK;
+        case 'm': *model = optarg; break;
+        case O_HOST: sp->host = optarg; break;
+        case O_PORT: bad = cli_int_to("--port", optarg, 0, 65535, &sp->port); break;
+        case O_MAX_BATCH: bad = cli_int_to("--max-batch", optarg, 0, 1024, &ep->max_batch); break;
+        case O_MAX_QUEUE: bad = cli_int_to("--max-queue", optarg, 0, 1000000, &ep->max_queue); break;
+        case O_THREADS: bad = cli_int_to("--threads", optarg, 0, 1024, &ep->n_threads); break;
+        case O_QUANT: ep->weight_type = optarg; break;
+        case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
+        case O_VOICES_DIR: sp->voices_dir = optarg; break;
+        case O_API_KEY: sp->api_key = optarg; break;
+        case O_CORS: sp->cors_origin = optarg; break;
+        case O_MAX_BODY:
+            if (!(bad = cli_int("--max-body-mb", optarg, 1, 4096, &v))) sp->max_body = (size_t)v << 20;
+            break;
+        case O_MAX_INPUT: bad = cli_int_to("--max-input-chars", optarg, 1, 1000000, &sp->max_input_chars); break;
+        case O_HTTP_THREADS: bad = cli_int_to("--http-threads", optarg, 1, 1024, &sp->http_threads); break;
+        case O_TIMEOUT: bad = cli_int_to("--timeout", optarg, 1, 86400, &sp->request_timeout_s); break;
+        case O_DRAIN: bad = cli_int_to("--drain-timeout", optarg, 0, 86400, drain_s); break;
+        case O_MODEL_ID: sp->model_id = optarg; break;
+        case 'v': sp->verbose = ep->verbose = 1; break;
+        case ':': cli_error("%s needs a value", argv[optind - 1]); return CLI_USAGE;
+        default:
+            cli_error("serve: unknown option '%s' (see 'qtts serve --help')", argv[optind - 1]);
+            return CLI_USAGE;
+        }
+        if (bad) return CLI_USAGE; /* the parser printed why */
     }
-    *out = x;
-    return 0;
+    if (optind < argc) {
+        cli_error("serve: unknown option '%s' (see 'qtts serve --help')", argv[optind]);
+        return CLI_USAGE;
+    }
+    return CLI_CONTINUE;
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -52,83 +112,10 @@ int cmd_serve(int argc, char **argv) {
     qtts_engine_params ep;
     qtts_engine_params_default(&ep);
     const char *model = NULL;
-    long drain_s = 30;
+    int drain_s = 30;
     sp.api_key = getenv("QTTS_API_KEY");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long x;
-#define NEED_VALUE                                                                                                     \
-    do {                                                                                                               \
-        if (!v) {                                                                                                      \
-            cli_error("%s needs a value", a);                                                                          \
-            return CLI_USAGE;                                                                                          \
-        }                                                                                                              \
-        i++;                                                                                                           \
-    } while (0)
-#define INT_FLAG(lo, hi, dst)                                                                                          \
-    do {                                                                                                               \
-        NEED_VALUE;                                                                                                    \
-        if (parse_int(a, v, lo, hi, &x)) return CLI_USAGE;                                                             \
-        dst = x;                                                                                                       \
-    } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            serve_usage(stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            NEED_VALUE;
-            model = v;
-        } else if (!strcmp(a, "--host")) {
-            NEED_VALUE;
-            sp.host = v;
-        } else if (!strcmp(a, "--port")) {
-            INT_FLAG(0, 65535, sp.port);
-        } else if (!strcmp(a, "--max-batch")) {
-            INT_FLAG(0, 1024, ep.max_batch);
-        } else if (!strcmp(a, "--max-queue")) {
-            INT_FLAG(0, 1000000, ep.max_queue);
-        } else if (!strcmp(a, "--threads")) {
-            INT_FLAG(0, 1024, ep.n_threads);
-        } else if (!strcmp(a, "--quant")) {
-            NEED_VALUE;
-            ep.weight_type = v;
-        } else if (!strcmp(a, "--decoder-precision")) {
-            NEED_VALUE;
-            if (cli_check_decoder_precision(v)) return CLI_USAGE;
-            ep.decoder_precision = v;
-        } else if (!strcmp(a, "--voices-dir")) {
-            NEED_VALUE;
-            sp.voices_dir = v;
-        } else if (!strcmp(a, "--api-key")) {
-            NEED_VALUE;
-            sp.api_key = v;
-        } else if (!strcmp(a, "--cors")) {
-            NEED_VALUE;
-            sp.cors_origin = v;
-        } else if (!strcmp(a, "--max-body-mb")) {
-            long mb;
-            INT_FLAG(1, 4096, mb);
-            sp.max_body = (size_t)mb << 20;
-        } else if (!strcmp(a, "--max-input-chars")) {
-            INT_FLAG(1, 1000000, sp.max_input_chars);
-        } else if (!strcmp(a, "--http-threads")) {
-            INT_FLAG(1, 1024, sp.http_threads);
-        } else if (!strcmp(a, "--timeout")) {
-            INT_FLAG(1, 86400, sp.request_timeout_s);
-        } else if (!strcmp(a, "--drain-timeout")) {
-            INT_FLAG(0, 86400, drain_s);
-        } else if (!strcmp(a, "--model-id")) {
-            NEED_VALUE;
-            sp.model_id = v;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            sp.verbose = ep.verbose = 1;
-        } else {
-            cli_error("serve: unknown option '%s' (see 'qtts serve --help')", a);
-            return CLI_USAGE;
-        }
-#undef INT_FLAG
-#undef NEED_VALUE
-    }
+    int rc = serve_parse_args(argc, argv, &sp, &ep, &model, &drain_s);
+    if (rc != CLI_CONTINUE) return rc;
     if (!cli_model_path(model)) {
         cli_error("serve: no model (use -m PATH or set QTTS_MODEL)");
         return CLI_USAGE;
@@ -165,8 +152,8 @@ int cmd_serve(int argc, char **argv) {
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0) {
     }
-    fprintf(stderr, "qtts serve: %s: draining (up to %ld s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
-    int cut = qtts_server_drain(s, (int)(drain_s * 1000));
+    fprintf(stderr, "qtts serve: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
+    int cut = qtts_server_drain(s, drain_s * 1000);
     qtts_server_free(s);
     qtts_engine_free(e);
     fprintf(stderr, "qtts serve: stopped%s\n", cut ? " (some requests were cut at the deadline)" : "");

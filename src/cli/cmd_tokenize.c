@@ -38,6 +38,25 @@ static void print_json_string(const char *s, size_t len) {
     putchar('"');
 }
 
+/* [ids...], or {"ids": [...], "tokens": [...]} with --tokens; one line. */
+static void print_ids(const qtts_tokenizer *tok, const int32_t *ids, int n, int show_tokens) {
+    if (show_tokens) fputs("{\"ids\": ", stdout);
+    putchar('[');
+    for (int i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
+    putchar(']');
+    if (show_tokens) {
+        fputs(", \"tokens\": [", stdout);
+        for (int i = 0; i < n; i++) {
+            size_t l = 0;
+            const char *s = qtts_tok_token_str(tok, ids[i], &l);
+            if (i) fputs(", ", stdout);
+            print_json_string(s ? s : "", s ? l : 0);
+        }
+        fputs("]}", stdout);
+    }
+    putchar('\n');
+}
+
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *tmpl = NULL;
     int show_tokens = 0;
@@ -117,21 +136,7 @@ int cmd_tokenize(int argc, char **argv) {
         qtts_tok_free(tok);
         return CLI_FAIL;
     }
-    if (show_tokens) fputs("{\"ids\": ", stdout);
-    putchar('[');
-    for (int i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
-    putchar(']');
-    if (show_tokens) {
-        fputs(", \"tokens\": [", stdout);
-        for (int i = 0; i < n; i++) {
-            size_t l = 0;
-            const char *s = qtts_tok_token_str(tok, ids[i], &l);
-            if (i) fputs(", ", stdout);
-            print_json_string(s ? s : "", s ? l : 0);
-        }
-        fputs("]}", stdout);
-    }
-    putchar('\n');
+    print_ids(tok, ids, n, show_tokens);
     free(ids);
     qtts_tok_free(tok);
     return fflush(stdout) ? CLI_FAIL : CLI_OK;

@@ -2,7 +2,6 @@
 #include "cli/progress.h"
 #include "core/clock.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_SECONDS_PER_UNIT (1.0 / 14.0) /* ~14 characters of English per second */
