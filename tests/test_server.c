@@ -577,6 +577,12 @@ static void test_base_server(const char *vdir) {
         TEST_CHECK(r.status == 200 && th_wav_samples(r.body, r.body_len, &sd, &rate) >= 0,
                    "inline ref_audio clone: %d %s", r.status, r.status == 200 ? "" : (char *)r.body);
         th_resp_free(&r);
+        /* trial row 26: voice and ref_audio together is ambiguous */
+        sprintf(body, "{\"input\":\"Hi.\",\"voice\":\"bob\",\"ref_audio\":\"data:audio/wav;base64,%s\"}",
+                wb ? wb : "");
+        th_post_json(port, "/v1/audio/speech", NULL, body, &r, 60);
+        expect_error(&r, 400, "conflicting_voice", "voice + ref_audio");
+        th_resp_free(&r);
         free(body);
     }
 
@@ -924,6 +930,97 @@ static void test_auth_server(void) {
     TEST_CHECK(th_stop(&srv, 30) == 0, "auth server exit status");
 }
 
+/* Rows of the newcomer trial (shared/review/newcomer-trial-3028c03.md) on a
+ * CustomVoice server; each check failed before its fix. */
+static void test_trial_defects(void) {
+    th_server srv;
+    const char *args[] = {"-m", CUSTOM_MODEL, "--threads", "1", "--cors", "https://app.example", "--max-body-mb", "1",
+                          NULL};
+    if (th_start(&srv, args, 120)) {
+        TEST_CHECK(0, "defects server starts");
+        th_stop(&srv, 10);
+        return;
+    }
+    /* 1: a second server on the same port fails instead of sharing it */
+    char cmd[1024], out[2048] = "";
+    snprintf(cmd, sizeof cmd, "'%s' serve -m '%s' --threads 1 --host 127.0.0.1 --port %d 2>&1", QTTS_BINARY,
+             CUSTOM_MODEL, srv.port);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int st = p ? pclose(p) : -1;
+    TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(out, "address already in use"),
+               "second server on port %d: status %d, %s", srv.port, st, out);
+    th_resp r;
+    /* 2: whitespace-only input is a 400 (the SDK retries 5xx) */
+    th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"  \\n \",\"voice\":\"ryan\"}", &r, 30);
+    expect_error(&r, 400, "missing_input", "whitespace-only input");
+    th_resp_free(&r);
+    th_post_json(srv.port, "/v1/audio/speech", NULL,
+                 "{\"input\":\"  \\n \",\"voice\":\"ryan\",\"stream_format\":\"sse\"}", &r, 30);
+    expect_error(&r, 400, "missing_input", "whitespace-only input, SSE");
+    th_resp_free(&r);
+    /* 25: trailing garbage and NUL */
+    th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"hi\",\"voice\":\"ryan\"} xyz", &r, 30);
+    expect_error(&r, 400, "invalid_json", "bytes after the JSON document");
+    th_resp_free(&r);
+    th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"a\\u0000b\",\"voice\":\"ryan\"}", &r, 30);
+    expect_error(&r, 400, "invalid_json", "NUL in input");
+    th_resp_free(&r);
+    /* 19: integers print as integers */
+    th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"hi\",\"voice\":\"ryan\",\"max_new_tokens\":0}", &r,
+                 30);
+    TEST_CHECK(r.status == 400 && r.body && strstr((char *)r.body, "[1, 1048576]"), "integer range message: %s",
+               r.body ? (char *)r.body : "");
+    th_resp_free(&r);
+    /* 24: the unknown-format list names only what is supported */
+    th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"hi\",\"voice\":\"ryan\",\"response_format\":\"xyz\"}",
+                 &r, 30);
+    TEST_CHECK(r.status == 400 && r.body && !strstr((char *)r.body, "aac"), "format list: %s",
+               r.body ? (char *)r.body : "");
+    th_resp_free(&r);
+    /* OpenAI voice names get a clear message */
+    th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"hi\",\"voice\":\"alloy\"}", &r, 30);
+    TEST_CHECK(r.status == 400 && r.body && strstr((char *)r.body, "OpenAI voice name"), "alloy: %s",
+               r.body ? (char *)r.body : "");
+    th_resp_free(&r);
+    /* 8: CORS echoes the requested headers and exposes X-Qtts-Seed */
+    th_request(srv.port, "OPTIONS", "/v1/audio/speech",
+               "Origin: https://app.example\r\nAccess-Control-Request-Headers: authorization,x-stainless-os\r\n", NULL,
+               0, &r, 30);
+    const char *allow = th_header(&r, "Access-Control-Allow-Headers");
+    TEST_CHECK(r.status == 204 && allow && strstr(allow, "x-stainless-os"), "preflight echoes headers: %s",
+               allow ? allow : "(none)");
+    th_resp_free(&r);
+    /* short language codes, usage.input_tokens, exposed seed header */
+    th_post_json(srv.port, "/v1/audio/speech", NULL,
+                 "{\"input\":\"Hello there.\",\"voice\":\"ryan\",\"language\":\"en\",\"temperature\":0,"
+                 "\"max_new_tokens\":" FRAMES ",\"stream_format\":\"sse\"}",
+                 &r, 120);
+    const char *usage = r.body ? strstr((char *)r.body, "\"input_tokens\":") : NULL;
+    TEST_CHECK(r.status == 200 && usage && atoi(usage + 15) > 0, "language 'en' + input_tokens: %d %s", r.status,
+               usage ? usage : (r.body ? (char *)r.body : ""));
+    const char *expose = th_header(&r, "Access-Control-Expose-Headers");
+    TEST_CHECK(expose && strstr(expose, "X-Qtts-Seed"), "X-Qtts-Seed is exposed");
+    th_resp_free(&r);
+    /* 7: a chunked upload over the limit gets 413 like a Content-Length one */
+    int fd = th_connect(srv.port);
+    const char *head = "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n";
+    static char chunk[65536 + 16];
+    int hl = snprintf(chunk, sizeof chunk, "10000\r\n");
+    memset(chunk + hl, ' ', 65536);
+    memcpy(chunk + hl + 65536, "\r\n", 2);
+    int ok = fd >= 0 && th_send_all(fd, head, strlen(head)) == 0;
+    for (int i = 0; ok && i < 20; i++) ok = th_send_all(fd, chunk, (size_t)hl + 65538) == 0; /* 1.25 MiB */
+    if (ok) ok = th_send_all(fd, "0\r\n\r\n", 5) == 0;
+    char raw[4096];
+    size_t got = fd >= 0 ? read_rest(fd, raw, 0, sizeof raw, 30) : 0;
+    TEST_CHECK(ok && got > 12 && !strncmp(raw + 9, "413", 3), "chunked body over the limit: %.60s", got ? raw : "");
+    if (fd >= 0) close(fd);
+    TEST_CHECK(th_stop(&srv, 30) == 0, "defects server exit status");
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     test_b64();
@@ -949,6 +1046,7 @@ int main(void) {
     printf("busy/disconnect/drain tests: %.1f s\n", th_now() - t0);
     t0 = th_now();
     test_auth_server();
+    test_trial_defects();
     printf("auth/custom-voice server tests: %.1f s\n", th_now() - t0);
     rm_rf(vdir);
     return test_finish("test_server");

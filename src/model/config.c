@@ -465,8 +465,18 @@ static const qtts_named_id *find_named(const qtts_named_id *list, int n, const c
     return NULL;
 }
 
+const char *qtts_language_alias(const char *name) {
+    static const char *const codes[][2] = {
+        {"zh", "chinese"}, {"en", "english"},    {"de", "german"},  {"es", "spanish"}, {"ja", "japanese"},
+        {"fr", "french"},  {"ko", "korean"},     {"ru", "russian"}, {"it", "italian"}, {"pt", "portuguese"},
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (!strcasecmp(name, codes[i][0])) return codes[i][1];
+    return name;
+}
+
 const qtts_named_id *qtts_config_language(const qtts_model_config *cfg, const char *name) {
-    return find_named(cfg->languages, cfg->n_languages, name);
+    return find_named(cfg->languages, cfg->n_languages, qtts_language_alias(name));
 }
 
 const qtts_named_id *qtts_config_speaker(const qtts_model_config *cfg, const char *name) {

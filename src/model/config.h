@@ -98,7 +98,10 @@ void qtts_config_describe(FILE *out);
 void qtts_codec_config_describe(FILE *out); /* the speech_tokenizer/config.json rows of it */
 
 const char *qtts_variant_name(qtts_variant v);
-/* Case-insensitive lookups; NULL when unknown. */
+/* The language name an ISO 639-1 code stands for ("en" -> "english"), or
+ * name itself when it is not one of the codes of the model's languages. */
+const char *qtts_language_alias(const char *name);
+/* Case-insensitive lookups (languages also by ISO 639-1 code); NULL when unknown. */
 const qtts_named_id *qtts_config_language(const qtts_model_config *cfg, const char *name);
 const qtts_named_id *qtts_config_speaker(const qtts_model_config *cfg, const char *name);
 

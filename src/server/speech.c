@@ -9,13 +9,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/clock.h"
+#include "model/config.h"
 #include "server/audio_out.h"
 #include "server/b64.h"
 #include "server/internal.h"
-#include "text/utf8.h"
 #include "server/pump.h"
 #include "server/stretch.h"
-#include "core/clock.h"
+#include "text/utf8.h"
 
 #define READ_MAX 8192     /* samples per read */
 
@@ -193,6 +194,12 @@ static int resolve_speaker(qtts_server *s, const char *voice, speech_opts *o, ba
         return fail(b, 400, "voice", "unsupported_for_model",
                     "'%s' is a cloned voice, which needs a Base model; this model's speakers: %s", voice, names);
     }
+    static const char *const openai[] = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage",
+                                         "shimmer", "verse"};
+    for (size_t i = 0; i < sizeof openai / sizeof openai[0]; i++)
+        if (!strcasecmp(voice, openai[i]))
+            return fail(b, 400, "voice", "voice_not_found",
+                        "'%s' is an OpenAI voice name; this model's built-in speakers are: %s", voice, names);
     return fail(b, 400, "voice", "voice_not_found", "unknown voice '%s' (one of: %s)", voice, names);
 }
 
@@ -244,7 +251,7 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
         parse_input_and_format(s, root, o, b) || parse_sampling(root, o, b))
         return -1;
     if (lang && *lang && strcasecmp(lang, "auto")) {
-        const char *canon = match_name(lang, info->languages, info->n_languages);
+        const char *canon = match_name(qtts_language_alias(lang), info->languages, info->n_languages);
         if (!canon) {
             char names[1024];
             list_names(names, sizeof names, info->languages, info->n_languages);
