@@ -7,7 +7,8 @@
  * or read results; they never compute. All functions are thread-safe unless
  * noted.
  *
- * Errors: functions take `char *err, size_t err_size` and write one line. */
+ * Errors: functions that can fail take a `qtts_error *` (NULL is fine) and
+ * fill it with a qtts_status and one line of text. */
 #ifndef QTTS_H
 #define QTTS_H
 
@@ -42,6 +43,12 @@ typedef enum {
     QTTS_ERR_INTERNAL,  /* anything else: a bug or an I/O failure */
 } qtts_status;
 
+/* What a failed call reports. */
+typedef struct {
+    qtts_status status;
+    char message[512]; /* one line naming the file, value or limit at fault */
+} qtts_error;
+
 /* "ok", "invalid", "busy", "no_memory", "model", "cancelled", "internal". */
 QTTS_API const char *qtts_status_name(qtts_status s);
 /* The library's version, e.g. "0.1.0". */
@@ -66,7 +73,7 @@ typedef struct {
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);
-QTTS_API qtts_engine *qtts_engine_create(const qtts_engine_params *p, char *err, size_t err_size);
+QTTS_API qtts_engine *qtts_engine_create(const qtts_engine_params *p, qtts_error *err);
 /* Cancels running requests, stops the engine thread and the pool. */
 QTTS_API void qtts_engine_free(qtts_engine *e);
 
@@ -97,13 +104,13 @@ QTTS_API const qtts_model_info *qtts_engine_info(const qtts_engine *e);
  * float at sample_rate (resampled internally). ref_text may be NULL (then the
  * voice supports x-vector-only cloning). Runs as an engine job. */
 QTTS_API qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
-                                    const char *ref_text, char *err, size_t err_size);
+                                    const char *ref_text, qtts_error *err);
 /* The same from an encoded audio file in memory (wav, flac, ogg, mp3...). */
 QTTS_API qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
-                                        char *err, size_t err_size);
+                                        qtts_error *err);
 /* From pre-extracted parts: x-vector (hidden_size floats) and codes [n_frames][16] (may be NULL/0). */
 QTTS_API qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
-                                  size_t n_frames, const char *ref_text, char *err, size_t err_size);
+                                  size_t n_frames, const char *ref_text, qtts_error *err);
 /* Voices are reference counted; qtts_voice_from_* return one reference. */
 QTTS_API qtts_voice *qtts_voice_retain(qtts_voice *v);
 QTTS_API void qtts_voice_release(qtts_voice *v);
@@ -149,8 +156,8 @@ typedef struct {
 } qtts_result;
 
 /* Queues a request; returns at once. Validation errors (unknown speaker,
- * wrong mode, empty text, queue full: err starts with "busy:") return NULL. */
-QTTS_API qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_t err_size);
+ * wrong mode, empty text: QTTS_ERR_INVALID; queue full: QTTS_ERR_BUSY) return NULL. */
+QTTS_API qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, qtts_error *err);
 /* Reads up to max samples of 24 kHz mono float audio, waiting up to
  * timeout_ms (-1: forever). Returns the count (>0), 0 at the end of the audio,
  * QTTS_STREAM_TIMEOUT, or QTTS_STREAM_ERROR (see qtts_stream_error). */
@@ -171,10 +178,10 @@ QTTS_API void qtts_stream_cancel(qtts_stream *s);
 QTTS_API void qtts_stream_free(qtts_stream *s);
 
 /* Convenience: submit + read loop. cb runs on the caller's thread with each
- * audio chunk; a non-zero return cancels. */
+ * audio chunk; a non-zero return cancels (QTTS_ERR_CANCELLED). Returns QTTS_OK or err->status. */
 typedef int (*qtts_audio_cb)(void *user, const float *samples, size_t n);
-QTTS_API int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
-                    char *err, size_t err_size);
+QTTS_API qtts_status qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
+                    qtts_error *err);
 
 /* ---- engine statistics (for /metrics) ---- */
 typedef struct {

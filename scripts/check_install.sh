@@ -41,10 +41,14 @@ int main(void) {
     qtts_engine_params p;
     qtts_engine_params_default(&p);
     p.model_path = "/nonexistent/qtts-model";
-    char err[512] = "";
-    qtts_engine *e = qtts_engine_create(&p, err, sizeof err);
-    if (e || !err[0]) { fprintf(stderr, "expected a clear error for a missing model\n"); return 1; }
-    printf("qtts %s linked; engine error as expected: %s\n", qtts_version(), err);
+    qtts_error err = {0};
+    qtts_engine *e = qtts_engine_create(&p, &err);
+    if (e || !err.message[0] || err.status != QTTS_ERR_MODEL) {
+        fprintf(stderr, "expected a model error for a missing model\n");
+        return 1;
+    }
+    printf("qtts %s linked; engine error as expected (%s): %s\n", qtts_version(), qtts_status_name(err.status),
+           err.message);
     return 0;
 }
 C

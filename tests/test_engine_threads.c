@@ -60,12 +60,12 @@ static int discard(void *u, const float *s, size_t n) {
 
 static void *caller(void *p) {
     caller_arg *a = p;
-    char err[512];
+    qtts_error err = {0};
     for (int i = 0; i < a->jobs; i++) {
         qtts_voice *v = qtts_voice_retain(a->voice);
         if (a->ref) { /* a WAV-style registration: voice extraction is engine work too */
             qtts_voice_release(v);
-            v = qtts_voice_from_samples(a->e, a->ref->f, (size_t)a->ref->numel, 24000, NULL, err, sizeof err);
+            v = qtts_voice_from_samples(a->e, a->ref->f, (size_t)a->ref->numel, 24000, NULL, &err);
             if (!v) a->failures++;
         }
         qtts_request r;
@@ -76,7 +76,7 @@ static void *caller(void *p) {
         r.max_frames = 4 + i % 3;
         r.has_seed = 1;
         r.seed = (uint64_t)i;
-        if (qtts_synthesize(a->e, &r, discard, NULL, NULL, err, sizeof err)) a->failures++;
+        if (qtts_synthesize(a->e, &r, discard, NULL, NULL, &err)) a->failures++;
         qtts_voice_release(v);
     }
     a->cpu = thread_cpu((int)syscall(SYS_gettid));
@@ -92,8 +92,8 @@ typedef struct {
 
 static void *synth_thread(void *p) {
     synth_arg *a = p;
-    char err[256];
-    a->rc = qtts_synthesize(a->e, &a->r, pcm_collect, &a->out, NULL, err, sizeof err);
+    qtts_error err = {0};
+    a->rc = qtts_synthesize(a->e, &a->r, pcm_collect, &a->out, NULL, &err);
     return NULL;
 }
 
@@ -104,15 +104,16 @@ static double now_s(void) {
 }
 
 int main(void) {
-    char path[1024], err[512];
+    char path[1024];
+    qtts_error err = {0};
     qtts_engine_params p;
     qtts_engine_params_default(&p);
     p.model_path = golden_path(path, sizeof path, "Qwen3-TTS-12Hz-0.6B-Base-tiny");
     p.n_threads = 2;
     p.max_batch = 4;
     int before = count_threads();
-    qtts_engine *e = qtts_engine_create(&p, err, sizeof err);
-    TEST_CHECK(e != NULL, "engine: %s", err);
+    qtts_engine *e = qtts_engine_create(&p, &err);
+    TEST_CHECK(e != NULL, "engine: %s", err.message);
     if (!e) return test_finish("test_engine_threads");
     int after_create = count_threads();
     TEST_CHECK(after_create == before + 2, "engine thread + 1 worker expected: %d -> %d", before, after_create);
@@ -122,8 +123,8 @@ int main(void) {
 
     npy_array ref;
     TEST_CHECK(npy_load_fixture("tk_xvec_en_ref_wav", &ref) == 0, "reference fixture");
-    qtts_voice *shared = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, NULL, err, sizeof err);
-    TEST_CHECK(shared != NULL, "voice: %s", err);
+    qtts_voice *shared = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, NULL, &err);
+    TEST_CHECK(shared != NULL, "voice: %s", err.message);
     enum { CALLERS = 20 };
     pthread_t th[CALLERS];
     caller_arg args[CALLERS];
@@ -158,8 +159,8 @@ int main(void) {
                caller_cpu, engine_cpu);
 
     /* batching: the same greedy request alone and beside 3 others */
-    qtts_voice *v = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, NULL, err, sizeof err);
-    TEST_CHECK(v != NULL, "voice: %s", err);
+    qtts_voice *v = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, NULL, &err);
+    TEST_CHECK(v != NULL, "voice: %s", err.message);
     synth_arg alone = {.e = e};
     qtts_request_default(&alone.r);
     alone.r.text = "Hello world, this is a test.";

@@ -23,6 +23,11 @@
 #include "tensor/linear.h"
 #include "tensor/quant.h"
 
+/* ASan builds: the out-of-memory checks below ask for impossible sizes and
+ * must get NULL back, not a report. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static double urand(void) {
     rng_state ^= rng_state << 13;
@@ -145,15 +150,16 @@ int main(void) {
                 for (int64_t i = 0; i < n * cols; i++) x[i] = gauss() * (i % 5 == 0 ? 3.0f : 1.0f);
                 float *want = malloc((size_t)(n * rows) * sizeof(float));
                 float *got = malloc((size_t)(n * rows) * sizeof(float));
-                qtts_linear_ref(&m, si == 1 ? NULL : bias, x, n, want);
+                TEST_CHECK(qtts_linear_ref(&m, si == 1 ? NULL : bias, x, n, want) == 0, "ref failed");
                 for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
                     if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
                     for (int fast = 0; fast < 2; fast++) {
                         int bf16_act = fast && type == QTTS_BF16 && isa == QTTS_ISA_AVX512 && f->avx512bf16;
                         if (fast && !bf16_act) continue;
                         memset(got, 0xff, (size_t)(n * rows) * sizeof(float)); /* NaN: unwritten outputs fail */
-                        qtts_linear_isa(pool, &m, si == 1 ? NULL : bias, x, n, got, (qtts_isa)isa,
-                                        fast ? QTTS_LINEAR_BF16_DOT : 0);
+                        TEST_CHECK(qtts_linear_isa(pool, &m, si == 1 ? NULL : bias, x, n, got, (qtts_isa)isa,
+                                                   fast ? QTTS_LINEAR_BF16_DOT : 0) == 0,
+                                   "qtts_linear_isa failed");
                         int quant_act = isa != QTTS_ISA_SCALAR && blk > 1;
                         errstat s = check(&m, deq, x, n, got, want, quant_act, bf16_act);
                         TEST_CHECK(s.max_ratio <= 1.0,
@@ -167,7 +173,7 @@ int main(void) {
                     }
                 }
                 /* the public entry point (auto ISA) agrees too */
-                qtts_linear(pool, &m, si == 1 ? NULL : bias, x, n, got);
+                TEST_CHECK(qtts_linear(pool, &m, si == 1 ? NULL : bias, x, n, got) == 0, "qtts_linear failed");
                 errstat s = check(&m, deq, x, n, got, want, qtts_cpu_isa() != QTTS_ISA_SCALAR && blk > 1, 0);
                 TEST_CHECK(s.max_ratio <= 1.0, "qtts_linear %s n=%lld: error %.3g x bound", qtts_dtype_name(type),
                            (long long)n, s.max_ratio);
@@ -190,11 +196,11 @@ int main(void) {
         float *x = malloc((size_t)(n * cols) * sizeof(float));
         float *want = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
         for (int64_t i = 0; i < n * cols; i++) x[i] = gauss();
-        qtts_linear_ref(&m, NULL, x, n, want);
+        TEST_CHECK(qtts_linear_ref(&m, NULL, x, n, want) == 0, "ref failed");
         for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
             if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
             memset(got, 0xff, (size_t)(n * rows) * sizeof(float));
-            qtts_linear_isa(pool, &m, NULL, x, n, got, (qtts_isa)isa, 0);
+            TEST_CHECK(qtts_linear_isa(pool, &m, NULL, x, n, got, (qtts_isa)isa, 0) == 0, "qtts_linear_isa failed");
             errstat st = check(&m, deq, x, n, got, want, isa != QTTS_ISA_SCALAR && big_types[ti] != QTTS_BF16, 0);
             TEST_CHECK(st.max_ratio <= 1.0, "%s %s n=64: error %.3g x the bound", qtts_isa_name((qtts_isa)isa),
                        qtts_dtype_name(big_types[ti]), st.max_ratio);
@@ -239,18 +245,26 @@ int main(void) {
                 float *want = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
                 for (int64_t i = 0; i < n * cols; i++) x[i] = gauss() * (i % 5 == 0 ? 3.0f : 1.0f);
                 const float *b = ni % 2 ? NULL : bias;
-                qtts_linear_ref(&m, b, x, n, want);
+                TEST_CHECK(qtts_linear_ref(&m, b, x, n, want) == 0, "ref failed");
+                /* the reference reads interleaved rows back exactly: the same result bit for bit */
+                TEST_CHECK(qtts_linear_ref(&x16, b, x, n, got) == 0 &&
+                               !memcmp(got, want, (size_t)(n * rows) * sizeof(float)),
+                           "%s x16 n=%lld: the reference differs on the interleaved copy", qtts_dtype_name(type),
+                           (long long)n);
                 for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
                     if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
                     memset(got, 0xff, (size_t)(n * rows) * sizeof(float));
-                    qtts_linear_isa(pool, &x16, b, x, n, got, (qtts_isa)isa, 0);
+                    TEST_CHECK(qtts_linear_isa(pool, &x16, b, x, n, got, (qtts_isa)isa, 0) == 0,
+                               "qtts_linear_isa failed");
                     errstat st = check(&m, deq, x, n, got, want, isa == QTTS_ISA_AVX512, 0);
                     TEST_CHECK(st.max_ratio <= 1.0, "%s %s x16 %lldx%lld n=%lld: error %.3g x the bound",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
                                (long long)n, st.max_ratio);
                     if (isa == QTTS_ISA_AVX512) { /* SIMD and scalar activation packers agree bit for bit */
                         float *again = malloc((size_t)(n * rows) * sizeof(float));
-                        qtts_linear_isa(pool, &x16, b, x, n, again, (qtts_isa)isa, QTTS_LINEAR_SCALAR_PACK);
+                        TEST_CHECK(qtts_linear_isa(pool, &x16, b, x, n, again, (qtts_isa)isa,
+                                                   QTTS_LINEAR_SCALAR_PACK) == 0,
+                                   "qtts_linear_isa failed");
                         TEST_CHECK(!memcmp(again, got, (size_t)(n * rows) * sizeof(float)),
                                    "%s x16 n=%lld: SIMD activation packing differs from the scalar packer",
                                    qtts_dtype_name(type), (long long)n);
@@ -278,6 +292,23 @@ int main(void) {
         free(odd_deq);
         qtts_mat_free(&odd);
     }
+    /* Out of memory is an error, never a silent switch to another path. The
+     * sizes below exceed the address space, so each allocation fails before
+     * any weight, x or y is read (the pointers are dummies). */
+    static const char dummy[64];
+    float xy[1];
+    const int64_t huge = (int64_t)1 << 52;
+    qtts_mat q8 = {.type = QTTS_Q8_0, .rows = 16, .cols = 32, .row_bytes = 34, .data = dummy};
+    for (int isa = QTTS_ISA_AVX2; isa <= QTTS_ISA_AVX512; isa++) /* activation pack of `huge` tokens */
+        if (qtts_isa_supported(f, (qtts_isa)isa))
+            TEST_CHECK(qtts_linear_isa(pool, &q8, NULL, xy, huge, xy, (qtts_isa)isa, 0) == -1,
+                       "%s: an impossible activation pack did not fail", qtts_isa_name((qtts_isa)isa));
+    qtts_mat wide = {.type = QTTS_F32, .rows = 16, .cols = huge, .row_bytes = 0, .data = dummy};
+    TEST_CHECK(qtts_linear_isa(pool, &wide, NULL, xy, 1, xy, QTTS_ISA_SCALAR, 0) == -1,
+               "scalar: an impossible row scratch did not fail");
+    wide.type = QTTS_Q8_0;
+    wide.interleave = QTTS_INTERLEAVE;
+    TEST_CHECK(qtts_linear_ref(&wide, NULL, xy, 1, xy) == -1, "ref: an impossible row buffer did not fail");
     qtts_pool_free(pool);
     return test_finish("test_linear");
 }

@@ -98,9 +98,6 @@ int main(void) {
             }
     TEST_NEAR(r, rw, 32, 1e-5, "rope neox");
 
-    float sm[4] = {1, 2, -INFINITY, 3};
-    qtts_softmax(sm, 4);
-    TEST_CHECK(sm[2] == 0 && fabsf(sm[0] + sm[1] + sm[3] - 1) < 1e-6f, "softmax with -inf");
     qtts_pool_free(pool);
     return test_finish("test_ops");
 }

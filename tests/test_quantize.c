@@ -19,13 +19,13 @@
 #include "support/test_util.h"
 
 static int synth(const char *model, const char *ref_fixture, pcm_buf *out, int32_t **codes, size_t *nf) {
-    char err[512];
+    qtts_error err = {0};
     qtts_engine_params p;
     qtts_engine_params_default(&p);
     p.model_path = model;
     p.n_threads = 2;
-    qtts_engine *e = qtts_engine_create(&p, err, sizeof err);
-    TEST_CHECK(e != NULL, "load %s: %s", model, err);
+    qtts_engine *e = qtts_engine_create(&p, &err);
+    TEST_CHECK(e != NULL, "load %s: %s", model, err.message);
     if (!e) return -1;
     qtts_request r;
     qtts_request_default(&r);
@@ -33,8 +33,8 @@ static int synth(const char *model, const char *ref_fixture, pcm_buf *out, int32
     qtts_voice *v = NULL;
     if (ref_fixture) {
         if (npy_load_fixture(ref_fixture, &ref)) return -1;
-        v = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, "The quick brown fox.", err, sizeof err);
-        TEST_CHECK(v != NULL, "voice: %s", err);
+        v = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, "The quick brown fox.", &err);
+        TEST_CHECK(v != NULL, "voice: %s", err.message);
         r.text = "Hello world, this is a test.";
         r.voice = v;
         r.max_frames = 12;
@@ -47,7 +47,7 @@ static int synth(const char *model, const char *ref_fixture, pcm_buf *out, int32
     r.language = "English";
     r.greedy = 1;
     r.keep_codes = 1;
-    qtts_stream *s = qtts_submit(e, &r, err, sizeof err);
+    qtts_stream *s = qtts_submit(e, &r, &err);
     int rc = -1;
     if (s) {
         float tmp[4096];
@@ -61,7 +61,7 @@ static int synth(const char *model, const char *ref_fixture, pcm_buf *out, int32
         }
         qtts_stream_free(s);
     }
-    TEST_CHECK(rc == 0, "synthesis with %s failed: %s", model, s ? "" : err);
+    TEST_CHECK(rc == 0, "synthesis with %s failed: %s", model, s ? "" : err.message);
     qtts_voice_release(v);
     npy_free(&ref);
     qtts_engine_free(e);
@@ -171,7 +171,8 @@ int main(void) {
     check_model("Qwen3-TTS-12Hz-0.6B-Base-tiny", "tk_icl_en_short_ref_wav", "tk_icl_en_short_ref_ref_wav", tmp);
 
     /* not a qtts pack: a clear error */
-    char p[600], err[512];
+    char p[600];
+    qtts_error err = {0};
     snprintf(p, sizeof p, "%s/bad.gguf", tmp);
     FILE *f = fopen(p, "wb");
     if (f) {
@@ -182,8 +183,8 @@ int main(void) {
     qtts_engine_params_default(&ep);
     ep.model_path = p;
     ep.n_threads = 1;
-    qtts_engine *e = qtts_engine_create(&ep, err, sizeof err);
-    TEST_CHECK(e == NULL && strstr(err, "bad.gguf"), "corrupt gguf: %s", err);
+    qtts_engine *e = qtts_engine_create(&ep, &err);
+    TEST_CHECK(e == NULL && strstr(err.message, "bad.gguf") && err.status == QTTS_ERR_MODEL, "corrupt gguf: %s", err.message);
     qtts_engine_free(e);
     TEST_CHECK(rm_rf(tmp) == 0, "cleanup");
     return test_finish("test_quantize");

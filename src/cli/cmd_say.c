@@ -309,7 +309,8 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
 }
 
 static int say_start_engine(const say_opts *o, say_job *j) {
-    char model_buf[PATH_MAX], err[512];
+    char model_buf[PATH_MAX];
+    qtts_error err = {0};
     qtts_engine_params ep;
     qtts_engine_params_default(&ep);
     ep.model_path = cli_resolve_model(o->model, model_buf, sizeof model_buf);
@@ -323,8 +324,8 @@ static int say_start_engine(const say_opts *o, say_job *j) {
     ep.decoder_precision = o->dec_prec;
     ep.max_batch = 1;
     ep.verbose = o->verbose;
-    if (!(j->e = qtts_engine_create(&ep, err, sizeof err))) {
-        cli_error("%s", err);
+    if (!(j->e = qtts_engine_create(&ep, &err))) {
+        cli_error("%s", err.message);
         return CLI_FAIL;
     }
     if (o->verbose) {
@@ -337,7 +338,7 @@ static int say_start_engine(const say_opts *o, say_job *j) {
 
 /* Base models: the voice from --ref-audio, or from --ref-spk (+ --ref-rvq). */
 static int say_load_voice(say_opts *o, say_job *j) {
-    char err[512];
+    qtts_error err = {0};
     qtts_err qe = {0};
     if (o->ref_audio) {
         size_t n = 0;
@@ -346,8 +347,8 @@ static int say_load_voice(say_opts *o, say_job *j) {
             return CLI_FAIL;
         }
         const char *ref_text = o->req.x_vector_only ? NULL : o->ref_text;
-        if (!(j->voice = qtts_voice_from_audio_bytes(j->e, j->audio_bytes, n, ref_text, err, sizeof err))) {
-            cli_error("%s: %s", o->ref_audio, err);
+        if (!(j->voice = qtts_voice_from_audio_bytes(j->e, j->audio_bytes, n, ref_text, &err))) {
+            cli_error("%s: %s", o->ref_audio, err.message);
             return CLI_FAIL;
         }
     } else if (o->ref_spk) {
@@ -358,10 +359,9 @@ static int say_load_voice(say_opts *o, say_job *j) {
             cli_error("%s", qe.msg);
             return CLI_FAIL;
         }
-        j->voice = qtts_voice_from_parts(j->e, j->xvec, (size_t)dim, j->ref_codes, (size_t)T, o->ref_text, err,
-                                         sizeof err);
+        j->voice = qtts_voice_from_parts(j->e, j->xvec, (size_t)dim, j->ref_codes, (size_t)T, o->ref_text, &err);
         if (!j->voice) {
-            cli_error("%s", err);
+            cli_error("%s", err.message);
             return CLI_FAIL;
         }
     }
@@ -445,7 +445,7 @@ static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
 /* Speaks utterance i with seed base_seed + i (the seed chain). */
 static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_seed) {
     qtts_err qe = {0};
-    char err[512];
+    qtts_error err = {0};
     const qtts_text_chunk ch = j->chunks[i];
     char *piece = qtts_text_chunk_dup(j->text, ch, &qe);
     if (!piece) {
@@ -458,10 +458,10 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
     req.keep_codes = o->save_codes != NULL;
     cli_progress_begin(&j->pr, (int)i, qtts_text_units(j->text + ch.start, ch.len, j->sp.cjk_weight));
     int rc = -1;
-    qtts_stream *st = qtts_submit(j->e, &req, err, sizeof err);
+    qtts_stream *st = qtts_submit(j->e, &req, &err);
     if (!st) {
         cli_progress_clear(&j->pr);
-        cli_error("%s", err);
+        cli_error("%s", err.message);
     } else if (!say_stream_audio(j, st, i)) {
         qtts_result res;
         qtts_stream_result(st, &res);

@@ -31,12 +31,15 @@ static void serve_usage(FILE *out) {
             "  --timeout S            per-request synthesis limit in seconds (default 600)\n"
             "  --drain-timeout S      on SIGTERM/SIGINT, wait this long for in-flight requests (default 30)\n"
             "  --model-id NAME        model id reported by /v1/models (default qwen3-tts)\n"
+            "  --reuse-port           share the port with other qtts processes (SO_REUSEPORT; off: a port\n"
+            "                         in use is an error)\n"
             "  -v, --verbose          log errors and engine details\n");
 }
 
 enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
+    O_REUSE_PORT,
 };
 static const struct option serve_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -57,6 +60,7 @@ static const struct option serve_options[] = {
     {"timeout", required_argument, 0, O_TIMEOUT},
     {"drain-timeout", required_argument, 0, O_DRAIN},
     {"model-id", required_argument, 0, O_MODEL_ID},
+    {"reuse-port", no_argument, 0, O_REUSE_PORT},
     {"verbose", no_argument, 0, 'v'},
     {0, 0, 0, 0},
 };
@@ -91,6 +95,7 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_TIMEOUT: bad = cli_int_to("--timeout", optarg, 1, 86400, &sp->request_timeout_s); break;
         case O_DRAIN: bad = cli_int_to("--drain-timeout", optarg, 0, 86400, drain_s); break;
         case O_MODEL_ID: sp->model_id = optarg; break;
+        case O_REUSE_PORT: sp->reuse_port = 1; break;
         case 'v': sp->verbose = ep->verbose = 1; break;
         case ':': cli_error("%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
@@ -132,12 +137,13 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char err[512] = "";
-    qtts_engine *e = qtts_engine_create(&ep, err, sizeof err);
+    qtts_error eerr = {0};
+    qtts_engine *e = qtts_engine_create(&ep, &eerr);
     if (!e) {
-        cli_error("%s", err);
+        cli_error("%s", eerr.message);
         return CLI_FAIL;
     }
+    char err[512] = "";
     qtts_server *s = qtts_server_start(e, &sp, err, sizeof err);
     if (!s) {
         cli_error("%s", err);

@@ -13,8 +13,10 @@
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
 
-void engine_copy_err(const qtts_err *from, char *err, size_t size) {
-    if (err && size) snprintf(err, size, "%s", from->msg);
+void engine_copy_err(const qtts_err *from, qtts_status fallback, qtts_error *to) {
+    if (!to) return;
+    to->status = from->status && from->status != QTTS_ERR_INTERNAL ? from->status : fallback;
+    snprintf(to->message, sizeof to->message, "%s", from->msg);
 }
 
 const char *qtts_status_name(qtts_status s) {
@@ -74,17 +76,17 @@ static void engine_destroy(qtts_engine *e) {
     free(e);
 }
 
-qtts_engine *qtts_engine_create(const qtts_engine_params *p, char *err, size_t es) {
+qtts_engine *qtts_engine_create(const qtts_engine_params *p, qtts_error *err) {
     qtts_err qe = {0};
     if (!p || !p->model_path || !*p->model_path) {
         qtts_fail_as(&qe, QTTS_ERR_INVALID, "no model given (use --model PATH or set QTTS_MODEL)");
-        engine_copy_err(&qe, err, es);
+        engine_copy_err(&qe, QTTS_ERR_INVALID, err);
         return NULL;
     }
     qtts_engine *e = calloc(1, sizeof *e);
     if (!e) {
         qtts_fail_as(&qe, QTTS_ERR_NO_MEMORY, "out of memory");
-        engine_copy_err(&qe, err, es);
+        engine_copy_err(&qe, QTTS_ERR_INVALID, err);
         return NULL;
     }
     pthread_mutex_init(&e->mu, NULL);
@@ -101,8 +103,8 @@ qtts_engine *qtts_engine_create(const qtts_engine_params *p, char *err, size_t e
         if (engine_build_name_lists(e)) j.rc = qtts_fail_as(&j.err, QTTS_ERR_NO_MEMORY, "out of memory");
     }
     if (!e->exec || j.rc) {
-        const qtts_err *why = e->exec ? &j.err : &qe;
-        engine_copy_err(why, err, es);
+        /* an unclassified load failure is the model files' (missing, corrupt, unsupported) */
+        engine_copy_err(e->exec ? &j.err : &qe, e->exec ? QTTS_ERR_MODEL : QTTS_ERR_INTERNAL, err);
         engine_destroy(e);
         return NULL;
     }

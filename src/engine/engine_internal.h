@@ -115,7 +115,8 @@ void engine_drain(qtts_pool *pool, void *ctx);
 /* engine_submit.c */
 qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err);
 
-/* Copies an internal error to the public (err, size) pair; NULL err is fine. */
-void engine_copy_err(const qtts_err *from, char *err, size_t size);
+/* Copies an internal error to the public one (NULL to is fine); an
+ * unclassified failure becomes fallback. */
+void engine_copy_err(const qtts_err *from, qtts_status fallback, qtts_error *to);
 
 #endif

@@ -162,7 +162,7 @@ qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err)
         pthread_mutex_unlock(&e->mu);
         stream_release(s->stream); /* the reader's reference */
         slot_free(s);
-        qtts_fail_as(err, QTTS_ERR_BUSY, "busy: %d requests are already waiting", e->max_queue);
+        qtts_fail_as(err, QTTS_ERR_BUSY, "the queue is full: %d requests are already waiting", e->max_queue);
         return NULL;
     }
     if (e->wait_tail) e->wait_tail->next = s;
@@ -175,31 +175,31 @@ qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err)
     return st;
 }
 
-qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, char *err, size_t es) {
+qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, qtts_error *err) {
     qtts_err qe = {0};
     qtts_stream *s = engine_submit(e, r, &qe);
-    if (!s) engine_copy_err(&qe, err, es);
+    if (!s) engine_copy_err(&qe, QTTS_ERR_INTERNAL, err);
     return s;
 }
 
-int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
-                    char *err, size_t es) {
+qtts_status qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
+                            qtts_error *err) {
     qtts_err qe = {0};
     qtts_stream *s = engine_submit(e, r, &qe);
     if (!s) {
-        engine_copy_err(&qe, err, es);
-        return -1;
+        engine_copy_err(&qe, QTTS_ERR_INTERNAL, err);
+        return qe.status ? qe.status : QTTS_ERR_INTERNAL;
     }
     float buf[8192];
-    int rc = 0;
+    qtts_status rc = QTTS_OK;
     for (;;) {
         long n = qtts_stream_read(s, buf, sizeof buf / sizeof buf[0], -1);
         if (n > 0) {
             if (cb && cb(user, buf, (size_t)n)) {
                 qtts_stream_cancel(s);
                 qtts_fail_as(&qe, QTTS_ERR_CANCELLED, "cancelled by the caller");
-                engine_copy_err(&qe, err, es);
-                rc = -1;
+                rc = QTTS_ERR_CANCELLED;
+                engine_copy_err(&qe, QTTS_ERR_CANCELLED, err);
                 break;
             }
             continue;
@@ -207,9 +207,10 @@ int qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, voi
         if (n == 0) {
             if (out) qtts_stream_result(s, out);
         } else {
-            qtts_fail_as(&qe, qtts_stream_status(s), "%s", qtts_stream_error(s));
-            engine_copy_err(&qe, err, es);
-            rc = -1;
+            rc = qtts_stream_status(s);
+            if (rc == QTTS_OK) rc = QTTS_ERR_INTERNAL;
+            qtts_fail_as(&qe, rc, "%s", qtts_stream_error(s));
+            engine_copy_err(&qe, rc, err);
         }
         break;
     }

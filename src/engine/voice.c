@@ -126,10 +126,10 @@ static qtts_voice *voice_from_parts(qtts_engine *e, const float *xvec, size_t xv
 }
 
 qtts_voice *qtts_voice_from_parts(qtts_engine *e, const float *xvec, size_t xvec_len, const int32_t *codes,
-                                  size_t n_frames, const char *ref_text, char *err, size_t es) {
+                                  size_t n_frames, const char *ref_text, qtts_error *err) {
     qtts_err qe = {0};
     qtts_voice *v = voice_from_parts(e, xvec, xvec_len, codes, n_frames, ref_text, &qe);
-    if (!v) engine_copy_err(&qe, err, es);
+    if (!v) engine_copy_err(&qe, QTTS_ERR_INTERNAL, err);
     return v;
 }
 
@@ -179,31 +179,31 @@ static void extract(qtts_pool *pool, void *ctx) {
 
 /* Voice extraction is model compute: an engine job. The calling thread waits
  * (without computing) until it has run. */
-static qtts_voice *run_extract(extract_job *j, char *err, size_t es) {
+static qtts_voice *run_extract(extract_job *j, qtts_error *err) {
     if (!check_base(j->e, &j->err)) qtts_exec_call(j->e->exec, extract, j);
-    if (!j->out) engine_copy_err(&j->err, err, es);
+    if (!j->out) engine_copy_err(&j->err, QTTS_ERR_INTERNAL, err);
     return j->out;
 }
 
 qtts_voice *qtts_voice_from_samples(qtts_engine *e, const float *samples, size_t n, int sample_rate,
-                                    const char *ref_text, char *err, size_t es) {
+                                    const char *ref_text, qtts_error *err) {
     extract_job j = {.e = e, .samples = samples, .n = n, .rate = sample_rate, .ref_text = ref_text};
     if (!samples || !n || sample_rate < 1000 || sample_rate > 384000) {
         qtts_fail_as(&j.err, QTTS_ERR_INVALID, "reference audio is empty or its sample rate %d is invalid",
                      sample_rate);
-        engine_copy_err(&j.err, err, es);
+        engine_copy_err(&j.err, QTTS_ERR_INVALID, err);
         return NULL;
     }
-    return run_extract(&j, err, es);
+    return run_extract(&j, err);
 }
 
 qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_t size, const char *ref_text,
-                                        char *err, size_t es) {
+                                        qtts_error *err) {
     extract_job j = {.e = e, .bytes = bytes, .size = size, .ref_text = ref_text};
     if (!bytes || !size) {
         qtts_fail_as(&j.err, QTTS_ERR_INVALID, "reference audio is empty");
-        engine_copy_err(&j.err, err, es);
+        engine_copy_err(&j.err, QTTS_ERR_INVALID, err);
         return NULL;
     }
-    return run_extract(&j, err, es);
+    return run_extract(&j, err);
 }

@@ -66,19 +66,19 @@ static size_t scalar_size(qtts_gguf_type t) {
 }
 
 static const char *type_name(qtts_gguf_type t) {
-    static const char *names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
-                                  "bool", "string", "array", "u64", "i64", "f64"};
+    static const char *const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                        "bool", "string", "array", "u64", "i64", "f64"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
 /* GGML tensor type names, for errors about types this engine does not run. */
 static const char *ggml_type_name(uint32_t t) {
-    static const char *names[] = {"F32",     "F16",    "Q4_0",    "Q4_1",  "(removed Q4_2)", "(removed Q4_3)",
-                                  "Q5_0",    "Q5_1",   "Q8_0",    "Q8_1",  "Q2_K",           "Q3_K",
-                                  "Q4_K",    "Q5_K",   "Q6_K",    "Q8_K",  "IQ2_XXS",        "IQ2_XS",
-                                  "IQ3_XXS", "IQ1_S",  "IQ4_NL",  "IQ3_S", "IQ2_S",          "IQ4_XS",
-                                  "I8",      "I16",    "I32",     "I64",   "F64",            "IQ1_M",
-                                  "BF16"};
+    static const char *const names[] = {"F32",     "F16",   "Q4_0",   "Q4_1",  "(removed Q4_2)", "(removed Q4_3)",
+                                        "Q5_0",    "Q5_1",  "Q8_0",   "Q8_1",  "Q2_K",           "Q3_K",
+                                        "Q4_K",    "Q5_K",  "Q6_K",   "Q8_K",  "IQ2_XXS",        "IQ2_XS",
+                                        "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S",          "IQ4_XS",
+                                        "I8",      "I16",   "I32",    "I64",   "F64",            "IQ1_M",
+                                        "BF16"};
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
@@ -184,16 +184,6 @@ static int parse_value(rd *r, kv_entry *e) {
     e->val = r->p;
     r->p += count * sz;
     return 0;
-}
-
-typedef struct {
-    uint64_t begin, end;
-    const char *name;
-} span;
-
-static int cmp_span(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
 static int cmp_name(const void *a, const void *b) {
@@ -353,7 +343,7 @@ qtts_gguf *qtts_gguf_parse(const unsigned char *buf, size_t size, const char *la
         free(offsets);
         goto fail;
     }
-    span *spans = qtts_calloc((size_t)n_tensors + 1, sizeof *spans, err);
+    qtts_span *spans = qtts_calloc((size_t)n_tensors + 1, sizeof *spans, err);
     const char **names = qtts_calloc((size_t)n_tensors + 1, sizeof *names, err);
     int bad = !spans || !names;
     for (uint64_t i = 0; i < n_tensors && !bad; i++) {
@@ -365,18 +355,10 @@ qtts_gguf *qtts_gguf_parse(const unsigned char *buf, size_t size, const char *la
             break;
         }
         t->data = buf + data_start + offsets[i];
-        spans[i] = (span){offsets[i], offsets[i] + t->nbytes, t->name};
+        spans[i] = (qtts_span){offsets[i], offsets[i] + t->nbytes, t->name};
         names[i] = t->name;
     }
-    if (!bad) {
-        qsort(spans, (size_t)n_tensors, sizeof *spans, cmp_span);
-        for (uint64_t i = 1; i < n_tensors && !bad; i++)
-            if (spans[i].begin < spans[i - 1].end) {
-                qtts_fail(err, "%s: tensors '%s' and '%s' overlap in the file", g->label, spans[i - 1].name,
-                          spans[i].name);
-                bad = 1;
-            }
-    }
+    if (!bad && qtts_spans_check_disjoint(spans, (size_t)n_tensors, g->label, err)) bad = 1;
     if (!bad) {
         qsort(names, (size_t)n_tensors, sizeof *names, cmp_name);
         for (uint64_t i = 1; i < n_tensors && !bad; i++)
@@ -465,9 +447,6 @@ qtts_store *qtts_gguf_open(const char *path, qtts_err *err) {
 
 int qtts_gguf_n_kv(const qtts_gguf *g) { return g->n_kv; }
 const char *qtts_gguf_kv_key(const qtts_gguf *g, int i) { return i >= 0 && i < g->n_kv ? g->kv[i].key : NULL; }
-qtts_gguf_type qtts_gguf_kv_type(const qtts_gguf *g, int i) {
-    return i >= 0 && i < g->n_kv ? g->kv[i].type : (qtts_gguf_type)-1;
-}
 
 int qtts_gguf_find_key(const qtts_gguf *g, const char *key) {
     for (int i = 0; i < g->n_kv; i++)

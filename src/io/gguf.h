@@ -65,7 +65,6 @@ int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err);
 /* Metadata. Index-based access for listing, key-based for lookups. */
 int qtts_gguf_n_kv(const qtts_gguf *g);
 const char *qtts_gguf_kv_key(const qtts_gguf *g, int i);
-qtts_gguf_type qtts_gguf_kv_type(const qtts_gguf *g, int i);
 int qtts_gguf_find_key(const qtts_gguf *g, const char *key); /* index, or -1 */
 
 /* String value: pointer into the image, NOT NUL-terminated; *len = bytes.

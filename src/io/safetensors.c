@@ -18,16 +18,6 @@
 
 enum { MAX_HEADER_BYTES = 100 * 1024 * 1024 };
 
-typedef struct {
-    uint64_t begin, end;
-    const char *name;
-} span;
-
-static int cmp_span(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
 static qtts_dtype dtype_from_st(const char *s) {
     if (!strcmp(s, "F32")) return QTTS_F32;
     if (!strcmp(s, "F16")) return QTTS_F16;
@@ -54,7 +44,7 @@ int qtts_store_parse_safetensors(qtts_store *st, const char *path, const unsigne
         return qtts_fail(err, "%s: header is not a valid JSON object", path);
     }
     int n = cJSON_GetArraySize(root);
-    span *spans = qtts_calloc((size_t)n + 1, sizeof *spans, err);
+    qtts_span *spans = qtts_calloc((size_t)n + 1, sizeof *spans, err);
     if (!spans) {
         cJSON_Delete(root);
         return -1;
@@ -117,22 +107,13 @@ int qtts_store_parse_safetensors(qtts_store *st, const char *path, const unsigne
                            (unsigned long long)(e - b), (unsigned long long)want);
             break;
         }
-        spans[n_spans++] = (span){b, e, name};
+        spans[n_spans++] = (qtts_span){b, e, name};
         if (qtts_store_add(st, name, type, ndim, shape, data + b, 0, err)) {
             rc = qtts_fail_prefix(err, "%s", path);
             break;
         }
     }
-    if (!rc) {
-        qsort(spans, (size_t)n_spans, sizeof *spans, cmp_span);
-        for (int i = 1; i < n_spans; i++) {
-            if (spans[i].begin < spans[i - 1].end) {
-                rc = qtts_fail(err, "%s: tensors '%s' and '%s' overlap in the file", path, spans[i - 1].name,
-                               spans[i].name);
-                break;
-            }
-        }
-    }
+    if (!rc) rc = qtts_spans_check_disjoint(spans, (size_t)n_spans, path, err);
     free(spans);
     cJSON_Delete(root);
     return rc;

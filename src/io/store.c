@@ -124,6 +124,20 @@ int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *er
     return 0;
 }
 
+static int cmp_span(const void *a, const void *b) {
+    const qtts_span *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+int qtts_spans_check_disjoint(qtts_span *spans, size_t n, const char *label, qtts_err *err) {
+    qsort(spans, n, sizeof *spans, cmp_span);
+    for (size_t i = 1; i < n; i++)
+        if (spans[i].begin < spans[i - 1].end)
+            return qtts_fail(err, "%s: tensors '%s' and '%s' overlap in the file", label, spans[i - 1].name,
+                             spans[i].name);
+    return 0;
+}
+
 int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, const int64_t *shape,
                    const void *data, int take_ownership, qtts_err *err) {
     if (ndim < 0 || ndim > QTTS_MAX_DIMS)

@@ -29,6 +29,15 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
 /* Keeps a mapping (or other resource) alive as long as the store. */
 int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err);
 
+/* For the file readers: the bytes [begin, end) of one tensor's data. */
+typedef struct qtts_span {
+    uint64_t begin, end;
+    const char *name;
+} qtts_span;
+/* Sorts spans[0..n) by begin and fails with "<label>: tensors 'a' and 'b'
+ * overlap in the file" if any two overlap. */
+int qtts_spans_check_disjoint(qtts_span *spans, size_t n, const char *label, qtts_err *err);
+
 /* Drops the resident pages of the store's mapped tensors that no zero-copy
  * view uses (qtts_mat_from_tensor marks those): they are read-only and
  * clean, so touching one again re-reads it from the page cache or disk.

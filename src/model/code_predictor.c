@@ -83,9 +83,15 @@ static int cp_work_reserve(qtts_cp_work *w, const qtts_code_predictor *cp, int B
 }
 
 /* Input rows (talker width) -> code predictor width, through the projection when present. */
-static void project(const qtts_code_predictor *cp, qtts_pool *pool, const float *in, int64_t rows, float *out) {
-    if (cp->has_proj) qtts_linear(pool, &cp->proj, cp->proj_b, in, rows, out);
-    else memcpy(out, in, (size_t)rows * (size_t)cp->lm.cfg.hidden * sizeof(float));
+static int project(const qtts_code_predictor *cp, qtts_pool *pool, const float *in, int64_t rows, float *out,
+                   qtts_err *err) {
+    if (!cp->has_proj) {
+        memcpy(out, in, (size_t)rows * (size_t)cp->lm.cfg.hidden * sizeof(float));
+        return 0;
+    }
+    if (qtts_linear(pool, &cp->proj, cp->proj_b, in, rows, out))
+        return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "code predictor: out of memory in the input projection");
+    return 0;
 }
 
 int qtts_code_predictor_run(const qtts_code_predictor *cp, qtts_pool *pool, qtts_cp_work *w, int B, const float *h,
@@ -103,14 +109,15 @@ int qtts_code_predictor_run(const qtts_code_predictor *cp, qtts_pool *pool, qtts
         ntok[b] = 2;
     }
     if (emb_sum) memset(emb_sum, 0, (size_t)B * (size_t)Dt * sizeof(float));
-    project(cp, pool, w->in, 2 * B, w->proj);
+    if (project(cp, pool, w->in, 2 * B, w->proj, err)) return -1;
     if (proj_in0) memcpy(proj_in0, w->proj, (size_t)(2 * B) * (size_t)Dc * sizeof(float));
     if (qtts_lm_forward(&cp->lm, pool, &w->lm, B, caches, ntok, w->proj, w->hid, layer_in0, err)) return -1;
     /* keep the last row of each sequence */
     for (int b = 0; b < B; b++) memmove(w->hid + b * Dc, w->hid + (2 * b + 1) * Dc, (size_t)Dc * sizeof(float));
     for (int b = 0; b < B; b++) ntok[b] = 1;
     for (int g = 1; g <= G1; g++) {
-        qtts_linear(pool, &cp->heads[g - 1], NULL, w->hid, B, w->logits);
+        if (qtts_linear(pool, &cp->heads[g - 1], NULL, w->hid, B, w->logits))
+            return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "code predictor: out of memory in output head %d", g);
         for (int b = 0; b < B; b++) {
             int32_t c = pick(pick_ctx, b, g, w->logits + (int64_t)b * V, V);
             if (c < 0 || c >= V) return qtts_fail(err, "code predictor: picked token %d out of range", c);
@@ -120,7 +127,7 @@ int qtts_code_predictor_run(const qtts_code_predictor *cp, qtts_pool *pool, qtts
                 for (int64_t i = 0; i < Dt; i++) emb_sum[b * Dt + i] += w->in[b * Dt + i];
         }
         if (g == G1) break; /* the last code is never fed back */
-        project(cp, pool, w->in, B, w->proj);
+        if (project(cp, pool, w->in, B, w->proj, err)) return -1;
         if (qtts_lm_forward(&cp->lm, pool, &w->lm, B, caches, ntok, w->proj, w->hid, NULL, err)) return -1;
     }
     return 0;

@@ -1,6 +1,6 @@
 /* The code predictor ("sub-talker"): given the talker's final hidden state h
  * and the sampled codebook-0 token, it generates codebooks 1..G-1 of one
- * frame with a fresh KV cache and positions 0..G-1 (spec §6). Batched: B
+ * frame with a fresh KV cache and positions 0..G-1. Batched: B
  * frames of B independent requests advance together, each weight matmul
  * once for all B rows. */
 #ifndef QTTS_MODEL_CODE_PREDICTOR_H

@@ -1,4 +1,9 @@
-/* Speech-tokenizer decoder: see codec_decoder.h and spec sections 9.2-9.4.
+/* Speech-tokenizer decoder: see codec_decoder.h. Codes are dequantised by a
+ * split RVQ (z = P_first C0[c0] + P_rest sum_j Cj[cj], tables normalised as
+ * embedding_sum / max(cluster_usage, 1e-5)), then run through pre_conv, a
+ * sliding-window transformer, the ConvNeXt upsampling stages, decoder.0, the
+ * SnakeBeta + transposed-conv + residual-unit blocks and the output conv
+ * (clamped to [-1, 1]). Every conv is causal, so streaming is exact.
  *
  * Layout plan. The low-rate layers (RVQ, pre_conv, transformer, upsample
  * ConvNeXt stages, decoder.0 and the first block's transposed conv: at most a
@@ -19,103 +24,175 @@
 #include "tensor/conv.h"
 #include "tensor/ops.h"
 
+/* MAX_STAGES: most upsampling stages / decoder blocks a config may have;
+ * N_RES residual units per block, each a dilated conv of RES_K taps then a 1x1. */
 enum { MAX_STAGES = 8, N_RES = 3, RES_K = 7 };
 static const int64_t k_res_dilations[N_RES] = {1, 3, 9}; /* fixed by the architecture */
+
+enum {
+    PRE_CONV_K = 3,              /* pre_conv taps (decoder.pre_conv.conv: [latent][codebook_dim][3]) */
+    DEFAULT_MAX_CHUNK = 8,       /* frames per internal step (see qtts_codec_decoder_set_max_chunk) */
+    MAX_CHUNK_LIMIT = 256,       /* upper clamp of set_max_chunk */
+    DEFAULT_CM_BUDGET = 1 << 19, /* 512 KiB: largest block output kept cache-resident (see cm_chain) */
+    TM_MAX_SPF = 16,             /* the first block's transposed conv runs time-major when its input has
+                                    fewer samples per frame than this (the low-rate rule above) */
+    DEFAULT_SAMPLE_RATE = 24000, /* when the config gives no output sample rate */
+};
+static const float k_usage_floor = 1e-5f; /* codebook tables: embedding_sum / max(cluster_usage, floor) */
+static const float k_snake_eps = 1e-9f;   /* SnakeBeta: x + sin^2(a x) / (exp(beta) + eps) */
+static const float k_convnext_ln_eps = 1e-6f; /* ConvNeXt LayerNorm */
 
 /* A dense layer run time-major: y[m][:] = W x[m][:K] + bias (W packed for qtts_gemm). */
 typedef struct {
     qtts_gemm_b w;
     float *bias; /* [N] or NULL */
-    int64_t K, N;
+    int64_t K, N; /* input and output width */
 } lin;
 
 /* A causal conv run time-major: y rows = im2col(x with history) * wt + bias.
  * For a transposed conv each input row yields `mult` output rows. */
 typedef struct {
     lin l;
-    int64_t c_in, c_out, k, dil, hist, mult;
+    int64_t c_in, c_out, k, dil; /* channels, taps, dilation */
+    int64_t hist;                /* input rows of history it keeps: (k-1)*dil */
+    int64_t mult;                /* output rows per input row (stride of a transposed conv, else 1) */
 } tmconv;
 
+/* SnakeBeta activation parameters, precomputed at load. */
 typedef struct {
-    float *ea, *ib; /* exp(alpha), 1/(exp(beta)+1e-9) */
+    float *ea, *ib; /* [C] each: exp(alpha), 1/(exp(beta)+1e-9) */
 } snake;
 
+/* One transformer layer (RMSNorm, RoPE attention in a sliding window, SwiGLU MLP, LayerScale). */
 typedef struct {
     lin qkv, o, gate_up, down; /* q|k|v and gate|up stacked: one weight pass each */
-    float *in_norm, *post_norm, *ls_attn, *ls_mlp;
+    float *in_norm, *post_norm, *ls_attn, *ls_mlp; /* [hidden] each */
 } tlayer;
 
+/* One upsampling stage: causal ConvTranspose (stride = ratio) + ConvNeXt block. */
 typedef struct {
     tmconv tconv;
     float *dw_wt, *dw_b; /* depthwise [k][L] (transposed), bias [L] */
-    int64_t dw_k;
-    float *ln_w, *ln_b, *gamma;
-    lin pw1, pw2;
-    int64_t inner;
+    int64_t dw_k;        /* depthwise taps */
+    float *ln_w, *ln_b, *gamma; /* LayerNorm weight/bias, layer scale: [L] each */
+    lin pw1, pw2;        /* pointwise L -> inner -> L */
+    int64_t inner;       /* pwconv1 width */
 } upstage;
 
+/* Residual unit: x += conv2(snake2(conv1(snake1(x)))), conv1 dilated RES_K taps, conv2 1x1. */
 typedef struct {
     snake a1, a2;
     qtts_conv c1, c2;
 } resunit;
 
+/* Decoder block: SnakeBeta, causal ConvTranspose (in -> out channels, stride rate), N_RES residual units. */
 typedef struct {
-    int64_t in, out, rate, spf_in; /* spf_in: input samples per frame */
-    int tm;                        /* transposed conv time-major (low rate) */
+    int64_t in, out, rate, spf_in; /* channels in/out, upsampling rate; spf_in: input samples per frame */
+    int tm;                        /* transposed conv time-major (low rate): tconv_tm, else tconv_cm */
     snake act;
     tmconv tconv_tm;
     qtts_conv tconv_cm;
     resunit ru[N_RES];
 } dblock;
 
+/* Scratch slots (grown on demand, reused by every step). N = stacked frames
+ * of the step, S = N * samples per frame at the current stage, T = samples of
+ * one stream at a channel-major stage. */
 enum {
-    WS_A0, WS_AR, WS_Z, WS_Z2, WS_P, WS_COL, WS_HTMP, WS_X, WS_H, WS_Q, WS_AO, WS_O, WS_G, WS_U,
-    WS_T0, WS_PA, WS_PB, WS_DW, WS_PW1, WS_CMA, WS_XP, WS_PH, WS_TMP, WS_PACK, WS_BLK,
+    WS_A0,   /* [N][entry_dim] first-codebook entries */
+    WS_AR,   /* [N][entry_dim] sum of the other codebooks' entries */
+    WS_Z,    /* [N][codebook_dim] RVQ output (P_first part, then the sum) */
+    WS_Z2,   /* [N][codebook_dim] P_rest part */
+    WS_P,    /* [N][latent_dim] pre_conv output */
+    WS_COL,  /* [rows][c_in*k] im2col rows of a time-major conv */
+    WS_HTMP, /* [hist + rows][c_in] one stream's history followed by its new rows */
+    WS_X,    /* [N][hidden] transformer residual stream */
+    WS_H,    /* [N][hidden] RMS-normed hidden */
+    WS_Q,    /* [N][q|k|v] stacked projections */
+    WS_AO,   /* [N][n_heads*head_dim] attention output */
+    WS_O,    /* [N][hidden] o_proj / down_proj output */
+    WS_G,    /* [N][intermediate] SwiGLU output */
+    WS_U,    /* [N][2*intermediate] gate|up */
+    WS_T0,   /* [N][latent_dim] transformer output */
+    WS_PA,   /* [S][C] time-major stage outputs, ping-pong with WS_PB */
+    WS_PB,   /* [S][C] */
+    WS_DW,   /* [S][latent_dim] ConvNeXt depthwise / LayerNorm / pwconv2 output */
+    WS_PW1,  /* [S][inner] ConvNeXt pwconv1 output */
+    WS_CMA,  /* [C][T] channel-major copy of the last time-major output */
+    WS_XP,   /* [C][hist + T] channel-major conv input: history | snake(x) */
+    WS_PH,   /* [rate*out][T] transposed-conv phases before interleaving */
+    WS_TMP,  /* [out][T] residual unit conv1 output */
+    WS_PACK, /* qtts_gemm packing of the activations */
+    WS_BLK,  /* WS_BLK + b: [out][T*rate] output of block b (channel-major) */
     WS_COUNT = WS_BLK + MAX_STAGES
 };
 
 struct qtts_codec_decoder {
     qtts_codec_config cfg;
-    qtts_store *owned_store;
-    int64_t nq, cb, cd, half, L, Hd, nh, nkv, hd, I, W, D, n_up, n_blk, U, fs, n_layers, d_last;
+    qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
+    /* sizes (config dec.*): */
+    int64_t n_quantizers;  /* codebooks per frame (16) */
+    int64_t codebook_size; /* entries per codebook (2048) */
+    int64_t codebook_dim;  /* RVQ output width (512) */
+    int64_t entry_dim;     /* width of one codebook entry: codebook_dim / 2 */
+    int64_t latent_dim;    /* pre_conv / transformer in-out / upsampling width (1024) */
+    int64_t hidden;        /* transformer hidden width (512) */
+    int64_t n_heads, n_kv_heads, head_dim; /* attention geometry (GQA) */
+    int64_t intermediate;  /* transformer MLP width */
+    int64_t window;        /* attention sliding window (keys a query sees, itself included) */
+    int64_t decoder_dim;   /* decoder.0 output channels; block b has decoder_dim >> b in, >> (b+1) out */
+    int64_t n_up_stages;   /* upsampling stages (upsampling_ratios) */
+    int64_t n_blocks;      /* decoder blocks (upsample_rates) */
+    int64_t up_factor;     /* samples per frame after the upsampling stages: product of their ratios */
+    int64_t frame_samples; /* output samples per frame: up_factor * product of the block rates (1920) */
+    int64_t n_layers;      /* transformer layers */
+    int64_t out_dim;       /* channels into the output conv: decoder_dim >> n_blocks */
     float rms_eps;
     double rope_theta;
-    float *codebooks; /* [nq][cb][half], normalised */
-    lin p_first, p_rest;
-    tmconv pre;
-    lin in_proj, out_proj;
-    float *norm_w;
-    tlayer *layers;
+    /* weights: */
+    float *codebooks; /* [n_quantizers][codebook_size][entry_dim], normalised */
+    lin p_first, p_rest; /* RVQ output projections entry_dim -> codebook_dim */
+    tmconv pre;          /* pre_conv codebook_dim -> latent_dim */
+    lin in_proj, out_proj; /* transformer latent_dim -> hidden -> latent_dim */
+    float *norm_w;       /* [hidden] final RMSNorm */
+    tlayer *layers;      /* [n_layers] */
     upstage up[MAX_STAGES];
-    tmconv dec0;
+    tmconv dec0;         /* decoder.0: latent_dim -> decoder_dim */
     dblock blk[MAX_STAGES];
-    snake fin_act;
-    qtts_conv fin_conv;
-    int64_t max_chunk;
+    snake fin_act;       /* final SnakeBeta over out_dim channels */
+    qtts_conv fin_conv;  /* output conv out_dim -> 1 */
+    /* tuning: */
+    int64_t max_chunk; /* frames per step (longer feeds are split) */
     int64_t cm_budget; /* bytes of a block output kept cache-resident (see cm_chain) */
-    void **allocs;
+    /* memory: */
+    void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
-    float *ws[WS_COUNT];
-    size_t ws_cap[WS_COUNT];
+    float *scratch_buf[WS_COUNT]; /* scratch slots (see scratch()) */
+    size_t scratch_cap[WS_COUNT]; /* their capacity in floats */
 };
 
+/* A stream's history: everything a causal layer needs from earlier steps. */
 struct qtts_codec_stream {
     const qtts_codec_decoder *dec;
-    int64_t frames, pos, n_cached, kv_cap;
-    float *pre_hist;
-    float **kc, **vc;
-    float *up_hist[MAX_STAGES], *up_dw_hist[MAX_STAGES];
-    float *dec0_hist;
-    float *blk_hist[MAX_STAGES];
-    float *ru_hist[MAX_STAGES][N_RES];
-    float *fin_hist;
+    int64_t frames;   /* frames decoded */
+    int64_t pos;      /* next RoPE position */
+    int64_t n_cached; /* keys in the KV window (<= window - 1) */
+    int64_t kv_cap;   /* rows allocated in kc/vc */
+    float *pre_hist;  /* [pre.hist][codebook_dim] */
+    float **kc, **vc; /* [n_layers] -> [kv_cap][n_kv_heads*head_dim] */
+    float *up_hist[MAX_STAGES], *up_dw_hist[MAX_STAGES]; /* time-major: transposed conv, depthwise conv */
+    float *dec0_hist;                                     /* [dec0.hist][latent_dim] */
+    float *blk_hist[MAX_STAGES];       /* block transposed-conv input history (time- or channel-major) */
+    float *ru_hist[MAX_STAGES][N_RES]; /* channel-major [out][hist] */
+    float *fin_hist;                   /* channel-major [out_dim][hist] */
     qtts_codec_stage_fn dbg;
     void *dbg_ctx;
 };
 
 /* ---- loading ------------------------------------------------------------ */
 
-static void *keep(qtts_codec_decoder *d, void *p, qtts_err *err) {
+/* Takes ownership of p (freed with the decoder); frees p and fails on OOM. NULL in, NULL out. */
+static void *own(qtts_codec_decoder *d, void *p, qtts_err *err) {
     if (!p) return NULL;
     if (d->n_allocs == d->cap_allocs) {
         int nc = d->cap_allocs ? d->cap_allocs * 2 : 256;
@@ -132,10 +209,9 @@ static void *keep(qtts_codec_decoder *d, void *p, qtts_err *err) {
     return p;
 }
 
-/* f32 copy of a tensor of the given shape (ndim entries, -1 = any). */
-/* Frees a kept buffer that was only a packing source (keeps the RSS to the
+/* Frees an owned buffer that was only a packing source (keeps the RSS to the
  * packed weights). */
-static void unkeep(qtts_codec_decoder *d, void *p) {
+static void disown_free(qtts_codec_decoder *d, void *p) {
     for (int i = d->n_allocs - 1; i >= 0; i--)
         if (d->allocs[i] == p) {
             d->allocs[i] = d->allocs[--d->n_allocs];
@@ -144,21 +220,29 @@ static void unkeep(qtts_codec_decoder *d, void *p) {
         }
 }
 
+/* Owned f32 copy of a tensor of the given shape (ndim entries, -1 = any). */
 static float *load_f32(qtts_codec_decoder *d, const qtts_store *st, const char *name, int ndim, const int64_t *shape,
                        qtts_err *err) {
     const qtts_tensor *t = qtts_store_get(st, name, ndim, shape, err);
     if (!t) return NULL;
-    return keep(d, qtts_tensor_to_f32(t, err), err);
+    return own(d, qtts_tensor_to_f32(t, err), err);
 }
 
 static float *load_vec(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t n, qtts_err *err) {
     return load_f32(d, st, name, 1, &n, err);
 }
 
+/* Vector "<prefix>.<sub>" of n floats. */
+static float *load_vec_at(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, const char *sub, int64_t n,
+                          qtts_err *err) {
+    char name[256];
+    snprintf(name, sizeof name, "%s.%s", prefix, sub);
+    return load_vec(d, st, name, n, err);
+}
 /* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
 static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
     if (qtts_gemm_b_init(&l->w, w, N, K, err)) return -1;
-    if (!keep(d, l->w.p, err)) {
+    if (!own(d, l->w.p, err)) {
         l->w.p = NULL;
         return -1;
     }
@@ -183,8 +267,11 @@ static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *nam
     return rc;
 }
 
-static int load_mat(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t rows, int64_t cols,
-                    lin *l, qtts_err *err) {
+/* Bias-free linear "<prefix>.<sub>.weight" of shape [rows][cols]. */
+static int load_mat_at(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, const char *sub,
+                       int64_t rows, int64_t cols, lin *l, qtts_err *err) {
+    char name[256];
+    snprintf(name, sizeof name, "%s.%s.weight", prefix, sub);
     return load_lin(d, st, name, 2, (int64_t[]){rows, cols}, NULL, l, err);
 }
 
@@ -211,6 +298,7 @@ static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *pr
     return rc;
 }
 
+/* SnakeBeta "<prefix>.alpha" / ".beta" over C channels, stored as exp(alpha), 1/(exp(beta)+eps). */
 static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t C, snake *s,
                       qtts_err *err) {
     char n[256];
@@ -222,7 +310,7 @@ static int load_snake(qtts_codec_decoder *d, const qtts_store *st, const char *p
     if (!b) return -1;
     for (int64_t c = 0; c < C; c++) {
         a[c] = expf(a[c]);
-        b[c] = 1.0f / (expf(b[c]) + 1e-9f);
+        b[c] = 1.0f / (expf(b[c]) + k_snake_eps);
     }
     s->ea = a;
     s->ib = b;
@@ -258,9 +346,9 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     if (!b) return -1;
     int64_t taps = 0;
     float *m = qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err);
-    unkeep(d, w);
+    disown_free(d, w);
     if (!m) return -1;
-    float *bt = keep(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
+    float *bt = own(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
     if (!bt) {
         free(m);
         return -1;
@@ -278,6 +366,7 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     return 0;
 }
 
+/* Plain causal conv kept channel-major (tensor/conv.h; the f32 source is freed). */
 static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *prefix, int64_t c_out, int64_t c_in,
                        int64_t k, int64_t dil, qtts_conv *c, qtts_err *err) {
     char n[256];
@@ -288,225 +377,258 @@ static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *
     float *b = load_vec(d, st, n, c_out, err);
     if (!b) return -1;
     int rc = qtts_conv_init(c, w, b, c_out, c_in, k, dil, err);
-    unkeep(d, w);
+    disown_free(d, w);
     return rc;
 }
 
-static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+
+/* Sizes from the config, checked; the frame length must match the product of the upsampling factors. */
+static int load_sizes(qtts_codec_decoder *d, qtts_err *err) {
     const qtts_codec_config *cfg = &d->cfg;
-    char n[256];
-    d->nq = cfg->dec.num_quantizers;
-    d->cb = cfg->dec.codebook_size;
-    d->cd = cfg->dec.codebook_dim;
-    d->half = d->cd / 2;
-    d->L = cfg->dec.latent_dim;
-    d->Hd = cfg->dec.hidden;
-    d->nh = cfg->dec.heads;
-    d->nkv = cfg->dec.kv_heads;
-    d->hd = cfg->dec.head_dim;
-    d->I = cfg->dec.intermediate;
-    d->W = cfg->dec.sliding_window;
-    d->D = cfg->dec.decoder_dim;
-    d->n_up = cfg->dec.n_upsampling_ratios;
-    d->n_blk = cfg->dec.n_upsample_rates;
+    d->n_quantizers = cfg->dec.num_quantizers;
+    d->codebook_size = cfg->dec.codebook_size;
+    d->codebook_dim = cfg->dec.codebook_dim;
+    d->entry_dim = d->codebook_dim / 2;
+    d->latent_dim = cfg->dec.latent_dim;
+    d->hidden = cfg->dec.hidden;
+    d->n_heads = cfg->dec.heads;
+    d->n_kv_heads = cfg->dec.kv_heads;
+    d->head_dim = cfg->dec.head_dim;
+    d->intermediate = cfg->dec.intermediate;
+    d->window = cfg->dec.sliding_window;
+    d->decoder_dim = cfg->dec.decoder_dim;
+    d->n_up_stages = cfg->dec.n_upsampling_ratios;
+    d->n_blocks = cfg->dec.n_upsample_rates;
     d->n_layers = cfg->dec.layers;
     d->rms_eps = (float)cfg->dec.rms_eps;
     d->rope_theta = cfg->dec.rope_theta;
-    d->max_chunk = 8;
-    d->cm_budget = 1 << 19;
-    if (d->nq < 2 || d->cb <= 0 || d->cd < 2 || d->cd % 2 || d->L <= 0 || d->Hd <= 0 || d->nh <= 0 || d->nkv <= 0 ||
-        d->nh % d->nkv || d->hd <= 0 || d->hd % 2 || d->I <= 0 || d->W <= 0 || d->D <= 0 || d->n_layers < 0 ||
-        d->n_up < 0 || d->n_up > MAX_STAGES || d->n_blk < 1 || d->n_blk > MAX_STAGES || d->D % (1LL << d->n_blk))
+    d->max_chunk = DEFAULT_MAX_CHUNK;
+    d->cm_budget = DEFAULT_CM_BUDGET;
+    if (d->n_quantizers < 2 || d->codebook_size <= 0 || d->codebook_dim < 2 || d->codebook_dim % 2 ||
+        d->latent_dim <= 0 || d->hidden <= 0 || d->n_heads <= 0 || d->n_kv_heads <= 0 || d->n_heads % d->n_kv_heads ||
+        d->head_dim <= 0 || d->head_dim % 2 || d->intermediate <= 0 || d->window <= 0 || d->decoder_dim <= 0 ||
+        d->n_layers < 0 || d->n_up_stages < 0 || d->n_up_stages > MAX_STAGES || d->n_blocks < 1 ||
+        d->n_blocks > MAX_STAGES || d->decoder_dim % (1LL << d->n_blocks))
         return qtts_fail(err, "speech tokenizer decoder config: unsupported sizes (quantizers %lld, codebook dim %lld, "
                               "latent %lld, hidden %lld, heads %lld/%lld x %lld, window %lld, decoder dim %lld, "
                               "%lld upsample rates, %lld upsampling ratios)",
-                         (long long)d->nq, (long long)d->cd, (long long)d->L, (long long)d->Hd, (long long)d->nh,
-                         (long long)d->nkv, (long long)d->hd, (long long)d->W, (long long)d->D, (long long)d->n_blk,
-                         (long long)d->n_up);
-    int64_t total = 1;
-    d->U = 1;
-    for (int64_t i = 0; i < d->n_up; i++) {
+                         (long long)d->n_quantizers, (long long)d->codebook_dim, (long long)d->latent_dim,
+                         (long long)d->hidden, (long long)d->n_heads, (long long)d->n_kv_heads, (long long)d->head_dim,
+                         (long long)d->window, (long long)d->decoder_dim, (long long)d->n_blocks,
+                         (long long)d->n_up_stages);
+    d->up_factor = 1;
+    for (int64_t i = 0; i < d->n_up_stages; i++) {
         if (cfg->dec.upsampling_ratios[i] <= 0) return qtts_fail(err, "speech tokenizer: bad upsampling ratio");
-        d->U *= cfg->dec.upsampling_ratios[i];
+        d->up_factor *= cfg->dec.upsampling_ratios[i];
     }
-    total = d->U;
-    for (int64_t i = 0; i < d->n_blk; i++) {
+    int64_t total = d->up_factor;
+    for (int64_t i = 0; i < d->n_blocks; i++) {
         if (cfg->dec.upsample_rates[i] <= 0) return qtts_fail(err, "speech tokenizer: bad upsample rate");
         total *= cfg->dec.upsample_rates[i];
     }
     if (cfg->frame_samples > 0 && cfg->frame_samples != total)
         return qtts_fail(err, "speech tokenizer: decode_upsample_rate %lld != product of the upsampling factors %lld",
                          (long long)cfg->frame_samples, (long long)total);
-    d->fs = total;
+    d->frame_samples = total;
+    d->out_dim = d->decoder_dim >> d->n_blocks;
+    return 0;
+}
 
-    /* Codebooks: embedding_sum / max(cluster_usage, 1e-5). */
-    d->codebooks = keep(d, qtts_malloc((size_t)(d->nq * d->cb * d->half) * sizeof(float), err), err);
-    if (!d->codebooks) return -1;
-    for (int64_t j = 0; j < d->nq; j++) {
-        const char *grp = j == 0 ? "rvq_first" : "rvq_rest";
-        int64_t li = j == 0 ? 0 : j - 1;
-        snprintf(n, sizeof n, "decoder.quantizer.%s.vq.layers.%lld._codebook.embedding_sum", grp, (long long)li);
-        const qtts_tensor *te = qtts_store_get2(st, n, d->cb, d->half, err);
-        if (!te) return -1;
-        snprintf(n, sizeof n, "decoder.quantizer.%s.vq.layers.%lld._codebook.cluster_usage", grp, (long long)li);
-        const qtts_tensor *tu = qtts_store_get1(st, n, d->cb, err);
-        if (!tu) return -1;
-        float *e = qtts_tensor_to_f32(te, err), *u = e ? qtts_tensor_to_f32(tu, err) : NULL;
-        if (!e || !u) {
-            free(e);
-            free(u);
-            return -1;
-        }
-        float *dst = d->codebooks + j * d->cb * d->half;
-        for (int64_t c = 0; c < d->cb; c++) {
-            float us = u[c] < 1e-5f ? 1e-5f : u[c];
-            for (int64_t i = 0; i < d->half; i++) dst[c * d->half + i] = e[c * d->half + i] / us;
-        }
+/* Codebook j normalised into d->codebooks: embedding_sum / max(cluster_usage, 1e-5). */
+static int load_codebook(qtts_codec_decoder *d, const qtts_store *st, int64_t j, qtts_err *err) {
+    const int64_t cb = d->codebook_size, dim = d->entry_dim;
+    const char *grp = j == 0 ? "rvq_first" : "rvq_rest";
+    int64_t li = j == 0 ? 0 : j - 1;
+    char n[256];
+    snprintf(n, sizeof n, "decoder.quantizer.%s.vq.layers.%lld._codebook.embedding_sum", grp, (long long)li);
+    const qtts_tensor *te = qtts_store_get2(st, n, cb, dim, err);
+    if (!te) return -1;
+    snprintf(n, sizeof n, "decoder.quantizer.%s.vq.layers.%lld._codebook.cluster_usage", grp, (long long)li);
+    const qtts_tensor *tu = qtts_store_get1(st, n, cb, err);
+    if (!tu) return -1;
+    float *e = qtts_tensor_to_f32(te, err), *u = e ? qtts_tensor_to_f32(tu, err) : NULL;
+    if (!e || !u) {
         free(e);
         free(u);
-    }
-    if (load_lin(d, st, "decoder.quantizer.rvq_first.output_proj.weight", 3, (int64_t[]){d->cd, d->half, 1}, NULL,
-                 &d->p_first, err) ||
-        load_lin(d, st, "decoder.quantizer.rvq_rest.output_proj.weight", 3, (int64_t[]){d->cd, d->half, 1}, NULL,
-                 &d->p_rest, err))
         return -1;
+    }
+    float *dst = d->codebooks + j * cb * dim;
+    for (int64_t c = 0; c < cb; c++) {
+        float us = u[c] < k_usage_floor ? k_usage_floor : u[c];
+        for (int64_t i = 0; i < dim; i++) dst[c * dim + i] = e[c * dim + i] / us;
+    }
+    free(e);
+    free(u);
+    return 0;
+}
 
-    if (load_tmconv(d, st, "decoder.pre_conv.conv", d->L, d->cd, 3, 1, &d->pre, err)) return -1;
+/* Split RVQ: all codebooks and the two 1x1 output projections (rvq_first for codebook 0, rvq_rest for the sum). */
+static int load_quantizer(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+    d->codebooks =
+        own(d, qtts_malloc((size_t)(d->n_quantizers * d->codebook_size * d->entry_dim) * sizeof(float), err), err);
+    if (!d->codebooks) return -1;
+    for (int64_t j = 0; j < d->n_quantizers; j++)
+        if (load_codebook(d, st, j, err)) return -1;
+    const int64_t shape[3] = {d->codebook_dim, d->entry_dim, 1};
+    if (load_lin(d, st, "decoder.quantizer.rvq_first.output_proj.weight", 3, shape, NULL, &d->p_first, err) ||
+        load_lin(d, st, "decoder.quantizer.rvq_rest.output_proj.weight", 3, shape, NULL, &d->p_rest, err))
+        return -1;
+    return 0;
+}
 
-    if (load_lin(d, st, "decoder.pre_transformer.input_proj.weight", 2, (int64_t[]){d->Hd, d->L},
+/* Transformer layer l: q|k|v and gate|up stacked into one weight each. */
+static int load_tlayer(qtts_codec_decoder *d, const qtts_store *st, int64_t l, qtts_err *err) {
+    tlayer *ly = &d->layers[l];
+    const int64_t Hd = d->hidden, qd = d->n_heads * d->head_dim, kvd = d->n_kv_heads * d->head_dim;
+    char p[128];
+    snprintf(p, sizeof p, "decoder.pre_transformer.layers.%lld", (long long)l);
+    const char *attn[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+    const int64_t attn_rows[] = {qd, kvd, kvd};
+    const char *mlp[] = {"mlp.gate_proj", "mlp.up_proj"};
+    const int64_t mlp_rows[] = {d->intermediate, d->intermediate};
+    if (stack_lin(d, st, p, attn, attn_rows, 3, Hd, &ly->qkv, err) ||
+        stack_lin(d, st, p, mlp, mlp_rows, 2, Hd, &ly->gate_up, err) ||
+        load_mat_at(d, st, p, "self_attn.o_proj", Hd, qd, &ly->o, err) ||
+        load_mat_at(d, st, p, "mlp.down_proj", Hd, d->intermediate, &ly->down, err))
+        return -1;
+    if (!(ly->in_norm = load_vec_at(d, st, p, "input_layernorm.weight", Hd, err)) ||
+        !(ly->post_norm = load_vec_at(d, st, p, "post_attention_layernorm.weight", Hd, err)) ||
+        !(ly->ls_attn = load_vec_at(d, st, p, "self_attn_layer_scale.scale", Hd, err)) ||
+        !(ly->ls_mlp = load_vec_at(d, st, p, "mlp_layer_scale.scale", Hd, err)))
+        return -1;
+    return 0;
+}
+
+/* pre_transformer: input/output projections, final norm and the layers. */
+static int load_transformer(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+    if (load_lin(d, st, "decoder.pre_transformer.input_proj.weight", 2, (int64_t[]){d->hidden, d->latent_dim},
                  "decoder.pre_transformer.input_proj.bias", &d->in_proj, err) ||
-        load_lin(d, st, "decoder.pre_transformer.output_proj.weight", 2, (int64_t[]){d->L, d->Hd},
+        load_lin(d, st, "decoder.pre_transformer.output_proj.weight", 2, (int64_t[]){d->latent_dim, d->hidden},
                  "decoder.pre_transformer.output_proj.bias", &d->out_proj, err))
         return -1;
-    if (!(d->norm_w = load_vec(d, st, "decoder.pre_transformer.norm.weight", d->Hd, err))) return -1;
-    d->layers = keep(d, qtts_calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *d->layers, err), err);
+    if (!(d->norm_w = load_vec(d, st, "decoder.pre_transformer.norm.weight", d->hidden, err))) return -1;
+    d->layers = own(d, qtts_calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *d->layers, err), err);
     if (!d->layers) return -1;
-    int64_t qd = d->nh * d->hd, kvd = d->nkv * d->hd;
-    for (int64_t l = 0; l < d->n_layers; l++) {
-        tlayer *ly = &d->layers[l];
-        char p[128];
-        snprintf(p, sizeof p, "decoder.pre_transformer.layers.%lld", (long long)l);
-#define LMAT(field, sub, r, c)                                    \
-    snprintf(n, sizeof n, "%s.%s.weight", p, sub);                \
-    if (load_mat(d, st, n, r, c, &ly->field, err)) return -1;
-#define LVEC(field, sub)                                          \
-    snprintf(n, sizeof n, "%s.%s", p, sub);                       \
-    if (!(ly->field = load_vec(d, st, n, d->Hd, err))) return -1;
-        {
-            const char *subs[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
-            const int64_t rows[] = {qd, kvd, kvd};
-            if (stack_lin(d, st, p, subs, rows, 3, d->Hd, &ly->qkv, err)) return -1;
-            const char *mlp[] = {"mlp.gate_proj", "mlp.up_proj"};
-            const int64_t mrows[] = {d->I, d->I};
-            if (stack_lin(d, st, p, mlp, mrows, 2, d->Hd, &ly->gate_up, err)) return -1;
-        }
-        LMAT(o, "self_attn.o_proj", d->Hd, qd)
-        LMAT(down, "mlp.down_proj", d->Hd, d->I)
-        LVEC(in_norm, "input_layernorm.weight")
-        LVEC(post_norm, "post_attention_layernorm.weight")
-        LVEC(ls_attn, "self_attn_layer_scale.scale")
-        LVEC(ls_mlp, "mlp_layer_scale.scale")
-#undef LMAT
-#undef LVEC
-    }
+    for (int64_t l = 0; l < d->n_layers; l++)
+        if (load_tlayer(d, st, l, err)) return -1;
+    return 0;
+}
 
-    for (int64_t u = 0; u < d->n_up; u++) {
-        upstage *us = &d->up[u];
-        int64_t s = cfg->dec.upsampling_ratios[u];
-        char p[128];
-        snprintf(p, sizeof p, "decoder.upsample.%lld.0.conv", (long long)u);
-        if (load_tmconv_transposed(d, st, p, d->L, d->L, s, s, &us->tconv, err)) return -1;
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.dwconv.conv.weight", (long long)u);
-        const qtts_tensor *tw = qtts_store_get3(st, n, d->L, 1, -1, err);
-        if (!tw) return -1;
-        us->dw_k = tw->shape[2];
-        float *w = qtts_tensor_to_f32(tw, err);
-        if (!w) return -1;
-        us->dw_wt = keep(d, qtts_malloc((size_t)(us->dw_k * d->L) * sizeof(float), err), err);
-        if (!us->dw_wt) {
-            free(w);
-            return -1;
-        }
-        for (int64_t c = 0; c < d->L; c++)
-            for (int64_t kk = 0; kk < us->dw_k; kk++) us->dw_wt[kk * d->L + c] = w[c * us->dw_k + kk];
+/* Upsampling stage u: ConvTranspose (stride = kernel = ratio) then a ConvNeXt block. */
+static int load_upsample(qtts_codec_decoder *d, const qtts_store *st, int64_t u, qtts_err *err) {
+    upstage *us = &d->up[u];
+    const int64_t L = d->latent_dim, s = d->cfg.dec.upsampling_ratios[u];
+    char p[128], n[256], bn[256];
+    snprintf(p, sizeof p, "decoder.upsample.%lld.0.conv", (long long)u);
+    if (load_tmconv_transposed(d, st, p, L, L, s, s, &us->tconv, err)) return -1;
+    snprintf(n, sizeof n, "decoder.upsample.%lld.1.dwconv.conv.weight", (long long)u);
+    const qtts_tensor *tw = qtts_store_get3(st, n, L, 1, -1, err);
+    if (!tw) return -1;
+    us->dw_k = tw->shape[2];
+    float *w = qtts_tensor_to_f32(tw, err);
+    if (!w) return -1;
+    us->dw_wt = own(d, qtts_malloc((size_t)(us->dw_k * L) * sizeof(float), err), err);
+    if (!us->dw_wt) {
         free(w);
-#define UVEC(field, sub, len)                                                          \
-    snprintf(n, sizeof n, "decoder.upsample.%lld.1.%s", (long long)u, sub);            \
-    if (!(us->field = load_vec(d, st, n, len, err))) return -1;
-        UVEC(dw_b, "dwconv.conv.bias", d->L)
-        UVEC(ln_w, "norm.weight", d->L)
-        UVEC(ln_b, "norm.bias", d->L)
-        UVEC(gamma, "gamma", d->L)
-#undef UVEC
-        char bn[256];
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv1.weight", (long long)u);
-        snprintf(bn, sizeof bn, "decoder.upsample.%lld.1.pwconv1.bias", (long long)u);
-        if (load_lin(d, st, n, 2, (int64_t[]){-1, d->L}, bn, &us->pw1, err)) return -1;
-        us->inner = us->pw1.N;
-        snprintf(n, sizeof n, "decoder.upsample.%lld.1.pwconv2.weight", (long long)u);
-        snprintf(bn, sizeof bn, "decoder.upsample.%lld.1.pwconv2.bias", (long long)u);
-        if (load_lin(d, st, n, 2, (int64_t[]){d->L, us->inner}, bn, &us->pw2, err)) return -1;
+        return -1;
     }
+    for (int64_t c = 0; c < L; c++)
+        for (int64_t kk = 0; kk < us->dw_k; kk++) us->dw_wt[kk * L + c] = w[c * us->dw_k + kk];
+    free(w);
+    snprintf(p, sizeof p, "decoder.upsample.%lld.1", (long long)u);
+    if (!(us->dw_b = load_vec_at(d, st, p, "dwconv.conv.bias", L, err)) ||
+        !(us->ln_w = load_vec_at(d, st, p, "norm.weight", L, err)) ||
+        !(us->ln_b = load_vec_at(d, st, p, "norm.bias", L, err)) ||
+        !(us->gamma = load_vec_at(d, st, p, "gamma", L, err)))
+        return -1;
+    snprintf(n, sizeof n, "%s.pwconv1.weight", p);
+    snprintf(bn, sizeof bn, "%s.pwconv1.bias", p);
+    if (load_lin(d, st, n, 2, (int64_t[]){-1, L}, bn, &us->pw1, err)) return -1;
+    us->inner = us->pw1.N;
+    snprintf(n, sizeof n, "%s.pwconv2.weight", p);
+    snprintf(bn, sizeof bn, "%s.pwconv2.bias", p);
+    return load_lin(d, st, n, 2, (int64_t[]){L, us->inner}, bn, &us->pw2, err);
+}
 
-    {
-        snprintf(n, sizeof n, "decoder.decoder.0.conv.weight");
-        const qtts_tensor *t = qtts_store_get3(st, n, d->D, d->L, -1, err);
-        if (!t) return -1;
-        if (load_tmconv(d, st, "decoder.decoder.0.conv", d->D, d->L, t->shape[2], 1, &d->dec0, err)) return -1;
-    }
-    int64_t spf = d->U;
-    for (int64_t b = 0; b < d->n_blk; b++) {
-        dblock *bk = &d->blk[b];
-        bk->in = d->D >> b;
-        bk->out = d->D >> (b + 1);
-        bk->rate = cfg->dec.upsample_rates[b];
-        bk->spf_in = spf;
-        /* Only the first block may run its transposed conv time-major: the
-         * residual units after it are channel-major. */
-        bk->tm = b == 0 && spf < 16;
-        char p[128];
-        snprintf(p, sizeof p, "decoder.decoder.%lld.block.0", (long long)b + 1);
-        if (load_snake(d, st, p, bk->in, &bk->act, err)) return -1;
-        snprintf(p, sizeof p, "decoder.decoder.%lld.block.1.conv", (long long)b + 1);
-        snprintf(n, sizeof n, "%s.weight", p);
-        const qtts_tensor *t = qtts_store_get3(st, n, bk->in, bk->out, -1, err);
-        if (!t) return -1;
-        int64_t k = t->shape[2];
-        if (bk->tm) {
-            if (load_tmconv_transposed(d, st, p, bk->in, bk->out, k, bk->rate, &bk->tconv_tm, err)) return -1;
-        } else {
-            float *w = load_f32(d, st, n, 3, (int64_t[]){bk->in, bk->out, k}, err);
-            snprintf(n, sizeof n, "%s.bias", p);
-            float *bb = w ? load_vec(d, st, n, bk->out, err) : NULL;
-            int rc = !bb || qtts_conv_init_transposed(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, err);
-            if (w) unkeep(d, w);
-            if (rc) return -1;
-        }
-        for (int r = 0; r < N_RES; r++) {
-            resunit *ru = &bk->ru[r];
-            snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.act1", (long long)b + 1, r + 2);
-            if (load_snake(d, st, p, bk->out, &ru->a1, err)) return -1;
-            snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.act2", (long long)b + 1, r + 2);
-            if (load_snake(d, st, p, bk->out, &ru->a2, err)) return -1;
-            snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.conv1.conv", (long long)b + 1, r + 2);
-            if (load_cmconv(d, st, p, bk->out, bk->out, RES_K, k_res_dilations[r], &ru->c1, err)) return -1;
-            snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.conv2.conv", (long long)b + 1, r + 2);
-            if (load_cmconv(d, st, p, bk->out, bk->out, 1, 1, &ru->c2, err)) return -1;
-        }
-        spf *= bk->rate;
-    }
-    d->d_last = d->D >> d->n_blk;
-    {
-        char p[128];
-        snprintf(p, sizeof p, "decoder.decoder.%lld", (long long)d->n_blk + 1);
-        if (load_snake(d, st, p, d->d_last, &d->fin_act, err)) return -1;
-        snprintf(n, sizeof n, "decoder.decoder.%lld.conv.weight", (long long)d->n_blk + 2);
-        const qtts_tensor *t = qtts_store_get3(st, n, 1, d->d_last, -1, err);
-        if (!t) return -1;
-        snprintf(p, sizeof p, "decoder.decoder.%lld.conv", (long long)d->n_blk + 2);
-        if (load_cmconv(d, st, p, 1, d->d_last, t->shape[2], 1, &d->fin_conv, err)) return -1;
+/* decoder.0: causal conv latent_dim -> decoder_dim (taps from the tensor). */
+static int load_dec0(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+    const qtts_tensor *t = qtts_store_get3(st, "decoder.decoder.0.conv.weight", d->decoder_dim, d->latent_dim, -1, err);
+    if (!t) return -1;
+    return load_tmconv(d, st, "decoder.decoder.0.conv", d->decoder_dim, d->latent_dim, t->shape[2], 1, &d->dec0, err);
+}
+
+/* Block b's transposed conv "decoder.decoder.<b+1>.block.1.conv", time-major or channel-major. */
+static int load_block_tconv(qtts_codec_decoder *d, const qtts_store *st, int64_t b, qtts_err *err) {
+    dblock *bk = &d->blk[b];
+    char p[128], n[256];
+    snprintf(p, sizeof p, "decoder.decoder.%lld.block.1.conv", (long long)b + 1);
+    snprintf(n, sizeof n, "%s.weight", p);
+    const qtts_tensor *t = qtts_store_get3(st, n, bk->in, bk->out, -1, err);
+    if (!t) return -1;
+    int64_t k = t->shape[2];
+    if (bk->tm) return load_tmconv_transposed(d, st, p, bk->in, bk->out, k, bk->rate, &bk->tconv_tm, err);
+    float *w = load_f32(d, st, n, 3, (int64_t[]){bk->in, bk->out, k}, err);
+    snprintf(n, sizeof n, "%s.bias", p);
+    float *bb = w ? load_vec(d, st, n, bk->out, err) : NULL;
+    int rc = !bb || qtts_conv_init_transposed(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, err);
+    if (w) disown_free(d, w);
+    return rc ? -1 : 0;
+}
+
+/* Decoder block b ("decoder.decoder.<b+1>"): SnakeBeta, transposed conv, residual units. spf_in: its input
+ * samples per frame. */
+static int load_block(qtts_codec_decoder *d, const qtts_store *st, int64_t b, int64_t spf_in, qtts_err *err) {
+    dblock *bk = &d->blk[b];
+    bk->in = d->decoder_dim >> b;
+    bk->out = d->decoder_dim >> (b + 1);
+    bk->rate = d->cfg.dec.upsample_rates[b];
+    bk->spf_in = spf_in;
+    /* Only the first block may run its transposed conv time-major: the
+     * residual units after it are channel-major. */
+    bk->tm = b == 0 && spf_in < TM_MAX_SPF;
+    char p[128];
+    snprintf(p, sizeof p, "decoder.decoder.%lld.block.0", (long long)b + 1);
+    if (load_snake(d, st, p, bk->in, &bk->act, err) || load_block_tconv(d, st, b, err)) return -1;
+    for (int r = 0; r < N_RES; r++) {
+        resunit *ru = &bk->ru[r];
+        snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.act1", (long long)b + 1, r + 2);
+        if (load_snake(d, st, p, bk->out, &ru->a1, err)) return -1;
+        snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.act2", (long long)b + 1, r + 2);
+        if (load_snake(d, st, p, bk->out, &ru->a2, err)) return -1;
+        snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.conv1.conv", (long long)b + 1, r + 2);
+        if (load_cmconv(d, st, p, bk->out, bk->out, RES_K, k_res_dilations[r], &ru->c1, err)) return -1;
+        snprintf(p, sizeof p, "decoder.decoder.%lld.block.%d.conv2.conv", (long long)b + 1, r + 2);
+        if (load_cmconv(d, st, p, bk->out, bk->out, 1, 1, &ru->c2, err)) return -1;
     }
     return 0;
+}
+
+/* Final SnakeBeta "decoder.decoder.<n_blocks+1>" and output conv "decoder.decoder.<n_blocks+2>.conv" (-> 1 channel). */
+static int load_output(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+    char p[128], n[256];
+    snprintf(p, sizeof p, "decoder.decoder.%lld", (long long)d->n_blocks + 1);
+    if (load_snake(d, st, p, d->out_dim, &d->fin_act, err)) return -1;
+    snprintf(n, sizeof n, "decoder.decoder.%lld.conv.weight", (long long)d->n_blocks + 2);
+    const qtts_tensor *t = qtts_store_get3(st, n, 1, d->out_dim, -1, err);
+    if (!t) return -1;
+    snprintf(p, sizeof p, "decoder.decoder.%lld.conv", (long long)d->n_blocks + 2);
+    return load_cmconv(d, st, p, 1, d->out_dim, t->shape[2], 1, &d->fin_conv, err);
+}
+
+static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+    if (load_sizes(d, err) || load_quantizer(d, st, err) ||
+        load_tmconv(d, st, "decoder.pre_conv.conv", d->latent_dim, d->codebook_dim, PRE_CONV_K, 1, &d->pre, err) ||
+        load_transformer(d, st, err))
+        return -1;
+    for (int64_t u = 0; u < d->n_up_stages; u++)
+        if (load_upsample(d, st, u, err)) return -1;
+    if (load_dec0(d, st, err)) return -1;
+    int64_t spf = d->up_factor;
+    for (int64_t b = 0; b < d->n_blocks; b++) {
+        if (load_block(d, st, b, spf, err)) return -1;
+        spf *= d->blk[b].rate;
+    }
+    return load_output(d, st, err);
 }
 
 qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_codec_config *cfg, qtts_err *err) {
@@ -553,7 +675,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
         if (d->fin_conv.wbf) return qtts_fail(err, "the decoder's f32 weights were already dropped for bf16");
         return 0;
     }
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    for (int64_t b = 0; b < d->n_blocks; b++) {
         dblock *bk = &d->blk[b];
         if (!bk->tm && qtts_conv_to_bf16(&bk->tconv_cm, err)) return -1;
         for (int r = 0; r < N_RES; r++)
@@ -592,19 +714,18 @@ void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     qtts_conv_free(&d->fin_conv);
     for (int i = 0; i < d->n_allocs; i++) free(d->allocs[i]);
     free(d->allocs);
-    for (int i = 0; i < WS_COUNT; i++) free(d->ws[i]);
+    for (int i = 0; i < WS_COUNT; i++) free(d->scratch_buf[i]);
     qtts_store_free(d->owned_store);
     free(d);
 }
 
-int64_t qtts_codec_decoder_num_quantizers(const qtts_codec_decoder *d) { return d->nq; }
-int64_t qtts_codec_decoder_codebook_size(const qtts_codec_decoder *d) { return d->cb; }
-int64_t qtts_codec_decoder_frame_samples(const qtts_codec_decoder *d) { return d->fs; }
+int64_t qtts_codec_decoder_num_quantizers(const qtts_codec_decoder *d) { return d->n_quantizers; }
+int64_t qtts_codec_decoder_frame_samples(const qtts_codec_decoder *d) { return d->frame_samples; }
 int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *d) {
-    return d->cfg.sample_rate > 0 ? d->cfg.sample_rate : 24000;
+    return d->cfg.sample_rate > 0 ? d->cfg.sample_rate : DEFAULT_SAMPLE_RATE;
 }
 void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *d, int64_t frames) {
-    d->max_chunk = frames < 1 ? 1 : frames > 256 ? 256 : frames;
+    d->max_chunk = frames < 1 ? 1 : frames > MAX_CHUNK_LIMIT ? MAX_CHUNK_LIMIT : frames;
 }
 
 void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
@@ -612,24 +733,25 @@ void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
 }
 
 double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
-    double m = 2.0 * d->cd * d->half + (double)d->L * d->cd * d->pre.k;
-    int64_t qd = d->nh * d->hd, kvd = d->nkv * d->hd;
-    m += 2.0 * d->Hd * d->L + d->n_layers * (2.0 * d->Hd * qd + 2.0 * d->Hd * kvd + 3.0 * d->Hd * d->I);
+    double m = 2.0 * d->codebook_dim * d->entry_dim + (double)d->latent_dim * d->codebook_dim * d->pre.k;
+    int64_t qd = d->n_heads * d->head_dim, kvd = d->n_kv_heads * d->head_dim;
+    m += 2.0 * d->hidden * d->latent_dim +
+         d->n_layers * (2.0 * d->hidden * qd + 2.0 * d->hidden * kvd + 3.0 * d->hidden * d->intermediate);
     int64_t spf = 1;
-    for (int64_t u = 0; u < d->n_up; u++) {
+    for (int64_t u = 0; u < d->n_up_stages; u++) {
         const upstage *us = &d->up[u];
         m += (double)spf * us->tconv.l.N * us->tconv.l.K;
         spf *= us->tconv.mult;
-        m += (double)spf * (d->L * us->dw_k + 2.0 * d->L * us->inner);
+        m += (double)spf * (d->latent_dim * us->dw_k + 2.0 * d->latent_dim * us->inner);
     }
     m += (double)spf * d->dec0.l.N * d->dec0.l.K;
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    for (int64_t b = 0; b < d->n_blocks; b++) {
         const dblock *bk = &d->blk[b];
         m += (double)spf * bk->in * bk->out * (bk->tm ? bk->tconv_tm.k : bk->tconv_cm.k) * bk->rate;
         spf *= bk->rate;
         for (int r = 0; r < N_RES; r++) m += (double)spf * bk->out * bk->out * (RES_K + 1);
     }
-    m += (double)spf * d->d_last * d->fin_conv.k;
+    m += (double)spf * d->out_dim * d->fin_conv.k;
     return m;
 }
 
@@ -656,6 +778,7 @@ void qtts_codec_stream_free(qtts_codec_stream *s) {
     free(s);
 }
 
+/* Zeroed n floats (at least one); sets *fail on OOM. */
 static float *zalloc(int64_t n, int *fail) {
     float *p = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
     if (!p) *fail = 1;
@@ -671,18 +794,18 @@ qtts_codec_stream *qtts_codec_stream_new(const qtts_codec_decoder *d, qtts_err *
     s->kc = calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *s->kc);
     s->vc = calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *s->vc);
     if (!s->kc || !s->vc) fail = 1;
-    for (int64_t u = 0; u < d->n_up; u++) {
-        s->up_hist[u] = zalloc(d->up[u].tconv.hist * d->L, &fail);
-        s->up_dw_hist[u] = zalloc((d->up[u].dw_k - 1) * d->L, &fail);
+    for (int64_t u = 0; u < d->n_up_stages; u++) {
+        s->up_hist[u] = zalloc(d->up[u].tconv.hist * d->latent_dim, &fail);
+        s->up_dw_hist[u] = zalloc((d->up[u].dw_k - 1) * d->latent_dim, &fail);
     }
-    s->dec0_hist = zalloc(d->dec0.hist * d->L, &fail);
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    s->dec0_hist = zalloc(d->dec0.hist * d->latent_dim, &fail);
+    for (int64_t b = 0; b < d->n_blocks; b++) {
         const dblock *bk = &d->blk[b];
         int64_t h = bk->tm ? bk->tconv_tm.hist : qtts_conv_history(&bk->tconv_cm);
         s->blk_hist[b] = zalloc(h * bk->in, &fail);
         for (int r = 0; r < N_RES; r++) s->ru_hist[b][r] = zalloc(qtts_conv_history(&bk->ru[r].c1) * bk->out, &fail);
     }
-    s->fin_hist = zalloc(qtts_conv_history(&d->fin_conv) * d->d_last, &fail);
+    s->fin_hist = zalloc(qtts_conv_history(&d->fin_conv) * d->out_dim, &fail);
     if (fail) {
         qtts_codec_stream_free(s);
         qtts_fail(err, "speech tokenizer decoder: out of memory for a stream");
@@ -695,19 +818,19 @@ void qtts_codec_stream_reset(qtts_codec_stream *s) {
     const qtts_codec_decoder *d = s->dec;
     s->frames = s->pos = s->n_cached = 0;
     memset(s->pre_hist, 0, sizeof(float) * (size_t)(d->pre.hist * d->pre.c_in));
-    for (int64_t u = 0; u < d->n_up; u++) {
-        memset(s->up_hist[u], 0, sizeof(float) * (size_t)(d->up[u].tconv.hist * d->L));
-        memset(s->up_dw_hist[u], 0, sizeof(float) * (size_t)((d->up[u].dw_k - 1) * d->L));
+    for (int64_t u = 0; u < d->n_up_stages; u++) {
+        memset(s->up_hist[u], 0, sizeof(float) * (size_t)(d->up[u].tconv.hist * d->latent_dim));
+        memset(s->up_dw_hist[u], 0, sizeof(float) * (size_t)((d->up[u].dw_k - 1) * d->latent_dim));
     }
-    memset(s->dec0_hist, 0, sizeof(float) * (size_t)(d->dec0.hist * d->L));
-    for (int64_t b = 0; b < d->n_blk; b++) {
+    memset(s->dec0_hist, 0, sizeof(float) * (size_t)(d->dec0.hist * d->latent_dim));
+    for (int64_t b = 0; b < d->n_blocks; b++) {
         const dblock *bk = &d->blk[b];
         int64_t h = bk->tm ? bk->tconv_tm.hist : qtts_conv_history(&bk->tconv_cm);
         memset(s->blk_hist[b], 0, sizeof(float) * (size_t)(h * bk->in));
         for (int r = 0; r < N_RES; r++)
             memset(s->ru_hist[b][r], 0, sizeof(float) * (size_t)(qtts_conv_history(&bk->ru[r].c1) * bk->out));
     }
-    memset(s->fin_hist, 0, sizeof(float) * (size_t)(qtts_conv_history(&d->fin_conv) * d->d_last));
+    memset(s->fin_hist, 0, sizeof(float) * (size_t)(qtts_conv_history(&d->fin_conv) * d->out_dim));
 }
 
 int64_t qtts_codec_stream_frames(const qtts_codec_stream *s) { return s->frames; }
@@ -717,10 +840,11 @@ void qtts_codec_stream_set_debug(qtts_codec_stream *s, qtts_codec_stage_fn fn, v
     s->dbg_ctx = ctx;
 }
 
+/* Grows every layer's KV window to hold `need` keys/values. */
 static int kv_reserve(qtts_codec_stream *s, int64_t need, qtts_err *err) {
     const qtts_codec_decoder *d = s->dec;
     if (need <= s->kv_cap) return 0;
-    int64_t kvd = d->nkv * d->hd;
+    int64_t kvd = d->n_kv_heads * d->head_dim;
     for (int64_t l = 0; l < d->n_layers; l++) {
         float *k = realloc(s->kc[l], (size_t)(need * kvd) * sizeof(float));
         if (k) s->kc[l] = k;
@@ -734,32 +858,35 @@ static int kv_reserve(qtts_codec_stream *s, int64_t need, qtts_err *err) {
 
 /* ---- forward ------------------------------------------------------------ */
 
-static float *ws(qtts_codec_decoder *d, int slot, int64_t n, qtts_err *err) {
+/* Scratch slot `slot` (WS_*) with room for n floats; contents are not kept across growth. */
+static float *scratch(qtts_codec_decoder *d, int slot, int64_t n, qtts_err *err) {
     size_t need = (size_t)(n > 0 ? n : 1);
-    if (need > d->ws_cap[slot]) {
-        free(d->ws[slot]);
-        d->ws[slot] = malloc(need * sizeof(float));
-        d->ws_cap[slot] = d->ws[slot] ? need : 0;
-        if (!d->ws[slot]) {
+    if (need > d->scratch_cap[slot]) {
+        free(d->scratch_buf[slot]);
+        d->scratch_buf[slot] = malloc(need * sizeof(float));
+        d->scratch_cap[slot] = d->scratch_buf[slot] ? need : 0;
+        if (!d->scratch_buf[slot]) {
             qtts_fail(err, "speech tokenizer decoder: out of memory (%zu floats of scratch)", need);
             return NULL;
         }
     }
-    return d->ws[slot];
+    return d->scratch_buf[slot];
 }
 
+/* Debug hook for a time-major [n][C] stage output. */
 static void emit_tm(qtts_codec_stream *s, const char *stage, const float *x, int64_t C, int64_t n) {
     if (s->dbg) s->dbg(s->dbg_ctx, stage, x, C, n, 1, C);
 }
 
+/* Debug hook for a channel-major [C][n] stage output (row stride ld). */
 static void emit_cm(qtts_codec_stream *s, const char *stage, const float *x, int64_t ld, int64_t C, int64_t n) {
     if (s->dbg) s->dbg(s->dbg_ctx, stage, x, C, n, ld, 1);
 }
 
-/* Small jobs run inline: waking the workers costs more than the work. */
+/* y [M][N] = x [M][K] through layer l (+ bias); the activations are packed into WS_PACK. */
 static int lin_run(qtts_codec_decoder *d, qtts_pool *pool, const lin *l, const float *x, int64_t M, float *y,
                    qtts_err *err) {
-    float *pack = ws(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
+    float *pack = scratch(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
     if (!pack) return -1;
     qtts_gemm(pool, M, x, l->K, &l->w, y, l->N, l->bias, 0, pack);
     return 0;
@@ -776,7 +903,7 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
     }
     if (c->hist == 0 && c->k == 1) return lin_run(d, pool, &c->l, x, N, y, err);
     int64_t cols = c->c_in * c->k;
-    float *col = ws(d, WS_COL, N * cols, err), *tmp = ws(d, WS_HTMP, (c->hist + mx) * c->c_in, err);
+    float *col = scratch(d, WS_COL, N * cols, err), *tmp = scratch(d, WS_HTMP, (c->hist + mx) * c->c_in, err);
     if (!col || !tmp) return -1;
     int64_t off = 0;
     for (int i = 0; i < ns; i++) {
@@ -790,17 +917,19 @@ static int tmconv_run(qtts_codec_decoder *d, qtts_pool *pool, const tmconv *c, f
     return lin_run(d, pool, &c->l, col, N, y, err);
 }
 
-/* The transformer over the stacked rows x [N][L] -> y [N][L]. */
+/* The transformer over the stacked rows in [N][latent_dim] -> y [N][latent_dim]; every stream keeps its
+ * last window-1 keys and values and its RoPE position. */
 static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int64_t *F,
                        const int64_t *roff, int ns, int64_t N, const float *in, float *y, qtts_err *err) {
-    int64_t Hd = d->Hd, qd = d->nh * d->hd, kvd = d->nkv * d->hd;
-    int64_t qkvd = qd + 2 * kvd, I = d->I;
-    float *X = ws(d, WS_X, N * Hd, err), *Hn = ws(d, WS_H, N * Hd, err), *QKV = ws(d, WS_Q, N * qkvd, err);
-    float *AO = ws(d, WS_AO, N * qd, err), *O = ws(d, WS_O, N * Hd, err), *G = ws(d, WS_G, N * I, err);
-    float *GU = ws(d, WS_U, N * 2 * I, err);
+    int64_t Hd = d->hidden, qd = d->n_heads * d->head_dim, kvd = d->n_kv_heads * d->head_dim;
+    int64_t qkvd = qd + 2 * kvd, I = d->intermediate;
+    float *X = scratch(d, WS_X, N * Hd, err), *Hn = scratch(d, WS_H, N * Hd, err),
+          *QKV = scratch(d, WS_Q, N * qkvd, err);
+    float *AO = scratch(d, WS_AO, N * qd, err), *O = scratch(d, WS_O, N * Hd, err), *G = scratch(d, WS_G, N * I, err);
+    float *GU = scratch(d, WS_U, N * 2 * I, err);
     if (!X || !Hn || !QKV || !AO || !O || !G || !GU) return -1;
     for (int i = 0; i < ns; i++)
-        if (kv_reserve(S[i], d->W - 1 + F[i], err)) return -1;
+        if (kv_reserve(S[i], d->window - 1 + F[i], err)) return -1;
     if (lin_run(d, pool, &d->in_proj, in, N, X, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         const tlayer *ly = &d->layers[l];
@@ -809,19 +938,29 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
         for (int i = 0; i < ns; i++) {
             qtts_codec_stream *s = S[i];
             float *q = QKV + roff[i] * qkvd, *k = q + qd;
-            qtts_rope_neox(q, F[i], qkvd, d->nh, d->hd, s->pos, d->rope_theta);
-            qtts_rope_neox(k, F[i], qkvd, d->nkv, d->hd, s->pos, d->rope_theta);
+            qtts_rope_neox(q, F[i], qkvd, d->n_heads, d->head_dim, s->pos, d->rope_theta);
+            qtts_rope_neox(k, F[i], qkvd, d->n_kv_heads, d->head_dim, s->pos, d->rope_theta);
             for (int64_t f = 0; f < F[i]; f++) {
                 memcpy(s->kc[l] + (s->n_cached + f) * kvd, k + f * qkvd, (size_t)kvd * sizeof(float));
                 memcpy(s->vc[l] + (s->n_cached + f) * kvd, k + f * qkvd + kvd, (size_t)kvd * sizeof(float));
             }
-            qtts_attn_args a = {.q = q, .q_stride = qkvd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
-                                .out = AO + roff[i] * qd, .out_stride = qd, .n_q = F[i], .q_first = s->n_cached,
-                                .n_heads = d->nh, .n_kv_heads = d->nkv, .head_dim = d->hd, .window = d->W,
-                                .scale = 1.0f / sqrtf((float)d->hd)};
+            qtts_attn_args a = {.q = q,
+                                .q_stride = qkvd,
+                                .k = s->kc[l],
+                                .v = s->vc[l],
+                                .kv_stride = kvd,
+                                .out = AO + roff[i] * qd,
+                                .out_stride = qd,
+                                .n_q = F[i],
+                                .q_first = s->n_cached,
+                                .n_heads = d->n_heads,
+                                .n_kv_heads = d->n_kv_heads,
+                                .head_dim = d->head_dim,
+                                .window = d->window,
+                                .scale = 1.0f / sqrtf((float)d->head_dim)};
             qtts_attention(pool, &a);
-            /* keep the last W-1 keys: all a later query can still see */
-            int64_t have = s->n_cached + F[i], keepn = have < d->W - 1 ? have : d->W - 1;
+            /* keep the last window-1 keys: all a later query can still see */
+            int64_t have = s->n_cached + F[i], keepn = have < d->window - 1 ? have : d->window - 1;
             memmove(s->kc[l], s->kc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
             memmove(s->vc[l], s->vc[l] + (have - keepn) * kvd, (size_t)(keepn * kvd) * sizeof(float));
         }
@@ -841,7 +980,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
     for (int i = 0; i < ns; i++) {
         qtts_codec_stream *s = S[i];
         int64_t have = s->n_cached + F[i];
-        s->n_cached = have < d->W - 1 ? have : d->W - 1;
+        s->n_cached = have < d->window - 1 ? have : d->window - 1;
         s->pos += F[i];
     }
     qtts_rmsnorm(pool, X, d->norm_w, N, Hd, d->rms_eps, Hn);
@@ -853,6 +992,7 @@ typedef struct {
     int64_t width;
 } gelu_job;
 
+/* Exact (erf) GELU over rows r0..r1 of a gelu_job. */
 static void gelu_rows(void *p, int64_t r0, int64_t r1, int tid) {
     (void)tid;
     const gelu_job *j = p;
@@ -862,13 +1002,13 @@ static void gelu_rows(void *p, int64_t r0, int64_t r1, int tid) {
 /* ConvNeXt block in place on x [rows][L] (stacked streams). */
 static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, qtts_codec_stream *const *S,
                     const int64_t *rows, int ns, int u, float *x, qtts_err *err) {
-    int64_t L = d->L, N = 0, mx = 0, H = us->dw_k - 1;
+    int64_t L = d->latent_dim, N = 0, mx = 0, H = us->dw_k - 1;
     for (int i = 0; i < ns; i++) {
         N += rows[i];
         mx = rows[i] > mx ? rows[i] : mx;
     }
-    float *dw = ws(d, WS_DW, N * L, err), *tmp = ws(d, WS_HTMP, (H + mx) * L, err);
-    float *p1 = ws(d, WS_PW1, N * us->inner, err);
+    float *dw = scratch(d, WS_DW, N * L, err), *tmp = scratch(d, WS_HTMP, (H + mx) * L, err);
+    float *p1 = scratch(d, WS_PW1, N * us->inner, err);
     if (!dw || !tmp || !p1) return -1;
     int64_t off = 0;
     for (int i = 0; i < ns; i++) {
@@ -879,7 +1019,7 @@ static int convnext(qtts_codec_decoder *d, qtts_pool *pool, const upstage *us, q
         memcpy(h, tmp + rows[i] * L, (size_t)(H * L) * sizeof(float));
         off += rows[i];
     }
-    qtts_layernorm(pool, dw, us->ln_w, us->ln_b, N, L, 1e-6f, dw);
+    qtts_layernorm(pool, dw, us->ln_w, us->ln_b, N, L, k_convnext_ln_eps, dw);
     if (lin_run(d, pool, &us->pw1, dw, N, p1, err)) return -1;
     gelu_job gj = {p1, us->inner};
     qtts_parallel_for_work(pool, N, 1, (double)N * us->inner * 2, gelu_rows, &gj); /* ~8 flops per erf-GELU */
@@ -901,12 +1041,15 @@ static void cm_pad(qtts_pool *pool, const float *in, int64_t ldin, float *xp, fl
 /* Output samples per input sample of the channel-major chain from block b on. */
 static int64_t chain_gain(const qtts_codec_decoder *d, int64_t b) {
     int64_t g = 1;
-    for (int64_t j = b; j < d->n_blk; j++) g *= d->blk[j].tm ? 1 : d->blk[j].rate;
+    for (int64_t j = b; j < d->n_blocks; j++) g *= d->blk[j].tm ? 1 : d->blk[j].rate;
     return g;
 }
 
 
-static int conv_oom(qtts_err *err) { return qtts_fail(err, "speech tokenizer decoder: out of memory (bf16 conv input)"); }
+/* The one failure of qtts_conv1d_cm: no memory for the bf16 copy of its input. */
+static int conv_oom(qtts_err *err) {
+    return qtts_fail(err, "speech tokenizer decoder: out of memory (bf16 conv input)");
+}
 
 /* Blocks b.. of the channel-major tail and the output conv for one stream:
  * in holds C channels x T samples (row stride ldin; for a block whose
@@ -918,7 +1061,7 @@ static int conv_oom(qtts_err *err) { return qtts_fail(err, "speech tokenizer dec
 static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, int64_t b, float *in,
                     int64_t ldin, int64_t C, int64_t T, float *out, qtts_err *err) {
     char name[32];
-    for (; b < d->n_blk; b++) {
+    for (; b < d->n_blocks; b++) {
         const dblock *bk = &d->blk[b];
         int64_t up = bk->tm ? 1 : bk->rate;
         if (T > 1 && T * up * bk->out * (int64_t)sizeof(float) > d->cm_budget) {
@@ -932,8 +1075,8 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
         int64_t ld = ldin;
         if (!bk->tm) {
             int64_t H = qtts_conv_history(&bk->tconv_cm), Tout = T * bk->rate;
-            float *xp = ws(d, WS_XP, bk->in * (H + T), err), *ph = ws(d, WS_PH, bk->rate * bk->out * T, err);
-            cur = ws(d, WS_BLK + (int)b, bk->out * Tout, err);
+            float *xp = scratch(d, WS_XP, bk->in * (H + T), err), *ph = scratch(d, WS_PH, bk->rate * bk->out * T, err);
+            cur = scratch(d, WS_BLK + (int)b, bk->out * Tout, err);
             if (!xp || !ph || !cur) return -1;
             cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
             if (qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0)) return conv_oom(err);
@@ -943,7 +1086,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
         for (int r = 0; r < N_RES; r++) {
             const resunit *ru = &bk->ru[r];
             int64_t H = qtts_conv_history(&ru->c1);
-            float *xp = ws(d, WS_XP, bk->out * (H + T), err), *tmp = ws(d, WS_TMP, bk->out * T, err);
+            float *xp = scratch(d, WS_XP, bk->out * (H + T), err), *tmp = scratch(d, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
             cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
             if (qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0)) return conv_oom(err);
@@ -957,13 +1100,13 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
         C = bk->out;
     }
     int64_t H = qtts_conv_history(&d->fin_conv);
-    float *xp = ws(d, WS_XP, d->d_last * (H + T), err);
+    float *xp = scratch(d, WS_XP, d->out_dim * (H + T), err);
     if (!xp) return -1;
-    cm_pad(pool, in, ldin, xp, s->fin_hist, d->d_last, H, T, &d->fin_act);
-    snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 1);
-    emit_cm(s, name, xp + H, H + T, d->d_last, T);
+    cm_pad(pool, in, ldin, xp, s->fin_hist, d->out_dim, H, T, &d->fin_act);
+    snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 1);
+    emit_cm(s, name, xp + H, H + T, d->out_dim, T);
     if (qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0)) return conv_oom(err);
-    snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blk + 2);
+    snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 2);
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];
     return 0;
@@ -972,83 +1115,102 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
 /* Channel-major part of one stream, from the last time-major output [T][C]. */
 static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
                    int64_t T, float *out, qtts_err *err) {
-    float *cur = ws(d, WS_CMA, C * T, err);
+    float *cur = scratch(d, WS_CMA, C * T, err);
     if (!cur) return -1;
     for (int64_t t = 0; t < T; t++)
         for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
     return cm_chain(d, pool, s, 0, cur, T, C, T, out, err);
 }
 
-/* One step: ns streams with 1..max_chunk frames each, codes validated. */
-static int step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int32_t *const *codes,
-                const int64_t *F, int ns, float *const *out, qtts_err *err) {
-    int64_t roff[ns > 0 ? ns : 1], rows[ns > 0 ? ns : 1], N = 0;
-    for (int i = 0; i < ns; i++) {
-        roff[i] = N;
-        N += F[i];
-    }
-    int64_t half = d->half, cd = d->cd, L = d->L;
-    float *A0 = ws(d, WS_A0, N * half, err), *AR = ws(d, WS_AR, N * half, err);
-    float *Z = ws(d, WS_Z, N * cd, err), *Z2 = ws(d, WS_Z2, N * cd, err), *P = ws(d, WS_P, N * L, err);
-    float *T0 = ws(d, WS_T0, N * L, err);
-    if (!A0 || !AR || !Z || !Z2 || !P || !T0) return -1;
-
-    /* 1. dequantise: first codebook and the sum of the rest, then the 1x1 projections */
+/* Split-RVQ dequantisation of the stacked frames into Z [N][codebook_dim]: codebook 0 through P_first plus
+ * the sum of the others through P_rest (negative codes read entry 0). */
+static int dequantise(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int32_t *const *codes,
+                      const int64_t *F, const int64_t *roff, int ns, int64_t N, float *Z, qtts_err *err) {
+    const int64_t ed = d->entry_dim, cd = d->codebook_dim;
+    float *A0 = scratch(d, WS_A0, N * ed, err), *AR = scratch(d, WS_AR, N * ed, err);
+    float *Z2 = scratch(d, WS_Z2, N * cd, err);
+    if (!A0 || !AR || !Z2) return -1;
     for (int i = 0; i < ns; i++)
         for (int64_t f = 0; f < F[i]; f++) {
-            const int32_t *c = codes[i] + f * d->nq;
-            float *a0 = A0 + (roff[i] + f) * half, *ar = AR + (roff[i] + f) * half;
-            memcpy(a0, d->codebooks + (int64_t)(c[0] < 0 ? 0 : c[0]) * half, (size_t)half * sizeof(float));
-            for (int64_t k = 0; k < half; k++) ar[k] = 0.0f;
-            for (int64_t j = 1; j < d->nq; j++) {
-                const float *e = d->codebooks + (j * d->cb + (c[j] < 0 ? 0 : c[j])) * half;
-                for (int64_t k = 0; k < half; k++) ar[k] += e[k];
+            const int32_t *c = codes[i] + f * d->n_quantizers;
+            float *a0 = A0 + (roff[i] + f) * ed, *ar = AR + (roff[i] + f) * ed;
+            memcpy(a0, d->codebooks + (int64_t)(c[0] < 0 ? 0 : c[0]) * ed, (size_t)ed * sizeof(float));
+            for (int64_t k = 0; k < ed; k++) ar[k] = 0.0f;
+            for (int64_t j = 1; j < d->n_quantizers; j++) {
+                const float *e = d->codebooks + (j * d->codebook_size + (c[j] < 0 ? 0 : c[j])) * ed;
+                for (int64_t k = 0; k < ed; k++) ar[k] += e[k];
             }
         }
     if (lin_run(d, pool, &d->p_first, A0, N, Z, err) || lin_run(d, pool, &d->p_rest, AR, N, Z2, err)) return -1;
     for (int64_t k = 0; k < N * cd; k++) Z[k] += Z2[k];
     for (int i = 0; i < ns; i++) emit_tm(S[i], "rvq_out", Z + roff[i] * cd, cd, F[i]);
+    return 0;
+}
 
-    /* 2. pre_conv */
+/* The upsampling stages (transposed conv + ConvNeXt, time-major) from *cur [N][latent_dim]: *cur becomes the
+ * last stage's output (in the WS_PA/WS_PB slot *pp selects, which then flips) and *scale the rows per frame. */
+static int upsample(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, const int64_t *F,
+                    const int64_t *roff, int ns, int64_t N, int64_t *rows, float **hists, float **cur, int *pp,
+                    int64_t *scale, qtts_err *err) {
+    const int64_t L = d->latent_dim;
+    char name[48];
+    for (int64_t u = 0; u < d->n_up_stages; u++) {
+        const upstage *us = &d->up[u];
+        float *nx = scratch(d, *pp ? WS_PB : WS_PA, N * *scale * us->tconv.mult * L, err);
+        if (!nx) return -1;
+        *pp ^= 1;
+        for (int i = 0; i < ns; i++) {
+            hists[i] = S[i]->up_hist[u];
+            rows[i] = F[i] * *scale;
+        }
+        if (tmconv_run(d, pool, &us->tconv, hists, rows, ns, *cur, nx, err)) return -1;
+        *scale *= us->tconv.mult;
+        snprintf(name, sizeof name, "upsample%lld_transconv_out", (long long)u);
+        for (int i = 0; i < ns; i++) emit_tm(S[i], name, nx + roff[i] * *scale * L, L, F[i] * *scale);
+        for (int i = 0; i < ns; i++) rows[i] = F[i] * *scale;
+        if (convnext(d, pool, us, S, rows, ns, (int)u, nx, err)) return -1;
+        snprintf(name, sizeof name, "upsample%lld_convnext_out", (long long)u);
+        for (int i = 0; i < ns; i++) emit_tm(S[i], name, nx + roff[i] * *scale * L, L, F[i] * *scale);
+        *cur = nx;
+    }
+    return 0;
+}
+
+/* One step: ns streams S[i] with F[i] = 1..max_chunk frames each, codes validated; out[i] gets
+ * F[i]*frame_samples samples. */
+static int decode_step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S,
+                       const int32_t *const *codes, const int64_t *F, int ns, float *const *out, qtts_err *err) {
+    /* Per stream i: roff[i] its first stacked row, rows[i] its rows at the current stage and hists[i] its
+     * history of the layer being run (first pre_conv); N: the frames of all streams. */
+    int64_t roff[ns > 0 ? ns : 1], rows[ns > 0 ? ns : 1], N = 0;
     float *hists[ns > 0 ? ns : 1];
     for (int i = 0; i < ns; i++) {
-        hists[i] = S[i]->pre_hist;
+        roff[i] = N;
         rows[i] = F[i];
+        hists[i] = S[i]->pre_hist;
+        N += F[i];
     }
+    const int64_t L = d->latent_dim;
+    float *Z = scratch(d, WS_Z, N * d->codebook_dim, err), *P = scratch(d, WS_P, N * L, err);
+    float *T0 = scratch(d, WS_T0, N * L, err);
+    if (!Z || !P || !T0) return -1;
+
+    /* 1. dequantise; 2. pre_conv; 3. transformer */
+    if (dequantise(d, pool, S, codes, F, roff, ns, N, Z, err)) return -1;
     if (tmconv_run(d, pool, &d->pre, hists, rows, ns, Z, P, err)) return -1;
     for (int i = 0; i < ns; i++) emit_tm(S[i], "pre_conv_out", P + roff[i] * L, L, F[i]);
-
-    /* 3. transformer */
     if (transformer(d, pool, S, F, roff, ns, N, P, T0, err)) return -1;
     for (int i = 0; i < ns; i++) emit_tm(S[i], "pre_transformer_out", T0 + roff[i] * L, L, F[i]);
 
-    /* 4. upsampling: transposed conv + ConvNeXt, time-major */
+    /* 4. upsampling */
     float *cur = T0;
     int pp = 0;
     int64_t scale = 1;
-    char name[48];
-    for (int64_t u = 0; u < d->n_up; u++) {
-        const upstage *us = &d->up[u];
-        float *nx = ws(d, pp ? WS_PB : WS_PA, N * scale * us->tconv.mult * L, err);
-        if (!nx) return -1;
-        pp ^= 1;
-        for (int i = 0; i < ns; i++) {
-            hists[i] = S[i]->up_hist[u];
-            rows[i] = F[i] * scale;
-        }
-        if (tmconv_run(d, pool, &us->tconv, hists, rows, ns, cur, nx, err)) return -1;
-        scale *= us->tconv.mult;
-        snprintf(name, sizeof name, "upsample%lld_transconv_out", (long long)u);
-        for (int i = 0; i < ns; i++) emit_tm(S[i], name, nx + roff[i] * scale * L, L, F[i] * scale);
-        for (int i = 0; i < ns; i++) rows[i] = F[i] * scale;
-        if (convnext(d, pool, us, S, rows, ns, (int)u, nx, err)) return -1;
-        snprintf(name, sizeof name, "upsample%lld_convnext_out", (long long)u);
-        for (int i = 0; i < ns; i++) emit_tm(S[i], name, nx + roff[i] * scale * L, L, F[i] * scale);
-        cur = nx;
-    }
+    if (upsample(d, pool, S, F, roff, ns, N, rows, hists, &cur, &pp, &scale, err)) return -1;
 
     /* 5. decoder.0 */
-    float *d0 = ws(d, pp ? WS_PB : WS_PA, N * scale * d->D, err);
+    int64_t C = d->decoder_dim;
+    float *d0 = scratch(d, pp ? WS_PB : WS_PA, N * scale * C, err);
     if (!d0) return -1;
     pp ^= 1;
     for (int i = 0; i < ns; i++) {
@@ -1056,15 +1218,14 @@ static int step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const
         rows[i] = F[i] * scale;
     }
     if (tmconv_run(d, pool, &d->dec0, hists, rows, ns, cur, d0, err)) return -1;
-    for (int i = 0; i < ns; i++) emit_tm(S[i], "decoder0_out", d0 + roff[i] * scale * d->D, d->D, F[i] * scale);
+    for (int i = 0; i < ns; i++) emit_tm(S[i], "decoder0_out", d0 + roff[i] * scale * C, C, F[i] * scale);
     cur = d0;
-    int64_t C = d->D;
 
     /* 6. first block's SnakeBeta + transposed conv, time-major when the rate is low */
     const dblock *b0 = &d->blk[0];
     if (b0->tm) {
         qtts_snake_tm(cur, C, C, N * scale, b0->act.ea, b0->act.ib);
-        float *nx = ws(d, pp ? WS_PB : WS_PA, N * scale * b0->rate * b0->out, err);
+        float *nx = scratch(d, pp ? WS_PB : WS_PA, N * scale * b0->rate * b0->out, err);
         if (!nx) return -1;
         for (int i = 0; i < ns; i++) {
             hists[i] = S[i]->blk_hist[0];
@@ -1083,13 +1244,14 @@ static int step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const
     return 0;
 }
 
+/* Rejects codes >= codebook_size (negative ones are padding, read as 0). */
 static int check_codes(const qtts_codec_decoder *d, const int32_t *codes, int64_t n, qtts_err *err) {
     for (int64_t f = 0; f < n; f++)
-        for (int64_t q = 0; q < d->nq; q++) {
-            int32_t c = codes[f * d->nq + q];
-            if (c >= d->cb)
+        for (int64_t q = 0; q < d->n_quantizers; q++) {
+            int32_t c = codes[f * d->n_quantizers + q];
+            if (c >= d->codebook_size)
                 return qtts_fail(err, "codes: frame %lld, codebook %lld: code %d is out of range (codebook size %lld)",
-                                 (long long)f, (long long)q, c, (long long)d->cb);
+                                 (long long)f, (long long)q, c, (long long)d->codebook_size);
         }
     return 0;
 }
@@ -1121,13 +1283,13 @@ int qtts_codec_decode_step_batch(qtts_codec_decoder *d, qtts_pool *pool, qtts_co
             if (left <= 0) continue;
             S[ns] = streams[i];
             F[ns] = left < d->max_chunk ? left : d->max_chunk;
-            C[ns] = codes[i] + done[i] * d->nq;
-            O[ns] = out[i] + done[i] * d->fs;
+            C[ns] = codes[i] + done[i] * d->n_quantizers;
+            O[ns] = out[i] + done[i] * d->frame_samples;
             done[i] += F[ns];
             ns++;
         }
         if (!ns) break;
-        if ((rc = step(d, pool, S, C, F, ns, O, err))) break;
+        if ((rc = decode_step(d, pool, S, C, F, ns, O, err))) break;
     }
 out:
     free(S);
@@ -1154,14 +1316,16 @@ int qtts_codec_decode_offline(qtts_codec_decoder *d, qtts_pool *pool, const int3
         rc = qtts_codec_decode_feed(d, pool, s, codes, T, out, err);
     } else {
         if (context < 0) context = 0;
-        float *junk = context ? qtts_malloc((size_t)(context * d->fs) * sizeof(float), err) : NULL;
+        float *junk = context ? qtts_malloc((size_t)(context * d->frame_samples) * sizeof(float), err) : NULL;
         if (context && !junk) rc = -1;
         for (int64_t start = 0; !rc && start < T;) {
             int64_t end = start + chunk < T ? start + chunk : T;
             int64_t ctx = start - context > 0 ? context : start;
             qtts_codec_stream_reset(s);
-            if (ctx) rc = qtts_codec_decode_feed(d, pool, s, codes + (start - ctx) * d->nq, ctx, junk, err);
-            if (!rc) rc = qtts_codec_decode_feed(d, pool, s, codes + start * d->nq, end - start, out + start * d->fs, err);
+            if (ctx) rc = qtts_codec_decode_feed(d, pool, s, codes + (start - ctx) * d->n_quantizers, ctx, junk, err);
+            if (!rc)
+                rc = qtts_codec_decode_feed(d, pool, s, codes + start * d->n_quantizers, end - start,
+                                            out + start * d->frame_samples, err);
             start = end;
         }
         free(junk);

@@ -58,7 +58,6 @@ const char *qtts_decoder_precision_name(qtts_decoder_precision p);
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec);
 
 int64_t qtts_codec_decoder_num_quantizers(const qtts_codec_decoder *dec);
-int64_t qtts_codec_decoder_codebook_size(const qtts_codec_decoder *dec);
 int64_t qtts_codec_decoder_frame_samples(const qtts_codec_decoder *dec); /* 1920 */
 int64_t qtts_codec_decoder_sample_rate(const qtts_codec_decoder *dec);   /* 24000 */
 /* Frames processed per internal step (longer feeds are split; exact either way). Default 8. */

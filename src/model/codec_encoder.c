@@ -377,9 +377,9 @@ static int transformer(const qtts_codec_encoder *e, qtts_pool *pool, float *x, i
     for (int64_t l = 0; l < e->n_layers; l++) {
         const enc_layer *L = &e->layers[l];
         qtts_layernorm(pool, x, L->ln1_w, L->ln1_b, t, H, (float)e->norm_eps, h);
-        qtts_linear(pool, &L->q, NULL, h, t, q);
-        qtts_linear(pool, &L->k, NULL, h, t, k);
-        qtts_linear(pool, &L->v, NULL, h, t, v);
+        if (qtts_linear(pool, &L->q, NULL, h, t, q) || qtts_linear(pool, &L->k, NULL, h, t, k) ||
+            qtts_linear(pool, &L->v, NULL, h, t, v))
+            goto oom;
         qtts_rope_neox(q, t, qd, e->heads, e->head_dim, 0, e->rope_theta);
         qtts_rope_neox(k, t, kvd, e->kv_heads, e->head_dim, 0, e->rope_theta);
         qtts_attn_args a = {
@@ -399,17 +399,20 @@ static int transformer(const qtts_codec_encoder *e, qtts_pool *pool, float *x, i
             .scale = 1.0f / sqrtf((float)e->head_dim),
         };
         qtts_attention(pool, &a);
-        qtts_linear(pool, &L->o, NULL, att, t, h);
+        if (qtts_linear(pool, &L->o, NULL, att, t, h)) goto oom;
         for (int64_t r = 0; r < t; r++)
             for (int64_t c = 0; c < H; c++) x[r * H + c] += L->ls_attn[c] * h[r * H + c];
         qtts_layernorm(pool, x, L->ln2_w, L->ln2_b, t, H, (float)e->norm_eps, h);
-        qtts_linear(pool, &L->fc1, NULL, h, t, f);
+        if (qtts_linear(pool, &L->fc1, NULL, h, t, f)) goto oom;
         qtts_gelu_erf(f, t * e->inter);
-        qtts_linear(pool, &L->fc2, NULL, f, t, h);
+        if (qtts_linear(pool, &L->fc2, NULL, f, t, h)) goto oom;
         for (int64_t r = 0; r < t; r++)
             for (int64_t c = 0; c < H; c++) x[r * H + c] += L->ls_mlp[c] * h[r * H + c];
     }
     rc = 0;
+    goto done;
+oom:
+    qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "transformer: out of memory in a dense layer (%lld frames)", (long long)t);
 done:
     free(h);
     free(q);
@@ -521,19 +524,22 @@ int qtts_codec_encoder_encode(const qtts_codec_encoder *e, qtts_pool *pool, cons
     scratch = qtts_malloc((size_t)nt * (size_t)(d + e->codebook_size) * sizeof(float), err);
     if (!dst || !sem || !ac || !scratch) goto done;
     transpose(ds, H, t12, dst);
-    if (e->semantic.has_proj)
-        qtts_linear(pool, &e->semantic.proj, NULL, dst, t12, sem);
-    else
+    if (!e->semantic.has_proj)
         memcpy(sem, dst, (size_t)(t12 * H) * sizeof(float));
+    else if (qtts_linear(pool, &e->semantic.proj, NULL, dst, t12, sem))
+        goto oom;
     if (e->acoustic.n_books > 0) {
-        if (e->acoustic.has_proj)
-            qtts_linear(pool, &e->acoustic.proj, NULL, dst, t12, ac);
-        else
+        if (!e->acoustic.has_proj)
             memcpy(ac, dst, (size_t)(t12 * H) * sizeof(float));
+        else if (qtts_linear(pool, &e->acoustic.proj, NULL, dst, t12, ac))
+            goto oom;
     }
     rvq_job j = {e, sem, ac, n_q, d, codes, scratch};
     qtts_parallel_for(pool, frames, 1, rvq_frames, &j);
     rc = 0;
+    goto done;
+oom:
+    qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory in a quantizer projection (%lld frames)", (long long)t12);
 done:
     if (rc) qtts_fail_prefix(err, "speech tokenizer encoder");
     free(sn);

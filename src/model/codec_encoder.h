@@ -1,4 +1,4 @@
-/* Speech-tokenizer encoder (spec §9.1): 24 kHz waveform -> RVQ codes, the
+/* Speech-tokenizer encoder: 24 kHz waveform -> RVQ codes, the
  * Mimi geometry with the Qwen weights (`encoder.*` of speech_tokenizer/).
  * SEANet causal conv stack -> transformer (LayerNorm, RoPE, full causal
  * attention as in the reference's sdpa path, LayerScale, GELU MLP) -> stride-2

@@ -9,7 +9,8 @@
 #include "io/store.h"
 #include "model/config.h"
 
-/* The shipped Qwen3-TTS-Tokenizer-12Hz configuration (spec section 9.0). */
+/* The shipped Qwen3-TTS-Tokenizer-12Hz configuration: 24 kHz, 1920 samples
+ * (12.5 Hz) per frame, 16 codebooks of 2048 entries. */
 void qtts_codec_config_real(qtts_codec_config *cfg);
 
 /* An in-memory store with every decoder tensor (official names and shapes

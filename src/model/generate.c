@@ -7,6 +7,10 @@
 
 #include "tensor/linear.h"
 
+/* Most codes per frame (num_code_groups) a step's frame buffer holds: the
+ * config loader's cap for num_code_groups. */
+enum { MAX_CODE_GROUPS = 64 };
+
 struct qtts_gen_request {
     const qtts_talker_model *m;
     qtts_gen_params p;
@@ -17,9 +21,9 @@ struct qtts_gen_request {
     int32_t pending;   /* sampled codebook-0 token waiting for its frame, or -1 */
     int64_t step;      /* talker steps done (= codebook-0 tokens sampled) */
     float *h;          /* talker normed hidden that produced `pending` */
-    int32_t *hist;     /* distinct generated codebook-0 ids */
-    int64_t n_hist;
-    uint8_t *seen;     /* [talker vocab] */
+    int32_t *c0_hist;  /* distinct generated codebook-0 ids, in order (repetition penalty) */
+    int64_t n_c0_hist;
+    uint8_t *c0_seen;  /* [talker vocab]: 1 for the ids in c0_hist */
     int32_t *codes;    /* [cap_frames x G] */
     int64_t n_frames, cap_frames;
     qtts_stop_reason stop;
@@ -38,10 +42,12 @@ struct qtts_batch {
     int64_t rows_cap, b_cap;
     float *x, *hid;          /* [rows x D] */
     float *logits, *raw;     /* [b x V] */
-    float *samp;             /* [2 x V] */
-    float *h, *e0, *esum;    /* [b x D] */
-    int32_t *codes;          /* [b x (G-1)] */
-    qtts_gen_request **act;      /* [b] */
+    float *sample_scratch;   /* [2 x V] for qtts_sample_pick */
+    float *h;                /* [b x D] talker normed hidden per request */
+    float *c0_emb;           /* [b x D] talker codec embedding of each pending codebook-0 token */
+    float *cp_emb_sum;       /* [b x D] sum of the codebook 1..G-1 embeddings of each new frame */
+    int32_t *codes;          /* [b x (G-1)] code-predictor codes of each new frame */
+    qtts_gen_request **active;   /* [b] requests of the current stage, in batch-row order */
     qtts_kv_cache **caches;  /* [b] */
     int64_t *ntok;           /* [b] */
     qtts_batch_timing timing;
@@ -115,7 +121,8 @@ qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_
     if (qtts_kv_init(&r->kv, &m->cfg.talker, want, prompt->n_rows + p->max_frames + 1, err) ||
         qtts_kv_init(&r->cp_kv, &m->cfg.cp, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
         !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
-        !(r->hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) || !(r->seen = qtts_calloc((size_t)V, 1, err))) {
+        !(r->c0_hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) ||
+        !(r->c0_seen = qtts_calloc((size_t)V, 1, err))) {
         qtts_gen_request_free(r);
         return NULL;
     }
@@ -150,8 +157,8 @@ void qtts_gen_request_free(qtts_gen_request *r) {
     qtts_kv_free(&r->kv);
     qtts_kv_free(&r->cp_kv);
     free(r->h);
-    free(r->hist);
-    free(r->seen);
+    free(r->c0_hist);
+    free(r->c0_seen);
     free(r->codes);
     free(r);
 }
@@ -160,7 +167,6 @@ int qtts_gen_request_finished(const qtts_gen_request *r) { return r->stop != QTT
 qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r) { return r->stop; }
 int64_t qtts_gen_request_n_frames(const qtts_gen_request *r) { return r->n_frames; }
 const int32_t *qtts_gen_request_codes(const qtts_gen_request *r) { return r->codes; }
-int64_t qtts_gen_request_prompt_len(const qtts_gen_request *r) { return r->prompt.n_rows; }
 
 /* ---- batch ---- */
 
@@ -183,12 +189,12 @@ void qtts_batch_free(qtts_batch *b) {
     free(b->hid);
     free(b->logits);
     free(b->raw);
-    free(b->samp);
+    free(b->sample_scratch);
     free(b->h);
-    free(b->e0);
-    free(b->esum);
+    free(b->c0_emb);
+    free(b->cp_emb_sum);
     free(b->codes);
-    free(b->act);
+    free(b->active);
     free(b->caches);
     free(b->ntok);
     free(b);
@@ -233,21 +239,22 @@ static int grow(void **p, size_t bytes, qtts_err *err) {
 }
 
 static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err) {
-    const int64_t D = b->m->cfg.talker.hidden, V = b->m->cfg.talker.vocab, G1 = b->m->cfg.num_code_groups - 1;
+    const int64_t D = b->m->cfg.talker.hidden, V = b->m->cfg.talker.vocab, n_cp = b->m->cfg.num_code_groups - 1;
     if (rows > b->rows_cap) {
         if (grow((void **)&b->x, (size_t)rows * (size_t)D * sizeof(float), err) ||
             grow((void **)&b->hid, (size_t)rows * (size_t)D * sizeof(float), err))
             return -1;
         b->rows_cap = rows;
     }
-    if (nb > b->b_cap || !b->samp) {
+    if (nb > b->b_cap || !b->sample_scratch) {
         size_t f = sizeof(float);
-        if (grow((void **)&b->logits, (size_t)nb * (size_t)V * f, err) ||
-            grow((void **)&b->raw, (size_t)V * f, err) || grow((void **)&b->samp, 2 * (size_t)V * f, err) ||
-            grow((void **)&b->h, (size_t)nb * (size_t)D * f, err) || grow((void **)&b->e0, (size_t)nb * (size_t)D * f, err) ||
-            grow((void **)&b->esum, (size_t)nb * (size_t)D * f, err) ||
-            grow((void **)&b->codes, (size_t)nb * (size_t)G1 * sizeof(int32_t), err) ||
-            grow((void **)&b->act, (size_t)nb * sizeof(qtts_gen_request *), err) ||
+        if (grow((void **)&b->logits, (size_t)nb * (size_t)V * f, err) || grow((void **)&b->raw, (size_t)V * f, err) ||
+            grow((void **)&b->sample_scratch, 2 * (size_t)V * f, err) ||
+            grow((void **)&b->h, (size_t)nb * (size_t)D * f, err) ||
+            grow((void **)&b->c0_emb, (size_t)nb * (size_t)D * f, err) ||
+            grow((void **)&b->cp_emb_sum, (size_t)nb * (size_t)D * f, err) ||
+            grow((void **)&b->codes, (size_t)nb * (size_t)n_cp * sizeof(int32_t), err) ||
+            grow((void **)&b->active, (size_t)nb * sizeof(qtts_gen_request *), err) ||
             grow((void **)&b->caches, (size_t)nb * sizeof(qtts_kv_cache *), err) ||
             grow((void **)&b->ntok, (size_t)nb * sizeof(int64_t), err))
             return -1;
@@ -256,20 +263,21 @@ static int batch_reserve(qtts_batch *b, int64_t rows, int64_t nb, qtts_err *err)
     return 0;
 }
 
-/* Processes and samples codebook 0 for request r from its raw logits z (modified). */
-static int32_t pick_c0(qtts_batch *b, qtts_gen_request *r, float *z) {
+/* Processes and samples codebook 0 for request r from its raw logits z (modified): repetition penalty
+ * over its history, EOS masked while too few tokens, audio-only ids; the token joins the history. */
+static int32_t sample_c0(qtts_batch *b, qtts_gen_request *r, float *z) {
     const qtts_model_config *c = &b->m->cfg;
     const int64_t V = c->talker.vocab;
     if (r->trace.talker_logits) memcpy(b->raw, z, (size_t)V * sizeof(float));
-    qtts_talker_process_logits(z, V, r->hist, r->n_hist, r->p.repetition_penalty, r->step, r->p.min_new_tokens,
+    qtts_talker_process_logits(z, V, r->c0_hist, r->n_c0_hist, r->p.repetition_penalty, r->step, r->p.min_new_tokens,
                                c->codec_eos);
     if (r->trace.talker_logits) r->trace.talker_logits(r->trace.user, r->step, b->raw, z, V);
     int32_t tok;
     double u = r->p.talker.do_sample ? qtts_philox_uniform(r->p.seed, r->p.stream, (uint32_t)r->step, 0) : 0.0;
-    tok = qtts_sample_pick(z, V, &r->p.talker, u, b->samp);
-    if (tok >= 0 && tok < V && !r->seen[tok]) {
-        r->seen[tok] = 1;
-        r->hist[r->n_hist++] = tok;
+    tok = qtts_sample_pick(z, V, &r->p.talker, u, b->sample_scratch);
+    if (tok >= 0 && tok < V && !r->c0_seen[tok]) {
+        r->c0_seen[tok] = 1;
+        r->c0_hist[r->n_c0_hist++] = tok;
     }
     r->step++;
     return tok;
@@ -279,13 +287,14 @@ typedef struct {
     qtts_batch *b;
 } cp_ctx;
 
-static int32_t cp_pick(void *ctx, int bi, int group, float *logits, int64_t vocab) {
+/* qtts_cp_pick_fn: samples code `group` of batch row bi with its request's code-predictor settings. */
+static int32_t sample_cp_code(void *ctx, int bi, int group, float *logits, int64_t vocab) {
     qtts_batch *b = ((cp_ctx *)ctx)->b;
-    qtts_gen_request *r = b->act[bi];
+    qtts_gen_request *r = b->active[bi];
     if (r->trace.cp_logits) r->trace.cp_logits(r->trace.user, r->n_frames, group, logits, vocab);
     double u = r->p.cp.do_sample ? qtts_philox_uniform(r->p.seed, r->p.stream, (uint32_t)r->n_frames, (uint32_t)group)
                                  : 0.0;
-    return qtts_sample_pick(logits, vocab, &r->p.cp, u, b->samp);
+    return qtts_sample_pick(logits, vocab, &r->p.cp, u, b->sample_scratch);
 }
 
 static void finish(qtts_gen_request *r, qtts_stop_reason why) {
@@ -306,7 +315,8 @@ static int append_frame(qtts_gen_request *r, int64_t G, const int32_t *frame, qt
 static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     const qtts_talker_model *m = b->m;
     const qtts_model_config *c = &m->cfg;
-    const int64_t D = c->talker.hidden, V = c->talker.vocab, G = c->num_code_groups, G1 = G - 1;
+    /* n_cp: codes per frame from the code predictor (codebooks 1..G-1) */
+    const int64_t D = c->talker.hidden, V = c->talker.vocab, G = c->num_code_groups, n_cp = G - 1;
     int nb = b->n;
     int64_t rows = 0;
     for (int i = 0; i < nb; i++)
@@ -325,7 +335,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
             continue;
         }
         memcpy(b->x + off * D, r->prompt.rows, (size_t)(r->prompt.n_rows * D) * sizeof(float));
-        b->act[np] = r;
+        b->active[np] = r;
         b->caches[np] = &r->kv;
         b->ntok[np] = r->prompt.n_rows;
         off += r->prompt.n_rows;
@@ -339,12 +349,13 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
             last += b->ntok[k];
             memcpy(b->h + k * D, b->hid + (last - 1) * D, (size_t)D * sizeof(float));
         }
-        qtts_linear(pool, &m->codec_head, NULL, b->h, np, b->logits);
+        if (qtts_linear(pool, &m->codec_head, NULL, b->h, np, b->logits))
+            return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "talker: out of memory in the codec head");
         for (int k = 0; k < np; k++) {
-            qtts_gen_request *r = b->act[k];
+            qtts_gen_request *r = b->active[k];
             memcpy(r->h, b->h + k * D, (size_t)D * sizeof(float));
             if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, 0, r->h, D);
-            int32_t tok = pick_c0(b, r, b->logits + k * V);
+            int32_t tok = sample_c0(b, r, b->logits + k * V);
             if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
             else r->pending = tok;
         }
@@ -357,26 +368,26 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     for (int i = 0; i < nb; i++) {
         qtts_gen_request *r = b->reqs[i];
         if (r->stop || r->pending < 0) continue;
-        b->act[na] = r;
+        b->active[na] = r;
         b->caches[na] = &r->cp_kv;
         memcpy(b->h + na * D, r->h, (size_t)D * sizeof(float));
-        if (qtts_talker_codec_embed(m, r->pending, b->e0 + na * D, err)) return -1;
+        if (qtts_talker_codec_embed(m, r->pending, b->c0_emb + na * D, err)) return -1;
         na++;
     }
     if (!na) return 0;
     cp_ctx cc = {b};
-    if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->e0, b->caches, cp_pick, &cc, b->codes, b->esum,
-                                NULL, NULL, err))
+    if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->c0_emb, b->caches, sample_cp_code, &cc, b->codes,
+                                b->cp_emb_sum, NULL, NULL, err))
         return -1;
     stage_add(&b->timing.cp, t_cp, na);
 
     /* 3. emit frames, build next talker inputs */
     int nt = 0;
-    int32_t frame[64 + 1];
+    int32_t frame[MAX_CODE_GROUPS];
     for (int k = 0; k < na; k++) {
-        qtts_gen_request *r = b->act[k];
+        qtts_gen_request *r = b->active[k];
         frame[0] = r->pending;
-        memcpy(frame + 1, b->codes + k * G1, (size_t)G1 * sizeof(int32_t));
+        memcpy(frame + 1, b->codes + k * n_cp, (size_t)n_cp * sizeof(int32_t));
         int64_t fi = r->n_frames;
         if (append_frame(r, G, frame, err)) return -1;
         r->pending = -1;
@@ -387,10 +398,10 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         }
         const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
         float *x = b->x + nt * D;
-        const float *e0 = b->e0 + k * D, *es = b->esum + k * D;
-        for (int64_t i = 0; i < D; i++) x[i] = e0[i] + es[i] + text[i];
+        const float *e0 = b->c0_emb + k * D, *esum = b->cp_emb_sum + k * D;
+        for (int64_t i = 0; i < D; i++) x[i] = e0[i] + esum[i] + text[i]; /* next input: frame embedding + text */
         if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
-        b->act[nt] = r;
+        b->active[nt] = r;
         b->caches[nt] = &r->kv;
         b->ntok[nt] = 1;
         nt++;
@@ -400,12 +411,13 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     /* 4. one talker step for all of them */
     stamp t_tk = stamp_now();
     if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
-    qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits);
+    if (qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits))
+        return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "talker: out of memory in the codec head");
     for (int k = 0; k < nt; k++) {
-        qtts_gen_request *r = b->act[k];
+        qtts_gen_request *r = b->active[k];
         memcpy(r->h, b->hid + k * D, (size_t)D * sizeof(float));
         if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, r->step, r->h, D);
-        int32_t tok = pick_c0(b, r, b->logits + k * V);
+        int32_t tok = sample_c0(b, r, b->logits + k * V);
         if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
         else r->pending = tok;
     }
@@ -414,8 +426,9 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
 }
 
 int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
-    if (b->m->cfg.num_code_groups > 65) return qtts_fail(err, "num_code_groups %lld is too large",
-                                                         (long long)b->m->cfg.num_code_groups);
+    if (b->m->cfg.num_code_groups > MAX_CODE_GROUPS)
+        return qtts_fail(err, "num_code_groups %lld is too large (at most %d)", (long long)b->m->cfg.num_code_groups,
+                         MAX_CODE_GROUPS);
     int rc = batch_step(b, pool, err);
     if (rc) {
         for (int i = 0; i < b->n; i++) {

@@ -1,4 +1,4 @@
-/* The generation loop (spec §7 / §12b): talker prefill, then one frame per
+/* The generation loop: talker prefill, then one frame per
  * step: code predictor for the pending codebook-0 token -> frame [G codes]
  * delivered to the frame callback at once -> next talker input (sum of the G
  * codebook embeddings + trailing text row or PAD) -> one talker step ->
@@ -75,7 +75,6 @@ qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r);
 int64_t qtts_gen_request_n_frames(const qtts_gen_request *r);
 /* All frames so far, [n_frames x num_code_groups], valid until the next step or free. */
 const int32_t *qtts_gen_request_codes(const qtts_gen_request *r);
-int64_t qtts_gen_request_prompt_len(const qtts_gen_request *r);
 
 typedef struct qtts_batch qtts_batch;
 

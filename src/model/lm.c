@@ -296,7 +296,7 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         qtts_rmsnorm(pool, x, L->in_norm, rows, D, eps, w->h);
         if (L->qkv.data) {
             /* one call, then split each row [q | k | v] */
-            qtts_linear(pool, &L->qkv, NULL, w->h, rows, w->fused);
+            if (qtts_linear(pool, &L->qkv, NULL, w->h, rows, w->fused)) goto oom;
             for (int64_t r = 0; r < rows; r++) {
                 const float *f = w->fused + r * (qd + 2 * kvd);
                 memcpy(w->q + r * qd, f, (size_t)qd * sizeof(float));
@@ -304,9 +304,9 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
                 memcpy(w->v + r * kvd, f + qd + kvd, (size_t)kvd * sizeof(float));
             }
         } else {
-            qtts_linear(pool, &L->q, NULL, w->h, rows, w->q);
-            qtts_linear(pool, &L->k, NULL, w->h, rows, w->k);
-            qtts_linear(pool, &L->v, NULL, w->h, rows, w->v);
+            if (qtts_linear(pool, &L->q, NULL, w->h, rows, w->q) || qtts_linear(pool, &L->k, NULL, w->h, rows, w->k) ||
+                qtts_linear(pool, &L->v, NULL, w->h, rows, w->v))
+                goto oom;
         }
         qtts_rmsnorm(pool, w->q, L->q_norm, rows * c->heads, hd, eps, w->q);
         qtts_rmsnorm(pool, w->k, L->k_norm, rows * c->kv_heads, hd, eps, w->k);
@@ -322,22 +322,23 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         }
         attn_job aj = {c, w->q, w->att, row_seq, row_pos, kc, vc, 1.0f / sqrtf((float)hd)};
         qtts_parallel_for(pool, rows * c->heads, 1, attn_items, &aj);
-        qtts_linear(pool, &L->o, NULL, w->att, rows, w->h);
+        if (qtts_linear(pool, &L->o, NULL, w->att, rows, w->h)) goto oom;
         for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
         qtts_rmsnorm(pool, x, L->post_norm, rows, D, eps, w->h);
         if (L->gate_up.data) {
-            qtts_linear(pool, &L->gate_up, NULL, w->h, rows, w->fused);
+            if (qtts_linear(pool, &L->gate_up, NULL, w->h, rows, w->fused)) goto oom;
             for (int64_t r = 0; r < rows; r++) {
                 float *g = w->fused + r * 2 * I;
                 qtts_swiglu(g, g + I, I);
                 memcpy(w->gate + r * I, g, (size_t)I * sizeof(float));
             }
         } else {
-            qtts_linear(pool, &L->gate, NULL, w->h, rows, w->gate);
-            qtts_linear(pool, &L->up, NULL, w->h, rows, w->up);
+            if (qtts_linear(pool, &L->gate, NULL, w->h, rows, w->gate) ||
+                qtts_linear(pool, &L->up, NULL, w->h, rows, w->up))
+                goto oom;
             qtts_swiglu(w->gate, w->up, rows * I);
         }
-        qtts_linear(pool, &L->down, NULL, w->gate, rows, w->h);
+        if (qtts_linear(pool, &L->down, NULL, w->gate, rows, w->h)) goto oom;
         for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
     }
     for (int s = 0; s < n_seq; s++) caches[s]->len += n_tok[s];
@@ -346,4 +347,9 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
     free(row_seq);
     free(kc);
     return 0;
+oom: /* the caches' lengths are unchanged: what this call wrote past them is ignored */
+    free(row_seq);
+    free(kc);
+    return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "decoder: out of memory in a dense layer (%lld rows)",
+                        (long long)rows);
 }

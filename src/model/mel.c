@@ -112,8 +112,6 @@ qtts_mel *qtts_mel_create_speaker(int64_t sample_rate, int64_t n_mels, qtts_err 
     return qtts_mel_create(sample_rate, 1024, 256, n_mels, 0.0, sample_rate / 2.0, err);
 }
 
-int64_t qtts_mel_bins(const qtts_mel *m) { return m->n_mels; }
-
 int64_t qtts_mel_frames(const qtts_mel *m, int64_t n) {
     int64_t padded = n + 2 * m->pad;
     if (n <= m->pad || padded < m->n_fft) return 0;

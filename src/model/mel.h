@@ -1,4 +1,4 @@
-/* Log-mel front end of the speaker encoder (spec §8, golden README item 8):
+/* Log-mel front end of the speaker encoder (the reference's mel_spectrogram):
  * reflect-pad (n_fft-hop)/2 on both sides, STFT (n_fft 1024, hop 256, periodic
  * Hann, no centering, onesided), magnitude sqrt(re^2+im^2+1e-9), librosa
  * Slaney mel filterbank (htk=false, norm='slaney', fmin 0, fmax sr/2),
@@ -20,7 +20,6 @@ qtts_mel *qtts_mel_create(int64_t sample_rate, int64_t n_fft, int64_t hop, int64
 qtts_mel *qtts_mel_create_speaker(int64_t sample_rate, int64_t n_mels, qtts_err *err);
 void qtts_mel_free(qtts_mel *m);
 
-int64_t qtts_mel_bins(const qtts_mel *m);
 /* Frames for n samples: 1 + (n - hop) / hop after the reflect padding; 0 if too short. */
 int64_t qtts_mel_frames(const qtts_mel *m, int64_t n_samples);
 /* Smallest input the reflect padding accepts: (n_fft - hop)/2 + 1 samples and one frame. */

@@ -1,4 +1,5 @@
-/* Random-weight models at REAL dimensions (spec §4.1, §6, §10) for
+/* Random-weight models at REAL dimensions (the shipped talker, code predictor
+ * and tensor inventory of the 0.6B / 1.7B checkpoints) for
  * benchmarks: an in-memory qtts_store with the official tensor names and a
  * matching config, loaded through the normal path (qtts_talker_model_from_store).
  *

@@ -5,6 +5,19 @@
 #include <string.h>
 #include <strings.h>
 
+/* Token framing of the chat-template ids (qtts_prompt_spec):
+ *   text_ids = <|im_start|> assistant \n {text} <|im_end|> \n <|im_start|> assistant \n
+ *   ref_ids  = <|im_start|> assistant \n {ref_text} <|im_end|> \n
+ * The role prefix becomes the three role rows of the prompt; {text} and
+ * {ref_text} are what lies between prefix and suffix. */
+enum {
+    ROLE_PREFIX_IDS = 3, /* "<|im_start|>assistant\n" opening text_ids and ref_ids */
+    TEXT_SUFFIX_IDS = 5, /* "<|im_end|>\n<|im_start|>assistant\n" closing text_ids */
+    REF_SUFFIX_IDS = 2,  /* "<|im_end|>\n" closing ref_ids */
+    TTS_SPECIAL_IDS = 3, /* tts_pad, tts_bos, tts_eos: the text rows PAD, BOS, EOS */
+    MAX_CONTROL_IDS = 7, /* longest codec control sequence (see control_sequence) */
+};
+
 const char *qtts_mode_name(qtts_mode m) {
     switch (m) {
     case QTTS_MODE_CUSTOM_VOICE: return "custom-voice";
@@ -73,13 +86,15 @@ int qtts_prompt_validate(const qtts_talker_model *m, const qtts_prompt_spec *s, 
                          qtts_variant_name(need), qtts_variant_name(c->variant));
     int64_t n = s->n_text_ids;
     const int32_t *t = s->text_ids;
-    if (!t || n < 8 || t[0] != c->im_start || t[1] != c->assistant || t[n - 5] != c->im_end ||
-        t[n - 3] != c->im_start || t[n - 2] != c->assistant)
+    /* suf: <|im_end|> \n <|im_start|> assistant \n */
+    const int32_t *suf = t && n >= ROLE_PREFIX_IDS + TEXT_SUFFIX_IDS ? t + n - TEXT_SUFFIX_IDS : NULL;
+    if (!suf || t[0] != c->im_start || t[1] != c->assistant || suf[0] != c->im_end || suf[2] != c->im_start ||
+        suf[3] != c->assistant)
         return qtts_fail(err, "text ids must be the chat template <|im_start|>assistant\\n{text}<|im_end|>\\n"
                               "<|im_start|>assistant\\n (got %lld ids)", (long long)n);
     int streaming = s->non_streaming < 0 ? (s->mode == QTTS_MODE_CLONE_XVEC || s->mode == QTTS_MODE_CLONE_ICL)
                                          : !s->non_streaming;
-    if (streaming && s->mode != QTTS_MODE_CLONE_ICL && n == 8)
+    if (streaming && s->mode != QTTS_MODE_CLONE_ICL && n == ROLE_PREFIX_IDS + TEXT_SUFFIX_IDS)
         return qtts_fail(err, "the text is empty (streaming-text layout needs at least one text token)");
     if (s->non_streaming > 1) return qtts_fail(err, "non_streaming must be -1, 0 or 1");
     int has_instruct = s->instruct_ids && s->n_instruct_ids > 0;
@@ -103,8 +118,8 @@ int qtts_prompt_validate(const qtts_talker_model *m, const qtts_prompt_spec *s, 
         if (s->mode == QTTS_MODE_CLONE_ICL) {
             if (!s->ref_codes || s->n_ref_frames <= 0)
                 return qtts_fail(err, "ICL voice cloning needs reference codes (or use x-vector-only mode)");
-            if (!s->ref_ids || s->n_ref_ids < 5 || s->ref_ids[0] != c->im_start || s->ref_ids[1] != c->assistant ||
-                s->ref_ids[s->n_ref_ids - 2] != c->im_end)
+            if (!s->ref_ids || s->n_ref_ids < ROLE_PREFIX_IDS + REF_SUFFIX_IDS || s->ref_ids[0] != c->im_start ||
+                s->ref_ids[1] != c->assistant || s->ref_ids[s->n_ref_ids - REF_SUFFIX_IDS] != c->im_end)
                 return qtts_fail(err, "ICL voice cloning needs the reference text ids "
                                       "<|im_start|>assistant\\n{ref_text}<|im_end|>\\n (or use x-vector-only mode)");
             for (int64_t i = 0; i < s->n_ref_frames * c->num_code_groups; i++)
@@ -130,12 +145,212 @@ static void vadd(float *y, const float *a, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
+/* The codec control sequence S: [think, think_bos, language, think_eos] with
+ * a language, else [nothink, think_bos, think_eos]; then the speaker slot
+ * (CustomVoice: the speaker's codec id; Base: the x-vector, placed raw;
+ * VoiceDesign: none); then codec_pad, codec_bos. K = |S| is 5..7. */
+typedef struct {
+    int64_t id[MAX_CONTROL_IDS];
+    int n;             /* K */
+    int spk_row;       /* index of the speaker slot, or -1 */
+    const float *xvec; /* Base: the x-vector for the speaker slot (its id is -1) */
+} control_seq;
+
+static void control_sequence(const qtts_model_config *c, const qtts_prompt_spec *s, int64_t lang, control_seq *cs) {
+    int K = 0;
+    cs->spk_row = -1;
+    cs->xvec = NULL;
+    if (lang >= 0) {
+        cs->id[K++] = c->think;
+        cs->id[K++] = c->think_bos;
+        cs->id[K++] = lang;
+        cs->id[K++] = c->think_eos;
+    } else {
+        cs->id[K++] = c->nothink;
+        cs->id[K++] = c->think_bos;
+        cs->id[K++] = c->think_eos;
+    }
+    if (s->mode == QTTS_MODE_CUSTOM_VOICE) {
+        cs->spk_row = K;
+        cs->id[K++] = qtts_config_speaker(c, s->speaker)->id;
+    } else if (s->mode != QTTS_MODE_VOICE_DESIGN) {
+        cs->spk_row = K;
+        cs->id[K++] = -1;
+        cs->xvec = s->xvector;
+    }
+    cs->id[K++] = c->codec_pad;
+    cs->id[K++] = c->codec_bos;
+    cs->n = K;
+}
+
+/* Every text-track row of the prompt, projected in one batch (rows of buf). */
+typedef struct {
+    float *buf;                        /* [TTS_SPECIAL_IDS + n_instr + ROLE_PREFIX_IDS + n_text + n_ref][D] */
+    const float *pad, *bos, *eos;      /* T(tts_pad), T(tts_bos), T(tts_eos) */
+    const float *instr, *role, *text, *ref; /* [n_instr], [ROLE_PREFIX_IDS], [n_text], [n_ref] rows */
+    int64_t n_instr, n_text, n_ref;
+} text_rows;
+
+static int embed_prompt_text(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *s, int use_instruct,
+                             int icl, text_rows *tr, qtts_err *err) {
+    const qtts_model_config *c = &m->cfg;
+    const int64_t D = c->talker.hidden;
+    tr->n_text = s->n_text_ids - ROLE_PREFIX_IDS - TEXT_SUFFIX_IDS;
+    tr->n_instr = use_instruct ? s->n_instruct_ids : 0;
+    tr->n_ref = icl ? s->n_ref_ids - ROLE_PREFIX_IDS - REF_SUFFIX_IDS : 0;
+    const int64_t n_ids = TTS_SPECIAL_IDS + tr->n_instr + ROLE_PREFIX_IDS + tr->n_text + tr->n_ref;
+    int32_t *ids = qtts_malloc((size_t)n_ids * sizeof(int32_t), err);
+    tr->buf = ids ? qtts_malloc((size_t)n_ids * (size_t)D * sizeof(float), err) : NULL;
+    if (!tr->buf) {
+        free(ids);
+        return -1;
+    }
+    int64_t o = 0;
+    ids[o++] = (int32_t)c->tts_pad;
+    ids[o++] = (int32_t)c->tts_bos;
+    ids[o++] = (int32_t)c->tts_eos;
+    for (int64_t i = 0; i < tr->n_instr; i++) ids[o++] = s->instruct_ids[i];
+    for (int64_t i = 0; i < ROLE_PREFIX_IDS; i++) ids[o++] = s->text_ids[i];
+    for (int64_t i = 0; i < tr->n_text; i++) ids[o++] = s->text_ids[ROLE_PREFIX_IDS + i];
+    for (int64_t i = 0; i < tr->n_ref; i++) ids[o++] = s->ref_ids[ROLE_PREFIX_IDS + i];
+    int rc = qtts_talker_text_embed(m, pool, ids, n_ids, tr->buf, err);
+    free(ids);
+    tr->pad = tr->buf;
+    tr->bos = tr->pad + D;
+    tr->eos = tr->bos + D;
+    tr->instr = tr->buf + TTS_SPECIAL_IDS * D;
+    tr->role = tr->instr + tr->n_instr * D;
+    tr->text = tr->role + ROLE_PREFIX_IDS * D;
+    tr->ref = tr->text + tr->n_text * D;
+    return rc;
+}
+
+/* Row counts after the common prefix. ICL: text track A = [ref text, text,
+ * EOS] (a_len) and codec track B = [codec_bos, reference frames] (b_len). */
+typedef struct {
+    int64_t a_len, b_len, body, n_trail;
+} prompt_layout;
+
+static prompt_layout layout_of(const text_rows *tr, int icl, int streaming, int64_t n_ref_frames) {
+    prompt_layout l = {0, 0, 0, 0};
+    if (!icl) {
+        l.body = streaming ? 1 : tr->n_text + 2;
+        l.n_trail = streaming ? tr->n_text : 1; /* t2..tn + EOS, or [PAD] */
+        return l;
+    }
+    l.a_len = tr->n_ref + tr->n_text + 1;
+    l.b_len = 1 + n_ref_frames;
+    l.body = streaming ? l.b_len : l.a_len + l.b_len;
+    l.n_trail = streaming && l.a_len > l.b_len ? l.a_len - l.b_len : 1;
+    return l;
+}
+
+/* Common prefix: instruct rows and the role rows (text only), then the first
+ * K-1 control ids over the text track [PAD x (K-2), BOS]. crow: [D] scratch.
+ * Returns the next row, or NULL. */
+static float *prefix_rows(const qtts_talker_model *m, const text_rows *tr, const control_seq *cs, float *row,
+                          float *crow, qtts_err *err) {
+    const int64_t D = m->cfg.talker.hidden;
+    memcpy(row, tr->instr, (size_t)(tr->n_instr * D) * sizeof(float));
+    row += tr->n_instr * D;
+    memcpy(row, tr->role, (size_t)(ROLE_PREFIX_IDS * D) * sizeof(float));
+    row += ROLE_PREFIX_IDS * D;
+    for (int k = 0; k < cs->n - 1; k++, row += D) {
+        if (k == cs->spk_row && cs->xvec) memcpy(crow, cs->xvec, (size_t)D * sizeof(float));
+        else if (qtts_talker_codec_embed(m, cs->id[k], crow, err)) return NULL;
+        vadd(row, k == cs->n - 2 ? tr->bos : tr->pad, crow, D);
+    }
+    return row;
+}
+
+/* Non-ICL body. Streaming: T(t1) + C(codec_bos), trailing [T(t2..tn), EOS].
+ * Non-streaming: T(ti) + C(codec_pad) for every text token, EOS + C(codec_pad),
+ * PAD + C(codec_bos); trailing [PAD]. cbuf: [2D] scratch. */
+static int plain_body(const qtts_talker_model *m, const text_rows *tr, int streaming, float *row, float *cbuf,
+                      qtts_prompt *out, qtts_err *err) {
+    const qtts_model_config *c = &m->cfg;
+    const int64_t D = c->talker.hidden, n_text = tr->n_text;
+    float *cbos = cbuf, *cpad = cbuf + D;
+    if (qtts_talker_codec_embed(m, c->codec_pad, cpad, err) || qtts_talker_codec_embed(m, c->codec_bos, cbos, err))
+        return -1;
+    if (streaming) {
+        vadd(row, tr->text, cbos, D);
+        memcpy(out->trailing, tr->text + D, (size_t)((n_text - 1) * D) * sizeof(float));
+        memcpy(out->trailing + (n_text - 1) * D, tr->eos, (size_t)D * sizeof(float));
+        return 0;
+    }
+    for (int64_t i = 0; i < n_text; i++, row += D) vadd(row, tr->text + i * D, cpad, D);
+    vadd(row, tr->eos, cpad, D);
+    row += D;
+    vadd(row, tr->pad, cbos, D);
+    memcpy(out->trailing, tr->pad, (size_t)D * sizeof(float));
+    return 0;
+}
+
+/* The ICL tracks in one new buffer [a_len + b_len][D]: A = [T(ref text),
+ * T(text), EOS], then B = [cbos, and per reference frame the sum of its G
+ * codebook embeddings (codebook 0 from the talker, 1..G-1 from the code
+ * predictor's tables)]. tmp: [D] scratch. */
+static float *icl_tracks(const qtts_talker_model *m, const qtts_prompt_spec *s, const text_rows *tr,
+                         const prompt_layout *l, const float *cbos, float *tmp, qtts_err *err) {
+    const int64_t D = m->cfg.talker.hidden, G = m->cfg.num_code_groups;
+    float *A = qtts_malloc((size_t)(l->a_len + l->b_len) * (size_t)D * sizeof(float), err);
+    if (!A) return NULL;
+    float *B = A + l->a_len * D;
+    memcpy(A, tr->ref, (size_t)(tr->n_ref * D) * sizeof(float));
+    memcpy(A + tr->n_ref * D, tr->text, (size_t)(tr->n_text * D) * sizeof(float));
+    memcpy(A + (l->a_len - 1) * D, tr->eos, (size_t)D * sizeof(float));
+    memcpy(B, cbos, (size_t)D * sizeof(float));
+    for (int64_t f = 0; f < s->n_ref_frames; f++) {
+        float *bf = B + (1 + f) * D;
+        const int32_t *codes = s->ref_codes + f * G;
+        if (qtts_talker_codec_embed(m, codes[0], bf, err)) goto fail;
+        for (int64_t q = 1; q < G; q++) {
+            if (qtts_tensor_row_f32(m->cp.emb[q - 1], codes[q], tmp, err)) goto fail;
+            for (int64_t i = 0; i < D; i++) bf[i] += tmp[i];
+        }
+    }
+    return A;
+fail:
+    free(A);
+    return NULL;
+}
+
+/* ICL body. Streaming: A[j] + B[j] for every j < b_len (A padded with PAD),
+ * trailing A[b_len..] or [PAD]. Non-streaming: A[i] + C(codec_pad) for all i,
+ * then B[j] + PAD; trailing [PAD]. cbuf: [2D] scratch. */
+static int icl_body(const qtts_talker_model *m, const qtts_prompt_spec *s, const text_rows *tr, const prompt_layout *l,
+                    int streaming, float *row, float *cbuf, qtts_prompt *out, qtts_err *err) {
+    const qtts_model_config *c = &m->cfg;
+    const int64_t D = c->talker.hidden, a_len = l->a_len, b_len = l->b_len;
+    float *cbos = cbuf, *cpad = cbuf + D;
+    if (qtts_talker_codec_embed(m, c->codec_bos, cbos, err)) return -1;
+    float *A = icl_tracks(m, s, tr, l, cbos, cpad, err);
+    if (!A) return -1;
+    const float *B = A + a_len * D;
+    if (qtts_talker_codec_embed(m, c->codec_pad, cpad, err)) { /* cpad was the scratch above */
+        free(A);
+        return -1;
+    }
+    if (streaming) {
+        for (int64_t j = 0; j < b_len; j++, row += D) vadd(row, j < a_len ? A + j * D : tr->pad, B + j * D, D);
+        if (a_len > b_len) memcpy(out->trailing, A + b_len * D, (size_t)((a_len - b_len) * D) * sizeof(float));
+        else memcpy(out->trailing, tr->pad, (size_t)D * sizeof(float));
+    } else {
+        for (int64_t i = 0; i < a_len; i++, row += D) vadd(row, A + i * D, cpad, D);
+        for (int64_t j = 0; j < b_len; j++, row += D) vadd(row, B + j * D, tr->pad, D);
+        memcpy(out->trailing, tr->pad, (size_t)D * sizeof(float));
+    }
+    free(A);
+    return 0;
+}
+
 int qtts_prompt_build(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *s, qtts_prompt *out,
                       qtts_err *err) {
     memset(out, 0, sizeof *out);
     if (qtts_prompt_validate(m, s, err)) return -1;
     const qtts_model_config *c = &m->cfg;
-    const int64_t D = c->talker.hidden, G = c->num_code_groups;
+    const int64_t D = c->talker.hidden;
     const int streaming = s->non_streaming < 0 ? (s->mode == QTTS_MODE_CLONE_XVEC || s->mode == QTTS_MODE_CLONE_ICL)
                                                : !s->non_streaming;
     const int icl = s->mode == QTTS_MODE_CLONE_ICL;
@@ -143,149 +358,29 @@ int qtts_prompt_build(const qtts_talker_model *m, qtts_pool *pool, const qtts_pr
                        (s->mode != QTTS_MODE_CUSTOM_VOICE || cv_uses_instruct(c));
     int64_t lang;
     if (resolve_language(m, s, &lang, err)) return -1;
+    control_seq cs;
+    control_sequence(c, s, lang, &cs);
 
-    /* codec control sequence S (spec §5.1); spk_row = index of the speaker slot or -1 */
-    int64_t S[8];
-    int K = 0, spk_row = -1;
-    if (lang >= 0) {
-        S[K++] = c->think;
-        S[K++] = c->think_bos;
-        S[K++] = lang;
-        S[K++] = c->think_eos;
-    } else {
-        S[K++] = c->nothink;
-        S[K++] = c->think_bos;
-        S[K++] = c->think_eos;
-    }
-    const float *xvec = NULL;
-    if (s->mode == QTTS_MODE_CUSTOM_VOICE) {
-        spk_row = K;
-        S[K++] = qtts_config_speaker(c, s->speaker)->id;
-    } else if (s->mode != QTTS_MODE_VOICE_DESIGN) {
-        spk_row = K;
-        S[K++] = -1;
-        xvec = s->xvector;
-    }
-    S[K++] = c->codec_pad;
-    S[K++] = c->codec_bos;
-
-    /* all text ids needed, projected in one batch: PAD, BOS, EOS, instruct, role, text, ref text */
-    const int64_t n_text = s->n_text_ids - 8, n_instr = use_instruct ? s->n_instruct_ids : 0;
-    const int64_t n_ref = icl ? s->n_ref_ids - 5 : 0;
-    const int64_t n_ids = 3 + n_instr + 3 + n_text + n_ref;
-    int32_t *ids = qtts_malloc((size_t)n_ids * sizeof(int32_t), err);
-    float *T = ids ? qtts_malloc((size_t)n_ids * (size_t)D * sizeof(float), err) : NULL;
-    float *crow = T ? qtts_malloc((size_t)D * 2 * sizeof(float), err) : NULL;
+    text_rows tr = {0};
+    float *cbuf = NULL, *row = NULL;
     int rc = -1;
-    if (!crow) goto done;
-    float *ctmp = crow + D;
-    int64_t o = 0;
-    ids[o++] = (int32_t)c->tts_pad;
-    ids[o++] = (int32_t)c->tts_bos;
-    ids[o++] = (int32_t)c->tts_eos;
-    for (int64_t i = 0; i < n_instr; i++) ids[o++] = s->instruct_ids[i];
-    for (int64_t i = 0; i < 3; i++) ids[o++] = s->text_ids[i];
-    for (int64_t i = 0; i < n_text; i++) ids[o++] = s->text_ids[3 + i];
-    for (int64_t i = 0; i < n_ref; i++) ids[o++] = s->ref_ids[3 + i];
-    if (qtts_talker_text_embed(m, pool, ids, n_ids, T, err)) goto done;
-    const float *PAD = T, *BOS = T + D, *EOS = T + 2 * D, *TI = T + 3 * D, *TR = TI + n_instr * D;
-    const float *TX = TR + 3 * D, *TREF = TX + n_text * D;
-
-    /* ICL sequences: A (text) and B (codec) */
-    int64_t a_len = icl ? n_ref + n_text + 1 : 0, b_len = icl ? 1 + s->n_ref_frames : 0;
-    int64_t body, n_trail;
-    if (!icl) {
-        body = streaming ? 1 : n_text + 2;
-        n_trail = streaming ? n_text : 1; /* t2..tn + EOS, or [PAD] */
-    } else if (streaming) {
-        body = b_len;
-        n_trail = a_len > b_len ? a_len - b_len : 1;
-    } else {
-        body = a_len + b_len;
-        n_trail = 1;
-    }
+    if (embed_prompt_text(m, pool, s, use_instruct, icl, &tr, err)) goto done;
+    const prompt_layout l = layout_of(&tr, icl, streaming, s->n_ref_frames);
     out->dim = D;
-    out->n_rows = n_instr + 3 + (K - 1) + body;
-    out->n_trailing = n_trail;
+    out->n_rows = tr.n_instr + ROLE_PREFIX_IDS + (cs.n - 1) + l.body;
+    out->n_trailing = l.n_trail;
     out->rows = qtts_malloc((size_t)out->n_rows * (size_t)D * sizeof(float), err);
-    out->trailing = qtts_malloc((size_t)n_trail * (size_t)D * sizeof(float), err);
+    out->trailing = qtts_malloc((size_t)l.n_trail * (size_t)D * sizeof(float), err);
     out->pad = qtts_malloc((size_t)D * sizeof(float), err);
-    if (!out->rows || !out->trailing || !out->pad) goto done;
-    memcpy(out->pad, PAD, (size_t)D * sizeof(float));
-    float *row = out->rows;
-#define NEXT_ROW (row += D)
-    memcpy(row, TI, (size_t)(n_instr * D) * sizeof(float));
-    row += n_instr * D;
-    memcpy(row, TR, (size_t)(3 * D) * sizeof(float));
-    row += 3 * D;
-    for (int k = 0; k < K - 1; k++, NEXT_ROW) {
-        if (k == spk_row && xvec) memcpy(crow, xvec, (size_t)D * sizeof(float));
-        else if (qtts_talker_codec_embed(m, S[k], crow, err)) goto done;
-        vadd(row, k == K - 2 ? BOS : PAD, crow, D);
-    }
-    float *cpad = ctmp; /* C(codec_pad) */
-    if (qtts_talker_codec_embed(m, c->codec_pad, cpad, err) || qtts_talker_codec_embed(m, c->codec_bos, crow, err))
-        goto done; /* crow = C(codec_bos) */
-    if (!icl) {
-        if (streaming) {
-            vadd(row, TX, crow, D);
-            NEXT_ROW;
-            memcpy(out->trailing, TX + D, (size_t)((n_text - 1) * D) * sizeof(float));
-            memcpy(out->trailing + (n_text - 1) * D, EOS, (size_t)D * sizeof(float));
-        } else {
-            for (int64_t i = 0; i < n_text; i++, NEXT_ROW) vadd(row, TX + i * D, cpad, D);
-            vadd(row, EOS, cpad, D);
-            NEXT_ROW;
-            vadd(row, PAD, crow, D);
-            NEXT_ROW;
-            memcpy(out->trailing, PAD, (size_t)D * sizeof(float));
-        }
-    } else {
-        /* A[i]: ref text, target text, EOS. B[j]: C(bos), then per-frame sums of the G codebook embeddings. */
-        float *A = qtts_malloc((size_t)(a_len + b_len) * (size_t)D * sizeof(float), err);
-        if (!A) goto done;
-        float *B = A + a_len * D;
-        memcpy(A, TREF, (size_t)(n_ref * D) * sizeof(float));
-        memcpy(A + n_ref * D, TX, (size_t)(n_text * D) * sizeof(float));
-        memcpy(A + (a_len - 1) * D, EOS, (size_t)D * sizeof(float));
-        memcpy(B, crow, (size_t)D * sizeof(float));
-        for (int64_t f = 0; f < s->n_ref_frames; f++) {
-            float *bf = B + (1 + f) * D;
-            const int32_t *codes = s->ref_codes + f * G;
-            if (qtts_talker_codec_embed(m, codes[0], bf, err)) {
-                free(A);
-                goto done;
-            }
-            for (int64_t q = 1; q < G; q++) {
-                if (qtts_tensor_row_f32(m->cp.emb[q - 1], codes[q], ctmp + 0, err)) {
-                    free(A);
-                    goto done;
-                }
-                for (int64_t i = 0; i < D; i++) bf[i] += ctmp[i];
-            }
-        }
-        /* cpad was overwritten by the sums above; reload it */
-        if (qtts_talker_codec_embed(m, c->codec_pad, cpad, err)) {
-            free(A);
-            goto done;
-        }
-        if (streaming) {
-            for (int64_t j = 0; j < b_len; j++, NEXT_ROW) vadd(row, j < a_len ? A + j * D : PAD, B + j * D, D);
-            if (a_len > b_len) memcpy(out->trailing, A + b_len * D, (size_t)((a_len - b_len) * D) * sizeof(float));
-            else memcpy(out->trailing, PAD, (size_t)D * sizeof(float));
-        } else {
-            for (int64_t i = 0; i < a_len; i++, NEXT_ROW) vadd(row, A + i * D, cpad, D);
-            for (int64_t j = 0; j < b_len; j++, NEXT_ROW) vadd(row, B + j * D, PAD, D);
-            memcpy(out->trailing, PAD, (size_t)D * sizeof(float));
-        }
-        free(A);
-    }
-#undef NEXT_ROW
-    rc = 0;
+    cbuf = qtts_malloc((size_t)D * 2 * sizeof(float), err);
+    if (!out->rows || !out->trailing || !out->pad || !cbuf) goto done;
+    memcpy(out->pad, tr.pad, (size_t)D * sizeof(float));
+    if (!(row = prefix_rows(m, &tr, &cs, out->rows, cbuf, err))) goto done;
+    rc = icl ? icl_body(m, s, &tr, &l, streaming, row, cbuf, out, err)
+             : plain_body(m, &tr, streaming, row, cbuf, out, err);
 done:
-    free(ids);
-    free(T);
-    free(crow);
+    free(tr.buf);
+    free(cbuf);
     if (rc) qtts_prompt_free(out);
     return rc;
 }

@@ -1,4 +1,6 @@
-/* The talker prompt ("dual-track" input, spec §5): every mode, from token ids.
+/* The talker prompt, every mode, from token ids. It is "dual-track": each
+ * position is a text-track row (projected text embedding) plus a codec-track
+ * row (codec embedding), or a text row alone.
  *   text_ids     : the whole chat template "<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n"
  *   instruct_ids : "<|im_start|>user\n{instruct}<|im_end|>\n" (all rows used), or none
  *   ref_ids      : "<|im_start|>assistant\n{ref_text}<|im_end|>\n" (ICL only)

@@ -1,4 +1,4 @@
-/* Speaker encoder of the Base models (spec §8): ECAPA-TDNN without BatchNorm.
+/* Speaker encoder of the Base models: ECAPA-TDNN without BatchNorm.
  * 24 kHz mono waveform -> log-mel (model/mel.h) -> x-vector of the talker
  * hidden size. Weights are the `speaker_encoder.*` tensors of the main
  * checkpoint (any stored dtype; converted to f32 at load). All sizes come from

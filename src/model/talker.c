@@ -105,10 +105,13 @@ int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const in
             return -1;
         }
     }
-    qtts_linear(pool, &m->fc1, m->fc1_b, raw, n, hid);
-    qtts_silu(hid, n * mid);
-    qtts_linear(pool, &m->fc2, m->fc2_b, hid, n, out);
+    int rc = qtts_linear(pool, &m->fc1, m->fc1_b, raw, n, hid);
+    if (!rc) {
+        qtts_silu(hid, n * mid);
+        rc = qtts_linear(pool, &m->fc2, m->fc2_b, hid, n, out);
+    }
     free(raw);
+    if (rc) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "text projection: out of memory (%lld tokens)", (long long)n);
     return 0;
 }
 

@@ -27,6 +27,19 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->request_timeout_s = 600;
 }
 
+int http_status_of(qtts_status st) {
+    switch (st) {
+    case QTTS_OK: return 200;
+    case QTTS_ERR_INVALID: return 400;
+    case QTTS_ERR_BUSY: return 503;
+    case QTTS_ERR_CANCELLED: return 499;
+    case QTTS_ERR_NO_MEMORY:
+    case QTTS_ERR_MODEL:
+    case QTTS_ERR_INTERNAL: return 500;
+    }
+    return 500;
+}
+
 cJSON *srv_parse_json_body(const srv_req *rq, const char **why) {
     const char *text = rq->body.data ? rq->body.data : "";
     size_t len = rq->body.data ? rq->body.len : 0;

@@ -40,6 +40,10 @@ typedef struct {
     srv_speech *speech; /* a buffered speech request waiting for its audio */
 } srv_req;
 
+/* The HTTP status for an engine failure: invalid -> 400, busy -> 503,
+ * cancelled -> 499 (client went away), the rest -> 500. */
+int http_status_of(qtts_status st);
+
 /* The request body as exactly one JSON document (trailing bytes other than
  * whitespace, and \u0000 escapes, are refused: C strings would cut there).
  * NULL with why set on failure. */

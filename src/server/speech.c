@@ -207,6 +207,7 @@ static int resolve_speaker(qtts_server *s, const char *voice, speech_opts *o, ba
 static int resolve_clone(qtts_server *s, const char *voice, const char *ref_audio, const char *ref_text,
                          speech_opts *o, bad_req *b) {
     char e2[512] = "";
+    qtts_error verr = {0};
     if (ref_audio) {
         size_t n = 0;
         const char *why = "";
@@ -217,10 +218,11 @@ static int resolve_clone(qtts_server *s, const char *voice, const char *ref_audi
                         bytes ? "empty" : why);
         }
         /* an engine job: this thread waits while the engine extracts the voice */
-        o->voice = qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text && *ref_text ? ref_text : NULL, e2,
-                                               sizeof e2);
+        o->voice =
+            qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text && *ref_text ? ref_text : NULL, &verr);
         free(bytes);
-        if (!o->voice) return fail(b, 400, "ref_audio", "invalid_audio", "ref_audio: %s", e2);
+        if (!o->voice)
+            return fail(b, http_status_of(verr.status), "ref_audio", "invalid_audio", "ref_audio: %s", verr.message);
     } else {
         if (!voice || !*voice)
             return fail(b, 400, "voice", "missing_voice",
@@ -566,15 +568,17 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
     ss->job.deadline_ms = (long long)qtts_now_ms() + (long long)s->p.request_timeout_s * 1000;
     atomic_fetch_add(&s->metrics.inflight, 1);
     ss->counted = 1;
-    char err[512] = "";
-    ss->job.st = qtts_submit(s->engine, &o.r, err, sizeof err);
+    qtts_error err = {0};
+    ss->job.st = qtts_submit(s->engine, &o.r, &err);
     if (o.voice) qtts_voice_release(o.voice); /* the request holds its own reference */
     cJSON_Delete(root);                       /* o.r's strings pointed into it */
     if (!ss->job.st) {
         speech_release(ss);
-        if (!strncmp(err, "busy:", 5))
-            return srv_respond_error(s, c, 503, "server_busy", NULL, "queue_full", "%s", err);
-        return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_request", "%s", err);
+        int status = http_status_of(err.status);
+        return srv_respond_error(s, c, status, status == 503 ? "server_busy" : status >= 500 ? "server_error"
+                                                                                            : "invalid_request_error",
+                                 NULL, status == 503 ? "queue_full" : status >= 500 ? NULL : "invalid_request", "%s",
+                                 err.message);
     }
     atomic_fetch_add(&s->metrics.speech_requests, 1);
     if (o.speed != 1.0 && !(ss->stretch = srv_stretch_new(s->info->sample_rate, o.speed))) {
@@ -589,10 +593,10 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
         return srv_speech_resume(s, c, rq);
     }
     ss->enc = srv_audio_out_new(o.fmt, s->info->sample_rate, 0, srv_buf_sink, o.mode == OUT_SSE ? &ss->raw : &ss->out,
-                                NULL, err, sizeof err);
+                                NULL, err.message, sizeof err.message);
     if (!ss->enc) {
         speech_release(ss);
-        return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err);
+        return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err.message);
     }
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_reader, ss,
                                                                stream_free_cb);

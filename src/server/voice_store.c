@@ -132,9 +132,9 @@ static qtts_voice *load_from_dir(srv_voices *vs, const char *name, char *err, si
         if (cJSON_IsString(rt) && rt->valuestring[0]) ref_text = strdup(rt->valuestring);
         cJSON_Delete(root);
     }
-    char e2[256] = "";
-    qtts_voice *v = qtts_voice_from_parts(vs->e, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, e2, sizeof e2);
-    if (!v) snprintf(err, err_size, "voice '%s': %s", name, e2);
+    qtts_error e2 = {0};
+    qtts_voice *v = qtts_voice_from_parts(vs->e, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, &e2);
+    if (!v) snprintf(err, err_size, "voice '%s': %s", name, e2.message);
     free(x);
     free(codes);
     free(ref_text);

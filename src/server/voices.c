@@ -60,18 +60,20 @@ static const char *opt_str(const cJSON *root, const char *name, int *bad) {
 }
 
 static qtts_voice *voice_from_parts(qtts_server *s, const char *spk_b64, const char *rvq_b64, const char *ref_text,
-                                    const char **param, char *err, size_t err_size) {
+                                    const char **param, qtts_error *err) {
     size_t n = 0;
     int64_t xlen = 0, n_frames = 0;
     const char *why = "";
     qtts_err qe = {0};
+    err->status = QTTS_ERR_INVALID; /* the upload's fault unless the engine says otherwise */
     unsigned char *raw = srv_b64_decode(spk_b64, strlen(spk_b64), &n, &why);
+    int decoded = raw != NULL;
     float *x = raw ? qtts_spk_from_bytes(raw, n, s->info->hidden_size, "spk_b64", &xlen, &qe) : NULL;
     free(raw);
     *param = "spk_b64";
     if (!x) {
-        if (raw) snprintf(err, err_size, "%s", qe.msg); /* "spk_b64: ..." */
-        else snprintf(err, err_size, "spk_b64: %s", why);
+        if (decoded) snprintf(err->message, sizeof err->message, "%s", qe.msg); /* "spk_b64: ..." */
+        else snprintf(err->message, sizeof err->message, "spk_b64: %s", why);
         return NULL;
     }
     int32_t *codes = NULL;
@@ -81,18 +83,15 @@ static qtts_voice *voice_from_parts(qtts_server *s, const char *spk_b64, const c
         int bad = !raw || qtts_rvq_unpack(raw, n, s->info->n_codebooks, s->info->codebook_size, "rvq_b64", &codes,
                                           &n_frames, &qe);
         if (bad) {
-            if (raw) snprintf(err, err_size, "%s", qe.msg);
-            else snprintf(err, err_size, "rvq_b64: %s", why);
+            if (raw) snprintf(err->message, sizeof err->message, "%s", qe.msg);
+            else snprintf(err->message, sizeof err->message, "rvq_b64: %s", why);
             free(raw);
             free(x);
             return NULL;
         }
         free(raw);
     }
-    char e2[512] = "";
-    qtts_voice *v = qtts_voice_from_parts(s->engine, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, e2,
-                                          sizeof e2);
-    if (!v) snprintf(err, err_size, "%s", e2);
+    qtts_voice *v = qtts_voice_from_parts(s->engine, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, err);
     free(x);
     free(codes);
     return v;
@@ -133,7 +132,7 @@ enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, s
                                "optional 'rvq_b64')");
         goto out;
     }
-    char err[512] = "";
+    qtts_error verr = {.status = QTTS_ERR_INVALID};
     const char *param = NULL;
     qtts_voice *v = NULL;
     atomic_fetch_add(&s->metrics.inflight, 1);
@@ -142,19 +141,20 @@ enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, s
         const char *why = "";
         unsigned char *bytes = srv_b64_decode(audio_b64, strlen(audio_b64), &n, &why);
         param = wav ? "wav_b64" : "audio_b64";
-        if (!bytes || !n) snprintf(err, sizeof err, "%s: %s", param, bytes ? "empty" : why);
-        else v = qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text, err, sizeof err);
+        if (!bytes || !n) snprintf(verr.message, sizeof verr.message, "%s: %s", param, bytes ? "empty" : why);
+        else v = qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text, &verr); /* an engine job; this thread waits */
         free(bytes);
     } else {
-        v = voice_from_parts(s, spk, rvq, ref_text, &param, err, sizeof err);
+        v = voice_from_parts(s, spk, rvq, ref_text, &param, &verr);
     }
     if (!v) {
         atomic_fetch_sub(&s->metrics.inflight, 1);
-        int busy = !strncmp(err, "busy:", 5);
-        rc = srv_respond_error(s, c, busy ? 503 : 400, busy ? "server_busy" : "invalid_request_error", param,
-                               busy ? "queue_full" : "invalid_audio", "%s", err);
+        int status = http_status_of(verr.status);
+        rc = srv_respond_error(s, c, status, status >= 500 ? "server_error" : "invalid_request_error", param,
+                               status >= 500 ? NULL : "invalid_audio", "%s", verr.message);
         goto out;
     }
+    char err[512] = "";
     int added = srv_voices_add(s->voices, name, v, err, sizeof err);
     atomic_fetch_sub(&s->metrics.inflight, 1);
     if (added == -2) {

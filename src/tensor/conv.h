@@ -64,8 +64,8 @@ static inline int64_t qtts_conv_history(const qtts_conv *cv) { return (cv->k - 1
  * Returns 0, or -1 when a bf16 conv could not allocate its input pairs (y untouched). */
 int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                     int64_t ldy, const float *add, int64_t ldadd);
-/* Scalar single-thread twin of qtts_conv1d_cm (what the SIMD paths are
- * tested against); for a bf16 conv it rounds x the same way. */
+/* Scalar single-thread twin of qtts_conv1d_cm, for tests (what the SIMD
+ * paths are tested against); for a bf16 conv it rounds x the same way. */
 int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                         const float *add, int64_t ldadd);
 
@@ -82,11 +82,12 @@ typedef struct {
 
 /* B from a PyTorch-layout weight W [N][K] (B = W^T). */
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err);
+/* Frees b->p (for tests: the decoder hands b->p to its own owner list). */
 void qtts_gemm_b_free(qtts_gemm_b *b);
 size_t qtts_gemm_pack_size(int64_t M, int64_t K);
 void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qtts_gemm_b *B, float *Y, int64_t ldy,
                const float *add, int64_t ldadd, float *apack);
-/* Scalar reference: Y = A W^T (+ add), W [N][K] unpacked. */
+/* Scalar reference, for tests: Y = A W^T (+ add), W [N][K] unpacked. */
 void qtts_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *w, float *Y,
                    int64_t ldy, const float *add, int64_t ldadd);
 

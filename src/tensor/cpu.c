@@ -14,7 +14,7 @@ static unsigned long long read_xcr0(void) {
     return ((unsigned long long)edx << 32) | eax;
 }
 
-qtts_cpu_features qtts_cpu_detect(void) {
+static qtts_cpu_features cpu_detect(void) {
     qtts_cpu_features f;
     memset(&f, 0, sizeof f);
     unsigned a, b, c, d;
@@ -46,12 +46,9 @@ qtts_cpu_features qtts_cpu_detect(void) {
     return f;
 }
 #else
-qtts_cpu_features qtts_cpu_detect(void) {
+static qtts_cpu_features cpu_detect(void) {
     qtts_cpu_features f;
     memset(&f, 0, sizeof f);
-#if defined(__aarch64__)
-    f.neon = true; /* Advanced SIMD is mandatory on AArch64 */
-#endif
     return f;
 }
 #endif
@@ -96,7 +93,7 @@ static qtts_cpu_features g_cpu_features;
 static qtts_isa g_cpu_isa;
 
 static void cpu_init(void) {
-    g_cpu_features = qtts_cpu_detect();
+    g_cpu_features = cpu_detect();
     g_cpu_isa = qtts_isa_select(&g_cpu_features, getenv("QTTS_ISA"));
 }
 

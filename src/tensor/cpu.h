@@ -12,7 +12,6 @@ typedef struct qtts_cpu_features {
     bool avx2, fma, f16c;                          /* with OS support for YMM state */
     bool avx512f, avx512bw, avx512vl, avx512dq;    /* with OS support for ZMM/opmask state */
     bool avx512vnni, avx512bf16;
-    bool neon;
 } qtts_cpu_features;
 
 typedef enum qtts_isa {
@@ -21,17 +20,16 @@ typedef enum qtts_isa {
     QTTS_ISA_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI (BF16 optional, see linear.h) */
 } qtts_isa;
 
-/* Queries cpuid/xgetbv (cheap; pure: no caching). All false on non-x86. */
-qtts_cpu_features qtts_cpu_detect(void);
-
 /* Best ISA the features allow, capped by `cap` (a QTTS_ISA value such as
- * "avx2"; NULL or "" = no cap; unknown names are ignored). Pure. */
+ * "avx2"; NULL or "" = no cap; unknown names are ignored). Pure; exported
+ * for tests (the library uses qtts_cpu_isa). */
 qtts_isa qtts_isa_select(const qtts_cpu_features *f, const char *cap);
 
 /* 1 if the features allow running kernels of `isa`. */
 int qtts_isa_supported(const qtts_cpu_features *f, qtts_isa isa);
 
-/* Detection + QTTS_ISA, computed once per process (pthread_once) and constant after. */
+/* Detection (cpuid/xgetbv; all false on non-x86) + QTTS_ISA, computed once
+ * per process (pthread_once) and constant after. */
 qtts_isa qtts_cpu_isa(void);
 const qtts_cpu_features *qtts_cpu_features_get(void);
 

@@ -6,7 +6,9 @@
 #include "tensor/cpu.h"
 #include "tensor/quant.h"
 
-int qtts_mat_can_interleave(const qtts_mat *m) {
+/* Q8_0/Q4_K, rows % 16 == 0, row-major, and the AVX-512 kernel family
+ * selected (QTTS_INTERLEAVE=0 in the environment turns it off). */
+static int can_interleave(const qtts_mat *m) {
     if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
     if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
     const char *env = getenv("QTTS_INTERLEAVE"); /* "0": keep GGML rows (A/B measurements) */
@@ -81,7 +83,7 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
 }
 
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
-    return qtts_mat_can_interleave(m) ? qtts_mat_interleave_force(m, err) : 0;
+    return can_interleave(m) ? qtts_mat_interleave_force(m, err) : 0;
 }
 
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out) {

@@ -1,5 +1,6 @@
-/* Dense layers: dispatch to the best kernel family for this CPU, the scalar
- * reference otherwise. The SIMD paths for Q8_0/Q4_K quantize the activations
+/* Dense layers: dispatch to the best kernel family for this CPU, the portable
+ * f32 path otherwise; out of memory is an error (-1), never a switch to
+ * another path. The SIMD paths for Q8_0/Q4_K quantize the activations
  * to int8 once per call (shared by every output row and thread) and use
  * integer dot products; F32/F16/BF16 paths are exact up to f32 summation
  * order (bf16 x bf16 dot products only when QTTS_LINEAR_BF16_DOT is asked). */
@@ -7,21 +8,19 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "tensor/cpu.h"
 #include "tensor/interleave.h"
 #include "tensor/linear_impl.h"
 #include "tensor/quant.h"
 
-/* Dot product of weight row r with x, in the row's storage type. */
-static float dot_row_scalar(const qtts_mat *w, int64_t r, const float *x) {
-    if (w->interleave) { /* reference/test path only: the row is rebuilt from its lanes */
-        float *row = malloc((size_t)w->cols * sizeof(float)), acc = 0.0f;
-        if (!row) return NAN;
-        qtts_mat_row_f32(w, r, row);
-        for (int64_t i = 0; i < w->cols; i++) acc += row[i] * x[i];
-        free(row);
+/* Dot product of weight row r with x, in the row's storage type. Interleaved
+ * rows are rebuilt from their lanes into `rowbuf` (w->cols floats). */
+static float dot_row_scalar(const qtts_mat *w, int64_t r, const float *x, float *rowbuf) {
+    if (w->interleave) {
+        float acc = 0.0f;
+        qtts_mat_row_f32(w, r, rowbuf);
+        for (int64_t i = 0; i < w->cols; i++) acc += rowbuf[i] * x[i];
         return acc;
     }
     const char *row = (const char *)w->data + (size_t)r * w->row_bytes;
@@ -68,14 +67,6 @@ typedef struct {
     float *scratch; /* scalar path: one dequantized row per thread */
 } linear_job;
 
-static void linear_rows_scalar(const linear_job *j, int64_t r0, int64_t r1) {
-    for (int64_t t = 0; t < j->n; t++) {
-        const float *x = j->x + t * j->w->cols;
-        float *y = j->y + t * j->w->rows;
-        for (int64_t r = r0; r < r1; r++) y[r] = dot_row_scalar(j->w, r, x) + (j->bias ? j->bias[r] : 0.0f);
-    }
-}
-
 /* Portable path (no SIMD kernels for this CPU): each weight row is converted
  * to f32 once and used for all n tokens. */
 static void linear_rows_portable(const linear_job *j, int64_t r0, int64_t r1, float *row) {
@@ -97,10 +88,6 @@ static void linear_rows_portable(const linear_job *j, int64_t r0, int64_t r1, fl
 
 static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
     const linear_job *j = p;
-    if (j->scratch) {
-        linear_rows_portable(j, r0, r1, j->scratch + (size_t)tid * (size_t)j->w->cols);
-        return;
-    }
 #if defined(__x86_64__)
     if (j->isa == QTTS_ISA_AVX512) {
         qtts_linear_rows_avx512(j->w, &j->act, j->bias, j->y, r0, r1, j->bf16_dot);
@@ -111,12 +98,19 @@ static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
         return;
     }
 #endif
-    linear_rows_scalar(j, r0, r1);
+    linear_rows_portable(j, r0, r1, j->scratch + (size_t)tid * (size_t)j->w->cols); /* QTTS_ISA_SCALAR */
 }
 
-void qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
-    linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = QTTS_ISA_SCALAR};
-    linear_rows_scalar(&j, 0, w->rows);
+int qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
+    float *row = NULL;
+    if (w->interleave && !(row = malloc((size_t)w->cols * sizeof(float)))) return -1;
+    for (int64_t t = 0; t < n; t++) {
+        const float *xt = x + t * w->cols;
+        float *yt = y + t * w->rows;
+        for (int64_t r = 0; r < w->rows; r++) yt[r] = dot_row_scalar(w, r, xt, row) + (bias ? bias[r] : 0.0f);
+    }
+    free(row);
+    return 0;
 }
 
 /* ---- activation packing ---- */
@@ -201,14 +195,14 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
     }
 }
 
-/* Allocates and fills the activation pack; returns the buffer to free (NULL
- * if none was needed or on allocation failure: then *ok = 0). */
-static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
+/* Allocates and fills the activation pack; *out = the buffer to free (NULL
+ * if none was needed). -1 if out of memory. */
+static int pack_activations(qtts_pool *pool, linear_job *j, void **out) {
     qtts_act *a = &j->act;
     a->n = j->n;
     a->cols = j->w->cols;
     a->x = j->x;
-    *ok = 1;
+    *out = NULL;
     size_t n = (size_t)j->n, cols = (size_t)j->w->cols;
     size_t bytes = 0;
     int xsum = j->w->type == QTTS_Q8_0 && j->w->interleave;
@@ -222,13 +216,10 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
     } else if (j->w->type == QTTS_BF16 && j->bf16_dot) {
         bytes = n * cols * sizeof(uint16_t);
     } else {
-        return NULL;
+        return 0;
     }
     char *buf = malloc(bytes);
-    if (!buf) {
-        *ok = 0;
-        return NULL;
-    }
+    if (!buf) return -1;
     if (j->w->type == QTTS_BF16) {
         a->xbf = (const uint16_t *)buf;
     } else {
@@ -245,12 +236,13 @@ static void *pack_activations(qtts_pool *pool, linear_job *j, int *ok) {
         a->q = (const int8_t *)(buf + off);
     }
     qtts_parallel_for_work(pool, j->n, 4, (double)j->n * (double)j->w->cols, pack_rows, j);
-    return buf;
+    *out = buf;
+    return 0;
 }
 
-void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
-                     qtts_isa isa, unsigned flags) {
-    if (n <= 0 || w->rows <= 0) return;
+int qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
+                    qtts_isa isa, unsigned flags) {
+    if (n <= 0 || w->rows <= 0) return 0;
     const qtts_cpu_features *f = qtts_cpu_features_get();
     while (isa > QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = (qtts_isa)(isa - 1);
     linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = isa};
@@ -259,20 +251,18 @@ void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, cons
     void *buf = NULL;
     if (w->interleave && isa != QTTS_ISA_AVX512) j.isa = isa = QTTS_ISA_SCALAR; /* only AVX-512 reads the lanes */
     if (isa != QTTS_ISA_SCALAR) {
-        int ok;
-        buf = pack_activations(pool, &j, &ok);
-        if (!ok) j.isa = QTTS_ISA_SCALAR;
-    }
-    if (j.isa == QTTS_ISA_SCALAR) {
+        if (pack_activations(pool, &j, &buf)) return -1;
+    } else {
         size_t nt = pool ? (size_t)qtts_pool_size(pool) : 1;
         buf = j.scratch = malloc(nt * (size_t)w->cols * sizeof(float));
-        /* out of memory even for that: the reference path needs no scratch */
+        if (!buf) return -1;
     }
     qtts_parallel_for_work(pool, w->rows, QTTS_TILE_ROWS, (double)w->rows * (double)w->cols * (double)n, linear_rows,
                            &j);
     free(buf);
+    return 0;
 }
 
-void qtts_linear(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
-    qtts_linear_isa(pool, w, bias, x, n, y, qtts_cpu_isa(), 0);
+int qtts_linear(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y) {
+    return qtts_linear_isa(pool, w, bias, x, n, y, qtts_cpu_isa(), 0);
 }

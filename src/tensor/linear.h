@@ -7,14 +7,18 @@
 #include "tensor/cpu.h"
 #include "tensor/tensor.h"
 
-/* x: n rows of w->cols floats; y: n rows of w->rows floats; bias may be NULL. */
-void qtts_linear(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y);
+/* x: n rows of w->cols floats; y: n rows of w->rows floats; bias may be NULL.
+ * Returns 0, or -1 if out of memory (for the per-call activation pack or
+ * row scratch): then y is unspecified. There is no silent fallback to
+ * another kernel path. */
+int qtts_linear(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y);
 
-/* Reference implementation (scalar, single thread): what every SIMD path is tested against. */
-void qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y);
+/* Reference implementation (scalar, single thread; for tests): what every
+ * SIMD path is tested against. 0, or -1 if out of memory (y unspecified). */
+int qtts_linear_ref(const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y);
 
-/* The same with an explicit kernel family (capped to what the CPU supports;
- * for tests and benchmarks) and option flags. */
+/* qtts_linear with an explicit kernel family (capped to what the CPU
+ * supports) and option flags; for tests and benchmarks. Same return value. */
 enum {
     /* BF16 weights on AVX-512 BF16 CPUs: round x to bf16 and use bf16 dot
      * products (vdpbf16ps). About 2x the compute rate, for compute-bound
@@ -25,7 +29,7 @@ enum {
      * packer exists (they must agree bit for bit; for tests). */
     QTTS_LINEAR_SCALAR_PACK = 2u,
 };
-void qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
-                     qtts_isa isa, unsigned flags);
+int qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const float *x, int64_t n, float *y,
+                    qtts_isa isa, unsigned flags);
 
 #endif

@@ -4,11 +4,8 @@
  * than n = 1. Only called after a cpuid check (tensor/cpu.h). */
 #include <immintrin.h>
 
-#include "tensor/linear_impl.h"
 #include "tensor/linear_x86.h"
 #include "tensor/quant.h"
-
-#define INLINE static inline __attribute__((always_inline))
 
 INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -16,14 +13,6 @@ INLINE float hsum8(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
-
-INLINE float hsum4(__m128 s) {
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-INLINE float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
 /* 8 weights of a float-like row as f32. */
 INLINE __m256 load_w8(const void *w, int64_t i, qtts_dtype type) {
@@ -41,7 +30,7 @@ INLINE float load_w1(const void *w, int64_t i, qtts_dtype type) {
 
 INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
                        qtts_dtype type) {
-    const void *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+    const void *wr = w_row(w, r);
     const int64_t cols = w->cols;
     const float *x = a->x + t0 * cols;
     __m256 acc[QTTS_TILE_TOKENS][2];
@@ -71,7 +60,7 @@ enum { DENSE_ROWS = 2 };
 INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
                             qtts_dtype type) {
     const void *wr[DENSE_ROWS];
-    for (int rr = 0; rr < DENSE_ROWS; rr++) wr[rr] = (const char *)w->data + (size_t)(r + rr) * w->row_bytes;
+    for (int rr = 0; rr < DENSE_ROWS; rr++) wr[rr] = w_row(w, r + rr);
     const int64_t cols = w->cols;
     const float *x = a->x + t0 * cols;
     __m256 acc[DENSE_ROWS][QTTS_TILE_TOKENS];
@@ -94,26 +83,6 @@ INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int
         }
 }
 
-INLINE void f32_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F32);
-}
-INLINE void f16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F16);
-}
-INLINE void bf16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile_rows(w, a, r, t0, nt, out, QTTS_BF16);
-}
-
-INLINE void f32_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile(w, a, r, t0, nt, out, QTTS_F32);
-}
-INLINE void f16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile(w, a, r, t0, nt, out, QTTS_F16);
-}
-INLINE void bf16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile(w, a, r, t0, nt, out, QTTS_BF16);
-}
-
 /* Signed int8 x int8 dot of 32 values as 8 int32 partial sums. */
 INLINE __m256i dot_i8(__m256i aw, __m256i w, __m256i x) {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -134,7 +103,7 @@ INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0
 }
 
 INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const qtts_block_q8_0 *wb = w_row(w, r);
     const int64_t nb = a->nb;
     __m256 acc0[QTTS_TILE_TOKENS], acc1[QTTS_TILE_TOKENS]; /* two chains hide the FMA latency at n = 1 */
     for (int t = 0; t < nt; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
@@ -148,7 +117,7 @@ INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
 }
 
 INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    const qtts_block_q4_k *wb = (const qtts_block_q4_k *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const qtts_block_q4_k *wb = w_row(w, r);
     const int64_t nb = a->nb, cols = a->cols;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[QTTS_TILE_TOKENS];
@@ -183,59 +152,13 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
         for (int t = 0; t < nt; t++) {
             const float dx = a->qd[(t0 + t) * nb + b];
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * dx), acc[t]);
-            __m128i bs = _mm_loadu_si128((const __m128i *)(a->bsum + (t0 + t) * a->nsub + 8 * b));
-            accm[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(m16, bs)), _mm_set1_ps(dmin * dx), accm[t]);
+            accm[t] = qtts_q4k_mins_fma(a, t0 + t, b, m16, dmin * dx, accm[t]);
         }
     }
     for (int t = 0; t < nt; t++) out[t] = hsum8(acc[t]) - hsum4(accm[t]);
 }
 
-/* Placeholder for kernels without a multi-row tile (never called: mr = 1). */
-INLINE void no_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    (void)w, (void)a, (void)r, (void)t0, (void)nt, (void)out;
-}
-
-/* Rows [r0, r1) in blocks of QTTS_TILE_ROWS; within a block, token tiles of
- * up to 4 so the block's weights stay in cache while all tokens pass. tile
- * handles one row; tile_rows (if not NULL) DENSE_ROWS rows at once. */
-#define NT_SWITCH(fn)                                                                                      \
-    switch (nt) {                                                                                          \
-    case 1: fn(w, a, r, t0, 1, out); break;                                                                \
-    case 2: fn(w, a, r, t0, 2, out); break;                                                                \
-    case 3: fn(w, a, r, t0, 3, out); break;                                                                \
-    default: fn(w, a, r, t0, 4, out); break;                                                               \
-    }
-#define DEFINE_ROWS_MR(name, tile, tile_rows, mr)                                                          \
-    static void name(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,       \
-                     int64_t r1) {                                                                         \
-        for (int64_t rb = r0; rb < r1; rb += QTTS_TILE_ROWS) {                                             \
-            int64_t re = rb + QTTS_TILE_ROWS < r1 ? rb + QTTS_TILE_ROWS : r1;                              \
-            for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {                                      \
-                int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;               \
-                int64_t r = rb;                                                                            \
-                for (; (mr) > 1 && r + (mr) <= re; r += (mr)) {                                            \
-                    float out[(mr) * QTTS_TILE_TOKENS];                                                    \
-                    NT_SWITCH(tile_rows)                                                                   \
-                    for (int rr = 0; rr < (mr); rr++) {                                                    \
-                        float bv = bias ? bias[r + rr] : 0.0f;                                             \
-                        for (int t = 0; t < nt; t++)                                                       \
-                            y[(t0 + t) * w->rows + r + rr] = out[rr * QTTS_TILE_TOKENS + t] + bv;          \
-                    }                                                                                      \
-                }                                                                                          \
-                for (; r < re; r++) {                                                                      \
-                    float out[QTTS_TILE_TOKENS];                                                           \
-                    NT_SWITCH(tile)                                                                    \
-                    float bv = bias ? bias[r] : 0.0f;                                                      \
-                    for (int t = 0; t < nt; t++) y[(t0 + t) * w->rows + r] = out[t] + bv;                  \
-                }                                                                                          \
-            }                                                                                              \
-        }                                                                                                  \
-    }
-DEFINE_ROWS_MR(rows_f32, f32_tile, f32_tile_rows, DENSE_ROWS)
-DEFINE_ROWS_MR(rows_f16, f16_tile, f16_tile_rows, DENSE_ROWS)
-DEFINE_ROWS_MR(rows_bf16, bf16_tile, bf16_tile_rows, DENSE_ROWS)
-DEFINE_ROWS_MR(rows_q8_0, q8_0_tile, no_tile_rows, 1)
-DEFINE_ROWS_MR(rows_q4_k, q4_k_tile, no_tile_rows, 1)
+DEFINE_X86_ROWS()
 
 void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                            int64_t r1) {

@@ -4,19 +4,8 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "tensor/linear_impl.h"
 #include "tensor/linear_x86.h"
 #include "tensor/quant.h"
-
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE float hsum4(__m128 s) {
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-INLINE float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
 /* 16 weights of a float-like row as f32; lanes outside `m` are zero. */
 INLINE __m512 load_w16(const void *w, int64_t i, qtts_dtype type, __mmask16 m) {
@@ -28,7 +17,7 @@ INLINE __m512 load_w16(const void *w, int64_t i, qtts_dtype type, __mmask16 m) {
 
 INLINE void dense_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
                        qtts_dtype type) {
-    const void *wr = (const char *)w->data + (size_t)r * w->row_bytes;
+    const void *wr = w_row(w, r);
     const int64_t cols = w->cols;
     const float *x = a->x + t0 * cols;
     __m512 acc[QTTS_TILE_TOKENS][2];
@@ -57,7 +46,7 @@ enum { DENSE_ROWS = 4 };
 INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out,
                             qtts_dtype type) {
     const void *wr[DENSE_ROWS];
-    for (int rr = 0; rr < DENSE_ROWS; rr++) wr[rr] = (const char *)w->data + (size_t)(r + rr) * w->row_bytes;
+    for (int rr = 0; rr < DENSE_ROWS; rr++) wr[rr] = w_row(w, r + rr);
     const int64_t cols = w->cols;
     const float *x = a->x + t0 * cols;
     __m512 acc[DENSE_ROWS][QTTS_TILE_TOKENS];
@@ -76,29 +65,9 @@ INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int
         for (int t = 0; t < nt; t++) out[rr * QTTS_TILE_TOKENS + t] = _mm512_reduce_add_ps(acc[rr][t]);
 }
 
-INLINE void f32_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F32);
-}
-INLINE void f16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile_rows(w, a, r, t0, nt, out, QTTS_F16);
-}
-INLINE void bf16_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile_rows(w, a, r, t0, nt, out, QTTS_BF16);
-}
-
-INLINE void f32_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile(w, a, r, t0, nt, out, QTTS_F32);
-}
-INLINE void f16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile(w, a, r, t0, nt, out, QTTS_F16);
-}
-INLINE void bf16_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    dense_tile(w, a, r, t0, nt, out, QTTS_BF16);
-}
-
 /* bf16 x bf16 products with f32 accumulation (x pre-rounded to bf16). */
 INLINE void bf16dot_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    const uint16_t *wr = (const uint16_t *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const uint16_t *wr = w_row(w, r);
     const int64_t cols = w->cols;
     const uint16_t *x = a->xbf + t0 * cols;
     __m512 acc[QTTS_TILE_TOKENS][2];
@@ -162,7 +131,7 @@ INLINE void q8_0_block(const qtts_block_q8_0 *blk, const qtts_act *a, int64_t t0
 }
 
 INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    const qtts_block_q8_0 *wb = (const qtts_block_q8_0 *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const qtts_block_q8_0 *wb = w_row(w, r);
     const int64_t nb = a->nb;
     __m512 acc[QTTS_TILE_TOKENS];
     for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
@@ -173,7 +142,7 @@ INLINE void q8_0_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
 }
 
 INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    const qtts_block_q4_k *wb = (const qtts_block_q4_k *)((const char *)w->data + (size_t)r * w->row_bytes);
+    const qtts_block_q4_k *wb = w_row(w, r);
     const int64_t nb = a->nb, cols = a->cols;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     /* int16 lane -> scale index: pair p low nibbles use sub 4p (lanes 0-15) and 4p+2 (16-31). */
@@ -213,61 +182,14 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
         for (int t = 0; t < nt; t++) {
             const float dx = a->qd[(t0 + t) * nb + b];
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_set1_ps(d * dx), acc[t]);
-            __m128i bs = _mm_loadu_si128((const __m128i *)(a->bsum + (t0 + t) * a->nsub + 8 * b));
-            accm[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(m16, bs)), _mm_set1_ps(dmin * dx), accm[t]);
+            accm[t] = qtts_q4k_mins_fma(a, t0 + t, b, m16, dmin * dx, accm[t]);
         }
     }
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - hsum4(accm[t]);
 }
 
-/* Placeholder for kernels without a multi-row tile (never called: mr = 1). */
-INLINE void no_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t0, int nt, float *out) {
-    (void)w, (void)a, (void)r, (void)t0, (void)nt, (void)out;
-}
-
-/* Rows [r0, r1) in blocks of QTTS_TILE_ROWS; within a block, token tiles of
- * up to 4 so the block's weights stay in cache while all tokens pass. tile
- * handles one row; tile_rows (if not NULL) DENSE_ROWS rows at once. */
-#define NT_SWITCH(fn)                                                                                      \
-    switch (nt) {                                                                                          \
-    case 1: fn(w, a, r, t0, 1, out); break;                                                                \
-    case 2: fn(w, a, r, t0, 2, out); break;                                                                \
-    case 3: fn(w, a, r, t0, 3, out); break;                                                                \
-    default: fn(w, a, r, t0, 4, out); break;                                                               \
-    }
-#define DEFINE_ROWS_MR(name, tile, tile_rows, mr)                                                          \
-    static void name(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,       \
-                     int64_t r1) {                                                                         \
-        for (int64_t rb = r0; rb < r1; rb += QTTS_TILE_ROWS) {                                             \
-            int64_t re = rb + QTTS_TILE_ROWS < r1 ? rb + QTTS_TILE_ROWS : r1;                              \
-            for (int64_t t0 = 0; t0 < a->n; t0 += QTTS_TILE_TOKENS) {                                      \
-                int nt = a->n - t0 < QTTS_TILE_TOKENS ? (int)(a->n - t0) : QTTS_TILE_TOKENS;               \
-                int64_t r = rb;                                                                            \
-                for (; (mr) > 1 && r + (mr) <= re; r += (mr)) {                                            \
-                    float out[(mr) * QTTS_TILE_TOKENS];                                                    \
-                    NT_SWITCH(tile_rows)                                                                   \
-                    for (int rr = 0; rr < (mr); rr++) {                                                    \
-                        float bv = bias ? bias[r + rr] : 0.0f;                                             \
-                        for (int t = 0; t < nt; t++)                                                       \
-                            y[(t0 + t) * w->rows + r + rr] = out[rr * QTTS_TILE_TOKENS + t] + bv;          \
-                    }                                                                                      \
-                }                                                                                          \
-                for (; r < re; r++) {                                                                      \
-                    float out[QTTS_TILE_TOKENS];                                                           \
-                    NT_SWITCH(tile)                                                                    \
-                    float bv = bias ? bias[r] : 0.0f;                                                      \
-                    for (int t = 0; t < nt; t++) y[(t0 + t) * w->rows + r] = out[t] + bv;                  \
-                }                                                                                          \
-            }                                                                                              \
-        }                                                                                                  \
-    }
-DEFINE_ROWS_MR(rows_f32, f32_tile, f32_tile_rows, DENSE_ROWS)
-DEFINE_ROWS_MR(rows_f16, f16_tile, f16_tile_rows, DENSE_ROWS)
-DEFINE_ROWS_MR(rows_bf16, bf16_tile, bf16_tile_rows, DENSE_ROWS)
+DEFINE_X86_ROWS()
 DEFINE_ROWS_MR(rows_bf16dot, bf16dot_tile, no_tile_rows, 1)
-DEFINE_ROWS_MR(rows_q8_0, q8_0_tile, no_tile_rows, 1)
-DEFINE_ROWS_MR(rows_q4_k, q4_k_tile, no_tile_rows, 1)
-
 
 /* ---- interleaved weights (tensor/interleave.h): one row per 32-bit lane ---- */
 

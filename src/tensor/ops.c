@@ -86,28 +86,8 @@ void qtts_gelu_erf(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
-void qtts_elu(float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : expm1f(x[i]);
-}
-
 void qtts_swiglu(float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
-}
-
-void qtts_softmax(float *x, int64_t n) {
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    if (mx == -INFINITY) {
-        for (int64_t i = 0; i < n; i++) x[i] = 0.0f;
-        return;
-    }
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx);
-        sum += x[i];
-    }
-    float inv = 1.0f / sum;
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
 /* q.k with 16 independent partial sums (a fixed order, so every build and

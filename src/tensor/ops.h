@@ -23,11 +23,8 @@ void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads,
 
 void qtts_silu(float *x, int64_t n);
 void qtts_gelu_erf(float *x, int64_t n);
-void qtts_elu(float *x, int64_t n);
 /* gate[i] = silu(gate[i]) * up[i] */
 void qtts_swiglu(float *gate, const float *up, int64_t n);
-/* Softmax of one row in place (max-subtracted, float accumulation); -inf entries get 0. */
-void qtts_softmax(float *x, int64_t n);
 
 /* Causal multi-head attention with grouped KV heads and an optional sliding
  * window. Query i is at key index q_first + i and sees keys j with

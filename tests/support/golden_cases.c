@@ -35,7 +35,10 @@ qtts_engine *golden_engine(const char *path, char *err, size_t err_size) {
     qtts_engine_params_default(&p);
     p.model_path = path;
     p.n_threads = 2;
-    return qtts_engine_create(&p, err, err_size);
+    qtts_error e = {0};
+    qtts_engine *eng = qtts_engine_create(&p, &e);
+    if (!eng) snprintf(err, err_size, "%s", e.message);
+    return eng;
 }
 
 int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *err, size_t err_size) {
@@ -46,9 +49,13 @@ int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *er
             snprintf(err, err_size, "missing fixture %s", c->ref_wav);
             return -1;
         }
-        voice = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, c->ref_text, err, err_size);
+        qtts_error ve = {0};
+        voice = qtts_voice_from_samples(e, ref.f, (size_t)ref.numel, 24000, c->ref_text, &ve);
         npy_free(&ref);
-        if (!voice) return -1;
+        if (!voice) {
+            snprintf(err, err_size, "%s", ve.message);
+            return -1;
+        }
     }
     qtts_request r;
     qtts_request_default(&r);
@@ -62,7 +69,9 @@ int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *er
     r.greedy = 1;
     r.max_frames = c->max_new_tokens - 1; /* K talker steps give at most K-1 frames */
     qtts_result res;
-    int rc = qtts_synthesize(e, &r, pcm_collect, out, &res, err, err_size);
+    qtts_error se = {0};
+    qtts_status rc = qtts_synthesize(e, &r, pcm_collect, out, &res, &se);
+    if (rc) snprintf(err, err_size, "%s", se.message);
     qtts_voice_release(voice);
     return rc ? -1 : 0;
 }
