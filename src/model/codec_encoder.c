@@ -204,8 +204,8 @@ qtts_codec_encoder *qtts_codec_encoder_load(const qtts_store *st, const qtts_cod
     e->norm_eps = cfg->enc.norm_eps;
     e->rope_theta = cfg->enc.rope_theta;
     e->codebook_size = cfg->enc.codebook_size;
-    /* The reference runs sdpa, whose mask is full causal (spec §9.1); the
-     * configured 250-frame window only applies on the flash-attention path. */
+    /* The reference encodes with sdpa attention, whose mask is full causal;
+     * the configured 250-frame window only applies on its flash-attention path. */
     e->attn_window = 0;
     e->valid_q = cfg->valid_quantizers < cfg->enc.num_quantizers ? cfg->valid_quantizers : cfg->enc.num_quantizers;
     if (e->valid_q < 1) e->valid_q = cfg->enc.num_quantizers;

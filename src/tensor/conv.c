@@ -252,7 +252,6 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
-/* Small convs (well under a millisecond) are not worth waking the workers for. */
 /* Conv and GEMM tiles are compute-bound: for qtts_parallel_for_work a MAC
  * of theirs costs about 1/16 of a matrix-vector MAC (register-blocked FMA vs
  * one weight read per MAC). */
