@@ -37,7 +37,12 @@ const char *cli_model_path(const char *given) {
     const char *env = getenv("QTTS_MODEL");
     return env && *env ? env : NULL;
 }
+const char *cli_resolve_model(const char *given, char *buf, size_t size) {
+    (void)buf, (void)size;
+    return cli_model_path(given);
+}
 #include "../src/cli/cmd_codec_encode.c"
+#include "../src/cli/model_files.c"
 
 /* Tolerances. Speaker encoder: 1e-4 absolute (spec'd). Codec encoder
  * hidden states: 1e-4 relative to the tensor's largest magnitude. */
@@ -221,7 +226,7 @@ int main(void) {
             sf_close(sf);
         }
         char *argv[] = {"encode", wavp, "-o", rvq, "--spk", spkp, "--threads", "2", "-m", base, NULL};
-        rc = codec_encode_main(10, argv);
+        rc = cmd_codec_encode(10, argv);
         TEST_CHECK(rc == 0, "codec encode exit %d", rc);
         unsigned char *b = NULL;
         size_t nb = 0;
@@ -250,11 +255,11 @@ int main(void) {
         free(x);
         /* usage errors */
         char *bad1[] = {"encode", wavp, NULL};
-        TEST_CHECK(codec_encode_main(2, bad1) == CLI_USAGE, "missing -o is a usage error");
+        TEST_CHECK(cmd_codec_encode(2, bad1) == CLI_USAGE, "missing -o is a usage error");
         char *bad2[] = {"encode", "/nonexistent.wav", "-o", rvq, "-m", base, NULL};
-        TEST_CHECK(codec_encode_main(6, bad2) == CLI_FAIL, "unreadable input fails");
+        TEST_CHECK(cmd_codec_encode(6, bad2) == CLI_FAIL, "unreadable input fails");
         char *bad3[] = {"encode", wavp, "-o", rvq, "--spk", spkp, "-m", tok, NULL};
-        TEST_CHECK(codec_encode_main(8, bad3) == CLI_FAIL, "--spk with a tokenizer folder fails");
+        TEST_CHECK(cmd_codec_encode(8, bad3) == CLI_FAIL, "--spk with a tokenizer folder fails");
         unlink(wavp);
         unlink(rvq);
         unlink(spkp);

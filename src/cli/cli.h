@@ -30,8 +30,5 @@ int cli_check_decoder_precision(const char *value);
 
 /* `qtts codec encode ...` (argv[0] = "encode"); called by cmd_codec, not listed in main.c. */
 int cmd_codec_encode(int argc, char **argv);
-/* The old name, still called by tests/test_cloning_golden.c (outside the CLI); drop it once that test
- * calls cmd_codec_encode. */
-#define codec_encode_main cmd_codec_encode
 
 #endif

@@ -10,6 +10,7 @@
 #include "audio/encoder.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/model_files.h"
 #include "engine/executor.h"
 #include "io/rvq.h"
 #include "model/codec_decoder.h"
@@ -38,13 +39,23 @@ typedef struct {
     int64_t n_samples, sample_rate;
     int rc;
     qtts_err err;
+    const cli_model_files *files;
 } decode_job;
 
 /* Runs on the engine thread: load the decoder, decode, free it. */
 static void decode_on_engine(qtts_pool *pool, void *p) {
     decode_job *j = p;
     j->rc = -1;
-    qtts_codec_decoder *dec = qtts_codec_decoder_open(j->model, &j->err);
+    qtts_codec_decoder *dec = NULL;
+    if (j->files->codec_store) { /* a .gguf: its tensors, the config it carries */
+        char dir[PATH_MAX];
+        qtts_codec_config cc;
+        cli_model_files_tokenizer_dir(j->files, dir, sizeof dir);
+        if (qtts_codec_config_load(&cc, dir, &j->err)) return;
+        dec = qtts_codec_decoder_load(j->files->codec_store, &cc, &j->err);
+    } else {
+        dec = qtts_codec_decoder_open(j->model, &j->err);
+    }
     if (!dec) return;
     int64_t fs = qtts_codec_decoder_frame_samples(dec);
     j->sample_rate = qtts_codec_decoder_sample_rate(dec);
@@ -58,13 +69,9 @@ static void decode_on_engine(qtts_pool *pool, void *p) {
 }
 
 /* The tokenizer's code geometry, read without loading weights. */
-static int codec_geometry(const char *model, int64_t *nq, int64_t *cb, qtts_err *err) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/speech_tokenizer/config.json", model);
-    if (access(dir, R_OK) == 0)
-        snprintf(dir, sizeof dir, "%s/speech_tokenizer", model);
-    else
-        snprintf(dir, sizeof dir, "%s", model);
+static int codec_geometry(const cli_model_files *m, int64_t *nq, int64_t *cb, qtts_err *err) {
+    char dir[PATH_MAX];
+    cli_model_files_tokenizer_dir(m, dir, sizeof dir);
     qtts_codec_config cfg;
     if (qtts_codec_config_load(&cfg, dir, err)) return -1;
     *nq = cfg.dec.num_quantizers;
@@ -118,26 +125,30 @@ static int codec_decode(int argc, char **argv) {
     if (threads < 1) threads = 1;
 
     qtts_err err = {0};
-    int64_t nq = 0, cb = 0;
-    if (codec_geometry(model, &nq, &cb, &err)) {
+    cli_model_files files;
+    if (cli_model_files_open(&files, model, &err)) {
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
+    int64_t nq = 0, cb = 0;
     int32_t *codes = NULL;
     int64_t T = 0;
-    if (qtts_rvq_read(in, nq, cb, &codes, &T, &err)) {
+    if (codec_geometry(&files, &nq, &cb, &err) || qtts_rvq_read(in, nq, cb, &codes, &T, &err)) {
+        cli_model_files_close(&files);
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
     qtts_exec *ex = qtts_exec_create(threads, &err);
     if (!ex) {
         free(codes);
+        cli_model_files_close(&files);
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
-    decode_job job = {.model = model, .codes = codes, .T = T, .official = official};
+    decode_job job = {.model = model, .codes = codes, .T = T, .official = official, .files = &files};
     qtts_exec_call(ex, decode_on_engine, &job);
     qtts_exec_free(ex);
+    cli_model_files_close(&files);
     free(codes);
     int rc = CLI_OK;
     if (job.rc) {

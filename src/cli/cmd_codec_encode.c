@@ -15,6 +15,7 @@
 #include "audio/audio_read.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/model_files.h"
 #include "engine/executor.h"
 #include "io/rvq.h"
 #include "io/spk.h"
@@ -25,6 +26,7 @@
 
 typedef struct {
     const char *in, *model;
+    const cli_model_files *files;
     int want_spk;
     /* results */
     int32_t *codes;
@@ -36,42 +38,34 @@ typedef struct {
     qtts_err err;
 } encode_job;
 
-static int is_file(const char *p) {
-    struct stat s;
-    return stat(p, &s) == 0 && S_ISREG(s.st_mode);
-}
-
 static void encode_run(qtts_pool *pool, void *ctx) {
     encode_job *j = ctx;
     qtts_err *err = &j->err;
-    char tok_dir[PATH_MAX], cfg_path[PATH_MAX];
-    qtts_store *tok_st = NULL, *main_st = NULL;
+    char tok_dir[PATH_MAX];
+    const cli_model_files *m = j->files;
+    qtts_store *tok_st = NULL, *main_st = NULL; /* opened here (a folder), or borrowed from a .gguf */
     qtts_codec_encoder *enc = NULL;
     qtts_spk_encoder *spk = NULL;
     qtts_audio a = {0};
     j->rc = -1;
     /* the tokenizer lives in <model>/speech_tokenizer, or -m is the tokenizer itself */
-    snprintf(cfg_path, sizeof cfg_path, "%s/speech_tokenizer/config.json", j->model);
-    if (is_file(cfg_path))
-        snprintf(tok_dir, sizeof tok_dir, "%s/speech_tokenizer", j->model);
-    else
-        snprintf(tok_dir, sizeof tok_dir, "%s", j->model);
+    cli_model_files_tokenizer_dir(m, tok_dir, sizeof tok_dir);
     qtts_codec_config ccfg;
     if (qtts_codec_config_load(&ccfg, tok_dir, err)) goto done;
-    if (!(tok_st = qtts_store_open(tok_dir, err))) goto done;
-    if (!(enc = qtts_codec_encoder_load(tok_st, &ccfg, err))) goto done;
+    if (!m->codec_store && !(tok_st = qtts_store_open(tok_dir, err))) goto done;
+    if (!(enc = qtts_codec_encoder_load(m->codec_store ? m->codec_store : tok_st, &ccfg, err))) goto done;
     qtts_audio_opts o;
     qtts_audio_opts_default(&o);
     o.target_rate = qtts_codec_encoder_sample_rate(enc);
     o.min_samples = 1;
     if (j->want_spk) {
         qtts_model_config mcfg;
-        if (qtts_model_config_load(&mcfg, j->model, err)) {
+        if (qtts_model_config_load(&mcfg, m->dir, err)) {
             qtts_fail_prefix(err, "--spk needs a Base model folder");
             goto done;
         }
-        if (!(main_st = qtts_store_open(j->model, err))) goto done;
-        if (!(spk = qtts_spk_encoder_load(main_st, &mcfg, err))) goto done;
+        if (!m->model_store && !(main_st = qtts_store_open(m->dir, err))) goto done;
+        if (!(spk = qtts_spk_encoder_load(m->model_store ? m->model_store : main_st, &mcfg, err))) goto done;
         if (qtts_spk_encoder_sample_rate(spk) != o.target_rate) {
             qtts_fail(err, "speaker encoder rate %lld differs from the tokenizer rate %lld",
                       (long long)qtts_spk_encoder_sample_rate(spk), (long long)o.target_rate);
@@ -103,10 +97,11 @@ done:
 static void encode_usage(FILE *f) {
     fprintf(f, "usage: qtts codec encode IN -o OUT.rvq [--spk OUT.spk] [--threads N] [-m MODEL]\n"
                "  IN           reference audio (WAV/FLAC/OGG/MP3..., any rate and channel count)\n"
-               "  -o OUT.rvq   speech-tokenizer codes [16][frames], 11-bit packed\n"
-               "  --spk FILE   also write the speaker x-vector (float32 LE; needs a Base model)\n"
+               "  -o OUT.rvq   speech-tokenizer codes [16][frames], 11-bit packed ('-': standard output)\n"
+               "  --spk FILE   also write the speaker x-vector (float32 LE; needs a Base model; '-': stdout)\n"
                "  --threads N  compute threads (default: all cores)\n"
-               "  -m MODEL     model folder or speech_tokenizer folder (default $QTTS_MODEL)\n");
+               "  -m MODEL     model folder, .gguf, speech_tokenizer folder or downloaded model name\n"
+               "               (default $QTTS_MODEL)\n");
 }
 
 int cmd_codec_encode(int argc, char **argv) {
@@ -151,24 +146,30 @@ int cmd_codec_encode(int argc, char **argv) {
         encode_usage(stderr);
         return CLI_USAGE;
     }
-    model = cli_model_path(model);
-    if (!model) {
-        cli_error("codec encode: no model given (use -m PATH or set QTTS_MODEL)");
-        return CLI_USAGE;
-    }
+    char model_buf[PATH_MAX];
+    const char *given_model = model;
+    model = cli_resolve_model(model, model_buf, sizeof model_buf); /* a path or a downloaded model's name */
+    if (!model) return cli_model_path(given_model) ? CLI_FAIL : CLI_USAGE; /* not found / none given */
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
     qtts_err err = {0};
-    qtts_exec *ex = qtts_exec_create(threads, &err);
-    if (!ex) {
+    cli_model_files files;
+    if (cli_model_files_open(&files, model, &err)) {
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
-    encode_job j = {.in = in, .model = model, .want_spk = spk_out != NULL};
+    qtts_exec *ex = qtts_exec_create(threads, &err);
+    if (!ex) {
+        cli_model_files_close(&files);
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    encode_job j = {.in = in, .model = model, .files = &files, .want_spk = spk_out != NULL};
     qtts_exec_call(ex, encode_run, &j);
     qtts_exec_free(ex);
+    cli_model_files_close(&files);
     int rc = CLI_FAIL;
     if (j.rc) {
         cli_error("%s", j.err.msg);
@@ -182,6 +183,7 @@ int cmd_codec_encode(int argc, char **argv) {
         cli_error("%s", err.msg);
         goto done;
     }
+    if (!strcmp(out, "-") || (spk_out && !strcmp(spk_out, "-"))) fflush(stdout);
     fprintf(stderr, "qtts: %s: %.2f s -> %lld frames x %lld codebooks%s\n", in, j.seconds, (long long)j.frames,
             (long long)j.n_q, spk_out ? " + x-vector" : "");
     rc = CLI_OK;

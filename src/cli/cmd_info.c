@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/model_files.h"
+#include "io/model_pack.h"
 #include "io/store.h"
 #include "model/config.h"
 #include "net/hub.h"
@@ -53,7 +55,8 @@ static int summarize_store(const char *path, group_stats *groups, int n_groups) 
     return 0;
 }
 
-static int print_codec(const char *dir) {
+/* store: the file holding the codec tensors, named prefix + "decoder." etc. */
+static int print_codec(const char *dir, const char *store, const char *prefix) {
     qtts_err err = {0};
     qtts_codec_config c;
     if (qtts_codec_config_load(&c, dir, &err)) {
@@ -73,10 +76,11 @@ static int print_codec(const char *dir) {
     printf("\n  encoder: %lld filters, transformer %lld layers x %lld, %lld quantizers (%lld used)\n",
            (long long)c.enc.num_filters, (long long)c.enc.layers, (long long)c.enc.hidden,
            (long long)c.enc.num_quantizers, (long long)c.valid_quantizers);
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    group_stats groups[] = {{.prefix = "decoder.", .label = "decoder"}, {.prefix = "encoder.", .label = "encoder"}};
-    if (summarize_store(path, groups, 2)) return -1;
+    char dec[64], enc[64];
+    snprintf(dec, sizeof dec, "%sdecoder.", prefix);
+    snprintf(enc, sizeof enc, "%sencoder.", prefix);
+    group_stats groups[] = {{.prefix = dec, .label = "decoder"}, {.prefix = enc, .label = "encoder"}};
+    if (summarize_store(store, groups, 2)) return -1;
     for (int g = 0; g < 2; g++) print_group(&groups[g]);
     return 0;
 }
@@ -88,7 +92,7 @@ static void print_lm(const char *label, const qtts_lm_config *lm) {
 }
 
 /* A model folder's configuration: variant, LM sizes, voices, sampling defaults. */
-static int print_model(const char *path) {
+static int print_model(const char *shown, const char *path) {
     qtts_err err = {0};
     qtts_model_config cfg;
     if (qtts_model_config_load(&cfg, path, &err)) {
@@ -100,7 +104,7 @@ static int print_model(const char *path) {
         cli_error("%s", err.msg);
         return -1;
     }
-    printf("model: %s\n", path);
+    printf("model: %s\n", shown);
     printf("  variant         %s (size tag %s)\n", qtts_variant_name(cfg.variant), cfg.size[0] ? cfg.size : "?");
     print_lm("talker", &cfg.talker);
     print_lm("code predictor", &cfg.cp);
@@ -123,6 +127,46 @@ static int print_model(const char *path) {
     return 0;
 }
 
+/* A model folder or an unpacked .gguf (path: what the user gave). */
+static int print_folder(const char *path, const cli_model_files *m) {
+    qtts_err err = {0};
+    qtts_codec_config probe;
+    int gguf = m->model_store != NULL;
+    if (!gguf && qtts_codec_config_load(&probe, path, &err) == 0) { /* a bare tokenizer folder */
+        char store[PATH_MAX];
+        snprintf(store, sizeof store, "%s/model.safetensors", path);
+        return print_codec(path, store, "") ? CLI_FAIL : CLI_OK;
+    }
+    if (print_model(path, m->dir)) return CLI_FAIL;
+    if (gguf) printf("  file            %s (one-file model, qtts quantize)\n", path);
+    group_stats groups[] = {
+        {.prefix = "talker.code_predictor.", .label = "code predictor"},
+        {.prefix = "talker.model.text_embedding.", .label = "text embedding"},
+        {.prefix = "talker.", .label = "talker"},
+        {.prefix = "speaker_encoder.", .label = "speaker encoder"},
+        {.prefix = QTTS_PACK_CODEC_PREFIX, .label = "(speech tokenizer)"}, /* .gguf only: listed below */
+        {.prefix = "", .label = "other"},
+    };
+    if (summarize_store(path, groups, 6)) return CLI_FAIL;
+    int64_t total = 0;
+    for (int g = 0; g < 6; g++) {
+        if (g == 4) continue;
+        print_group(&groups[g]);
+        total += groups[g].params;
+    }
+    printf("  total           %.2f M parameters\n", total / 1e6);
+    char tok_dir[PATH_MAX + 32], store[PATH_MAX + 64];
+    snprintf(tok_dir, sizeof tok_dir, "%s/speech_tokenizer", m->dir);
+    snprintf(store, sizeof store, "%s/model.safetensors", tok_dir);
+    struct stat sb;
+    if (stat(tok_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (print_codec(tok_dir, gguf ? path : store, gguf ? QTTS_PACK_CODEC_PREFIX : "")) return CLI_FAIL;
+    } else {
+        printf("speech tokenizer: missing (%s)\n", tok_dir);
+    }
+    return CLI_OK;
+}
+
 int cmd_info(int argc, char **argv) {
     if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *out = argc == 2 ? stdout : stderr;
@@ -136,6 +180,10 @@ int cmd_info(int argc, char **argv) {
         qtts_config_describe(stdout);
         return CLI_OK;
     }
+    if (argv[1][0] == '-') {
+        cli_error("info: unknown option '%s' (see 'qtts info --help')", argv[1]);
+        return CLI_USAGE;
+    }
     const char *path = argv[1];
     char resolved[PATH_MAX];
     struct stat sb;
@@ -148,7 +196,12 @@ int cmd_info(int argc, char **argv) {
         }
         path = r;
     }
-    if (!S_ISDIR(sb.st_mode)) {
+    if (!S_ISDIR(sb.st_mode) && !cli_is_gguf(path)) {
+        size_t n = strlen(path);
+        if (n < 12 || strcmp(path + n - 12, ".safetensors")) {
+            cli_error("%s: not a model folder, a .gguf or a .safetensors file", path);
+            return CLI_FAIL;
+        }
         group_stats all = {.prefix = "", .label = "tensors"};
         if (summarize_store(path, &all, 1)) return CLI_FAIL;
         printf("file: %s\n", path);
@@ -156,31 +209,12 @@ int cmd_info(int argc, char **argv) {
         return CLI_OK;
     }
     qtts_err err = {0};
-    qtts_codec_config probe;
-    if (qtts_codec_config_load(&probe, path, &err) == 0) /* a bare tokenizer folder */
-        return print_codec(path) ? CLI_FAIL : CLI_OK;
-
-    if (print_model(path)) return CLI_FAIL;
-    group_stats groups[] = {
-        {.prefix = "talker.code_predictor.", .label = "code predictor"},
-        {.prefix = "talker.model.text_embedding.", .label = "text embedding"},
-        {.prefix = "talker.", .label = "talker"},
-        {.prefix = "speaker_encoder.", .label = "speaker encoder"},
-        {.prefix = "", .label = "other"},
-    };
-    if (summarize_store(path, groups, 5)) return CLI_FAIL;
-    int64_t total = 0;
-    for (int g = 0; g < 5; g++) {
-        print_group(&groups[g]);
-        total += groups[g].params;
+    cli_model_files m;
+    if (cli_model_files_open(&m, path, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
     }
-    printf("  total           %.2f M parameters\n", total / 1e6);
-    char tok_dir[PATH_MAX];
-    snprintf(tok_dir, sizeof tok_dir, "%s/speech_tokenizer", path);
-    if (stat(tok_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (print_codec(tok_dir)) return CLI_FAIL;
-    } else {
-        printf("speech tokenizer: missing (%s)\n", tok_dir);
-    }
-    return CLI_OK;
+    int rc = print_folder(path, &m);
+    cli_model_files_close(&m);
+    return rc;
 }

@@ -18,6 +18,7 @@
 #include "io/spk.h"
 #include "qtts.h"
 #include "text/split.h"
+#include "text/utf8.h"
 
 enum { FADE_SAMPLES = 240 }; /* 10 ms fades where utterances are joined */
 /* Input caps: a book is a few MB of text; a 60 s reference is at most ~70 MB even as 96 kHz 32-bit stereo. */
@@ -219,12 +220,15 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
-        case O_TEMP: bad = cli_float("--temperature", optarg, 1e-3, 100, &r->temperature); break;
-        case O_TOPK: bad = cli_int_to("--top-k", optarg, 1, 1 << 20, &r->top_k); break;
+        case O_TEMP: /* 0 means greedy, as in the HTTP API */
+            bad = cli_float("--temperature", optarg, 0, 100, &r->temperature);
+            if (!bad && r->temperature == 0) r->greedy = 1;
+            break;
+        case O_TOPK: bad = cli_int_to("--top-k", optarg, 0, 1 << 20, &r->top_k); break; /* 0: the model's */
         case O_TOPP: bad = cli_float("--top-p", optarg, 1e-6, 1, &r->top_p); break;
         case O_REP: bad = cli_float("--repetition-penalty", optarg, 1e-3, 100, &r->repetition_penalty); break;
         case O_CPTEMP: bad = cli_float("--cp-temperature", optarg, 1e-3, 100, &r->cp_temperature); break;
-        case O_CPTOPK: bad = cli_int_to("--cp-top-k", optarg, 1, 1 << 20, &r->cp_top_k); break;
+        case O_CPTOPK: bad = cli_int_to("--cp-top-k", optarg, 0, 1 << 20, &r->cp_top_k); break;
         case O_CPTOPP: bad = cli_float("--cp-top-p", optarg, 1e-6, 1, &r->cp_top_p); break;
         case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, 1 << 20, &r->max_frames); break;
         case O_FILE: o->file = optarg; break;
@@ -251,6 +255,10 @@ static int say_check_opts(say_opts *o) {
     if ((o->ref_audio || o->ref_spk) && o->req.speaker) why = "--speaker and reference audio exclude each other";
     else if (o->ref_audio && o->ref_spk) why = "give --ref-audio or --ref-spk/--ref-rvq, not both";
     else if (o->ref_rvq && !o->ref_spk) why = "--ref-rvq needs --ref-spk";
+    else if (o->ref_spk && o->ref_text && !o->ref_rvq && !o->req.x_vector_only)
+        why = "--ref-text with --ref-spk needs --ref-rvq (in-context cloning needs the reference codes)";
+    else if (o->ref_spk && o->ref_rvq && !o->ref_text)
+        why = "--ref-rvq needs --ref-text, the transcript of the reference (or drop --ref-rvq for x-vector cloning)";
     else if ((o->ref_text || o->req.x_vector_only) && !o->ref_audio && !o->ref_spk)
         why = "--ref-text/--x-vector-only need --ref-audio or --ref-spk";
     else if (o->ref_text && o->req.x_vector_only) why = "--ref-text and --x-vector-only exclude each other";
@@ -261,6 +269,24 @@ static int say_check_opts(say_opts *o) {
     }
     if (qtts_sample_format_parse(o->sample_format, &o->sfmt)) {
         cli_error("--sample-format: expected s16 or f32, got '%s'", o->sample_format);
+        return CLI_USAGE;
+    }
+    static const char *const quants[] = {"auto", "f32", "bf16", "q8_0", "q4_k"};
+    int quant_ok = !o->quant;
+    for (size_t i = 0; !quant_ok && i < sizeof quants / sizeof quants[0]; i++) quant_ok = !strcmp(o->quant, quants[i]);
+    if (!quant_ok) {
+        cli_error("--quant: expected auto, f32, bf16, q8_0 or q4_k, got '%s'", o->quant);
+        return CLI_USAGE;
+    }
+    qtts_audio_format fmt = QTTS_AUDIO_WAV;
+    qtts_err fe = {0};
+    if (!o->play && (o->format ? qtts_audio_format_parse(o->format, &fmt, &fe)
+                               : strcmp(o->output, "-") && qtts_audio_format_from_path(o->output, &fmt, &fe))) {
+        cli_error("%s", fe.msg);
+        return CLI_USAGE;
+    }
+    if (o->sfmt == QTTS_SAMPLE_F32 && (fmt == QTTS_AUDIO_MP3 || fmt == QTTS_AUDIO_OPUS || fmt == QTTS_AUDIO_VORBIS)) {
+        cli_error("--sample-format f32 applies to wav, pcm and flac output, not %s", qtts_audio_format_name(fmt));
         return CLI_USAGE;
     }
     return CLI_CONTINUE;
@@ -288,6 +314,13 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
     }
     if (strlen(j->text) != j->text_len) {
         cli_error("the text contains a NUL byte");
+        return CLI_FAIL;
+    }
+    /* All of it now, before minutes of synthesis: the offset is in the user's text. */
+    size_t bad = qtts_utf8_check(j->text, j->text_len);
+    if (bad != j->text_len) {
+        cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)", o->file ? o->file : "the text",
+                  (unsigned char)j->text[bad], bad);
         return CLI_FAIL;
     }
     qtts_split_params_default(&j->sp);
@@ -470,6 +503,11 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
         if (i + 1 < j->n_chunks && out->n_tail) /* fade out the held-back end before the next utterance */
             for (int k = 0; k < out->n_tail; k++) out->tail[k] *= (float)(out->n_tail - k) / (float)out->n_tail;
         if (o->verbose) say_print_timings(i, &res);
+        if (!res.finished_by_eos && !o->quiet) {
+            cli_progress_clear(&j->pr);
+            fprintf(stderr, "qtts: warning: utterance %ld stopped at the frame limit (%d frames), not at the end of "
+                            "speech; raise --max-frames if it is cut short\n", i + 1, res.n_frames);
+        }
         rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
     }
     qtts_stream_free(st);
@@ -498,7 +536,16 @@ static int say_speak_all(const say_opts *o, say_job *j) {
 }
 
 /* Releases everything in j; a failing player turns success into failure. */
-static int say_cleanup(say_job *j, int rc) {
+/* On failure a file output is finalized (valid, with the audio so far) or,
+ * with no audio at all, removed. */
+static int say_cleanup(const say_opts *o, say_job *j, int rc) {
+    if (j->out.enc && rc != CLI_OK && !j->player && strcmp(o->output, "-")) {
+        int empty = qtts_encoder_frames(j->out.enc) == 0;
+        qtts_err qe = {0};
+        qtts_encoder_close(j->out.enc, &qe);
+        j->out.enc = NULL;
+        if (empty) remove(o->output);
+    }
     qtts_encoder_abort(j->out.enc);
     if (j->player && pclose(j->player) != 0 && rc == CLI_OK) {
         cli_error("say: the audio player failed");
@@ -528,5 +575,5 @@ int cmd_say(int argc, char **argv) {
         rc = say_open_output(&o, &j);
     }
     if (rc == CLI_CONTINUE) rc = say_speak_all(&o, &j);
-    return say_cleanup(&j, rc);
+    return say_cleanup(&o, &j, rc);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/model_files.h"
 #include "text/tokenizer.h"
 #include "io/file.h"
 
@@ -120,7 +121,9 @@ int cmd_tokenize(int argc, char **argv) {
         return CLI_FAIL;
     }
     qtts_err err = {0};
-    qtts_tokenizer *tok = qtts_tok_load(dir, &err);
+    cli_model_files files; /* a .gguf carries the tokenizer files too */
+    qtts_tokenizer *tok = cli_model_files_open(&files, dir, &err) ? NULL : qtts_tok_load(files.dir, &err);
+    cli_model_files_close(&files);
     if (!tok) {
         cli_error("%s", err.msg);
         free(owned);

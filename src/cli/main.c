@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "qtts.h"
 
 typedef struct {
     const char *name;
@@ -58,12 +59,19 @@ int main(int argc, char **argv) {
         usage(stderr);
         return CLI_USAGE;
     }
+    if (!strcmp(argv[1], "help") && argc >= 3) { /* qtts help say == qtts say --help */
+        char *help_argv[] = {argv[2], "--help", NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name)) return commands[i].run(2, help_argv);
+        cli_error("unknown command '%s' (see 'qtts --help')", argv[2]);
+        return CLI_USAGE;
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return CLI_OK;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("qtts 0.1.0\n");
+        printf("qtts %s\n", qtts_version());
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -52,10 +52,23 @@ int qtts_read_stream(FILE *f, const char *name, size_t max, char **buf, size_t *
 int qtts_read_file(const char *path, size_t max, char **buf, size_t *len, qtts_err *err) {
     *buf = NULL;
     *len = 0;
+    if (!strcmp(path, "-")) return qtts_read_stream(stdin, "standard input", max, buf, len, err);
     FILE *f = fopen(path, "rb");
     if (!f) return qtts_fail(err, "%s: cannot open: %s", path, strerror(errno));
     errno = 0;
     int rc = qtts_read_stream(f, path, max, buf, len, err);
     fclose(f);
     return rc;
+}
+
+int qtts_write_file(const char *path, const void *data, size_t n, qtts_err *err) {
+    int to_stdout = !strcmp(path, "-");
+    FILE *f = to_stdout ? stdout : fopen(path, "wb");
+    if (!f) return qtts_fail(err, "%s: cannot create: %s", path, strerror(errno));
+    int bad = fwrite(data, 1, n, f) != n;
+    int e = errno;
+    if (to_stdout) bad |= fflush(f) != 0;
+    else bad |= fclose(f) != 0;
+    if (bad) return qtts_fail(err, "%s: write failed: %s", to_stdout ? "standard output" : path, strerror(e ? e : errno));
+    return 0;
 }

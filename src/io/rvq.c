@@ -73,16 +73,9 @@ int qtts_rvq_write(const char *path, const int32_t *codes, int64_t n_q, int64_t 
         free(buf);
         return qtts_fail_prefix(err, "%s", path);
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(buf);
-        return qtts_fail(err, "%s: cannot create: %s", path, strerror(errno));
-    }
-    int bad = fwrite(buf, 1, size, f) != size;
-    bad |= fclose(f) != 0;
+    int rc = qtts_write_file(path, buf, size, err);
     free(buf);
-    if (bad) return qtts_fail(err, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }
 
 int qtts_rvq_read(const char *path, int64_t n_q, int64_t codebook_size, int32_t **codes_out, int64_t *T_out,

@@ -42,17 +42,9 @@ int qtts_spk_write(const char *path, const float *xvec, int64_t dim, qtts_err *e
     size_t size;
     unsigned char *buf = qtts_spk_to_bytes(xvec, dim, &size, err);
     if (!buf) return -1;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(buf);
-        return qtts_fail(err, "%s: cannot create: %s", path, strerror(errno));
-    }
-    size_t w = fwrite(buf, 1, (size_t)dim * 4, f);
-    int bad = w != (size_t)dim * 4;
-    if (fclose(f)) bad = 1;
+    int rc = qtts_write_file(path, buf, size, err);
     free(buf);
-    if (bad) return qtts_fail(err, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+    return rc;
 }
 
 float *qtts_spk_from_bytes(const void *data, size_t size, int64_t dim, const char *label, int64_t *out_dim,

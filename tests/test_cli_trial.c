@@ -1,0 +1,106 @@
+/* The command-line rows of the newcomer trial
+ * (shared/review/newcomer-trial-3028c03.md), each checked through the qtts
+ * binary: exit status, message, and what is left on disk. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "support/test_util.h"
+
+#define BASE QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-0.6B-Base-tiny"
+#define CV QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
+
+static char g_out[16384];
+
+/* Runs `qtts ARGS` (a shell fragment); returns the exit status, output in g_out. */
+static int qtts(const char *args) {
+    char cmd[7 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", QTTS_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
+    g_out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int exists(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0;
+}
+
+int main(void) {
+    char tmpl[] = "/tmp/qtts_cli_trial_XXXXXX", a[6 * PATH_MAX], f[PATH_MAX], o[PATH_MAX];
+    char *tmp = mkdtemp(tmpl);
+    if (!tmp) return 1;
+    int rc;
+    /* 23: qtts help say */
+    rc = qtts("help say");
+    TEST_CHECK(rc == 0 && strstr(g_out, "usage: qtts say"), "qtts help say: %d %.80s", rc, g_out);
+    /* 10, 21: usage errors exit 2, non-model files get a clear line */
+    rc = qtts("info --bogus");
+    TEST_CHECK(rc == 2, "info --bogus: %d", rc);
+    rc = qtts("info /etc/passwd");
+    TEST_CHECK(rc == 1 && strstr(g_out, "not a model folder"), "info /etc/passwd: %d %s", rc, g_out);
+    snprintf(o, sizeof o, "%s/x.wav", tmp);
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --format aac -o '%s' hi", CV, o);
+    TEST_CHECK(qtts(a) == 2, "--format aac is a usage error: %s", g_out);
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --quant bogus -o '%s' hi", CV, o);
+    TEST_CHECK(qtts(a) == 2, "--quant bogus is a usage error: %s", g_out);
+    /* 11: f32 applies to wav/pcm/flac only */
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --sample-format f32 -o '%s/x.mp3' hi", CV, tmp);
+    TEST_CHECK(qtts(a) == 2 && strstr(g_out, "f32"), "mp3 + f32: %s", g_out);
+    /* 5: in-context cloning needs codes and transcript together */
+    snprintf(a, sizeof a, "say -m '%s' --ref-spk x.spk --ref-text hello -o '%s' hi", BASE, o);
+    TEST_CHECK(qtts(a) == 2 && strstr(g_out, "--ref-rvq"), "--ref-text without --ref-rvq: %s", g_out);
+    snprintf(a, sizeof a, "say -m '%s' --ref-spk x.spk --ref-rvq x.rvq -o '%s' hi", BASE, o);
+    TEST_CHECK(qtts(a) == 2 && strstr(g_out, "--ref-text"), "--ref-rvq without --ref-text: %s", g_out);
+    /* 6: invalid UTF-8 is found before synthesis, at the user's offset, and leaves no file */
+    snprintf(f, sizeof f, "%s/bad.txt", tmp);
+    write_text_file(f, "\xe9 is not UTF-8. Then a long second sentence follows here.");
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --file '%s' -o '%s'", CV, f, o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 1 && strstr(g_out, "offset 0") && !exists(o), "bad UTF-8: %d %s (file left: %d)", rc, g_out,
+               exists(o));
+    /* 20: temperature 0 means greedy, as in the API; 27: a warning at the frame limit */
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --temperature 0 --top-k 0 --max-frames 2 -o '%s' 'Hello there.'",
+             CV, o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 0 && exists(o) && strstr(g_out, "frame limit"), "temperature 0 + frame-limit warning: %d %s",
+               rc, g_out);
+    remove(o);
+    /* 3: a .gguf works for codec decode/encode, tokenize and info; 14: '-' is stdout */
+    char gguf[PATH_MAX], wav[PATH_MAX], rvq[PATH_MAX];
+    snprintf(gguf, sizeof gguf, "%s/base.gguf", tmp);
+    snprintf(a, sizeof a, "quantize '%s' -o '%s' --type q8_0", BASE, gguf);
+    TEST_CHECK(qtts(a) == 0, "quantize: %s", g_out);
+    snprintf(a, sizeof a, "info '%s'", gguf);
+    rc = qtts(a);
+    TEST_CHECK(rc == 0 && strstr(g_out, "variant         base") && strstr(g_out, "languages       auto, chinese") &&
+                   strstr(g_out, "speech tokenizer"),
+               "info .gguf: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "tokenize -m '%s' Hello", gguf);
+    TEST_CHECK(qtts(a) == 0 && strstr(g_out, "[9707]"), "tokenize .gguf: %s", g_out);
+    snprintf(wav, sizeof wav, "%s/ref.wav", tmp);
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --max-frames 12 -q -o '%s' 'A reference sentence.'", CV, wav);
+    TEST_CHECK(qtts(a) == 0, "reference wav: %s", g_out);
+    snprintf(rvq, sizeof rvq, "%s/ref.rvq", tmp);
+    snprintf(a, sizeof a, "codec encode '%s' -o - --spk '%s/ref.spk' -m '%s' > '%s'", wav, tmp, gguf, rvq);
+    rc = qtts(a);
+    struct stat st;
+    TEST_CHECK(rc == 0 && stat(rvq, &st) == 0 && st.st_size > 0 && st.st_size % 22 == 0,
+               "codec encode .gguf to stdout: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "codec decode '%s' -o '%s' -m '%s'", rvq, o, gguf);
+    TEST_CHECK(qtts(a) == 0 && exists(o), "codec decode .gguf: %s", g_out);
+    /* 14: --ref-audio - reads standard input */
+    snprintf(a, sizeof a, "say -m '%s' --ref-audio - --x-vector-only --max-frames 2 -q -o '%s' hi < '%s'", BASE, o,
+             wav);
+    TEST_CHECK(qtts(a) == 0, "--ref-audio -: %s", g_out);
+    rm_rf(tmp);
+    return test_finish("test_cli_trial");
+}
