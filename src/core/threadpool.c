@@ -47,6 +47,10 @@ struct qtts_pool {
 
     atomic_int barrier_count;
     atomic_uint barrier_phase;
+
+    /* Owner-only state of the parallel-for policy (see parallel_for_work). */
+    int alone_streak;   /* consecutive parallel-fors whose chunks the owner ran all by itself */
+    int inline_budget;  /* parallel-fors still to run inline before probing the workers again */
 };
 
 static pid_t current_tid(void) { return (pid_t)syscall(SYS_gettid); }
@@ -185,13 +189,14 @@ void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t 
  * waiting instead of a whole share (with fixed shares, 2 threads on 2 busy
  * cores ran slower than 1). Bodies only see [begin, end) ranges in multiples
  * of grain, so results do not depend on which thread ran which chunk. */
-enum { CHUNKS_PER_THREAD = 4 };
+enum { CHUNKS_PER_THREAD = 4, ALONE_STREAK_LIMIT = 4, INLINE_RUNS = 64 };
 
 typedef struct {
     qtts_range_fn fn;
     void *ctx;
     int64_t n, grain, chunk; /* chunk: elements per hand-out, a multiple of grain */
     atomic_int_fast64_t next;
+    int64_t owner_elems; /* elements the owner (tid 0) ran */
 } range_job;
 
 static void range_body(void *p, int tid, int n_threads) {
@@ -202,6 +207,7 @@ static void range_body(void *p, int tid, int n_threads) {
         if (b >= job->n) return;
         int64_t e = b + job->chunk < job->n ? b + job->chunk : job->n;
         job->fn(job->ctx, b, e, tid);
+        if (tid == 0) job->owner_elems += e - b;
     }
 }
 
@@ -209,7 +215,8 @@ void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double wo
     check_owner(pool);
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    if (!pool || pool->n_threads == 1 || n <= grain || work < QTTS_POOL_MIN_WORK) {
+    if (!pool || pool->n_threads == 1 || n <= grain || work < QTTS_POOL_MIN_WORK || pool->inline_budget > 0) {
+        if (pool && pool->inline_budget > 0 && n > grain && work >= QTTS_POOL_MIN_WORK) pool->inline_budget--;
         fn(ctx, 0, n, 0);
         return;
     }
@@ -218,6 +225,17 @@ void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double wo
     range_job job = {.fn = fn, .ctx = ctx, .n = n, .grain = grain, .chunk = per * grain};
     atomic_init(&job.next, 0);
     qtts_pool_run(pool, range_body, &job);
+    /* When other processes hold the cores, our workers wake too late to take
+     * any chunk and the owner waits on them for nothing: after a few such
+     * runs in a row, run the next ones inline, then probe the workers again. */
+    if (job.owner_elems == n) {
+        if (++pool->alone_streak >= ALONE_STREAK_LIMIT) {
+            pool->alone_streak = 0;
+            pool->inline_budget = INLINE_RUNS;
+        }
+    } else {
+        pool->alone_streak = 0;
+    }
 }
 
 void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx) {
