@@ -97,6 +97,9 @@ int main(void) {
                "codec encode .gguf to stdout: %d %s", rc, g_out);
     snprintf(a, sizeof a, "codec decode '%s' -o '%s' -m '%s'", rvq, o, gguf);
     TEST_CHECK(qtts(a) == 0 && exists(o), "codec decode .gguf: %s", g_out);
+    /* 22: a folder as reference audio says so */
+    snprintf(a, sizeof a, "say -m '%s' --ref-audio '%s' --x-vector-only -o '%s' hi", BASE, tmp, o);
+    TEST_CHECK(qtts(a) == 1 && strstr(g_out, "Is a directory"), "--ref-audio DIR: %s", g_out);
     /* 14: --ref-audio - reads standard input */
     snprintf(a, sizeof a, "say -m '%s' --ref-audio - --x-vector-only --max-frames 2 -q -o '%s' hi < '%s'", BASE, o,
              wav);

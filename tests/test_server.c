@@ -845,6 +845,15 @@ static void test_busy_disconnect_drain(const char *vdir) {
         TEST_CHECK(a >= 0, "stream before a graceful SIGTERM");
         kill(srv.pid, SIGTERM);
         if (a >= 0) {
+            /* trial row 16: while draining the server still answers, /health says 503 */
+            struct timespec pause = {0, 200 * 1000000};
+            nanosleep(&pause, NULL);
+            th_resp h;
+            memset(&h, 0, sizeof h);
+            th_get(srv.port, "/health", NULL, &h);
+            TEST_CHECK(h.status == 503 && h.body && strstr((char *)h.body, "draining"),
+                       "/health during the drain: %d %s", h.status, h.body ? (char *)h.body : "");
+            th_resp_free(&h);
             la = read_rest(a, raw_a, la, raw_cap, 60);
             close(a);
             th_resp full;
@@ -1019,6 +1028,20 @@ static void test_trial_defects(void) {
     TEST_CHECK(ok && got > 12 && !strncmp(raw + 9, "413", 3), "chunked body over the limit: %.60s", got ? raw : "");
     if (fd >= 0) close(fd);
     TEST_CHECK(th_stop(&srv, 30) == 0, "defects server exit status");
+    /* 18: a VoiceDesign request without instructions names the HTTP field */
+    const char *vd_args[] = {"-m", QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny", "--threads", "1", NULL};
+    if (th_start(&srv, vd_args, 120) == 0) {
+        th_post_json(srv.port, "/v1/audio/speech", NULL, "{\"input\":\"hi there\"}", &r, 30);
+        expect_error(&r, 400, "missing_instructions", "VoiceDesign without instructions");
+        cJSON *j = json_body(&r);
+        const cJSON *param = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param");
+        TEST_CHECK(cJSON_IsString(param) && !strcmp(param->valuestring, "instructions"), "param is 'instructions'");
+        cJSON_Delete(j);
+        th_resp_free(&r);
+    } else {
+        TEST_CHECK(0, "VoiceDesign server starts");
+    }
+    TEST_CHECK(th_stop(&srv, 30) == 0, "VoiceDesign server exit status");
 }
 
 int main(void) {

@@ -944,20 +944,10 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
                 memcpy(s->kc[l] + (s->n_cached + f) * kvd, k + f * qkvd, (size_t)kvd * sizeof(float));
                 memcpy(s->vc[l] + (s->n_cached + f) * kvd, k + f * qkvd + kvd, (size_t)kvd * sizeof(float));
             }
-            qtts_attn_args a = {.q = q,
-                                .q_stride = qkvd,
-                                .k = s->kc[l],
-                                .v = s->vc[l],
-                                .kv_stride = kvd,
-                                .out = AO + roff[i] * qd,
-                                .out_stride = qd,
-                                .n_q = F[i],
-                                .q_first = s->n_cached,
-                                .n_heads = d->n_heads,
-                                .n_kv_heads = d->n_kv_heads,
-                                .head_dim = d->head_dim,
-                                .window = d->window,
-                                .scale = 1.0f / sqrtf((float)d->head_dim)};
+            qtts_attn_args a = {.q = q, .q_stride = qkvd, .k = s->kc[l], .v = s->vc[l], .kv_stride = kvd,
+                                .out = AO + roff[i] * qd, .out_stride = qd, .n_q = F[i], .q_first = s->n_cached,
+                                .n_heads = d->n_heads, .n_kv_heads = d->n_kv_heads, .head_dim = d->head_dim,
+                                .window = d->window, .scale = 1.0f / sqrtf((float)d->head_dim)};
             qtts_attention(pool, &a);
             /* keep the last window-1 keys: all a later query can still see */
             int64_t have = s->n_cached + F[i], keepn = have < d->window - 1 ? have : d->window - 1;
