@@ -60,7 +60,8 @@ ${CC:-cc} ${EXTRA_CFLAGS:-} "$prefix/hello.c" -o "$prefix/hello_static" -I"$pref
 ${CC:-cc} ${EXTRA_CFLAGS:-} "$prefix/hello.c" -o "$prefix/hello_shared" $(pkg-config --cflags --libs qtts) \
   -Wl,-rpath,"$prefix/lib" ${EXTRA_LDFLAGS:-}
 "$prefix/hello_shared"
-ldd "$prefix/hello_shared" | grep -q "$prefix/lib/libqtts.so" || {
+# (grep without -q: an early exit would SIGPIPE ldd and fail the pipeline under pipefail)
+ldd "$prefix/hello_shared" | grep "$prefix/lib/libqtts.so" >/dev/null || {
   echo "check_install: hello_shared does not use the installed libqtts.so" >&2; exit 1; }
 "$prefix/bin/qtts" --version >/dev/null
 echo "check_install: ok (static and shared) in $prefix"

@@ -845,15 +845,23 @@ static void test_busy_disconnect_drain(const char *vdir) {
         TEST_CHECK(a >= 0, "stream before a graceful SIGTERM");
         kill(srv.pid, SIGTERM);
         if (a >= 0) {
-            /* trial row 16: while draining the server still answers, /health says 503 */
-            struct timespec pause = {0, 200 * 1000000};
-            nanosleep(&pause, NULL);
-            th_resp h;
-            memset(&h, 0, sizeof h);
-            th_get(srv.port, "/health", NULL, &h);
-            TEST_CHECK(h.status == 503 && h.body && strstr((char *)h.body, "draining"),
-                       "/health during the drain: %d %s", h.status, h.body ? (char *)h.body : "");
-            th_resp_free(&h);
+            /* trial row 16: while draining the server still answers, /health says 503. The
+             * signal takes effect asynchronously, and the tiny model may finish the stream
+             * (and the server exit) within milliseconds: poll until 503 or the server is gone. */
+            int saw_draining = 0, gone = 0;
+            for (int k = 0; k < 200 && !saw_draining && !gone; k++) {
+                th_resp h;
+                memset(&h, 0, sizeof h);
+                th_get(srv.port, "/health", NULL, &h);
+                saw_draining = h.status == 503 && h.body && strstr((char *)h.body, "draining");
+                gone = h.status == 0;
+                th_resp_free(&h);
+                struct timespec pause = {0, 10 * 1000000};
+                if (!saw_draining && !gone) nanosleep(&pause, NULL);
+            }
+            if (gone && !saw_draining)
+                printf("SKIP /health drain check: the stream finished and the server exited before a probe\n");
+            else TEST_CHECK(saw_draining, "/health answers 503 draining during the drain");
             la = read_rest(a, raw_a, la, raw_cap, 60);
             close(a);
             th_resp full;
