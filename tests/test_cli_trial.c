@@ -90,7 +90,8 @@ int main(void) {
     snprintf(a, sizeof a, "say -m '%s' --speaker ryan --max-frames 12 -q -o '%s' 'A reference sentence.'", CV, wav);
     TEST_CHECK(qtts(a) == 0, "reference wav: %s", g_out);
     snprintf(rvq, sizeof rvq, "%s/ref.rvq", tmp);
-    snprintf(a, sizeof a, "codec encode '%s' -o - --spk '%s/ref.spk' -m '%s' > '%s'", wav, tmp, gguf, rvq);
+    /* through a pipe: qtts()'s trailing 2>&1 then applies to cat, so the codes file gets stdout only */
+    snprintf(a, sizeof a, "codec encode '%s' -o - --spk '%s/ref.spk' -m '%s' | cat > '%s'", wav, tmp, gguf, rvq);
     rc = qtts(a);
     struct stat st;
     TEST_CHECK(rc == 0 && stat(rvq, &st) == 0 && st.st_size > 0 && st.st_size % 22 == 0,
