@@ -135,6 +135,21 @@ int cfg_read_fields(const cJSON *obj, const cfg_field *fields, size_t n, void *b
     return 0;
 }
 
+int cfg_object(const cJSON *parent, const char *key, int required, const cJSON **out, const char *what,
+               qtts_err *err) {
+    const char *sep = strchr(what, ':') ? "." : ": "; /* "file: object.key" as in the field messages */
+    const cJSON *o = cJSON_IsObject(parent) ? cJSON_GetObjectItemCaseSensitive(parent, key) : NULL;
+    *out = NULL;
+    if (!o || cJSON_IsNull(o)) return required ? qtts_fail(err, "%s%s%s: missing", what, sep, key) : 0;
+    if (!cJSON_IsObject(o)) {
+        char text[64];
+        cfg_value_text(o, text, sizeof text);
+        return qtts_fail(err, "%s%s%s: expected an object, got %s", what, sep, key, text);
+    }
+    *out = o;
+    return 0;
+}
+
 static const char *kind_name(cfg_kind k) {
     switch (k) {
     case CFG_INT: return "integer";

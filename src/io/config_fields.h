@@ -50,6 +50,12 @@ typedef struct {
 int cfg_read_fields(const cJSON *obj, const cfg_field *fields, size_t n, void *base, const char *what,
                     qtts_err *err);
 
+/* The sub-object parent[key] (a nested config class) into *out: NULL when
+ * absent or null (an error only if required), an error naming what.key when
+ * it is not an object. what: a file name or "<file>: <object path>". */
+int cfg_object(const cJSON *parent, const char *key, int required, const cJSON **out, const char *what,
+               qtts_err *err);
+
 /* One markdown row per field: | key | type | required / default (value) / derived | range | why | */
 void cfg_describe_fields(FILE *out, const char *object, const cfg_field *fields, size_t n);
 

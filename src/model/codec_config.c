@@ -103,13 +103,8 @@ static int read_sub(const cJSON *root, const char *key, const cfg_field *fields,
                     const char *name, qtts_err *err) {
     char what[PATH_MAX + 64];
     snprintf(what, sizeof what, "%s: %s", name, key);
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (o && !cJSON_IsNull(o) && !cJSON_IsObject(o)) {
-        char text[64];
-        cfg_value_text(o, text, sizeof text);
-        return qtts_fail(err, "%s: expected an object, got %s", what, text);
-    }
-    return cfg_read_fields(o, fields, n, c, what, err);
+    const cJSON *o;
+    return cfg_object(root, key, 0, &o, name, err) || cfg_read_fields(o, fields, n, c, what, err) ? -1 : 0;
 }
 
 static int64_t product(const int64_t *v, int64_t n) {

@@ -213,20 +213,6 @@ static int finish_lm(const cJSON *obj, qtts_lm_config *lm, int mrope, const char
     return 0;
 }
 
-static int read_object(const cJSON *parent, const char *key, int required, const cJSON **out, const char *what,
-                       qtts_err *err) {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key);
-    *out = NULL;
-    if (!o || cJSON_IsNull(o)) return required ? qtts_fail(err, "%s.%s: missing", what, key) : 0;
-    if (!cJSON_IsObject(o)) {
-        char text[64];
-        cfg_value_text(o, text, sizeof text);
-        return qtts_fail(err, "%s.%s: expected an object, got %s", what, key, text);
-    }
-    *out = o;
-    return 0;
-}
-
 static int read_variant(qtts_model_config *cfg, const cJSON *root, const char *name, qtts_err *err) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "tts_model_type");
     if (!t) return qtts_fail(err, "%s: missing \"tts_model_type\" (is this a Qwen3-TTS model folder?)", name);
@@ -314,13 +300,13 @@ int qtts_model_config_parse(qtts_model_config *cfg, const cJSON *root, const cha
     char what[PATH_MAX + 64];
     const cJSON *tk, *cp, *se;
     if (cfg_read_fields(root, top_fields, N(top_fields), cfg, name, err)) return -1;
-    if (read_object(root, "talker_config", 1, &tk, name, err)) return -1;
+    if (cfg_object(root, "talker_config", 1, &tk, name, err)) return -1;
     snprintf(what, sizeof what, "%s: talker_config", name);
     if (cfg_read_fields(tk, talker_fields, N(talker_fields), cfg, what, err) || finish_lm(tk, &cfg->talker, 1, what, err) ||
         read_speakers(cfg, tk, what, err))
         return -1;
     /* Qwen3TTSTalkerConfig builds a default code predictor when the key is absent. */
-    if (read_object(tk, "code_predictor_config", 0, &cp, what, err)) return -1;
+    if (cfg_object(tk, "code_predictor_config", 0, &cp, what, err)) return -1;
     snprintf(what, sizeof what, "%s: talker_config.code_predictor_config", name);
     if (cfg_read_fields(cp, code_predictor_fields, N(code_predictor_fields), cfg, what, err) ||
         finish_lm(cp, &cfg->cp, 0, what, err))
@@ -331,7 +317,7 @@ int qtts_model_config_parse(qtts_model_config *cfg, const cJSON *root, const cha
     if (check_ids(cfg, name, err)) return -1;
     /* Qwen3TTSConfig builds a default speaker encoder config when absent; only
      * Base checkpoints have the speaker-encoder weights. */
-    if (read_object(root, "speaker_encoder_config", 0, &se, name, err)) return -1;
+    if (cfg_object(root, "speaker_encoder_config", 0, &se, name, err)) return -1;
     if (cfg->variant == QTTS_VARIANT_BASE) {
         snprintf(what, sizeof what, "%s: speaker_encoder_config", name);
         cfg->has_speaker_encoder = 1;
@@ -359,47 +345,35 @@ int qtts_model_config_load(qtts_model_config *cfg, const char *dir, qtts_err *er
 /* generation_config.json: the defaults are those of the shipped file (the
  * reference reads the file; without one it would use generate()'s own). */
 #define G(member) offsetof(qtts_generation_config, member)
-#define GEN_NUM(k, m, lo_, hi_) {.key = k, .kind = CFG_NUM, .offset = G(m), .lo = lo_, .hi = hi_, .why = "as shipped"}
-#define GEN_INT(k, m, lo_, hi_) {.key = k, .kind = CFG_INT, .offset = G(m), .lo = lo_, .hi = hi_, .why = "as shipped"}
-#define GEN_BOOL(k, m) {.key = k, .kind = CFG_BOOL, .offset = G(m), .why = "as shipped"}
+#define GEN_NUM(k, m, d, lo_, hi_) \
+    {.key = k, .kind = CFG_NUM, .offset = G(m), .def = d, .lo = lo_, .hi = hi_, .why = "as shipped"}
+#define GEN_INT(k, m, d, lo_, hi_) \
+    {.key = k, .kind = CFG_INT, .offset = G(m), .def = d, .lo = lo_, .hi = hi_, .why = "as shipped"}
+#define GEN_BOOL(k, m, d) {.key = k, .kind = CFG_BOOL, .offset = G(m), .def = d, .why = "as shipped"}
 
 static const cfg_field generation_fields[] = {
-    GEN_BOOL("do_sample", do_sample),
-    GEN_NUM("temperature", temperature, 1e-6, 100),
-    GEN_NUM("top_p", top_p, 1e-9, 1),
-    GEN_INT("top_k", top_k, 0, VOCAB_MAX),
-    GEN_NUM("repetition_penalty", repetition_penalty, 1e-6, 100),
-    GEN_INT("max_new_tokens", max_new_tokens, 1, 1 << 20),
-    GEN_BOOL("subtalker_dosample", cp_do_sample),
-    GEN_NUM("subtalker_temperature", cp_temperature, 1e-6, 100),
-    GEN_NUM("subtalker_top_p", cp_top_p, 1e-9, 1),
-    GEN_INT("subtalker_top_k", cp_top_k, 0, VOCAB_MAX),
+    GEN_BOOL("do_sample", do_sample, 1),
+    GEN_NUM("temperature", temperature, 0.9, 1e-6, 100),
+    GEN_NUM("top_p", top_p, 1.0, 1e-9, 1),
+    GEN_INT("top_k", top_k, 50, 0, VOCAB_MAX),
+    GEN_NUM("repetition_penalty", repetition_penalty, 1.05, 1e-6, 100),
+    GEN_INT("max_new_tokens", max_new_tokens, 8192, 1, 1 << 20),
+    GEN_BOOL("subtalker_dosample", cp_do_sample, 1),
+    GEN_NUM("subtalker_temperature", cp_temperature, 0.9, 1e-6, 100),
+    GEN_NUM("subtalker_top_p", cp_top_p, 1.0, 1e-9, 1),
+    GEN_INT("subtalker_top_k", cp_top_k, 50, 0, VOCAB_MAX),
 };
 
+/* The defaults are the table's: reading "no object" sets every field to them. */
 void qtts_generation_config_defaults(qtts_generation_config *g) {
-    *g = (qtts_generation_config){
-        .do_sample = 1, .temperature = 0.9, .top_p = 1.0, .repetition_penalty = 1.05, .top_k = 50,
-        .max_new_tokens = 8192, .cp_do_sample = 1, .cp_temperature = 0.9, .cp_top_p = 1.0, .cp_top_k = 50,
-    };
-}
-
-/* The table's defaults are the current values of g (read field by field). */
-static void generation_defaults_into_table(const qtts_generation_config *g, cfg_field *fields, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        const char *p = (const char *)g + fields[i].offset;
-        if (fields[i].kind == CFG_BOOL) fields[i].def = *(const int *)p;
-        else if (fields[i].kind == CFG_INT) fields[i].def = (double)*(const int64_t *)p;
-        else fields[i].def = *(const double *)p;
-    }
+    memset(g, 0, sizeof *g);
+    (void)cfg_read_fields(NULL, generation_fields, N(generation_fields), g, "", NULL);
 }
 
 int qtts_generation_config_parse(qtts_generation_config *g, const cJSON *root, const char *name, qtts_err *err) {
     qtts_generation_config_defaults(g);
     if (!cJSON_IsObject(root)) return qtts_fail(err, "%s: expected a JSON object", name);
-    cfg_field fields[N(generation_fields)];
-    memcpy(fields, generation_fields, sizeof fields);
-    generation_defaults_into_table(g, fields, N(fields));
-    return cfg_read_fields(root, fields, N(fields), g, name, err);
+    return cfg_read_fields(root, generation_fields, N(generation_fields), g, name, err);
 }
 
 int qtts_generation_config_load(qtts_generation_config *g, const char *dir, qtts_err *err) {
@@ -440,12 +414,7 @@ void qtts_config_describe(FILE *out) {
                  "full_attention | attention is full causal |\n");
     cfg_describe_fields(out, "speaker_encoder_config", speaker_encoder_fields, N(speaker_encoder_fields));
     table_head(out, "generation_config.json (a missing file gives these defaults)");
-    qtts_generation_config g;
-    qtts_generation_config_defaults(&g);
-    cfg_field fields[N(generation_fields)];
-    memcpy(fields, generation_fields, sizeof fields);
-    generation_defaults_into_table(&g, fields, N(fields));
-    cfg_describe_fields(out, "", fields, N(fields));
+    cfg_describe_fields(out, "", generation_fields, N(generation_fields));
     table_head(out, "speech_tokenizer/config.json");
     qtts_codec_config_describe(out);
 }
