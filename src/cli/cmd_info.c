@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_files.h"
+#include "io/gguf.h"
 #include "io/model_pack.h"
 #include "io/store.h"
 #include "model/config.h"
@@ -196,7 +197,7 @@ int cmd_info(int argc, char **argv) {
         }
         path = r;
     }
-    if (!S_ISDIR(sb.st_mode) && !cli_is_gguf(path)) {
+    if (!S_ISDIR(sb.st_mode) && !qtts_gguf_is_path(path)) {
         size_t n = strlen(path);
         if (n < 12 || strcmp(path + n - 12, ".safetensors")) {
             cli_error("%s: not a model folder, a .gguf or a .safetensors file", path);

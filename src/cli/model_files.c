@@ -4,16 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/gguf.h"
 #include "io/model_pack.h"
-
-int cli_is_gguf(const char *path) {
-    size_t n = strlen(path);
-    return n > 5 && !strcmp(path + n - 5, ".gguf");
-}
 
 int cli_model_files_open(cli_model_files *m, const char *path, qtts_err *err) {
     memset(m, 0, sizeof *m);
-    if (!cli_is_gguf(path)) {
+    if (!qtts_gguf_is_path(path)) {
         m->dir = path;
         return 0;
     }

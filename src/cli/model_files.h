@@ -18,7 +18,6 @@ typedef struct {
     qtts_store *codec_store;   /* .gguf: the speech tokenizer's tensors */
 } cli_model_files;
 
-int cli_is_gguf(const char *path);
 int cli_model_files_open(cli_model_files *m, const char *path, qtts_err *err);
 void cli_model_files_close(cli_model_files *m);
 /* The speech tokenizer's folder: dir/speech_tokenizer, or dir itself (a bare tokenizer). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "io/gguf.h"
 #include "io/model_pack.h"
 
 int engine_build_name_lists(qtts_engine *e) {
@@ -101,9 +102,7 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
         }
     }
     const char *path = j->p->model_path;
-    size_t plen = strlen(path);
-    int rc = plen > 5 && !strcmp(path + plen - 5, ".gguf") ? load_packed(e, path, &topt, &j->err)
-                                                          : load_folder(e, path, &topt, &j->err);
+    int rc = qtts_gguf_is_path(path) ? load_packed(e, path, &topt, &j->err) : load_folder(e, path, &topt, &j->err);
     if (rc) return;
     qtts_decoder_precision prec;
     if (qtts_decoder_precision_choose(j->p->decoder_precision, e->talker->lm.layers[0].q.type, &prec, &j->err) ||

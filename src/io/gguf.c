@@ -716,3 +716,8 @@ int qtts_gguf_write(const char *path, const qtts_store *st, const qtts_gguf_kv *
     free(tmp);
     return rc;
 }
+
+int qtts_gguf_is_path(const char *path) {
+    size_t n = strlen(path);
+    return n >= 5 && !strcmp(path + n - 5, ".gguf");
+}

@@ -156,5 +156,7 @@ int qtts_gguf_write(const char *path, const qtts_store *st, const qtts_gguf_kv *
 /* Store opener used by qtts_store_open for *.gguf (tensors only; read the
  * metadata with qtts_gguf_load). */
 qtts_store *qtts_gguf_open(const char *path, qtts_err *err);
+/* Whether a path names a GGUF file (by its .gguf extension). */
+int qtts_gguf_is_path(const char *path);
 
 #endif

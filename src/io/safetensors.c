@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/gguf.h"
 #include "io/json_util.h"
 #include "io/store.h"
 
@@ -226,7 +227,7 @@ qtts_store *qtts_store_open(const char *path, qtts_err *err) {
         return NULL;
     }
     size_t len = strlen(path);
-    if (len >= 5 && !strcmp(path + len - 5, ".gguf")) return qtts_gguf_open(path, err);
+    if (qtts_gguf_is_path(path)) return qtts_gguf_open(path, err);
     if (len >= 5 && !strcmp(path + len - 5, ".json")) return qtts_store_open_safetensors_index(path, err);
     return qtts_store_open_safetensors(path, err);
 }
