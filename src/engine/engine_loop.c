@@ -67,13 +67,11 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     /* Leading line breaks would merge with the template's "\n" token and
      * shift the positional slicing of the prompt (the text's ids are taken at
      * fixed offsets from the template's): skip leading whitespace, which
-     * carries no speech. */
+     * carries no speech (engine_submit refused whitespace-only text). */
     const char *text = s->text;
     while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
-    if (!*text) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is only whitespace");
     if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err)) goto done;
-    /* "<|im_start|>assistant\n" (3 ids) + text + "<|im_end|>\n<|im_start|>assistant\n" (5 ids) */
-    s->input_tokens = n_text > 8 ? n_text - 8 : 0;
+    s->input_tokens = (int)qtts_prompt_text_tokens(n_text);
     if (s->instruct && *s->instruct &&
         qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_INSTRUCT, s->instruct, &instr_ids, &n_instr, err))
         goto done;

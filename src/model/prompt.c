@@ -195,7 +195,7 @@ static int embed_prompt_text(const qtts_talker_model *m, qtts_pool *pool, const 
                              int icl, text_rows *tr, qtts_err *err) {
     const qtts_model_config *c = &m->cfg;
     const int64_t D = c->talker.hidden;
-    tr->n_text = s->n_text_ids - ROLE_PREFIX_IDS - TEXT_SUFFIX_IDS;
+    tr->n_text = qtts_prompt_text_tokens(s->n_text_ids);
     tr->n_instr = use_instruct ? s->n_instruct_ids : 0;
     tr->n_ref = icl ? s->n_ref_ids - ROLE_PREFIX_IDS - REF_SUFFIX_IDS : 0;
     const int64_t n_ids = TTS_SPECIAL_IDS + tr->n_instr + ROLE_PREFIX_IDS + tr->n_text + tr->n_ref;
@@ -383,4 +383,8 @@ done:
     free(cbuf);
     if (rc) qtts_prompt_free(out);
     return rc;
+}
+
+int64_t qtts_prompt_text_tokens(int64_t n_text_ids) {
+    return n_text_ids > ROLE_PREFIX_IDS + TEXT_SUFFIX_IDS ? n_text_ids - ROLE_PREFIX_IDS - TEXT_SUFFIX_IDS : 0;
 }

@@ -52,5 +52,8 @@ int qtts_prompt_validate(const qtts_talker_model *m, const qtts_prompt_spec *s, 
 int qtts_prompt_build(const qtts_talker_model *m, qtts_pool *pool, const qtts_prompt_spec *s, qtts_prompt *out,
                       qtts_err *err);
 void qtts_prompt_free(qtts_prompt *p);
+/* Ids of the text itself inside target text ids (the chat template's role
+ * prefix and suffix removed); 0 for fewer ids than the template. */
+int64_t qtts_prompt_text_tokens(int64_t n_text_ids);
 
 #endif
