@@ -303,8 +303,7 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         }
         j->text = strdup(argv[optind]);
         j->text_len = j->text ? strlen(j->text) : 0;
-    } else if (o->file ? qtts_read_file(o->file, MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)
-                       : qtts_read_stream(stdin, "standard input", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
+    } else if (qtts_read_file(o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
         cli_error("%s", qe.msg);
         return CLI_FAIL;
     }

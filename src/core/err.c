@@ -5,13 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void vfail(qtts_err *e, qtts_status status, const char *fmt, va_list ap) {
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    e->status = status;
+}
+
 int qtts_fail(qtts_err *e, const char *fmt, ...) {
     if (e) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vfail(e, QTTS_ERR_INTERNAL, fmt, ap);
         va_end(ap);
-        e->status = QTTS_ERR_INTERNAL;
     }
     return -1;
 }
@@ -20,9 +24,8 @@ int qtts_fail_as(qtts_err *e, qtts_status status, const char *fmt, ...) {
     if (e) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        vfail(e, status, fmt, ap);
         va_end(ap);
-        e->status = status;
     }
     return -1;
 }

@@ -215,8 +215,12 @@ void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double wo
     check_owner(pool);
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    if (!pool || pool->n_threads == 1 || n <= grain || work < QTTS_POOL_MIN_WORK || pool->inline_budget > 0) {
-        if (pool && pool->inline_budget > 0 && n > grain && work >= QTTS_POOL_MIN_WORK) pool->inline_budget--;
+    if (!pool || pool->n_threads == 1 || n <= grain || work < QTTS_POOL_MIN_WORK) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    if (pool->inline_budget > 0) { /* the workers were late every time lately */
+        pool->inline_budget--;
         fn(ctx, 0, n, 0);
         return;
     }
