@@ -177,7 +177,9 @@ static void check_outputs(const char *model, const char *full_dir, const char *c
         int rc = golden_case_run(full, c, &want, err, sizeof err);
         TEST_CHECK(rc == 0, "%s (full config): %s", c->fixture, err);
         npy_array ref = {0};
-        if (rc == 0 && npy_load_fixture(c->fixture, &ref) == 0) {
+        int have_ref = rc == 0 && npy_load_fixture(c->fixture, &ref) == 0;
+        TEST_CHECK(rc != 0 || have_ref, "missing golden fixture %s", c->fixture);
+        if (have_ref) {
             if (want.n == (size_t)ref.numel) TEST_NEAR(want.d, ref.f, want.n, 1e-4, c->fixture);
             else TEST_CHECK(0, "%s: %zu samples, golden %lld", c->fixture, want.n, (long long)ref.numel);
             npy_free(&ref);
