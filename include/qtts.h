@@ -141,9 +141,21 @@ typedef struct {
     int cp_top_k;
     int max_frames;         /* 0: model default */
     int keep_codes;         /* keep the generated codes for qtts_stream_codes */
+    /* Runaway guard. A text-relative frame cap, in frames per text token (plus
+     * a 4 s allowance): 0 = auto (10 when max_frames is 0, off when the caller
+     * set max_frames), > 0 = this ratio, < 0 = off. A codebook-0 loop (one
+     * pattern repeated exactly for >= 3.2 s) ends the utterance unless
+     * no_repetition_guard. When a guard does not fire, output is unchanged. */
+    float guard_frames_per_token;
+    int no_repetition_guard;
 } qtts_request;
 
 QTTS_API void qtts_request_default(qtts_request *r);
+
+/* Why an utterance ended: the model's end-of-speech code, the frame limit
+ * (max_frames or the model's max_new_tokens), or the runaway guard. */
+typedef enum { QTTS_FINISHED_EOS = 0, QTTS_FINISHED_MAX_FRAMES, QTTS_FINISHED_GUARD } qtts_finish_reason;
+typedef enum { QTTS_GUARD_NONE = 0, QTTS_GUARD_LENGTH, QTTS_GUARD_REPETITION } qtts_guard_reason;
 
 typedef struct {
     uint64_t seed;
@@ -152,8 +164,14 @@ typedef struct {
     double audio_seconds;
     double queue_ms, prefill_ms, first_audio_ms, total_ms;
     double talker_ms, code_predictor_ms, decoder_ms; /* compute time spent for this request */
-    int finished_by_eos;
+    int finished_by_eos;        /* finished_by == QTTS_FINISHED_EOS */
+    qtts_finish_reason finished_by;
+    qtts_guard_reason guard;    /* which guard, when finished_by == QTTS_FINISHED_GUARD */
 } qtts_result;
+
+/* "eos", "max_frames", "guard"; and "length", "repetition" (or "none"). */
+QTTS_API const char *qtts_finish_reason_name(qtts_finish_reason r);
+QTTS_API const char *qtts_guard_reason_name(qtts_guard_reason g);
 
 /* Queues a request; returns at once. Validation errors (unknown speaker,
  * wrong mode, empty text: QTTS_ERR_INVALID; queue full: QTTS_ERR_BUSY) return NULL. */
@@ -189,6 +207,8 @@ typedef struct {
     uint64_t requests_done, requests_failed, requests_cancelled;
     double audio_seconds_total;
     uint64_t frames_total;
+    /* completed requests by how they ended: eos, max_frames, guard:length, guard:repetition */
+    uint64_t finished_eos, finished_max_frames, finished_guard_length, finished_guard_repetition;
 } qtts_engine_stats;
 QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */

@@ -8,12 +8,22 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config clang libclang-rt-dev \
   libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev librubberband-dev \
+  libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates >/dev/null
 # Optional: node + the official openai npm package for tests/test_server_openai
 # (that test prints SKIP without them). Never fails the install.
 if ! command -v node >/dev/null 2>&1; then
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1 || echo "deps: nodejs/npm not installed"
 fi
-if command -v npm >/dev/null 2>&1 && ! npm ls -g openai >/dev/null 2>&1; then
-  $SUDO npm install -g --silent openai@4 >/dev/null 2>&1 || echo "deps: npm install -g openai failed"
+# openai 7.x: the first major with audio.voices (custom voices) and speech stream_format.
+if command -v npm >/dev/null 2>&1 && ! npm ls -g openai@7 >/dev/null 2>&1; then
+  $SUDO npm install -g --silent openai@7 >/dev/null 2>&1 || echo "deps: npm install -g openai@7 failed"
+fi
+# Optional: Chromium + puppeteer-core (drives the system browser, downloads none) for
+# tests/test_web_page (that test prints a SKIP banner without them). Never fails the install.
+if ! command -v chromium >/dev/null 2>&1; then
+  $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || echo "deps: chromium not installed"
+fi
+if command -v npm >/dev/null 2>&1 && ! npm ls -g puppeteer-core@24 >/dev/null 2>&1; then
+  $SUDO npm install -g --silent puppeteer-core@24 >/dev/null 2>&1 || echo "deps: npm install -g puppeteer-core@24 failed"
 fi

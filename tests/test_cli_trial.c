@@ -48,13 +48,15 @@ int main(void) {
     rc = qtts("info /etc/passwd");
     TEST_CHECK(rc == 1 && strstr(g_out, "not a model folder"), "info /etc/passwd: %d %s", rc, g_out);
     snprintf(o, sizeof o, "%s/x.wav", tmp);
-    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --format aac -o '%s' hi", CV, o);
-    TEST_CHECK(qtts(a) == 2, "--format aac is a usage error: %s", g_out);
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --format aiff -o '%s' hi", CV, o);
+    TEST_CHECK(qtts(a) == 2, "--format aiff (no such format) is a usage error: %s", g_out);
     snprintf(a, sizeof a, "say -m '%s' --speaker ryan --quant bogus -o '%s' hi", CV, o);
     TEST_CHECK(qtts(a) == 2, "--quant bogus is a usage error: %s", g_out);
     /* 11: f32 applies to wav/pcm/flac only */
     snprintf(a, sizeof a, "say -m '%s' --speaker ryan --sample-format f32 -o '%s/x.mp3' hi", CV, tmp);
     TEST_CHECK(qtts(a) == 2 && strstr(g_out, "f32"), "mp3 + f32: %s", g_out);
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --sample-format f32 -o '%s/x.m4a' hi", CV, tmp);
+    TEST_CHECK(qtts(a) == 2 && strstr(g_out, "f32"), "m4a + f32: %s", g_out);
     /* 5: in-context cloning needs codes and transcript together */
     snprintf(a, sizeof a, "say -m '%s' --ref-spk x.spk --ref-text hello -o '%s' hi", BASE, o);
     TEST_CHECK(qtts(a) == 2 && strstr(g_out, "--ref-rvq"), "--ref-text without --ref-rvq: %s", g_out);

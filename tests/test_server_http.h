@@ -266,17 +266,19 @@ __attribute__((unused)) static void th_parse(const unsigned char *raw, size_t n,
 
 /* One request on a new connection ("Connection: close"). extra: more header
  * lines, each ending in \r\n, or NULL. Returns 0 if a response was read. */
-__attribute__((unused)) static int th_request(int port, const char *method, const char *path, const char *extra, const void *body,
-                      size_t body_len, th_resp *r, double timeout_s) {
+/* content_type: the body's Content-Type (th_request sends application/json). */
+__attribute__((unused)) static int th_request_typed(int port, const char *method, const char *path,
+                                                    const char *content_type, const char *extra, const void *body,
+                                                    size_t body_len, th_resp *r, double timeout_s) {
     memset(r, 0, sizeof *r);
     r->t_first_body = -1;
     int fd = th_connect(port);
     if (fd < 0) return -1;
     char head[2048];
     int hn = snprintf(head, sizeof head,
-                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: %s\r\n"
                       "Content-Length: %zu\r\n%s\r\n",
-                      method, path, body_len, extra ? extra : "");
+                      method, path, content_type, body_len, extra ? extra : "");
     double t0 = th_now();
     if (th_send_all(fd, head, (size_t)hn) || (body_len && th_send_all(fd, body, body_len))) {
         /* the server may answer early (413) and close: still read what came */
@@ -306,6 +308,11 @@ __attribute__((unused)) static int th_request(int port, const char *method, cons
     th_parse(raw, n, r);
     free(raw);
     return r->status ? 0 : -1;
+}
+
+__attribute__((unused)) static int th_request(int port, const char *method, const char *path, const char *extra,
+                                              const void *body, size_t body_len, th_resp *r, double timeout_s) {
+    return th_request_typed(port, method, path, "application/json", extra, body, body_len, r, timeout_s);
 }
 
 __attribute__((unused)) static int th_post_json(int port, const char *path, const char *extra, const char *json, th_resp *r, double timeout_s) {

@@ -1,8 +1,10 @@
 /* Streaming audio encoder (see encoder.h). WAV and raw PCM are written here
- * so that they stream sample-exact with no buffering; the compressed formats
- * go through libsndfile's virtual I/O, adapted to a write-only sink. */
+ * so that they stream sample-exact with no buffering; flac, opus, vorbis and
+ * mp3 go through libsndfile's virtual I/O, adapted to a write-only sink; aac
+ * and m4a through libavcodec/libavformat (encoder_aac.c). */
 #include "audio/encoder.h"
 #include "audio/audio_write.h"
+#include "audio/encoder_aac.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,6 +30,7 @@ struct qtts_encoder {
     uint64_t pos, len, sink_pos;
     uint64_t vlen; /* libsndfile's idea of the stream length (== len unless bytes were dropped) */
     SNDFILE *sf;
+    qtts_aac_enc *aac; /* aac, m4a; it writes through &sink, so repointing sink.user reaches it */
     /* MP3 on a non-seekable sink: the first frame is LAME's Xing/Info
      * placeholder, only meaningful once patched at close. Hold it back and
      * drop it when it is one (it carries no audio). */
@@ -47,6 +50,7 @@ static const struct {
     {"wav", QTTS_AUDIO_WAV},   {"wave", QTTS_AUDIO_WAV},     {"pcm", QTTS_AUDIO_PCM},   {"raw", QTTS_AUDIO_PCM},
     {"flac", QTTS_AUDIO_FLAC}, {"opus", QTTS_AUDIO_OPUS},    {"vorbis", QTTS_AUDIO_VORBIS},
     {"ogg", QTTS_AUDIO_VORBIS}, {"oga", QTTS_AUDIO_VORBIS}, {"mp3", QTTS_AUDIO_MP3},
+    {"aac", QTTS_AUDIO_AAC},   {"m4a", QTTS_AUDIO_M4A},      {"mp4", QTTS_AUDIO_M4A},
 };
 
 int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *err) {
@@ -56,7 +60,7 @@ int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *
                 *out = format_names[i].fmt;
                 return 0;
             }
-    return qtts_fail(err, "unknown audio format '%s' (expected wav, flac, mp3, opus, vorbis or pcm)",
+    return qtts_fail(err, "unknown audio format '%s' (expected wav, flac, mp3, opus, vorbis, aac, m4a or pcm)",
                      name ? name : "(null)");
 }
 
@@ -69,7 +73,7 @@ int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_e
         if (!qtts_audio_format_parse(dot + 1, out, &tmp)) return 0;
     }
     return qtts_fail(err, "%s: cannot tell the audio format from the file name (use .wav .flac .mp3 .opus .ogg "
-                          ".pcm or give a format)", path);
+                          ".aac .m4a .pcm or give a format)", path);
 }
 
 const char *qtts_audio_format_name(qtts_audio_format f) {
@@ -80,6 +84,8 @@ const char *qtts_audio_format_name(qtts_audio_format f) {
     case QTTS_AUDIO_OPUS: return "opus";
     case QTTS_AUDIO_VORBIS: return "vorbis";
     case QTTS_AUDIO_MP3: return "mp3";
+    case QTTS_AUDIO_AAC: return "aac";
+    case QTTS_AUDIO_M4A: return "m4a";
     default: return "?";
     }
 }
@@ -321,6 +327,14 @@ qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, 
         return e;
     }
     if (fmt == QTTS_AUDIO_PCM) return e;
+    if (fmt == QTTS_AUDIO_AAC || fmt == QTTS_AUDIO_M4A) {
+        e->aac = qtts_aac_open(fmt == QTTS_AUDIO_M4A, sample_rate, channels, &e->sink, err);
+        if (!e->aac) {
+            free(e);
+            return NULL;
+        }
+        return e;
+    }
 
     SF_INFO info = {0};
     info.samplerate = sample_rate;
@@ -365,7 +379,12 @@ int qtts_encoder_write(qtts_encoder *e, const float *samples, size_t n_frames, q
     if (e->failed) return qtts_fail(err, "audio encoder: output failed earlier");
     if (!n_frames) return 0;
     if (!samples) return qtts_fail(err, "audio encoder: no samples");
-    if (e->sf) {
+    if (e->aac) {
+        if (qtts_aac_write(e->aac, samples, n_frames, err)) {
+            e->failed = 1;
+            return -1;
+        }
+    } else if (e->sf) {
         sf_count_t w = sf_writef_float(e->sf, samples, (sf_count_t)n_frames);
         if (w != (sf_count_t)n_frames || e->failed) {
             int sink_failed = e->failed;
@@ -395,7 +414,11 @@ static int file_finish(qtts_encoder *e, qtts_err *err, int ok) {
 int qtts_encoder_close(qtts_encoder *e, qtts_err *err) {
     if (!e) return 0;
     int rc = 0;
-    if (e->sf) {
+    if (e->aac) {
+        rc = qtts_aac_close(e->aac, err);
+        e->aac = NULL;
+        if (rc) e->failed = 1;
+    } else if (e->sf) {
         int sfrc = sf_close(e->sf);
         e->sf = NULL;
         if (!e->mp3_first_done && e->hold_n && !e->failed) { /* tiny stream: never saw a full frame */
@@ -421,6 +444,7 @@ void qtts_encoder_abort(qtts_encoder *e) {
     if (!e) return;
     e->failed = 1; /* sf_close may still try to flush: make those writes no-ops */
     if (e->sf) sf_close(e->sf);
+    qtts_aac_abort(e->aac);
     file_finish(e, NULL, 0);
     free(e);
 }

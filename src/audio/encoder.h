@@ -20,6 +20,11 @@
  *                    and MD5, the MP3 Xing/LAME tag): with a seekable sink the
  *                    patch is applied; without one it is dropped, which leaves
  *                    a valid stream whose header says "length unknown".
+ *   aac, m4a         AAC-LC through libavcodec's native encoder (64 kbit/s
+ *                    per channel at 24 kHz), muxed by libavformat: aac = ADTS
+ *                    (never seeks); m4a = MP4 with the moov atom at the end
+ *                    when the sink can seek, fragmented MP4 when it cannot
+ *                    (encoder_aac.h). Bytes come out after every write.
  * The sink never sees a seek unless it provided one.
  *
  * Sample formats: s16 or f32 for wav and pcm (little-endian, interleaved);
@@ -45,6 +50,8 @@ typedef enum {
     QTTS_AUDIO_OPUS,   /* Ogg Opus */
     QTTS_AUDIO_VORBIS, /* Ogg Vorbis */
     QTTS_AUDIO_MP3,
+    QTTS_AUDIO_AAC, /* AAC-LC in ADTS */
+    QTTS_AUDIO_M4A, /* AAC-LC in MP4 (.m4a, .mp4) */
     QTTS_AUDIO_N_FORMATS
 } qtts_audio_format;
 
@@ -64,16 +71,18 @@ typedef struct {
 typedef struct qtts_encoder qtts_encoder;
 
 /* Names: "wav", "pcm" (also "raw"), "flac", "opus", "vorbis" (also "ogg"),
- * "mp3". Return 0, or -1 with "unknown audio format 'x' (...)". */
+ * "mp3", "aac", "m4a" (also "mp4"). Return 0, or -1 with "unknown audio
+ * format 'x' (...)". */
 int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *err);
-/* From a file name's extension: .wav .pcm .raw .flac .opus .ogg .oga .mp3. */
+/* From a file name's extension: .wav .pcm .raw .flac .opus .ogg .oga .mp3
+ * .aac .m4a .mp4. */
 int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_err *err);
 const char *qtts_audio_format_name(qtts_audio_format f);
 /* Sample format names: qtts_sample_format_parse() in audio/audio_write.h. */
 
 /* Starts an encoder and may emit header bytes at once. channels >= 1;
- * sample_rate > 0 (opus: 8000, 12000, 16000, 24000 or 48000). The sink
- * struct is copied. */
+ * sample_rate > 0 (opus: 8000, 12000, 16000, 24000 or 48000; aac and m4a:
+ * one of AAC's rates, 7350 to 96000). The sink struct is copied. */
 qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, int sample_rate, int channels,
                                 const qtts_audio_sink *sink, qtts_err *err);
 /* Encodes n_frames frames (n_frames * channels interleaved floats). After a

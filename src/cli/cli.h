@@ -16,6 +16,7 @@ int cmd_codec(int argc, char **argv);
 int cmd_download(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_voices(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -27,6 +28,13 @@ const char *cli_model_path(const char *given);
 const char *cli_resolve_model(const char *given, char *buf, size_t size);
 /* --decoder-precision: 0 for auto, f32 or bf16; otherwise prints one error line and returns -1. */
 int cli_check_decoder_precision(const char *value);
+
+/* The voices directory (registered voices, as `qtts serve --voices-dir`):
+ * the given value, else $QTTS_VOICES_DIR; NULL if neither (cmd_voices.c). */
+const char *cli_voices_dir(const char *given);
+/* Prints "qtts: unknown voice 'NAME' in DIR (its voices: ...)", or that DIR
+ * holds none (cmd_voices.c). */
+void cli_unknown_voice(const char *dir, const char *name);
 
 /* `qtts codec encode ...` (argv[0] = "encode"); called by cmd_codec, not listed in main.c. */
 int cmd_codec_encode(int argc, char **argv);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "audio/encoder.h"
 #include "cli/args.h"
@@ -17,6 +19,7 @@
 #include "io/rvq.h"
 #include "io/spk.h"
 #include "qtts.h"
+#include "server/voice_files.h"
 #include "text/split.h"
 #include "text/utf8.h"
 
@@ -30,7 +33,8 @@ static void say_usage(FILE *out) {
             "usage: qtts say [options] [TEXT]        (TEXT, --file FILE, or standard input)\n"
             "  -m, --model PATH          model folder or .gguf (default $QTTS_MODEL)\n"
             "  -o, --output FILE         output file, '-' = stdout (default out.wav)\n"
-            "      --format NAME         wav, flac, mp3, opus, vorbis, pcm (default: from the extension)\n"
+            "      --format NAME         wav, flac, mp3, opus, vorbis, aac, m4a, pcm (default: from the\n"
+            "                            extension)\n"
             "      --sample-format F     s16 (default) or f32 (wav and pcm)\n"
             "  voice (by model type):\n"
             "      --speaker NAME        CustomVoice built-in speaker\n"
@@ -40,6 +44,9 @@ static void say_usage(FILE *out) {
             "      --x-vector-only       Base: clone from the speaker embedding alone\n"
             "      --ref-spk FILE.spk    Base: pre-extracted x-vector (instead of --ref-audio)\n"
             "      --ref-rvq FILE.rvq    Base: pre-extracted reference codes (with --ref-spk)\n"
+            "      --voice NAME          Base: a registered voice (qtts voices, the server's --voices-dir),\n"
+            "                            cloned as the server does; CustomVoice: a built-in speaker\n"
+            "      --voices-dir DIR      where registered voices are (default $QTTS_VOICES_DIR)\n"
             "      --lang NAME           language or 'auto' (default auto)\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
@@ -48,6 +55,9 @@ static void say_usage(FILE *out) {
             "      --temperature F  --top-k N  --top-p F  --repetition-penalty F\n"
             "      --cp-temperature F  --cp-top-k N  --cp-top-p F     (code predictor)\n"
             "      --max-frames N        stop after N frames (80 ms each)\n"
+            "      --guard-frames-per-token R  runaway guard: stop after 4 s + R frames per text token\n"
+            "                            (default 10 unless --max-frames is given; 0: off)\n"
+            "      --no-repetition-guard do not stop when the codes loop (default: stop)\n"
             "  input and output:\n"
             "      --file FILE           read the text from FILE\n"
             "      --stream-by-line      every input line is its own utterance\n"
@@ -134,6 +144,7 @@ static FILE *open_player(void) {
 typedef struct {
     const char *model, *output, *format, *sample_format, *file, *save_codes, *quant, *dec_prec;
     const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
+    const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given;
     qtts_sample_format sfmt;
     qtts_request req;
@@ -159,7 +170,8 @@ typedef struct {
 enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
-    O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_PLAY,
+    O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_PLAY, O_VOICE, O_VOICES_DIR,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -174,10 +186,13 @@ static const struct option say_options[] = {
     {"top-p", required_argument, 0, O_TOPP},   {"repetition-penalty", required_argument, 0, O_REP},
     {"cp-temperature", required_argument, 0, O_CPTEMP}, {"cp-top-k", required_argument, 0, O_CPTOPK},
     {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
+    {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
+    {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
-    {"play", no_argument, 0, O_PLAY},          {"verbose", no_argument, 0, 'v'},
+    {"play", no_argument, 0, O_PLAY},          {"voice", required_argument, 0, O_VOICE},
+    {"voices-dir", required_argument, 0, O_VOICES_DIR}, {"verbose", no_argument, 0, 'v'},
     {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -231,6 +246,12 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_CPTOPK: bad = cli_int_to("--cp-top-k", optarg, 0, 1 << 20, &r->cp_top_k); break;
         case O_CPTOPP: bad = cli_float("--cp-top-p", optarg, 1e-6, 1, &r->cp_top_p); break;
         case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, 1 << 20, &r->max_frames); break;
+        case O_GUARD_RATIO:
+            if (!(bad = cli_float("--guard-frames-per-token", optarg, 0, 1000, &r->guard_frames_per_token)) &&
+                r->guard_frames_per_token == 0)
+                r->guard_frames_per_token = -1.0f; /* 0 on the command line: off */
+            break;
+        case O_NO_REPEAT_GUARD: r->no_repetition_guard = 1; break;
         case O_FILE: o->file = optarg; break;
         case O_BYLINE: o->by_line = 1; break;
         case O_SAVE: o->save_codes = optarg; break;
@@ -238,6 +259,8 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_QUANT: o->quant = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->dec_prec = optarg; break;
         case O_PLAY: o->play = 1; break;
+        case O_VOICE: o->voice = optarg; break;
+        case O_VOICES_DIR: o->voices_dir = optarg; break;
         case 'v': o->verbose = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': say_usage(stdout); return CLI_OK;
@@ -252,19 +275,30 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
 /* Option combinations that are wrong whatever the text and the model. */
 static int say_check_opts(say_opts *o) {
     const char *why = NULL;
-    if ((o->ref_audio || o->ref_spk) && o->req.speaker) why = "--speaker and reference audio exclude each other";
+    if (o->voice && (o->ref_audio || o->ref_spk || o->ref_rvq || o->req.speaker))
+        why = "--voice and --ref-audio/--ref-spk/--ref-rvq/--speaker exclude each other (give one voice)";
+    else if (o->voice && o->ref_text)
+        why = "--voice brings its own transcript; --ref-text goes with --ref-audio or --ref-spk";
+    else if ((o->ref_audio || o->ref_spk) && o->req.speaker) why = "--speaker and reference audio exclude each other";
     else if (o->ref_audio && o->ref_spk) why = "give --ref-audio or --ref-spk/--ref-rvq, not both";
     else if (o->ref_rvq && !o->ref_spk) why = "--ref-rvq needs --ref-spk";
     else if (o->ref_spk && o->ref_text && !o->ref_rvq && !o->req.x_vector_only)
         why = "--ref-text with --ref-spk needs --ref-rvq (in-context cloning needs the reference codes)";
     else if (o->ref_spk && o->ref_rvq && !o->ref_text)
         why = "--ref-rvq needs --ref-text, the transcript of the reference (or drop --ref-rvq for x-vector cloning)";
-    else if ((o->ref_text || o->req.x_vector_only) && !o->ref_audio && !o->ref_spk)
-        why = "--ref-text/--x-vector-only need --ref-audio or --ref-spk";
+    else if (o->ref_text && !o->ref_audio && !o->ref_spk) why = "--ref-text needs --ref-audio or --ref-spk";
+    else if (o->req.x_vector_only && !o->ref_audio && !o->ref_spk && !o->voice)
+        why = "--x-vector-only needs --ref-audio, --ref-spk or --voice";
     else if (o->ref_text && o->req.x_vector_only) why = "--ref-text and --x-vector-only exclude each other";
     else if (o->play && o->output_given) why = "--play and -o exclude each other";
     if (why) {
         cli_error("say: %s", why);
+        return CLI_USAGE;
+    }
+    if (o->voice && !srv_voice_name_ok(o->voice)) { /* never a path: no '/', no ".." */
+        cli_error("say: --voice '%.80s' is not a voice name (1-64 characters of A-Z a-z 0-9 _ - . starting with a "
+                  "letter or digit, without '..')",
+                  o->voice);
         return CLI_USAGE;
     }
     if (qtts_sample_format_parse(o->sample_format, &o->sfmt)) {
@@ -285,7 +319,8 @@ static int say_check_opts(say_opts *o) {
         cli_error("%s", fe.msg);
         return CLI_USAGE;
     }
-    if (o->sfmt == QTTS_SAMPLE_F32 && (fmt == QTTS_AUDIO_MP3 || fmt == QTTS_AUDIO_OPUS || fmt == QTTS_AUDIO_VORBIS)) {
+    if (o->sfmt == QTTS_SAMPLE_F32 && (fmt == QTTS_AUDIO_MP3 || fmt == QTTS_AUDIO_OPUS || fmt == QTTS_AUDIO_VORBIS ||
+                                      fmt == QTTS_AUDIO_AAC || fmt == QTTS_AUDIO_M4A)) {
         cli_error("--sample-format f32 applies to wav, pcm and flac output, not %s", qtts_audio_format_name(fmt));
         return CLI_USAGE;
     }
@@ -368,11 +403,83 @@ static int say_start_engine(const say_opts *o, say_job *j) {
     return CLI_CONTINUE;
 }
 
-/* Base models: the voice from --ref-audio, or from --ref-spk (+ --ref-rvq). */
+/* --voice NAME with a CustomVoice model: a built-in speaker's name is taken as
+ * --speaker (the server's "voice" does the same); anything else is an error
+ * that says what the name is. */
+static int say_voice_as_speaker(say_opts *o, const qtts_model_info *mi, const char *dir) {
+    for (int i = 0; i < mi->n_speakers; i++)
+        if (!strcasecmp(o->voice, mi->speakers[i])) {
+            if (o->req.x_vector_only) {
+                cli_error("say: --x-vector-only applies to Base models (voice cloning)");
+                return CLI_USAGE;
+            }
+            o->req.speaker = mi->speakers[i];
+            return CLI_CONTINUE;
+        }
+    char names[1024];
+    size_t used = 0;
+    names[0] = 0;
+    for (int i = 0; i < mi->n_speakers && used < sizeof names; i++) {
+        int w = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", mi->speakers[i]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    struct stat st;
+    int registered = dir && srv_voice_files_stat(dir, o->voice, &st) == 0;
+    cli_error("say: --voice '%s' is %s; this CustomVoice model's speakers: %s", o->voice,
+              registered ? "a registered (cloned) voice, which needs a Base model" : "not a built-in speaker",
+              names);
+    return CLI_FAIL;
+}
+
+/* --voice NAME: with a Base model the registered voice NAME of the voices
+ * directory, read by the server's own loader (server/voice_files.h) and
+ * cloned by the same rule: in context when it holds reference codes and a
+ * transcript (unless --x-vector-only), else from its x-vector alone. */
+static int say_registered_voice(say_opts *o, say_job *j) {
+    const qtts_model_info *mi = qtts_engine_info(j->e);
+    const char *dir = cli_voices_dir(o->voices_dir);
+    if (!strcmp(mi->variant, "custom_voice")) return say_voice_as_speaker(o, mi, dir);
+    if (strcmp(mi->variant, "base")) {
+        cli_error("say: --voice needs a Base model (registered voices) or a CustomVoice model (built-in speakers); "
+                  "a %s model takes the voice from --instruct",
+                  mi->variant);
+        return CLI_FAIL;
+    }
+    if (!dir) {
+        cli_error("say: --voice %s needs the voices directory: --voices-dir DIR or $QTTS_VOICES_DIR", o->voice);
+        return CLI_USAGE;
+    }
+    srv_voice_file_info info;
+    char err[512];
+    int rc = srv_voice_files_info(dir, o->voice, &info, err, sizeof err); /* unknown vs. missing dir vs. corrupt */
+    if (rc == -2) cli_unknown_voice(dir, o->voice);
+    else if (rc) cli_error("%s", err);
+    if (rc) return CLI_FAIL;
+    srv_voice_files_info_free(&info);
+    if (!(j->voice = srv_voice_files_load(j->e, dir, o->voice, err, sizeof err))) {
+        cli_error("voice '%s' in %s does not load: %s (remove it with 'qtts voices rm %s')", o->voice, dir, err,
+                  o->voice);
+        return CLI_FAIL;
+    }
+    if (o->verbose) {
+        size_t n_frames = 0;
+        const int32_t *codes = qtts_voice_codes(j->voice, &n_frames);
+        int icl = codes && n_frames && qtts_voice_ref_text(j->voice) && !o->req.x_vector_only;
+        fprintf(stderr, "qtts: voice '%s' from %s: %s (%zu reference frames)\n", o->voice, dir,
+                icl ? "in-context cloning" : "x-vector-only cloning", n_frames);
+    }
+    return CLI_CONTINUE;
+}
+
+/* Base models: the voice from --ref-audio, from --ref-spk (+ --ref-rvq) or
+ * --voice (which also takes CustomVoice speakers). */
 static int say_load_voice(say_opts *o, say_job *j) {
     qtts_error err = {0};
     qtts_err qe = {0};
-    if (o->ref_audio) {
+    if (o->voice) {
+        int rc = say_registered_voice(o, j);
+        if (rc != CLI_CONTINUE) return rc;
+    } else if (o->ref_audio) {
         size_t n = 0;
         if (qtts_read_file(o->ref_audio, MAX_AUDIO_BYTES, &j->audio_bytes, &n, &qe)) {
             cli_error("%s", qe.msg);
@@ -398,7 +505,8 @@ static int say_load_voice(say_opts *o, say_job *j) {
         }
     }
     o->req.voice = j->voice;
-    if (j->voice && !o->req.x_vector_only && !o->ref_text) o->req.x_vector_only = 1; /* no transcript: x-vector */
+    /* no transcript: x-vector (a registered voice decides for itself, as on the server) */
+    if (j->voice && !o->voice && !o->req.x_vector_only && !o->ref_text) o->req.x_vector_only = 1;
     return CLI_CONTINUE;
 }
 
@@ -436,7 +544,11 @@ static void say_print_timings(long i, const qtts_result *res) {
             "qtts: utterance %ld: %d frames (%.2f s audio%s), queue %.0f ms, first audio %.0f ms, total %.0f "
             "ms (RTF %.3f); prefill %.1f ms, talker %.1f ms, code predictor %.1f ms, decoder %.1f ms; "
             "seed %llu\n",
-            i + 1, res->n_frames, res->audio_seconds, res->finished_by_eos ? ", ended by EOS" : ", frame limit",
+            i + 1, res->n_frames, res->audio_seconds,
+            res->finished_by == QTTS_FINISHED_EOS          ? ", ended by EOS"
+            : res->finished_by == QTTS_FINISHED_MAX_FRAMES ? ", frame limit"
+            : res->guard == QTTS_GUARD_LENGTH              ? ", runaway guard: length"
+                                                           : ", runaway guard: repetition",
             res->queue_ms, res->first_audio_ms, res->total_ms,
             res->audio_seconds > 0 ? res->total_ms / 1e3 / res->audio_seconds : 0.0, res->prefill_ms,
             res->talker_ms, res->code_predictor_ms, res->decoder_ms, (unsigned long long)res->seed);
@@ -502,10 +614,18 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
         if (i + 1 < j->n_chunks && out->n_tail) /* fade out the held-back end before the next utterance */
             for (int k = 0; k < out->n_tail; k++) out->tail[k] *= (float)(out->n_tail - k) / (float)out->n_tail;
         if (o->verbose) say_print_timings(i, &res);
-        if (!res.finished_by_eos && !o->quiet) {
+        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && !o->quiet) {
             cli_progress_clear(&j->pr);
             fprintf(stderr, "qtts: warning: utterance %ld stopped at the frame limit (%d frames), not at the end of "
                             "speech; raise --max-frames if it is cut short\n", i + 1, res.n_frames);
+        } else if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
+            cli_progress_clear(&j->pr);
+            fprintf(stderr,
+                    "qtts: warning: utterance %ld was ended by the runaway guard after %d frames (%s); %s changes "
+                    "it\n",
+                    i + 1, res.n_frames,
+                    res.guard == QTTS_GUARD_LENGTH ? "far longer than its text" : "its codes were looping",
+                    res.guard == QTTS_GUARD_LENGTH ? "--guard-frames-per-token R (0: off)" : "--no-repetition-guard");
         }
         rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
     }

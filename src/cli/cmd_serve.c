@@ -22,7 +22,8 @@ static void serve_usage(FILE *out) {
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
             "  --decoder-precision P  auto|f32|bf16 (default auto: bf16 with q8_0/q4_k weights on\n"
             "                         AVX-512 BF16 CPUs, else f32)\n"
-            "  --voices-dir DIR       where registered voices persist (default: memory only)\n"
+            "  --voices-dir DIR       where registered voices persist (default $QTTS_VOICES_DIR, else\n"
+            "                         memory only)\n"
             "  --api-key KEY          require 'Authorization: Bearer KEY' (or $QTTS_API_KEY)\n"
             "  --cors ORIGIN          send CORS headers for ORIGIN (default: off)\n"
             "  --max-body-mb N        request body limit in MiB (default 32)\n"
@@ -33,13 +34,17 @@ static void serve_usage(FILE *out) {
             "  --model-id NAME        model id reported by /v1/models (default qwen3-tts)\n"
             "  --reuse-port           share the port with other qtts processes (SO_REUSEPORT; off: a port\n"
             "                         in use is an error)\n"
+            "  --guard-frames-per-token R  runaway guard: end an utterance after 4 s + R frames per text\n"
+            "                         token (default 10, ~2.5x the speaking rate; 0: off). Requests may\n"
+            "                         set guard_frames_per_token themselves\n"
+            "  --no-repetition-guard  do not end utterances whose codes loop (default: end them)\n"
             "  -v, --verbose          log errors and engine details\n");
 }
 
 enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
-    O_REUSE_PORT,
+    O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD,
 };
 static const struct option serve_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -61,6 +66,8 @@ static const struct option serve_options[] = {
     {"drain-timeout", required_argument, 0, O_DRAIN},
     {"model-id", required_argument, 0, O_MODEL_ID},
     {"reuse-port", no_argument, 0, O_REUSE_PORT},
+    {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
+    {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"verbose", no_argument, 0, 'v'},
     {0, 0, 0, 0},
 };
@@ -96,6 +103,12 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_DRAIN: bad = cli_int_to("--drain-timeout", optarg, 0, 86400, drain_s); break;
         case O_MODEL_ID: sp->model_id = optarg; break;
         case O_REUSE_PORT: sp->reuse_port = 1; break;
+        case O_GUARD_RATIO:
+            if (!(bad = cli_float("--guard-frames-per-token", optarg, 0, 1000, &sp->guard_frames_per_token)) &&
+                sp->guard_frames_per_token == 0)
+                sp->guard_frames_per_token = -1.0f; /* 0 on the command line: off */
+            break;
+        case O_NO_REPEAT_GUARD: sp->no_repetition_guard = 1; break;
         case 'v': sp->verbose = ep->verbose = 1; break;
         case ':': cli_error("%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
@@ -119,6 +132,8 @@ int cmd_serve(int argc, char **argv) {
     const char *model = NULL;
     int drain_s = 30;
     sp.api_key = getenv("QTTS_API_KEY");
+    const char *vdir = getenv("QTTS_VOICES_DIR"); /* the same default as say --voice and qtts voices */
+    if (vdir && *vdir) sp.voices_dir = vdir;
     int rc = serve_parse_args(argc, argv, &sp, &ep, &model, &drain_s);
     if (rc != CLI_CONTINUE) return rc;
     if (!cli_model_path(model)) {

@@ -22,6 +22,7 @@ static const command commands[] = {
     {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
     {"bench", cmd_bench, "end-to-end speed benchmark at real model sizes (random weights) or on a model"},
     {"serve", cmd_serve, "HTTP server: OpenAI-compatible speech API, voices, metrics"},
+    {"voices", cmd_voices, "list, add or remove registered voices (the server's --voices-dir)"},
 };
 
 void cli_error(const char *fmt, ...) {

@@ -34,6 +34,24 @@ const char *qtts_status_name(qtts_status s) {
 
 const char *qtts_version(void) { return QTTS_VERSION; }
 
+const char *qtts_finish_reason_name(qtts_finish_reason r) {
+    switch (r) {
+    case QTTS_FINISHED_EOS: return "eos";
+    case QTTS_FINISHED_MAX_FRAMES: return "max_frames";
+    case QTTS_FINISHED_GUARD: return "guard";
+    }
+    return "unknown";
+}
+
+const char *qtts_guard_reason_name(qtts_guard_reason g) {
+    switch (g) {
+    case QTTS_GUARD_NONE: return "none";
+    case QTTS_GUARD_LENGTH: return "length";
+    case QTTS_GUARD_REPETITION: return "repetition";
+    }
+    return "unknown";
+}
+
 void qtts_engine_params_default(qtts_engine_params *p) { memset(p, 0, sizeof *p); }
 
 void qtts_request_default(qtts_request *r) { memset(r, 0, sizeof *r); }
@@ -47,6 +65,10 @@ void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out) {
     pthread_mutex_unlock(&e->mu);
     out->requests_done = atomic_load(&e->n_done);
     out->requests_failed = atomic_load(&e->n_failed);
+    out->finished_eos = atomic_load(&e->n_eos);
+    out->finished_max_frames = atomic_load(&e->n_max_frames);
+    out->finished_guard_length = atomic_load(&e->n_guard_length);
+    out->finished_guard_repetition = atomic_load(&e->n_guard_repetition);
     out->requests_cancelled = atomic_load(&e->n_cancelled);
     out->frames_total = atomic_load(&e->n_frames);
     out->audio_seconds_total = (double)atomic_load(&e->n_frames) * e->frame_samples / e->sample_rate;

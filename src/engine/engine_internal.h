@@ -94,6 +94,7 @@ struct qtts_engine {
     struct slot *scratch_slots[QTTS_MAX_BATCH];
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
+    atomic_uint_fast64_t n_eos, n_max_frames, n_guard_length, n_guard_repetition; /* n_done by how it ended */
 };
 
 /* engine_load.c: runs on the engine thread (weight conversion is compute). */

@@ -11,6 +11,7 @@
 #include "engine/decode_policy.h"
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
+#include "model/runaway_guard.h"
 
 static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n_codes) {
     (void)r;
@@ -31,7 +32,7 @@ static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32
     s->n_pending++;
 }
 
-static void gen_params_of(const qtts_engine *e, const qtts_request *r, qtts_gen_params *p) {
+static void gen_params_of(const qtts_engine *e, const qtts_request *r, int64_t text_tokens, qtts_gen_params *p) {
     qtts_gen_params_from_config(p, &e->talker->gen);
     if (r->greedy) {
         p->talker.do_sample = 0;
@@ -45,6 +46,10 @@ static void gen_params_of(const qtts_engine *e, const qtts_request *r, qtts_gen_
     if (r->cp_top_k > 0) p->cp.top_k = r->cp_top_k;
     if (r->cp_top_p > 0) p->cp.top_p = r->cp_top_p;
     if (r->max_frames > 0) p->max_frames = r->max_frames;
+    double ratio = r->guard_frames_per_token;
+    if (ratio == 0) ratio = r->max_frames > 0 ? -1 : QTTS_GUARD_FRAMES_PER_TOKEN; /* an explicit cap is the caller's */
+    p->guard_max_frames = ratio > 0 ? qtts_guard_frame_cap(text_tokens, ratio) : 0;
+    p->guard_repetition = !r->no_repetition_guard;
     p->seed = r->seed;
     p->stream = 0; /* the seed alone keys a request's draws */
 }
@@ -95,7 +100,7 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
         .non_streaming = s->req.layout == QTTS_LAYOUT_DEFAULT ? -1 : s->req.layout == QTTS_LAYOUT_NON_STREAMING,
     };
     qtts_gen_params p;
-    gen_params_of(e, &s->req, &p);
+    gen_params_of(e, &s->req, s->input_tokens, &p);
     s->gen = qtts_gen_request_new(e->talker, pool, &spec, &p, err);
     if (!s->gen) goto done;
     qtts_gen_request_set_callback(s->gen, on_frame, s);
@@ -131,16 +136,28 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
     r.talker_ms = s->talker_ms;
     r.code_predictor_ms = s->cp_ms;
     r.decoder_ms = s->decoder_ms;
-    r.finished_by_eos = s->gen && qtts_gen_request_stop_reason(s->gen) == QTTS_STOP_EOS;
+    switch (s->gen ? qtts_gen_request_stop_reason(s->gen) : QTTS_STOP_MAX_FRAMES) {
+    case QTTS_STOP_EOS: r.finished_by = QTTS_FINISHED_EOS; break;
+    case QTTS_STOP_GUARD_LENGTH: r.finished_by = QTTS_FINISHED_GUARD, r.guard = QTTS_GUARD_LENGTH; break;
+    case QTTS_STOP_GUARD_REPETITION: r.finished_by = QTTS_FINISHED_GUARD, r.guard = QTTS_GUARD_REPETITION; break;
+    default: r.finished_by = QTTS_FINISHED_MAX_FRAMES; break;
+    }
+    r.finished_by_eos = r.finished_by == QTTS_FINISHED_EOS;
     if (error) {
-        stream_fail(s->stream, error->status ? error->status : QTTS_ERR_INTERNAL, error->msg);
         if (error->status == QTTS_ERR_CANCELLED) atomic_fetch_add(&e->n_cancelled, 1);
         else atomic_fetch_add(&e->n_failed, 1);
+        stream_fail(s->stream, error->status ? error->status : QTTS_ERR_INTERNAL, error->msg);
         return;
     }
     if (s->req.keep_codes && s->gen && r.n_frames > 0) keep_codes(e, s, r.n_frames);
-    stream_finish(s->stream, &r);
+    /* counted before the reader can see the end, so stats read after it include this request */
     atomic_fetch_add(&e->n_done, 1);
+    atomic_fetch_add(r.finished_by == QTTS_FINISHED_EOS          ? &e->n_eos
+                     : r.finished_by == QTTS_FINISHED_MAX_FRAMES ? &e->n_max_frames
+                     : r.guard == QTTS_GUARD_LENGTH              ? &e->n_guard_length
+                                                                 : &e->n_guard_repetition,
+                     1);
+    stream_finish(s->stream, &r);
 }
 
 static void unlink_slot(qtts_engine *e, slot *s) {

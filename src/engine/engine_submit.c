@@ -4,6 +4,7 @@
  * prompt are built on the engine thread). */
 #include <fcntl.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -112,6 +113,8 @@ static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode 
     if (r->max_frames < 0 || r->temperature < 0 || r->top_p < 0 || r->top_p > 1 || r->top_k < 0 ||
         r->repetition_penalty < 0 || r->cp_temperature < 0 || r->cp_top_p < 0 || r->cp_top_p > 1 || r->cp_top_k < 0)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "sampling parameters out of range");
+    if (isnan(r->guard_frames_per_token) || r->guard_frames_per_token > 1000)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "guard_frames_per_token must be a number <= 1000 (<= 0: auto/off)");
     return 0;
 }
 

@@ -1,4 +1,5 @@
 #include "model/generate.h"
+#include "model/runaway_guard.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ struct qtts_gen_request {
     int32_t *codes;    /* [cap_frames x G] */
     int64_t n_frames, cap_frames;
     qtts_stop_reason stop;
+    qtts_repeat_state repeat;
     qtts_frame_fn cb;
     void *cb_user;
     qtts_gen_trace trace;
@@ -394,6 +396,14 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
         if (r->n_frames >= r->p.max_frames) {
             finish(r, QTTS_STOP_MAX_FRAMES); /* the reference would run one more talker step and drop its token */
+            continue;
+        }
+        if (r->p.guard_max_frames > 0 && r->n_frames >= r->p.guard_max_frames) {
+            finish(r, QTTS_STOP_GUARD_LENGTH);
+            continue;
+        }
+        if (qtts_repeat_feed(&r->repeat, r->codes, G, r->n_frames) && r->p.guard_repetition) {
+            finish(r, QTTS_STOP_GUARD_REPETITION);
             continue;
         }
         const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;

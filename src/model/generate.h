@@ -27,6 +27,10 @@ typedef struct {
     /* At most this many frames. The official max_new_tokens K (talker steps)
      * gives at most K-1 frames: max_frames = K - 1. */
     int64_t max_frames;
+    /* Runaway guard (model/runaway_guard.h): stop after guard_max_frames
+     * frames (0: no text-relative cap) and/or on a codebook-0 loop. */
+    int64_t guard_max_frames;
+    int guard_repetition;
     uint64_t seed, stream;
 } qtts_gen_params;
 
@@ -39,6 +43,8 @@ typedef enum {
     QTTS_STOP_NONE = 0, /* still running */
     QTTS_STOP_EOS,
     QTTS_STOP_MAX_FRAMES,
+    QTTS_STOP_GUARD_LENGTH,     /* the text-relative frame cap */
+    QTTS_STOP_GUARD_REPETITION, /* a codebook-0 loop */
     QTTS_STOP_CANCELLED,
     QTTS_STOP_ERROR,
 } qtts_stop_reason;

@@ -9,8 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-/* flac, mp3 and opus come from the shared streaming encoder (src/audio) when
- * the tree has it; wav and pcm are written here, sample-exact. */
+/* flac, mp3, opus and aac (ADTS) come from the shared streaming encoder
+ * (src/audio) when the tree has it; wav and pcm are written here,
+ * sample-exact. */
 #if defined(__has_include)
 #if __has_include("audio/encoder.h")
 #include "audio/encoder.h"
@@ -34,6 +35,15 @@ struct srv_audio_out {
 #endif
 };
 
+/* Content-Types: what clients of OpenAI's API (and browsers) key on.
+ * audio/mpeg and audio/aac (ADTS) are what api.openai.com sends for mp3 and
+ * aac (openai/openai-openapi#141); audio/flac and audio/wav the common names;
+ * audio/pcm for OpenAI's raw s16le 24 kHz mono (audio/L16 would claim
+ * big-endian). opus departs on purpose: OpenAI is reported to send
+ * audio/opus, a type registered for RTP payloads (RFC 7587), whereas an Ogg
+ * Opus stream is audio/ogg (RFC 7845 section 9), the type browsers and
+ * players map to a decoder; the OpenAI SDKs return the bytes whatever the
+ * header says. */
 static const struct {
     const char *name;
     srv_format fmt;
@@ -42,7 +52,7 @@ static const struct {
 } k_formats[] = {
     {"wav", SRV_FMT_WAV, "audio/wav", 1},   {"pcm", SRV_FMT_PCM, "audio/pcm", 1},
     {"flac", SRV_FMT_FLAC, "audio/flac", SRV_HAVE_ENCODER}, {"mp3", SRV_FMT_MP3, "audio/mpeg", SRV_HAVE_ENCODER},
-    {"opus", SRV_FMT_OPUS, "audio/ogg", SRV_HAVE_ENCODER},  {"aac", SRV_FMT_AAC, "audio/aac", 0},
+    {"opus", SRV_FMT_OPUS, "audio/ogg", SRV_HAVE_ENCODER},  {"aac", SRV_FMT_AAC, "audio/aac", SRV_HAVE_ENCODER},
 };
 #define N_FORMATS (sizeof k_formats / sizeof k_formats[0])
 
@@ -50,14 +60,14 @@ int srv_format_parse(const char *name, srv_format *out, const char **why) {
     for (size_t i = 0; i < N_FORMATS; i++) {
         if (strcasecmp(name, k_formats[i].name)) continue;
         if (!k_formats[i].supported) {
-            *why = SRV_HAVE_ENCODER ? "is not supported by this server (supported: mp3, opus, flac, wav, pcm)"
+            *why = SRV_HAVE_ENCODER ? "is not supported by this server (supported: mp3, opus, aac, flac, wav, pcm)"
                                     : "is not supported by this server (supported: wav, pcm)";
             return -1;
         }
         *out = k_formats[i].fmt;
         return 0;
     }
-    *why = SRV_HAVE_ENCODER ? "is not a supported format (supported: mp3, opus, flac, wav, pcm)"
+    *why = SRV_HAVE_ENCODER ? "is not a supported format (supported: mp3, opus, aac, flac, wav, pcm)"
                             : "is not a supported format (supported: wav, pcm)";
     return -1;
 }
@@ -117,7 +127,7 @@ static int enc_seek(void *user, uint64_t offset) {
 srv_audio_out *srv_audio_out_new(srv_format f, int sample_rate, size_t total_samples, srv_sink_fn sink,
                                  void *user, srv_buf *seekable, char *err, size_t err_size) {
     int by_hand = f == SRV_FMT_WAV || f == SRV_FMT_PCM;
-    if (!by_hand && (!SRV_HAVE_ENCODER || f == SRV_FMT_AAC)) {
+    if (!by_hand && !SRV_HAVE_ENCODER) {
         snprintf(err, err_size, "response format '%s' is not supported", srv_format_name(f));
         return NULL;
     }
@@ -132,7 +142,10 @@ srv_audio_out *srv_audio_out_new(srv_format f, int sample_rate, size_t total_sam
     o->user = user;
 #if SRV_HAVE_ENCODER
     if (!by_hand) {
-        qtts_audio_format af = f == SRV_FMT_FLAC ? QTTS_AUDIO_FLAC : f == SRV_FMT_MP3 ? QTTS_AUDIO_MP3 : QTTS_AUDIO_OPUS;
+        qtts_audio_format af = f == SRV_FMT_FLAC ? QTTS_AUDIO_FLAC
+                               : f == SRV_FMT_MP3 ? QTTS_AUDIO_MP3
+                               : f == SRV_FMT_AAC ? QTTS_AUDIO_AAC /* ADTS: streams, never seeks */
+                                                  : QTTS_AUDIO_OPUS;
         if (seekable && seekable->off == 0 && seekable->len == 0) o->seek_buf = seekable;
         qtts_audio_sink s = {enc_write, o->seek_buf ? enc_seek : NULL, o};
         qtts_err e;

@@ -14,6 +14,7 @@
 
 #include "server/auth.h"
 #include "server/internal.h"
+#include "server/web.h"
 #include "core/clock.h"
 
 void qtts_server_params_default(qtts_server_params *p) {
@@ -69,7 +70,7 @@ enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, 
     if (!r) return MHD_NO;
     if (s->cors_origin) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_origin);
-        MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Qtts-Seed");
+        MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Qtts-Seed, X-Qtts-Finished-By");
         MHD_add_response_header(r, "Vary", "Origin");
     }
     srv_metrics_status(&s->metrics, status);
@@ -166,6 +167,28 @@ static enum MHD_Result route_models(qtts_server *s, struct MHD_Connection *c) {
     return rc;
 }
 
+/* Open WebUI's model listing for TTS: {"models":[{"id","name"}]}. Any model
+ * name is accepted in requests (clients send "tts-1"), so this lists what
+ * actually runs. */
+static enum MHD_Result route_audio_models(qtts_server *s, struct MHD_Connection *c) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "models") : NULL;
+    cJSON *m = arr ? cJSON_CreateObject() : NULL;
+    char *js = NULL;
+    if (m) {
+        cJSON_AddItemToArray(arr, m);
+        cJSON_AddStringToObject(m, "id", s->model_id);
+        cJSON_AddStringToObject(m, "name", s->model_id);
+        cJSON_AddStringToObject(m, "variant", s->info->variant);
+        js = cJSON_PrintUnformatted(root);
+    }
+    cJSON_Delete(root);
+    if (!js) return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
+    enum MHD_Result rc = srv_respond_json(s, c, 200, js);
+    free(js);
+    return rc;
+}
+
 static enum MHD_Result route_metrics(qtts_server *s, struct MHD_Connection *c) {
     srv_buf b = {0};
     if (srv_metrics_render(&s->metrics, s->engine, s->info->sample_rate, &b)) {
@@ -194,12 +217,24 @@ static enum MHD_Result route_preflight(qtts_server *s, struct MHD_Connection *c)
     return srv_queue(s, c, s->cors_origin ? 204 : 405, r);
 }
 
-typedef enum { R_NONE, R_HEALTH, R_MODELS, R_METRICS, R_SPEECH, R_VOICES, R_VOICE_ITEM } route_id;
+typedef enum {
+    R_NONE,
+    R_PAGE,
+    R_HEALTH,
+    R_MODELS,
+    R_AUDIO_MODELS,
+    R_METRICS,
+    R_SPEECH,
+    R_VOICES,
+    R_VOICE_ITEM
+} route_id;
 
 static route_id match_route(const char *url, const char **tail) {
     *tail = NULL;
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return R_PAGE;
     if (!strcmp(url, "/health") || !strcmp(url, "/healthz")) return R_HEALTH;
     if (!strcmp(url, "/v1/models")) return R_MODELS;
+    if (!strcmp(url, "/v1/audio/models")) return R_AUDIO_MODELS;
     if (!strcmp(url, "/metrics")) return R_METRICS;
     if (!strcmp(url, "/v1/audio/speech")) return R_SPEECH;
     if (!strcmp(url, "/v1/audio/voices")) return R_VOICES;
@@ -212,8 +247,10 @@ static route_id match_route(const char *url, const char **tail) {
 
 static int method_allowed(route_id r, const char *m) {
     switch (r) {
+    case R_PAGE:
     case R_HEALTH:
     case R_MODELS:
+    case R_AUDIO_MODELS:
     case R_METRICS: return !strcmp(m, "GET") || !strcmp(m, "HEAD");
     case R_SPEECH: return !strcmp(m, "POST");
     case R_VOICES: return !strcmp(m, "GET") || !strcmp(m, "POST");
@@ -238,7 +275,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             rq->responded = 1;
             return route_preflight(s, c);
         }
-        if (r != R_HEALTH && s->api_key) {
+        /* The page is public (it asks for the key and sends it on its own requests). */
+        if (r != R_HEALTH && r != R_PAGE && s->api_key) {
             const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
             if (!srv_auth_bearer_ok(auth, s->api_key)) {
                 rq->responded = 1;
@@ -294,11 +332,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     rq->responded = 1;
     const char *tail;
     route_id r = match_route(url, &tail);
-    if (atomic_load(&s->draining) && r != R_HEALTH && r != R_METRICS)
+    if (atomic_load(&s->draining) && r != R_HEALTH && r != R_METRICS && r != R_PAGE)
         return srv_respond_error(s, c, 503, "server_busy", NULL, "shutting_down", "server is shutting down");
     switch (r) {
+    case R_PAGE: return srv_route_web_page(s, c);
     case R_HEALTH: return route_health(s, c);
     case R_MODELS: return route_models(s, c);
+    case R_AUDIO_MODELS: return route_audio_models(s, c);
     case R_METRICS: return route_metrics(s, c);
     case R_SPEECH: return srv_route_speech(s, c, rq);
     case R_VOICES: return !strcmp(method, "GET") ? srv_route_voices_list(s, c) : srv_route_voices_add(s, c, rq);

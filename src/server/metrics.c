@@ -92,10 +92,20 @@ int srv_metrics_render(srv_metrics *m, qtts_engine *e, int sample_rate, srv_buf 
                              "# HELP qtts_audio_seconds_total Seconds of audio synthesized by the engine.\n"
                              "# TYPE qtts_audio_seconds_total counter\nqtts_audio_seconds_total %.3f\n"
                              "# HELP qtts_frames_total Codec frames generated.\n"
-                             "# TYPE qtts_frames_total counter\nqtts_frames_total %llu\n",
+                             "# TYPE qtts_frames_total counter\nqtts_frames_total %llu\n"
+                             "# HELP qtts_finished_total Completed utterances by how they ended (eos: the model "
+                             "ended it; max_frames: the frame limit; guard: the runaway guard, by reason).\n"
+                             "# TYPE qtts_finished_total counter\n"
+                             "qtts_finished_total{by=\"eos\"} %llu\n"
+                             "qtts_finished_total{by=\"max_frames\"} %llu\n"
+                             "qtts_finished_total{by=\"guard\",reason=\"length\"} %llu\n"
+                             "qtts_finished_total{by=\"guard\",reason=\"repetition\"} %llu\n",
                              st.queued, st.active_slots, (unsigned long long)st.requests_done,
                              (unsigned long long)st.requests_failed, (unsigned long long)st.requests_cancelled,
-                             st.audio_seconds_total, (unsigned long long)st.frames_total);
+                             st.audio_seconds_total, (unsigned long long)st.frames_total,
+                             (unsigned long long)st.finished_eos, (unsigned long long)st.finished_max_frames,
+                             (unsigned long long)st.finished_guard_length,
+                             (unsigned long long)st.finished_guard_repetition);
         int tids[256];
         int n = qtts_engine_thread_ids(e, tids, 256);
         rc |= srv_buf_printf(o, "# HELP qtts_engine_thread Kernel thread ids of the engine thread (role=engine) "

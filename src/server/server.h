@@ -22,6 +22,10 @@ typedef struct {
     int idle_timeout_s;      /* idle connection timeout (default 60) */
     int request_timeout_s;   /* synthesis time limit per request (default 600) */
     int reuse_port;          /* share the port with other processes (SO_REUSEPORT); off: a port in use fails */
+    /* Runaway-guard defaults for requests that do not set their own
+     * (qtts_request's fields: 0 = the engine's auto ratio, < 0 = off). */
+    float guard_frames_per_token;
+    int no_repetition_guard;
     int verbose;
 } qtts_server_params;
 

@@ -93,6 +93,33 @@ static int get_bool(const cJSON *root, const char *name, int *out, bad_req *b) {
     return 0;
 }
 
+/* 'voice': a name, or OpenAI's object form {"id": "..."} (custom voices). */
+static int get_voice(const cJSON *root, const char **out, bad_req *b) {
+    const cJSON *v = field(root, "voice");
+    if (!v) return 0;
+    if (cJSON_IsObject(v)) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+        if (!cJSON_IsString(id))
+            return fail(b, 400, "voice", "invalid_type", "'voice' as an object must have a string 'id'");
+        *out = id->valuestring;
+        return 0;
+    }
+    if (!cJSON_IsString(v))
+        return fail(b, 400, "voice", "invalid_type", "'voice' must be a string or an object {\"id\": \"...\"}");
+    *out = v->valuestring;
+    return 0;
+}
+
+/* 'input' and 'instructions' share the character limit (OpenAI: 4096 each). */
+static int check_text_length(qtts_server *s, const char *name, const char *text, bad_req *b) {
+    long nch = qtts_utf8_count(text, strlen(text));
+    if (nch < 0) return fail(b, 400, name, "invalid_value", "'%s' is not valid UTF-8", name);
+    if (nch > s->p.max_input_chars)
+        return fail(b, 400, name, strcmp(name, "input") ? "instructions_too_long" : "input_too_long",
+                    "'%s' has %ld characters; the limit is %d", name, nch, s->p.max_input_chars);
+    return 0;
+}
+
 static const char *match_name(const char *want, const char *const *names, int n) {
     for (int i = 0; i < n; i++)
         if (!strcasecmp(want, names[i])) return names[i];
@@ -120,11 +147,7 @@ static int parse_input_and_format(qtts_server *s, const cJSON *root, speech_opts
         return -1;
     if (!input || !input[strspn(input, " \t\r\n\v\f")])
         return fail(b, 400, "input", "missing_input", "'input' is required and must not be empty or only whitespace");
-    long nch = qtts_utf8_count(input, strlen(input));
-    if (nch < 0) return fail(b, 400, "input", "invalid_value", "'input' is not valid UTF-8");
-    if (nch > s->p.max_input_chars)
-        return fail(b, 400, "input", "input_too_long", "'input' has %ld characters; the limit is %d", nch,
-                    s->p.max_input_chars);
+    if (check_text_length(s, "input", input, b)) return -1;
     o->r.text = input;
     if (fmt) {
         const char *why = "";
@@ -169,6 +192,12 @@ static int parse_sampling(const cJSON *root, speech_opts *o, bad_req *b) {
     if (has) o->r.repetition_penalty = (float)x;
     if (get_num(root, "max_new_tokens", 1, 1 << 20, 1, &has, &x, b)) return -1;
     if (has) o->r.max_frames = (int)x;
+    /* runaway guard: frames per text token (0 = off), loop detection */
+    if (get_num(root, "guard_frames_per_token", 0, 1000, 0, &has, &x, b)) return -1;
+    if (has) o->r.guard_frames_per_token = x > 0 ? (float)x : -1.0f;
+    int rep_guard = !o->r.no_repetition_guard;
+    if (get_bool(root, "repetition_guard", &rep_guard, b)) return -1;
+    o->r.no_repetition_guard = !rep_guard;
     int greedy = o->r.greedy, xvo = 0;
     if (get_bool(root, "greedy", &greedy, b) || get_bool(root, "x_vector_only", &xvo, b)) return -1;
     o->r.greedy = greedy;
@@ -242,12 +271,14 @@ static int resolve_clone(qtts_server *s, const char *voice, const char *ref_audi
 static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_req *b) {
     const qtts_model_info *info = s->info;
     qtts_request_default(&o->r);
-    o->fmt = SRV_FMT_WAV;
+    o->r.guard_frames_per_token = s->p.guard_frames_per_token;
+    o->r.no_repetition_guard = s->p.no_repetition_guard;
+    o->fmt = SRV_FMT_MP3; /* OpenAI's default response_format */
     o->mode = OUT_BUFFERED;
     o->speed = 1.0;
     if (!cJSON_IsObject(root)) return fail(b, 400, NULL, "invalid_json", "the request body must be a JSON object");
     const char *voice = NULL, *instructions = NULL, *lang = NULL, *ref_audio = NULL, *ref_text = NULL, *model = NULL;
-    if (get_str(root, "model", &model, b) || get_str(root, "voice", &voice, b) ||
+    if (get_str(root, "model", &model, b) || get_voice(root, &voice, b) ||
         get_str(root, "instructions", &instructions, b) || get_str(root, "language", &lang, b) ||
         get_str(root, "ref_audio", &ref_audio, b) || get_str(root, "ref_text", &ref_text, b) ||
         parse_input_and_format(s, root, o, b) || parse_sampling(root, o, b))
@@ -262,6 +293,7 @@ static int parse_speech(qtts_server *s, const cJSON *root, speech_opts *o, bad_r
         }
         o->r.language = canon;
     }
+    if (instructions && check_text_length(s, "instructions", instructions, b)) return -1;
     if (instructions && *instructions) o->r.instruct = instructions;
     if (!strcmp(info->variant, "voice_design") && !o->r.instruct)
         return fail(b, 400, "instructions", "missing_instructions",
@@ -394,9 +426,12 @@ static void stream_finish(srv_speech *ss) {
     if (ss->mode == OUT_SSE &&
         srv_buf_printf(&ss->out,
                        "event: speech.audio.done\ndata: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":%d,"
-                       "\"output_tokens\":%d,\"total_tokens\":%d},\"seed\":%llu,\"audio_seconds\":%.3f}\n\n",
+                       "\"output_tokens\":%d,\"total_tokens\":%d},\"seed\":%llu,\"audio_seconds\":%.3f,"
+                       "\"finished_by\":\"%s\"%s%s%s}\n\n",
                        res.input_tokens, res.n_frames, res.input_tokens + res.n_frames, (unsigned long long)res.seed,
-                       (double)ss->samples_out / QTTS_SAMPLE_RATE)) {
+                       (double)ss->samples_out / QTTS_SAMPLE_RATE, qtts_finish_reason_name(res.finished_by),
+                       res.guard ? ",\"guard\":\"" : "", res.guard ? qtts_guard_reason_name(res.guard) : "",
+                       res.guard ? "\"" : "")) {
         stream_fail(ss, "out of memory");
         return;
     }
@@ -528,6 +563,10 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)res.seed);
         MHD_add_response_header(r, "Content-Type", srv_format_mime(ss->fmt));
         MHD_add_response_header(r, "X-Qtts-Seed", seed);
+        char finished[48]; /* eos, max_frames, guard:length, guard:repetition */
+        snprintf(finished, sizeof finished, "%s%s%s", qtts_finish_reason_name(res.finished_by), res.guard ? ":" : "",
+                 res.guard ? qtts_guard_reason_name(res.guard) : "");
+        MHD_add_response_header(r, "X-Qtts-Finished-By", finished);
         rc = srv_queue(s, c, 200, r);
     }
 done:

@@ -5,13 +5,15 @@
  * renamed; NAME.spk is linked into place last and fails if it exists, so a
  * crash never leaves a half-registered voice visible and two instances
  * sharing one directory cannot overwrite each other. Lookups of a name not in
- * memory (or changed on disk) read the directory. */
+ * memory (or changed on disk) read the directory. The file format itself
+ * (read without an engine by `qtts voices`) is server/voice_files.h. */
 #ifndef QTTS_SERVER_VOICE_STORE_H
 #define QTTS_SERVER_VOICE_STORE_H
 
 #include <stddef.h>
 
 #include "qtts.h"
+#include "server/voice_files.h" /* srv_voice_name_ok */
 
 typedef struct srv_voices srv_voices;
 
@@ -21,8 +23,7 @@ srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *
                             char *err, size_t err_size);
 void srv_voices_free(srv_voices *vs);
 
-/* 1 if name is acceptable: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}, no "..". */
-int srv_voice_name_ok(const char *name);
+/* srv_voice_name_ok(name) (voice_files.h): [A-Za-z0-9][A-Za-z0-9_.-]{0,63}, no "..". */
 
 /* *out: a new reference (release it). Returns 0, -2 if unknown, -1 if the
  * voice's files could not be loaded (err). */
