@@ -148,6 +148,15 @@ typedef struct {
      * no_repetition_guard. When a guard does not fire, output is unchanged. */
     float guard_frames_per_token;
     int no_repetition_guard;
+    /* Incremental text: text is only the first piece (may be "" or NULL) and
+     * the rest comes through qtts_stream_append_text, the last call with
+     * is_last. The request uses the streaming text layout (one text token per
+     * frame). Generation starts once the first word is complete and waits,
+     * without changing anything, whenever it reaches text that has not
+     * arrived: the codes equal those of the same text given at once in the
+     * streaming layout. In-context cloning (Base with reference codes and
+     * transcript) starts only when the text is complete. */
+    int text_incomplete;
 } qtts_request;
 
 QTTS_API void qtts_request_default(qtts_request *r);
@@ -192,6 +201,14 @@ QTTS_API void qtts_stream_result(const qtts_stream *s, qtts_result *out);
 QTTS_API const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames, int *n_codebooks);
 /* Cancels at the next frame boundary; reads then return QTTS_STREAM_ERROR. */
 QTTS_API void qtts_stream_cancel(qtts_stream *s);
+/* Appends UTF-8 text to a request submitted with text_incomplete (a piece
+ * may end inside a character; the whole text must be valid UTF-8 at the
+ * end). is_last = 1 ends the text (utf8 may then be empty). Cheap: the
+ * engine thread tokenizes. Fails with QTTS_ERR_INVALID on a request that is
+ * not incremental, after is_last, or past 64 KiB of text; with the stream's
+ * status once it has ended. Not after qtts_engine_free. */
+QTTS_API qtts_status qtts_stream_append_text(qtts_stream *s, const char *utf8, size_t len, int is_last,
+                                             qtts_error *err);
 /* Cancels if still running and frees. */
 QTTS_API void qtts_stream_free(qtts_stream *s);
 

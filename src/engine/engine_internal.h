@@ -50,6 +50,13 @@ typedef struct slot {
     double prefill_ms, talker_ms, cp_ms, decoder_ms;
     int prefilled;
     int input_tokens; /* of the text alone */
+    /* incremental text (request.text_incomplete), engine thread: the text so
+     * far, where its tokens have been fed up to (a stable cut, see
+     * text/stable_prefix.h), and whether the stream has all of it */
+    int incremental, inc_closed;
+    char *inc_text;
+    size_t inc_len, inc_cap, inc_fed_bytes;
+    int inc_fed_tokens;
     int64_t samples_out;
     struct slot *next;
 } slot;

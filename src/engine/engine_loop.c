@@ -12,6 +12,8 @@
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
 #include "model/runaway_guard.h"
+#include "text/stable_prefix.h"
+#include "text/utf8.h"
 
 static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n_codes) {
     (void)r;
@@ -32,6 +34,13 @@ static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32
     s->n_pending++;
 }
 
+/* The text-relative guard's frames per text token for r, or <= 0 when off. */
+static double guard_ratio_of(const qtts_request *r) {
+    double ratio = r->guard_frames_per_token;
+    if (ratio == 0) ratio = r->max_frames > 0 ? -1 : QTTS_GUARD_FRAMES_PER_TOKEN; /* an explicit cap is the caller's */
+    return ratio;
+}
+
 static void gen_params_of(const qtts_engine *e, const qtts_request *r, int64_t text_tokens, qtts_gen_params *p) {
     qtts_gen_params_from_config(p, &e->talker->gen);
     if (r->greedy) {
@@ -46,8 +55,7 @@ static void gen_params_of(const qtts_engine *e, const qtts_request *r, int64_t t
     if (r->cp_top_k > 0) p->cp.top_k = r->cp_top_k;
     if (r->cp_top_p > 0) p->cp.top_p = r->cp_top_p;
     if (r->max_frames > 0) p->max_frames = r->max_frames;
-    double ratio = r->guard_frames_per_token;
-    if (ratio == 0) ratio = r->max_frames > 0 ? -1 : QTTS_GUARD_FRAMES_PER_TOKEN; /* an explicit cap is the caller's */
+    double ratio = guard_ratio_of(r);
     p->guard_max_frames = ratio > 0 ? qtts_guard_frame_cap(text_tokens, ratio) : 0;
     p->guard_repetition = !r->no_repetition_guard;
     p->seed = r->seed;
@@ -65,17 +73,22 @@ static int decode_reference(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *
     return rc;
 }
 
-/* Tokenize, build the prompt and the decoder stream; joins the batch. */
-static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
-    int32_t *text_ids = NULL, *instr_ids = NULL, *ref_ids = NULL;
-    int n_text = 0, n_instr = 0, n_ref = 0, rc = -1;
-    /* Leading line breaks would merge with the template's "\n" token and
-     * shift the positional slicing of the prompt (the text's ids are taken at
-     * fixed offsets from the template's): skip leading whitespace, which
-     * carries no speech (engine_submit refused whitespace-only text). */
-    const char *text = s->text;
-    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r') text++;
-    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err)) goto done;
+/* Leading line breaks would merge with the template's "\n" token and shift
+ * the positional slicing of the prompt (the text's ids are taken at fixed
+ * offsets from the template's): leading whitespace, which carries no speech,
+ * is skipped. */
+static size_t leading_space(const char *t, size_t n) {
+    size_t i = 0;
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) i++;
+    return i;
+}
+
+/* Builds the prompt from the target template's ids (text_ids), the decoder
+ * stream, and joins the batch. */
+static int slot_start_ids(qtts_engine *e, qtts_pool *pool, slot *s, const int32_t *text_ids, int n_text,
+                          qtts_err *err) {
+    int32_t *instr_ids = NULL, *ref_ids = NULL;
+    int n_instr = 0, n_ref = 0, rc = -1;
     s->input_tokens = (int)qtts_prompt_text_tokens(n_text);
     if (s->instruct && *s->instruct &&
         qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_INSTRUCT, s->instruct, &instr_ids, &n_instr, err))
@@ -108,10 +121,117 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
     if (!s->dec || (icl && decode_reference(e, pool, s, err)) || qtts_batch_add(e->batch, s->gen, err)) goto done;
     rc = 0;
 done:
-    free(text_ids);
     free(instr_ids);
     free(ref_ids);
     return rc;
+}
+
+/* Tokenizes the whole text and starts (engine_submit refused whitespace-only text). */
+static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
+    int32_t *text_ids = NULL;
+    int n_text = 0;
+    const char *text = s->text + leading_space(s->text, strlen(s->text));
+    int rc = qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, text, &text_ids, &n_text, err) ||
+                     slot_start_ids(e, pool, s, text_ids, n_text, err)
+                 ? -1
+                 : 0;
+    free(text_ids);
+    return rc;
+}
+
+/* ---- incremental text (request.text_incomplete) ----
+ * The engine thread pulls what the caller appended, tokenizes it up to the
+ * last stable cut (text/stable_prefix.h: tokens before it never change) and
+ * feeds those tokens to the talker's trailing text; the rest waits for more
+ * text or the end. Spans between cuts are tokenized on their own, which is
+ * exact because every cut is a pre-tokenizer boundary. */
+
+/* Pulls appended text; then a closed text must be valid and non-empty. */
+static int inc_pull(slot *s, qtts_err *err) {
+    long n = stream_text_pull(s->stream, s->inc_len, &s->inc_text, &s->inc_cap, &s->inc_closed);
+    if (n < 0) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+    s->inc_len = (size_t)n;
+    if (!s->inc_closed) return 0;
+    size_t bad = qtts_utf8_check(s->inc_text, s->inc_len);
+    if (bad < s->inc_len)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is not valid UTF-8 (at byte %zu)", bad);
+    if (strlen(s->inc_text) != s->inc_len) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text has a NUL byte");
+    if (!s->inc_text[strspn(s->inc_text, " \t\r\n\v\f")])
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is empty or only whitespace");
+    return 0;
+}
+
+static void inc_update_guard(slot *s) {
+    double ratio = guard_ratio_of(&s->req);
+    if (ratio > 0) qtts_gen_request_set_guard_cap(s->gen, qtts_guard_frame_cap(s->inc_fed_tokens, ratio));
+    s->input_tokens = s->inc_fed_tokens;
+}
+
+/* Feeds the tokens of text[inc_fed_bytes .. end) to a started request. */
+static int inc_feed_span(qtts_engine *e, qtts_pool *pool, slot *s, size_t end, qtts_err *err) {
+    if (end <= s->inc_fed_bytes) return 0;
+    int32_t *ids = NULL;
+    int n = 0;
+    int rc = qtts_tok_encode(e->tok, s->inc_text + s->inc_fed_bytes, end - s->inc_fed_bytes, &ids, &n, err) ||
+                     qtts_gen_request_append_text(s->gen, pool, ids, n, err)
+                 ? -1
+                 : 0;
+    free(ids);
+    if (rc) return -1;
+    s->inc_fed_bytes = end;
+    s->inc_fed_tokens += n;
+    inc_update_guard(s);
+    return 0;
+}
+
+/* Not started yet: starts once the first word is stable (or the text is
+ * complete: then exactly as a whole-text request in the streaming layout).
+ * Returns 1 started, 0 still waiting, -1 failed. */
+static int inc_try_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
+    if (inc_pull(s, err)) return -1;
+    s->req.layout = QTTS_LAYOUT_STREAMING;
+    if (s->inc_closed) {
+        if (!(s->text = strdup(s->inc_text))) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+        s->incremental = 0; /* all of it is here: the ordinary path */
+        return slot_start(e, pool, s, err) ? -1 : 1;
+    }
+    if (s->mode == QTTS_MODE_CLONE_ICL) return 0; /* its prompt block takes the whole text (spec 5.5) */
+    size_t lead = leading_space(s->inc_text, s->inc_len);
+    size_t cut = lead + qtts_tok_stable_prefix(s->inc_text + lead, s->inc_len - lead);
+    if (cut == lead) return 0;
+    /* the target template's fixed prefix and suffix around the stable tokens */
+    int32_t *tmpl = NULL, *span = NULL, *ids = NULL;
+    int n_tmpl = 0, n_span = 0, rc = -1;
+    if (qtts_tok_encode_template(e->tok, QTTS_TEMPLATE_TARGET, "x", &tmpl, &n_tmpl, err) ||
+        qtts_tok_encode(e->tok, s->inc_text + lead, cut - lead, &span, &n_span, err))
+        goto done;
+    if (!(ids = qtts_malloc((size_t)(n_span + n_tmpl) * sizeof *ids, err))) goto done;
+    int64_t n_ids = qtts_prompt_wrap_text(tmpl, n_tmpl, span, n_span, ids);
+    if (n_ids < 0 || n_span < 1) {
+        qtts_fail(err, "incremental text: unexpected template tokenization");
+        goto done;
+    }
+    if (slot_start_ids(e, pool, s, ids, (int)n_ids, err) || qtts_gen_request_open_text(s->gen, err)) goto done;
+    s->inc_fed_bytes = cut;
+    s->inc_fed_tokens = n_span;
+    inc_update_guard(s);
+    rc = 1;
+done:
+    free(tmpl);
+    free(span);
+    free(ids);
+    return rc;
+}
+
+/* A started request: feeds what became stable, and everything at the end. */
+static int inc_feed(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
+    if (inc_pull(s, err)) return -1;
+    if (s->inc_closed) {
+        if (inc_feed_span(e, pool, s, s->inc_len, err) || qtts_gen_request_close_text(s->gen, err)) return -1;
+        s->incremental = 0; /* nothing more to feed */
+        return 0;
+    }
+    return inc_feed_span(e, pool, s, qtts_tok_stable_prefix(s->inc_text, s->inc_len), err);
 }
 
 static void keep_codes(qtts_engine *e, slot *s, int n_frames) {
@@ -206,7 +326,10 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     int n = 0;
     const double now = qtts_now_ms();
     for (slot *s = e->active; s; s = s->next) {
-        s->decode_now = qtts_decode_due(s->n_pending, qtts_gen_request_finished(s->gen), s->samples_out,
+        if (!s->gen) continue; /* incremental text: not started */
+        /* a request waiting for text flushes: its listener should hear all there is */
+        int flush = qtts_gen_request_finished(s->gen) || qtts_gen_request_waiting_text(s->gen);
+        s->decode_now = qtts_decode_due(s->n_pending, flush, s->samples_out,
                                         e->frame_samples, e->sample_rate, s->t_start, s->t_first_audio, now);
         n += s->decode_now;
     }
@@ -253,7 +376,7 @@ static void admit(qtts_engine *e, qtts_pool *pool) {
         if (atomic_load(&s->stream->cancelled)) {
             qtts_fail_as(&err, QTTS_ERR_CANCELLED, "cancelled");
             slot_retire(e, s, &err);
-        } else if (slot_start(e, pool, s, &err)) {
+        } else if (s->incremental ? inc_try_start(e, pool, s, &err) < 0 : slot_start(e, pool, s, &err) != 0) {
             slot_retire(e, s, &err);
         } else {
             stream_set_running(s->stream);
@@ -268,7 +391,7 @@ static void retire_cancelled(qtts_engine *e) {
     for (slot *s = e->active, *next; s; s = next) {
         next = s->next;
         if (!atomic_load(&s->stream->cancelled) && !atomic_load(&e->stopping)) continue;
-        qtts_batch_remove(e->batch, s->gen);
+        if (s->gen) qtts_batch_remove(e->batch, s->gen);
         slot_retire(e, s, &cancelled);
     }
 }
@@ -281,11 +404,13 @@ static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtt
     double d_talker = (double)(tm1->talker.wall_ns - tm0->talker.wall_ns) / 1e6;
     int n_active = 0, n_new = 0;
     for (slot *s = e->active; s; s = s->next) {
+        if (!s->gen) continue; /* incremental text: not started */
         n_active++;
         n_new += !s->prefilled;
     }
     int64_t frames_after = 0;
     for (slot *s = e->active; s; s = s->next) {
+        if (!s->gen) continue;
         if (!s->prefilled) {
             s->prefill_ms += d_prefill / n_new;
             s->prefilled = 1;
@@ -298,15 +423,36 @@ static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtt
     atomic_fetch_add(&e->n_frames, (uint64_t)(frames_after - frames_before));
 }
 
+/* Starts and feeds the incremental-text requests; returns how many active
+ * requests can make progress this step (the others wait for text). */
+static int feed_incremental(qtts_engine *e, qtts_pool *pool) {
+    int runnable = 0;
+    for (slot *s = e->active, *next; s; s = next) {
+        next = s->next;
+        qtts_err err = {0};
+        int rc = 0;
+        if (s->incremental) rc = s->gen ? inc_feed(e, pool, s, &err) : inc_try_start(e, pool, s, &err);
+        if (rc < 0) {
+            if (s->gen) qtts_batch_remove(e->batch, s->gen);
+            slot_retire(e, s, &err);
+            continue;
+        }
+        if (s->gen && (!qtts_gen_request_waiting_text(s->gen) || s->n_pending || qtts_gen_request_finished(s->gen)))
+            runnable++;
+    }
+    return runnable;
+}
+
 int engine_frame_loop(qtts_pool *pool, void *ctx) {
     qtts_engine *e = ctx;
     admit(e, pool);
     retire_cancelled(e);
-    if (!e->active) {
+    int runnable = feed_incremental(e, pool);
+    if (!e->active || !runnable) {
         pthread_mutex_lock(&e->mu);
-        int more = e->wait_head != NULL;
+        int more = e->wait_head != NULL && e->n_active < e->max_batch;
         pthread_mutex_unlock(&e->mu);
-        return more;
+        return more; /* 0: sleep until a job, a request or text arrives (qtts_exec_wake) */
     }
     qtts_err err = {0};
     qtts_batch_timing tm0, tm1;
@@ -324,7 +470,7 @@ int engine_frame_loop(qtts_pool *pool, void *ctx) {
         next = s->next;
         if (failed) {
             slot_retire(e, s, &err);
-        } else if (s->out_of_memory || qtts_gen_request_finished(s->gen)) {
+        } else if (s->gen && (s->out_of_memory || qtts_gen_request_finished(s->gen))) {
             qtts_batch_remove(e->batch, s->gen);
             slot_retire(e, s, s->out_of_memory ? &oom : NULL);
         }

@@ -25,6 +25,7 @@ void slot_free(slot *s) {
     free(s->instruct);
     free(s->pending);
     free(s->pcm);
+    free(s->inc_text);
     if (s->stream) stream_release(s->stream);
     free(s);
 }
@@ -103,11 +104,19 @@ static int check_voice_options(const qtts_engine *e, const qtts_request *r, qtts
 }
 
 static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode *mode, qtts_err *err) {
-    if (!r || !r->text || !*r->text) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is empty");
-    if (!r->text[strspn(r->text, " \t\r\n\v\f")])
+    if (!r) return qtts_fail_as(err, QTTS_ERR_INVALID, "no request");
+    if (r->text_incomplete) { /* the text comes later: emptiness is checked when it is complete */
+        if (r->layout == QTTS_LAYOUT_NON_STREAMING)
+            return qtts_fail_as(err, QTTS_ERR_INVALID,
+                                "incremental text needs the streaming text layout (the non-streaming one reads the "
+                                "whole text before the first frame)");
+    } else if (!r->text || !*r->text) {
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is empty");
+    } else if (!r->text[strspn(r->text, " \t\r\n\v\f")]) {
         return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is only whitespace");
+    }
     if (request_mode(e, r, mode, err) || check_voice_options(e, r, *mode, err)) return -1;
-    if (strlen(r->text) > QTTS_MAX_TEXT_BYTES)
+    if (r->text && strlen(r->text) > QTTS_MAX_TEXT_BYTES)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is longer than %d bytes; split it",
                             QTTS_MAX_TEXT_BYTES);
     if (r->max_frames < 0 || r->temperature < 0 || r->top_p < 0 || r->top_p > 1 || r->top_k < 0 ||
@@ -124,7 +133,7 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
     int oom = !s;
     if (s) {
         s->req = *r;
-        s->text = dup_or_null(r->text, &oom);
+        s->text = r->text_incomplete ? NULL : dup_or_null(r->text, &oom); /* incremental: in the stream */
         s->language = dup_or_null(r->language, &oom);
         s->speaker = dup_or_null(r->speaker, &oom);
         s->instruct = dup_or_null(r->instruct, &oom);
@@ -136,6 +145,13 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
         s->req.voice = s->voice;
         s->stream = stream_new();
         if (!s->stream) oom = 1;
+        if (s->stream && r->text_incomplete) {
+            s->stream->text_incremental = 1;
+            s->stream->text_max = QTTS_MAX_TEXT_BYTES;
+            s->incremental = 1;
+            if (r->text && *r->text && qtts_stream_append_text(s->stream, r->text, strlen(r->text), 0, NULL))
+                oom = 1;
+        }
     }
     if (oom) {
         slot_free(s);
@@ -154,6 +170,7 @@ qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err)
     if (check_request(e, r, &mode, err)) return NULL;
     slot *s = slot_from_request(r, mode, err);
     if (!s) return NULL;
+    s->stream->exec = e->exec; /* before the caller has the stream: its appends wake the engine */
     pthread_mutex_lock(&e->mu);
     if (atomic_load(&e->stopping)) {
         pthread_mutex_unlock(&e->mu);
@@ -188,6 +205,11 @@ qtts_stream *qtts_submit(qtts_engine *e, const qtts_request *r, qtts_error *err)
 qtts_status qtts_synthesize(qtts_engine *e, const qtts_request *r, qtts_audio_cb cb, void *user, qtts_result *out,
                             qtts_error *err) {
     qtts_err qe = {0};
+    if (r && r->text_incomplete) { /* nobody could append the rest: it would wait forever */
+        qtts_fail_as(&qe, QTTS_ERR_INVALID, "incremental text needs qtts_submit + qtts_stream_append_text");
+        engine_copy_err(&qe, QTTS_ERR_INVALID, err);
+        return QTTS_ERR_INVALID;
+    }
     qtts_stream *s = engine_submit(e, r, &qe);
     if (!s) {
         engine_copy_err(&qe, QTTS_ERR_INTERNAL, err);

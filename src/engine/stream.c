@@ -1,5 +1,7 @@
 #include "engine/stream.h"
 
+#include "engine/executor.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@ void stream_release(qtts_stream *s) {
     pthread_cond_destroy(&s->changed);
     free(s->pcm);
     free(s->codes);
+    free(s->text_in);
     free(s);
 }
 
@@ -167,6 +170,58 @@ void qtts_stream_result(const qtts_stream *s, qtts_result *out) {
     pthread_mutex_lock((pthread_mutex_t *)&s->mu);
     *out = s->result;
     pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+}
+
+qtts_status qtts_stream_append_text(qtts_stream *s, const char *utf8, size_t len, int is_last, qtts_error *err) {
+    qtts_status st = QTTS_OK;
+    const char *why = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (!s->text_incremental) st = QTTS_ERR_INVALID, why = "this request was not submitted with text_incomplete";
+    else if (s->text_closed) st = QTTS_ERR_INVALID, why = "the request's text is already complete";
+    else if (s->state == STREAM_FAILED) st = s->status, why = s->error;
+    else if (s->state == STREAM_DONE) st = QTTS_ERR_INVALID, why = "the request has already finished";
+    else if (len > s->text_max - s->text_len) st = QTTS_ERR_INVALID, why = "the text is longer than 64 KiB";
+    else if (len) {
+        if (s->text_len + len + 1 > s->text_cap) {
+            size_t cap = s->text_cap ? s->text_cap : 256;
+            while (cap < s->text_len + len + 1) cap *= 2;
+            char *nb = realloc(s->text_in, cap);
+            if (!nb) st = QTTS_ERR_NO_MEMORY, why = "out of memory";
+            else s->text_in = nb, s->text_cap = cap;
+        }
+        if (st == QTTS_OK) {
+            memcpy(s->text_in + s->text_len, utf8, len);
+            s->text_len += len;
+            s->text_in[s->text_len] = 0;
+        }
+    }
+    if (st == QTTS_OK && is_last) s->text_closed = 1;
+    if (st != QTTS_OK && err) {
+        err->status = st;
+        snprintf(err->message, sizeof err->message, "%s", why && *why ? why : "the request failed");
+    }
+    struct qtts_exec *exec = s->exec;
+    pthread_mutex_unlock(&s->mu);
+    if (st == QTTS_OK && exec) qtts_exec_wake(exec);
+    return st;
+}
+
+long stream_text_pull(qtts_stream *s, size_t from, char **buf, size_t *cap, int *closed) {
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->text_len;
+    long rc = (long)n;
+    if (n + 1 > *cap) {
+        char *nb = realloc(*buf, n + 1);
+        if (!nb) rc = -1;
+        else *buf = nb, *cap = n + 1;
+    }
+    if (rc >= 0) {
+        if (n > from) memcpy(*buf + from, s->text_in + from, n - from);
+        (*buf)[n] = 0;
+        *closed = s->text_closed;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 void qtts_stream_cancel(qtts_stream *s) {

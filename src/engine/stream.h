@@ -26,6 +26,12 @@ struct qtts_stream {
     int32_t *codes;     /* kept codes (request.keep_codes), frame-major */
     size_t n_code_frames;
     int n_codebooks;
+    /* incremental text (request.text_incomplete): appended by the caller,
+     * read by the engine thread, which exec wakes */
+    int text_incremental, text_closed;
+    char *text_in;
+    size_t text_len, text_cap, text_max;
+    struct qtts_exec *exec;
 };
 
 qtts_stream *stream_new(void);
@@ -36,6 +42,10 @@ void stream_finish(qtts_stream *s, const qtts_result *r);
 void stream_fail(qtts_stream *s, qtts_status status, const char *msg);
 /* Hands the kept codes (malloc'd, frame-major) to the stream before stream_finish. */
 void stream_set_codes(qtts_stream *s, int32_t *codes, size_t n_frames, int n_codebooks);
+/* Incremental text, engine side: appends the bytes after `from` to *buf
+ * (malloc'd, grown as needed, NUL-terminated) and says whether the text is
+ * complete. Returns the new total length, or -1 when out of memory. */
+long stream_text_pull(qtts_stream *s, size_t from, char **buf, size_t *cap, int *closed);
 /* Drops one reference; frees at zero. */
 void stream_release(qtts_stream *s);
 

@@ -29,6 +29,11 @@ struct qtts_gen_request {
     int64_t n_frames, cap_frames;
     qtts_stop_reason stop;
     qtts_repeat_state repeat;
+    /* incremental text: the trailing rows grow while text_open; a frame whose
+     * next text row is not there yet parks its talker input in stall_x */
+    int text_open, stalled;
+    int64_t cap_trailing;
+    float *eos_row, *stall_x;
     qtts_frame_fn cb;
     void *cb_user;
     qtts_gen_trace trace;
@@ -162,6 +167,8 @@ void qtts_gen_request_free(qtts_gen_request *r) {
     free(r->c0_hist);
     free(r->c0_seen);
     free(r->codes);
+    free(r->eos_row);
+    free(r->stall_x);
     free(r);
 }
 
@@ -314,6 +321,58 @@ static int append_frame(qtts_gen_request *r, int64_t G, const int32_t *frame, qt
     return 0;
 }
 
+/* ---- incremental text ---- */
+
+int qtts_gen_request_open_text(qtts_gen_request *r, qtts_err *err) {
+    const int64_t D = r->m->cfg.talker.hidden;
+    if (r->prefilled || r->text_open || r->prompt.n_trailing < 1)
+        return qtts_fail(err, "incremental text needs a streaming-layout request that has not started");
+    if (!(r->eos_row = qtts_malloc((size_t)D * sizeof(float), err)) ||
+        !(r->stall_x = qtts_malloc((size_t)D * sizeof(float), err)))
+        return -1;
+    r->prompt.n_trailing--; /* the streaming layout ends R with EOS: it goes back on at close */
+    memcpy(r->eos_row, r->prompt.trailing + r->prompt.n_trailing * D, (size_t)D * sizeof(float));
+    r->cap_trailing = r->prompt.n_trailing + 1;
+    r->text_open = 1;
+    return 0;
+}
+
+static int append_trailing(qtts_gen_request *r, int64_t n, qtts_err *err) {
+    const int64_t D = r->m->cfg.talker.hidden;
+    if (r->prompt.n_trailing + n <= r->cap_trailing) return 0;
+    int64_t cap = r->cap_trailing * 2 > r->prompt.n_trailing + n ? r->cap_trailing * 2 : r->prompt.n_trailing + n;
+    if (grow((void **)&r->prompt.trailing, (size_t)(cap * D) * sizeof(float), err)) return -1;
+    r->cap_trailing = cap;
+    return 0;
+}
+
+int qtts_gen_request_append_text(qtts_gen_request *r, qtts_pool *pool, const int32_t *ids, int64_t n, qtts_err *err) {
+    const int64_t D = r->m->cfg.talker.hidden;
+    if (!r->text_open) return qtts_fail(err, "the request's text is already complete");
+    if (n <= 0) return 0;
+    if (append_trailing(r, n, err) ||
+        qtts_talker_text_embed(r->m, pool, ids, n, r->prompt.trailing + r->prompt.n_trailing * D, err))
+        return -1;
+    r->prompt.n_trailing += n;
+    return 0;
+}
+
+int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err) {
+    const int64_t D = r->m->cfg.talker.hidden;
+    if (!r->text_open) return 0;
+    if (append_trailing(r, 1, err)) return -1;
+    memcpy(r->prompt.trailing + r->prompt.n_trailing * D, r->eos_row, (size_t)D * sizeof(float));
+    r->prompt.n_trailing++;
+    r->text_open = 0;
+    return 0;
+}
+
+int qtts_gen_request_waiting_text(const qtts_gen_request *r) {
+    return r->stalled && r->text_open && r->n_frames - 1 >= r->prompt.n_trailing;
+}
+
+void qtts_gen_request_set_guard_cap(qtts_gen_request *r, int64_t max_frames) { r->p.guard_max_frames = max_frames; }
+
 static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     const qtts_talker_model *m = b->m;
     const qtts_model_config *c = &m->cfg;
@@ -364,8 +423,9 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         stage_add(&b->timing.prefill, t0, np);
     }
 
-    /* 2. code predictor for every pending codebook-0 token */
-    int na = 0;
+    /* 2. code predictor for every pending codebook-0 token (none may be pending:
+     * every request may be parked, waiting for text) */
+    int na = 0, nt = 0;
     stamp t_cp = stamp_now();
     for (int i = 0; i < nb; i++) {
         qtts_gen_request *r = b->reqs[i];
@@ -376,41 +436,62 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         if (qtts_talker_codec_embed(m, r->pending, b->c0_emb + na * D, err)) return -1;
         na++;
     }
-    if (!na) return 0;
-    cp_ctx cc = {b};
-    if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->c0_emb, b->caches, sample_cp_code, &cc, b->codes,
-                                b->cp_emb_sum, NULL, NULL, err))
-        return -1;
-    stage_add(&b->timing.cp, t_cp, na);
+    if (na) {
+        cp_ctx cc = {b};
+        if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->c0_emb, b->caches, sample_cp_code, &cc,
+                                    b->codes, b->cp_emb_sum, NULL, NULL, err))
+            return -1;
+        stage_add(&b->timing.cp, t_cp, na);
 
-    /* 3. emit frames, build next talker inputs */
-    int nt = 0;
-    int32_t frame[MAX_CODE_GROUPS];
-    for (int k = 0; k < na; k++) {
-        qtts_gen_request *r = b->active[k];
-        frame[0] = r->pending;
-        memcpy(frame + 1, b->codes + k * n_cp, (size_t)n_cp * sizeof(int32_t));
-        int64_t fi = r->n_frames;
-        if (append_frame(r, G, frame, err)) return -1;
-        r->pending = -1;
-        if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
-        if (r->n_frames >= r->p.max_frames) {
-            finish(r, QTTS_STOP_MAX_FRAMES); /* the reference would run one more talker step and drop its token */
-            continue;
+        /* 3. emit frames, build next talker inputs */
+        int32_t frame[MAX_CODE_GROUPS];
+        for (int k = 0; k < na; k++) {
+            qtts_gen_request *r = b->active[k];
+            frame[0] = r->pending;
+            memcpy(frame + 1, b->codes + k * n_cp, (size_t)n_cp * sizeof(int32_t));
+            int64_t fi = r->n_frames;
+            if (append_frame(r, G, frame, err)) return -1;
+            r->pending = -1;
+            if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
+            if (r->n_frames >= r->p.max_frames) {
+                finish(r, QTTS_STOP_MAX_FRAMES); /* the reference would run one more talker step and drop its token */
+                continue;
+            }
+            if (r->p.guard_max_frames > 0 && r->n_frames >= r->p.guard_max_frames) {
+                finish(r, QTTS_STOP_GUARD_LENGTH);
+                continue;
+            }
+            if (qtts_repeat_feed(&r->repeat, r->codes, G, r->n_frames) && r->p.guard_repetition) {
+                finish(r, QTTS_STOP_GUARD_REPETITION);
+                continue;
+            }
+            const float *e0 = b->c0_emb + k * D, *esum = b->cp_emb_sum + k * D;
+            if (r->text_open && fi >= r->prompt.n_trailing) { /* the text row for this step has not arrived */
+                for (int64_t i = 0; i < D; i++) r->stall_x[i] = e0[i] + esum[i];
+                r->stalled = 1;
+                continue;
+            }
+            const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
+            float *x = b->x + nt * D;
+            for (int64_t i = 0; i < D; i++) x[i] = e0[i] + esum[i] + text[i]; /* next input: frame embedding + text */
+            if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
+            b->active[nt] = r;
+            b->caches[nt] = &r->kv;
+            b->ntok[nt] = 1;
+            nt++;
         }
-        if (r->p.guard_max_frames > 0 && r->n_frames >= r->p.guard_max_frames) {
-            finish(r, QTTS_STOP_GUARD_LENGTH);
-            continue;
-        }
-        if (qtts_repeat_feed(&r->repeat, r->codes, G, r->n_frames) && r->p.guard_repetition) {
-            finish(r, QTTS_STOP_GUARD_REPETITION);
-            continue;
-        }
+    }
+
+    /* 3b. parked requests whose text row has arrived join this talker step */
+    for (int i = 0; i < nb; i++) {
+        qtts_gen_request *r = b->reqs[i];
+        if (!r->stalled || r->stop || qtts_gen_request_waiting_text(r)) continue;
+        int64_t fi = r->n_frames - 1;
         const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
         float *x = b->x + nt * D;
-        const float *e0 = b->c0_emb + k * D, *esum = b->cp_emb_sum + k * D;
-        for (int64_t i = 0; i < D; i++) x[i] = e0[i] + esum[i] + text[i]; /* next input: frame embedding + text */
+        for (int64_t j = 0; j < D; j++) x[j] = r->stall_x[j] + text[j];
         if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
+        r->stalled = 0;
         b->active[nt] = r;
         b->caches[nt] = &r->kv;
         b->ntok[nt] = 1;

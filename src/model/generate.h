@@ -76,6 +76,20 @@ void qtts_gen_request_set_callback(qtts_gen_request *r, qtts_frame_fn fn, void *
 void qtts_gen_request_set_trace(qtts_gen_request *r, const qtts_gen_trace *t);
 void qtts_gen_request_free(qtts_gen_request *r); /* leaves its batch first if it is in one */
 
+/* Incremental text (streaming layout): open_text, before the request joins
+ * a batch, takes the trailing EOS off so further text rows can follow;
+ * append_text embeds and appends text-token rows; close_text puts EOS back.
+ * While open, a request whose next step needs a row that has not arrived
+ * parks after emitting its frame (waiting_text() is 1) and resumes in the
+ * first batch step after the row arrives: same inputs, same codes, only
+ * later. */
+int qtts_gen_request_open_text(qtts_gen_request *r, qtts_err *err);
+int qtts_gen_request_append_text(qtts_gen_request *r, qtts_pool *pool, const int32_t *ids, int64_t n, qtts_err *err);
+int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err);
+int qtts_gen_request_waiting_text(const qtts_gen_request *r);
+/* The text-relative guard cap changes as text arrives (0: none). */
+void qtts_gen_request_set_guard_cap(qtts_gen_request *r, int64_t max_frames);
+
 int qtts_gen_request_finished(const qtts_gen_request *r);
 qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r);
 int64_t qtts_gen_request_n_frames(const qtts_gen_request *r);

@@ -385,6 +385,14 @@ done:
     return rc;
 }
 
+int64_t qtts_prompt_wrap_text(const int32_t *tmpl, int64_t n_tmpl, const int32_t *text, int64_t n, int32_t *out) {
+    if (n_tmpl < ROLE_PREFIX_IDS + TEXT_SUFFIX_IDS) return -1;
+    memcpy(out, tmpl, ROLE_PREFIX_IDS * sizeof *out);
+    memcpy(out + ROLE_PREFIX_IDS, text, (size_t)n * sizeof *out);
+    memcpy(out + ROLE_PREFIX_IDS + n, tmpl + n_tmpl - TEXT_SUFFIX_IDS, TEXT_SUFFIX_IDS * sizeof *out);
+    return ROLE_PREFIX_IDS + n + TEXT_SUFFIX_IDS;
+}
+
 int64_t qtts_prompt_text_tokens(int64_t n_text_ids) {
     return n_text_ids > ROLE_PREFIX_IDS + TEXT_SUFFIX_IDS ? n_text_ids - ROLE_PREFIX_IDS - TEXT_SUFFIX_IDS : 0;
 }

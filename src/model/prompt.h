@@ -55,5 +55,9 @@ void qtts_prompt_free(qtts_prompt *p);
 /* Ids of the text itself inside target text ids (the chat template's role
  * prefix and suffix removed); 0 for fewer ids than the template. */
 int64_t qtts_prompt_text_tokens(int64_t n_text_ids);
+/* Target-template ids around other text ids: the role prefix and suffix of
+ * tmpl (target template ids of any text) with text[n] between them, into out
+ * (room for n + 8). Returns the length, or -1 when tmpl is too short. */
+int64_t qtts_prompt_wrap_text(const int32_t *tmpl, int64_t n_tmpl, const int32_t *text, int64_t n, int32_t *out);
 
 #endif
