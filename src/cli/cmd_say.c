@@ -2,13 +2,17 @@
  * pieces are spoken one after another with the same voice and a seed chain,
  * streamed to the output as frames are decoded. All compute runs on the
  * engine thread; this thread only parses, submits and writes bytes. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audio/encoder.h"
 #include "cli/args.h"
@@ -61,6 +65,8 @@ static void say_usage(FILE *out) {
             "  input and output:\n"
             "      --file FILE           read the text from FILE\n"
             "      --stream-by-line      every input line is its own utterance\n"
+            "      --stream-text         read the text (stdin or --file) as it arrives, e.g. piped from an\n"
+            "                            LLM, and speak it as one utterance while it is being written\n"
             "      --save-codes FILE     also write the generated codes (.rvq; single utterance)\n"
             "      --play                play through the system player (aplay, paplay, pw-play or ffplay)\n"
             "                            as audio is decoded (instead of -o)\n"
@@ -145,7 +151,7 @@ typedef struct {
     const char *model, *output, *format, *sample_format, *file, *save_codes, *quant, *dec_prec;
     const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
-    int by_line, verbose, quiet, threads, play, output_given;
+    int by_line, verbose, quiet, threads, play, output_given, stream_text;
     qtts_sample_format sfmt;
     qtts_request req;
 } say_opts;
@@ -171,7 +177,7 @@ enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_PLAY, O_VOICE, O_VOICES_DIR,
-    O_GUARD_RATIO, O_NO_REPEAT_GUARD,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -189,6 +195,7 @@ static const struct option say_options[] = {
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
+    {"stream-text", no_argument, 0, O_STREAM_TEXT},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
     {"play", no_argument, 0, O_PLAY},          {"voice", required_argument, 0, O_VOICE},
@@ -254,6 +261,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_NO_REPEAT_GUARD: r->no_repetition_guard = 1; break;
         case O_FILE: o->file = optarg; break;
         case O_BYLINE: o->by_line = 1; break;
+        case O_STREAM_TEXT: o->stream_text = 1; break;
         case O_SAVE: o->save_codes = optarg; break;
         case O_THREADS: bad = cli_int_to("--threads", optarg, 1, 256, &o->threads); break;
         case O_QUANT: o->quant = optarg; break;
@@ -634,6 +642,91 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
     return rc;
 }
 
+/* --stream-text: the text source's bytes go to the engine as they arrive. */
+typedef struct {
+    int fd;
+    qtts_stream *st;
+    int failed;
+    char why[600];
+} text_feed;
+
+static void *feed_text(void *p) {
+    text_feed *f = p;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(f->fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            snprintf(f->why, sizeof f->why, "reading the text: %s", strerror(errno));
+            f->failed = 1;
+            qtts_stream_cancel(f->st);
+            return NULL;
+        }
+        qtts_error err = {0};
+        if (qtts_stream_append_text(f->st, buf, (size_t)n, n == 0, &err) != QTTS_OK) {
+            /* the utterance may have ended (EOS, guard) before the text did */
+            if (!strstr(err.message, "already finished")) {
+                snprintf(f->why, sizeof f->why, "%s", err.message);
+                f->failed = 1;
+                qtts_stream_cancel(f->st);
+            }
+            return NULL;
+        }
+        if (n == 0) return NULL;
+    }
+}
+
+/* One incremental utterance from a text that is still being written. */
+static int say_speak_streaming(const say_opts *o, say_job *j) {
+    text_feed f = {.fd = 0};
+    if (o->file && strcmp(o->file, "-") && (f.fd = open(o->file, O_RDONLY | O_CLOEXEC)) < 0) {
+        cli_error("%s: %s", o->file, strerror(errno));
+        return CLI_FAIL;
+    }
+    j->n_chunks = 1;
+    cli_progress_init(&j->pr, 0, 1, 0); /* the length is unknown: no progress line */
+    qtts_request req = o->req;
+    req.text = "";
+    req.text_incomplete = 1;
+    req.keep_codes = o->save_codes != NULL;
+    qtts_error err = {0};
+    int rc = CLI_FAIL;
+    pthread_t th;
+    qtts_stream *st = qtts_submit(j->e, &req, &err);
+    if (!st) {
+        cli_error("%s", err.message);
+    } else if ((f.st = st, pthread_create(&th, NULL, feed_text, &f)) != 0) {
+        cli_error("say: cannot start the text reader thread");
+    } else {
+        int audio_rc = say_stream_audio(j, st, 0);
+        qtts_stream_cancel(st); /* ends the reader if the utterance ended first */
+        pthread_join(th, NULL);
+        if (f.failed) {
+            cli_error("%s", f.why);
+        } else if (!audio_rc) {
+            qtts_result res;
+            qtts_stream_result(st, &res);
+            if (o->verbose) say_print_timings(0, &res);
+            rc = o->save_codes && save_codes(o->save_codes, st) ? CLI_FAIL : CLI_OK;
+        }
+    }
+    qtts_stream_free(st);
+    if (f.fd > 0) close(f.fd);
+    if (rc != CLI_OK) return rc;
+    if (out_write(&j->out, NULL, 0, 0)) {
+        cli_error("%s: %s", o->output, j->out.err.msg);
+        return CLI_FAIL;
+    }
+    qtts_err qe = {0};
+    int failed = qtts_encoder_close(j->out.enc, &qe);
+    j->out.enc = NULL;
+    if (failed) {
+        cli_error("%s: %s", o->output, qe.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 /* All utterances, then the end of the output. */
 static int say_speak_all(const say_opts *o, say_job *j) {
     cli_progress_init(&j->pr, o->quiet ? 0 : -1, (int)j->n_chunks,
@@ -686,13 +779,18 @@ int cmd_say(int argc, char **argv) {
     if (rc == CLI_CONTINUE) rc = say_check_opts(&o);
     if (rc != CLI_CONTINUE) return rc;
     say_job j = {0};
-    rc = say_read_text(&o, argc, argv, &j);
+    if (o.stream_text && (optind < argc || o.by_line)) {
+        cli_error("--stream-text reads standard input or --file, as one utterance (no text argument, no "
+                  "--stream-by-line)");
+        return CLI_USAGE;
+    }
+    rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
     if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
     if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
     if (rc == CLI_CONTINUE) {
         say_draw_seed(&o);
         rc = say_open_output(&o, &j);
     }
-    if (rc == CLI_CONTINUE) rc = say_speak_all(&o, &j);
+    if (rc == CLI_CONTINUE) rc = o.stream_text ? say_speak_streaming(&o, &j) : say_speak_all(&o, &j);
     return say_cleanup(&o, &j, rc);
 }
