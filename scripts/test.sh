@@ -36,11 +36,18 @@ if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
     fuzz_log=$(mktemp /tmp/qtts_fuzz.XXXXXX)
     for f in build-fuzz/fuzz/fuzz_*; do
       [ -x "$f" ] || continue
-      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_total_time="${QTTS_FUZZ_SECONDS:-60}" -max_len=4096 -seed=1 >"$fuzz_log" 2>&1; then
-        echo "  ok   fuzz $(basename "$f")"; passed=$((passed+1))
+      # seeds and dictionary when the target has them; new inputs go to a
+      # scratch folder (the first corpus argument), never into fuzz/corpus
+      name=$(basename "$f"); seeds=(); dict=()
+      [ -d "fuzz/corpus/$name" ] && seeds=("$(mktemp -d /tmp/qtts_fuzz_corpus.XXXXXX)" "fuzz/corpus/$name")
+      [ -f "fuzz/dict/$name.dict" ] && dict=(-dict="fuzz/dict/$name.dict")
+      if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_total_time="${QTTS_FUZZ_SECONDS:-60}" -max_len=4096 -seed=1 \
+           ${dict[@]+"${dict[@]}"} ${seeds[@]+"${seeds[@]}"} >"$fuzz_log" 2>&1; then
+        echo "  ok   fuzz $name"; passed=$((passed+1))
       else
-        echo "FAIL fuzz $(basename "$f")"; tail -30 "$fuzz_log"; failed=$((failed+1))
+        echo "FAIL fuzz $name"; tail -30 "$fuzz_log"; failed=$((failed+1))
       fi
+      [ ${#seeds[@]} -gt 0 ] && rm -rf "${seeds[0]}"
     done
     rm -f "$fuzz_log"
   else

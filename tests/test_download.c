@@ -110,7 +110,7 @@ typedef struct {
     size_t cut_bytes;
     int ignore_range;
     char corrupt_path[512];
-    int evil; /* list an unsafe path */
+    int evil; /* list an unsafe path (1) or a size no integer holds (2) */
     /* observations */
     int requests;
     long last_range_start; /* of the last file request with a Range header, else -1 */
@@ -191,8 +191,9 @@ static void serve_tree(server *s, int fd, hub_repo *r, int page) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", "file");
         cJSON_AddStringToObject(o, "oid", "0123456789abcdef0123456789abcdef01234567");
-        cJSON_AddNumberToObject(o, "size", 4);
-        cJSON_AddStringToObject(o, "path", "../escaped.txt");
+        if (evil == 2) cJSON_AddRawToObject(o, "size", "1e400"); /* inf: found by fuzz_hub_list */
+        else cJSON_AddNumberToObject(o, "size", 4);
+        cJSON_AddStringToObject(o, "path", evil == 2 ? "huge.bin" : "../escaped.txt");
         cJSON_AddItemToArray(arr, o);
     }
     char *json = cJSON_PrintUnformatted(arr);
@@ -527,6 +528,11 @@ int main(void) {
     srv.evil = 0;
     snprintf(p, sizeof p, "%s/evil/escaped.txt", tmp);
     TEST_CHECK(rc == -1 && strstr(err.msg, "unsafe path") && !exists(p), "unsafe path must be refused: %s", err.msg);
+    srv.evil = 2;
+    rc = qtts_download_repo("Test/Small", dir, &o, &st, &err);
+    srv.evil = 0;
+    TEST_CHECK(rc == -1 && strstr(err.msg, "'huge.bin' has an implausible size"), "infinite size must be refused: %s",
+               err.msg);
     rc = qtts_download_repo("Test/Nope", dir, &o, &st, &err);
     TEST_CHECK(rc == -1 && strstr(err.msg, "not found"), "unknown repo: %s", err.msg);
 

@@ -174,8 +174,44 @@ static void fill(float *x, int64_t n, uint32_t seed) {
     }
 }
 
+/* Element counts from headers never overflow (fuzz_gguf found a shape with
+ * huge dimensions next to a zero one overflowing int64 in qtts_store_add). */
+static void huge_shapes(void) {
+    gb b;
+    gb_head(&b, 1, 0);
+    gb_s(&b, "empty");
+    gb_u(&b, 3, 4);
+    gb_u(&b, 0, 8); /* innermost first: shape [2^40, 2^40, 0] */
+    gb_u(&b, (uint64_t)1 << 40, 8);
+    gb_u(&b, (uint64_t)1 << 40, 8);
+    gb_u(&b, 0, 4); /* F32 */
+    gb_u(&b, 0, 8);
+    gb_pad_data(&b, 0);
+    qtts_err err = {0};
+    qtts_gguf *g = qtts_gguf_parse(b.buf, b.n, "zero.gguf", &err);
+    TEST_CHECK(g != NULL, "zero-element tensor: %s", err.msg);
+    qtts_store *st = qtts_store_new(&err);
+    if (g && st) {
+        TEST_CHECK(qtts_gguf_add_to_store(g, st, &err) == 0, "zero-element tensor into a store: %s", err.msg);
+        const qtts_tensor *t = qtts_store_find(st, "empty");
+        TEST_CHECK(t && t->nbytes == 0, "zero-element tensor has %zu bytes", t ? t->nbytes : (size_t)-1);
+    }
+    float x = 0;
+    int64_t over[2] = {(int64_t)1 << 32, (int64_t)1 << 32}, wide[2] = {(int64_t)1 << 31, (int64_t)1 << 31},
+            neg[2] = {-1, 2};
+    TEST_CHECK(qtts_store_add(st, "over", QTTS_F32, 2, over, &x, 0, &err) == -1 && strstr(err.msg, "too many"),
+               "2^64 elements: %s", err.msg);
+    TEST_CHECK(qtts_store_add(st, "wide", QTTS_F32, 2, wide, &x, 0, &err) == -1 && strstr(err.msg, "too large"),
+               "2^64 bytes: %s", err.msg);
+    TEST_CHECK(qtts_store_add(st, "neg", QTTS_F32, 2, neg, &x, 0, &err) == -1 && strstr(err.msg, "negative"),
+               "negative dimension: %s", err.msg);
+    qtts_store_free(st);
+    qtts_gguf_free(g);
+}
+
 int main(void) {
     corrupt_files();
+    huge_shapes();
 
     /* ---- round trip ---- */
     qtts_err err = {0};

@@ -394,4 +394,234 @@ __attribute__((unused)) static unsigned char *th_read_file(const char *path, siz
     return b;
 }
 
+
+/* ---- more helpers (soak and fault tests) ---- */
+
+#include <dirent.h>
+#include <sys/resource.h>
+
+/* th_start, with pre_exec(arg) run in the child just before exec (drop
+ * privileges, set a resource limit, ...). */
+__attribute__((unused)) static int th_start_hook(th_server *s, const char *const *args, double timeout_s,
+                                                 void (*pre_exec)(void *), void *arg) {
+    memset(s, 0, sizeof *s);
+    s->err_fd = -1;
+    int pfd[2];
+    if (pipe(pfd)) return -1;
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = QTTS_BINARY;
+    argv[n++] = "serve";
+    argv[n++] = "--host";
+    argv[n++] = "127.0.0.1";
+    argv[n++] = "--port";
+    argv[n++] = "0";
+    for (int i = 0; args[i] && n < 62; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        dup2(pfd[1], 2);
+        close(pfd[0]);
+        close(pfd[1]);
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+        }
+        if (pre_exec) pre_exec(arg);
+        execv(QTTS_BINARY, (char *const *)argv);
+        fprintf(stderr, "exec %s failed: %s\n", QTTS_BINARY, strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    s->pid = pid;
+    s->err_fd = pfd[0];
+    double end = th_now() + timeout_s;
+    while (th_now() < end) {
+        struct pollfd p = {.fd = s->err_fd, .events = POLLIN};
+        poll(&p, 1, 50);
+        th_drain_log(s);
+        const char *at = strstr(s->log, "listening on http://127.0.0.1:");
+        if (at) {
+            s->port = atoi(at + strlen("listening on http://127.0.0.1:"));
+            return s->port > 0 ? 0 : -1;
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            s->pid = 0;
+            th_drain_log(s);
+            fprintf(stderr, "server exited early: %s\n", s->log);
+            return -1;
+        }
+    }
+    fprintf(stderr, "server did not start in %.0f s: %s\n", timeout_s, s->log);
+    return -1;
+}
+
+/* SIGKILL and reap; the log is kept (no sanitizer check: a killed process
+ * reports nothing). */
+__attribute__((unused)) static void th_kill9(th_server *s) {
+    if (s->pid > 0) {
+        int st;
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, &st, 0);
+        s->pid = 0;
+    }
+    th_drain_log(s);
+    if (s->err_fd >= 0) close(s->err_fd);
+    s->err_fd = -1;
+}
+
+/* /proc figures of a process: VmRSS in kB, threads, open file descriptors
+ * (-1 if unreadable). */
+__attribute__((unused)) static long th_proc_rss_kb(pid_t pid) {
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+    if (f) fclose(f);
+    return kb;
+}
+
+__attribute__((unused)) static int th_proc_count(pid_t pid, const char *sub) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, sub);
+    DIR *d = opendir(p);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] >= '0' && e->d_name[0] <= '9';
+    closedir(d);
+    return n;
+}
+
+__attribute__((unused)) static int th_proc_threads(pid_t pid) { return th_proc_count(pid, "task"); }
+__attribute__((unused)) static int th_proc_fds(pid_t pid) { return th_proc_count(pid, "fd"); }
+
+/* A sample of /metrics (a line "NAME VALUE"); -1 if absent. */
+__attribute__((unused)) static double th_metric(int port, const char *name) {
+    th_resp r;
+    double v = -1;
+    if (th_get(port, "/metrics", NULL, &r) == 0 && r.body) {
+        char key[160];
+        snprintf(key, sizeof key, "\n%s ", name);
+        const char *at = strstr((const char *)r.body, key);
+        if (at) v = atof(at + strlen(key));
+    }
+    th_resp_free(&r);
+    return v;
+}
+
+/* A speech request whose socket is returned once the response headers and
+ * at least min_body body bytes arrived (raw/len: what was read); -1 on
+ * failure or timeout. */
+__attribute__((unused)) static int th_open_stream(int port, const char *json, size_t min_body, char *raw, size_t cap,
+                                                  size_t *len, double timeout_s) {
+    *len = 0;
+    int fd = th_connect(port);
+    if (fd < 0) return -1;
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\n\r\n",
+                      strlen(json));
+    if (th_send_all(fd, head, (size_t)hn) || th_send_all(fd, json, strlen(json))) {
+        close(fd);
+        return -1;
+    }
+    double end = th_now() + timeout_s;
+    while (th_now() < end && *len < cap - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t k = recv(fd, raw + *len, cap - 1 - *len, 0);
+        if (k <= 0) break;
+        *len += (size_t)k;
+        raw[*len] = 0;
+        const char *he = strstr(raw, "\r\n\r\n");
+        if (he && (size_t)(he - raw) + 4 + min_body <= *len) return fd;
+    }
+    close(fd);
+    return -1;
+}
+
+/* Reads until the peer closes or timeout_s; returns the total length. */
+__attribute__((unused)) static size_t th_read_rest(int fd, char *raw, size_t len, size_t cap, double timeout_s) {
+    double end = th_now() + timeout_s;
+    while (th_now() < end && len < cap - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        ssize_t k = recv(fd, raw + len, cap - 1 - len, 0);
+        if (k <= 0) break;
+        len += (size_t)k;
+    }
+    raw[len] = 0;
+    return len;
+}
+
+/* multipart/form-data: parts as name / filename (NULL: a plain field) / data. */
+typedef struct {
+    const char *name, *filename;
+    const void *data;
+    size_t len;
+} th_form_part;
+
+#define TH_FORM_BOUNDARY "----qttsTestBoundary5c1f0e"
+
+__attribute__((unused)) static unsigned char *th_form_body(const th_form_part *p, int n, size_t *len) {
+    size_t cap = 256;
+    for (int i = 0; i < n; i++) cap += p[i].len + 256 + strlen(p[i].name) + (p[i].filename ? strlen(p[i].filename) : 0);
+    unsigned char *b = malloc(cap);
+    if (!b) return NULL;
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        o += (size_t)snprintf((char *)b + o, cap - o, "--%s\r\nContent-Disposition: form-data; name=\"%s\"",
+                              TH_FORM_BOUNDARY, p[i].name);
+        if (p[i].filename)
+            o += (size_t)snprintf((char *)b + o, cap - o, "; filename=\"%s\"\r\nContent-Type: audio/wav",
+                                  p[i].filename);
+        o += (size_t)snprintf((char *)b + o, cap - o, "\r\n\r\n");
+        memcpy(b + o, p[i].data, p[i].len);
+        o += p[i].len;
+        o += (size_t)snprintf((char *)b + o, cap - o, "\r\n");
+    }
+    o += (size_t)snprintf((char *)b + o, cap - o, "--%s--\r\n", TH_FORM_BOUNDARY);
+    *len = o;
+    return b;
+}
+
+/* POST /v1/audio/voices as multipart: name, audio_sample (wav), consent,
+ * ref_text (if not NULL). */
+__attribute__((unused)) static int th_register_form(int port, const char *name, const unsigned char *wav,
+                                                    size_t wav_n, const char *ref_text, th_resp *r,
+                                                    double timeout_s) {
+    th_form_part parts[4] = {{"name", NULL, name, strlen(name)},
+                             {"audio_sample", "ref.wav", wav, wav_n},
+                             {"consent", NULL, "none", 4},
+                             {"ref_text", NULL, ref_text ? ref_text : "", ref_text ? strlen(ref_text) : 0}};
+    size_t len = 0;
+    unsigned char *body = th_form_body(parts, ref_text ? 4 : 3, &len);
+    if (!body) {
+        memset(r, 0, sizeof *r);
+        return -1;
+    }
+    int rc = th_request_typed(port, "POST", "/v1/audio/voices", "multipart/form-data; boundary=" TH_FORM_BOUNDARY,
+                              NULL, body, len, r, timeout_s);
+    free(body);
+    return rc;
+}
+
+/* Checks the first bytes of an audio body in response_format fmt. */
+__attribute__((unused)) static int th_audio_magic_ok(const char *fmt, const unsigned char *b, size_t n) {
+    if (!b || n < 4) return 0;
+    if (!strcmp(fmt, "mp3")) return !memcmp(b, "ID3", 3) || (b[0] == 0xFF && (b[1] & 0xE0) == 0xE0);
+    if (!strcmp(fmt, "opus")) return !memcmp(b, "OggS", 4);
+    if (!strcmp(fmt, "aac")) return b[0] == 0xFF && (b[1] & 0xF6) == 0xF0; /* ADTS sync, layer 0 */
+    if (!strcmp(fmt, "flac")) return !memcmp(b, "fLaC", 4);
+    if (!strcmp(fmt, "wav")) return n >= 44 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WAVE", 4);
+    if (!strcmp(fmt, "pcm")) return n % 2 == 0;
+    return 0;
+}
+
 #endif

@@ -17,6 +17,7 @@ int cmd_download(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_voices(int argc, char **argv);
+int cmd_wyoming(int argc, char **argv);
 
 /* Prints "qtts: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -4,11 +4,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "qtts.h"
 #include "server/server.h"
+#include "server/wyoming.h"
 
 static void serve_usage(FILE *out) {
     fprintf(out,
@@ -31,6 +33,12 @@ static void serve_usage(FILE *out) {
             "  --http-threads N       HTTP threads (default 16)\n"
             "  --timeout S            per-request synthesis limit in seconds (default 600)\n"
             "  --drain-timeout S      on SIGTERM/SIGINT, wait this long for in-flight requests (default 30)\n"
+            "  --max-connections N    open connections at most (default 1024; at least --http-threads)\n"
+            "  --max-connections-per-ip N  open connections per client address (default 0: no limit; a\n"
+            "                         reverse proxy connects from one address)\n"
+            "  --idle-timeout S       close a connection idle for S seconds (default 60)\n"
+            "  --header-timeout S     close a connection whose request headers are not complete S seconds\n"
+            "                         after it opened or its last response ended (default 30; 0: off)\n"
             "  --model-id NAME        model id reported by /v1/models (default qwen3-tts)\n"
             "  --reuse-port           share the port with other qtts processes (SO_REUSEPORT; off: a port\n"
             "                         in use is an error)\n"
@@ -38,13 +46,17 @@ static void serve_usage(FILE *out) {
             "                         token (default 10, ~2.5x the speaking rate; 0: off). Requests may\n"
             "                         set guard_frames_per_token themselves\n"
             "  --no-repetition-guard  do not end utterances whose codes loop (default: end them)\n"
+            "  --ws-sessions N        WebSocket sessions at once on /v1/audio/speech/stream (default 8;\n"
+            "                         one thread each, started with the server)\n"
+            "  --wyoming-port N       also serve the Wyoming protocol (Home Assistant) on port N, same\n"
+            "                         --host and engine (docs/wyoming.md); --wyoming-zeroconf announces it\n"
             "  -v, --verbose          log errors and engine details\n");
 }
 
 enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
-    O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD,
+    O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
 };
 static const struct option serve_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -64,8 +76,15 @@ static const struct option serve_options[] = {
     {"http-threads", required_argument, 0, O_HTTP_THREADS},
     {"timeout", required_argument, 0, O_TIMEOUT},
     {"drain-timeout", required_argument, 0, O_DRAIN},
+    {"max-connections", required_argument, 0, O_MAX_CONN},
+    {"max-connections-per-ip", required_argument, 0, O_MAX_CONN_IP},
+    {"idle-timeout", required_argument, 0, O_IDLE_TIMEOUT},
+    {"header-timeout", required_argument, 0, O_HEADER_TIMEOUT},
     {"model-id", required_argument, 0, O_MODEL_ID},
     {"reuse-port", no_argument, 0, O_REUSE_PORT},
+    {"ws-sessions", required_argument, 0, O_WS_SESSIONS},
+    {"wyoming-port", required_argument, 0, O_WY_PORT},
+    {"wyoming-zeroconf", no_argument, 0, O_WY_ZEROCONF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"verbose", no_argument, 0, 'v'},
@@ -73,7 +92,13 @@ static const struct option serve_options[] = {
 };
 
 /* Options into the server / engine parameters; *drain_s: --drain-timeout. */
-static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_engine_params *ep, const char **model,
+/* --wyoming-port: the Wyoming server beside the HTTP one (-1: none). */
+typedef struct {
+    int port, zeroconf;
+} wyoming_opts;
+
+static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_engine_params *ep, wyoming_opts *wy,
+                            const char **model,
                             int *drain_s) {
     long long v;
     optind = 1;
@@ -101,8 +126,17 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_HTTP_THREADS: bad = cli_int_to("--http-threads", optarg, 1, 1024, &sp->http_threads); break;
         case O_TIMEOUT: bad = cli_int_to("--timeout", optarg, 1, 86400, &sp->request_timeout_s); break;
         case O_DRAIN: bad = cli_int_to("--drain-timeout", optarg, 0, 86400, drain_s); break;
+        case O_MAX_CONN: bad = cli_int_to("--max-connections", optarg, 1, 65536, &sp->max_connections); break;
+        case O_MAX_CONN_IP:
+            bad = cli_int_to("--max-connections-per-ip", optarg, 0, 65536, &sp->max_connections_per_ip);
+            break;
+        case O_IDLE_TIMEOUT: bad = cli_int_to("--idle-timeout", optarg, 1, 86400, &sp->idle_timeout_s); break;
+        case O_HEADER_TIMEOUT: bad = cli_int_to("--header-timeout", optarg, 0, 86400, &sp->header_timeout_s); break;
         case O_MODEL_ID: sp->model_id = optarg; break;
         case O_REUSE_PORT: sp->reuse_port = 1; break;
+        case O_WS_SESSIONS: bad = cli_int_to("--ws-sessions", optarg, 1, 1024, &sp->ws_sessions); break;
+        case O_WY_PORT: bad = cli_int_to("--wyoming-port", optarg, 0, 65535, &wy->port); break;
+        case O_WY_ZEROCONF: wy->zeroconf = 1; break;
         case O_GUARD_RATIO:
             if (!(bad = cli_float("--guard-frames-per-token", optarg, 0, 1000, &sp->guard_frames_per_token)) &&
                 sp->guard_frames_per_token == 0)
@@ -134,7 +168,8 @@ int cmd_serve(int argc, char **argv) {
     sp.api_key = getenv("QTTS_API_KEY");
     const char *vdir = getenv("QTTS_VOICES_DIR"); /* the same default as say --voice and qtts voices */
     if (vdir && *vdir) sp.voices_dir = vdir;
-    int rc = serve_parse_args(argc, argv, &sp, &ep, &model, &drain_s);
+    wyoming_opts wy = {-1, 0};
+    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s);
     if (rc != CLI_CONTINUE) return rc;
     if (!cli_model_path(model)) {
         cli_error("serve: no model (use -m PATH or set QTTS_MODEL)");
@@ -165,16 +200,40 @@ int cmd_serve(int argc, char **argv) {
         qtts_engine_free(e);
         return CLI_FAIL;
     }
+    qtts_wyoming *wys = NULL;
+    if (wy.port >= 0) { /* Home Assistant's protocol on the same engine */
+        qtts_wyoming_params wp;
+        qtts_wyoming_params_default(&wp);
+        wp.host = sp.host;
+        wp.port = wy.port;
+        wp.voices_dir = sp.voices_dir;
+        wp.max_input_chars = sp.max_input_chars;
+        wp.guard_frames_per_token = sp.guard_frames_per_token;
+        wp.no_repetition_guard = sp.no_repetition_guard;
+        wp.zeroconf = wy.zeroconf;
+        wp.verbose = sp.verbose;
+        if (!(wys = qtts_wyoming_start(e, &wp, err, sizeof err))) {
+            cli_error("%s", err);
+            qtts_server_free(s);
+            qtts_engine_free(e);
+            return CLI_FAIL;
+        }
+        fprintf(stderr, "qtts serve: Wyoming on tcp://%s:%d\n", sp.host ? sp.host : "127.0.0.1",
+                qtts_wyoming_port(wys));
+    }
     const qtts_model_info *info = qtts_engine_info(e);
     fprintf(stderr, "qtts serve: %s %s model (weights %s, decoder %s), %d threads, batch %d; listening on http://%s:%d\n",
             info->size, info->variant, info->weight_type, info->decoder_precision, info->n_threads, info->max_batch,
             sp.host, qtts_server_port(s));
     fflush(stderr);
-    int sig = 0;
-    while (sigwait(&sigs, &sig) != 0) {
-    }
+    /* Wake once a second for the server's housekeeping (the request-header
+     * deadline), else wait for SIGTERM/SIGINT. */
+    int sig;
+    const struct timespec tick = {1, 0};
+    while ((sig = sigtimedwait(&sigs, NULL, &tick)) != SIGTERM && sig != SIGINT) qtts_server_tick(s);
     fprintf(stderr, "qtts serve: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
     int cut = qtts_server_drain(s, drain_s * 1000);
+    if (wys) cut += qtts_wyoming_stop(wys, drain_s * 1000);
     qtts_server_free(s);
     qtts_engine_free(e);
     fprintf(stderr, "qtts serve: stopped%s\n", cut ? " (some requests were cut at the deadline)" : "");

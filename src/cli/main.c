@@ -23,6 +23,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "end-to-end speed benchmark at real model sizes (random weights) or on a model"},
     {"serve", cmd_serve, "HTTP server: OpenAI-compatible speech API, voices, metrics"},
     {"voices", cmd_voices, "list, add or remove registered voices (the server's --voices-dir)"},
+    {"wyoming", cmd_wyoming, "Wyoming protocol server (Home Assistant): text to speech, streaming"},
 };
 
 void cli_error(const char *fmt, ...) {

@@ -228,7 +228,10 @@ void qtts_stream_cancel(qtts_stream *s) {
     atomic_store(&s->cancelled, 1);
     pthread_mutex_lock(&s->mu);
     pthread_cond_broadcast(&s->changed);
+    struct qtts_exec *exec = s->state == STREAM_DONE || s->state == STREAM_FAILED ? NULL : s->exec;
     pthread_mutex_unlock(&s->mu);
+    /* the engine may be asleep (every request waiting for text): it retires cancelled requests when it wakes */
+    if (exec) qtts_exec_wake(exec);
 }
 
 void qtts_stream_free(qtts_stream *s) {

@@ -144,6 +144,22 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
         return qtts_fail(err, "%s: tensor '%s' has %d dimensions (at most %d supported)", st->source, name, ndim,
                          QTTS_MAX_DIMS);
     if (qtts_store_find(st, name)) return qtts_fail(err, "%s: tensor '%s' appears twice", st->source, name);
+    /* Shapes come from file headers: a count that does not fit (huge
+     * dimensions, possibly next to a zero one) is refused, not overflowed. */
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] <= 0) numel = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return qtts_fail(err, "%s: tensor '%s' has a negative dimension", st->source, name);
+        if (numel && shape[i] > INT64_MAX / numel)
+            return qtts_fail(err, "%s: tensor '%s' has too many elements", st->source, name);
+        if (numel) numel *= shape[i];
+    }
+    int64_t be = qtts_dtype_block_elems(type);
+    size_t block_bytes = qtts_dtype_block_bytes(type);
+    if (block_bytes && (uint64_t)(numel / be) > SIZE_MAX / block_bytes)
+        return qtts_fail(err, "%s: tensor '%s' is too large", st->source, name);
     if (st->count == st->cap) {
         int cap = st->cap ? st->cap * 2 : 256;
         qtts_tensor *n = realloc(st->tensors, (size_t)cap * sizeof *n);
@@ -163,14 +179,9 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
     t->name = copy;
     t->type = type;
     t->ndim = ndim;
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        t->shape[i] = shape[i];
-        numel *= shape[i];
-    }
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
     t->data = data;
-    int64_t be = qtts_dtype_block_elems(type);
-    t->nbytes = (size_t)(numel / be) * qtts_dtype_block_bytes(type);
+    t->nbytes = (size_t)(numel / be) * block_bytes;
     uint64_t mask = (uint64_t)(st->n_buckets - 1);
     uint64_t h = hash_name(copy) & mask;
     while (st->buckets[h] >= 0) h = (h + 1) & mask;

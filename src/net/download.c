@@ -169,9 +169,15 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *u) {
     } else if (n > 14 && !strncasecmp(buf, "content-range:", 14)) {
         const char *p = buf + 14;
         while (p < buf + n && (*p == ' ' || *p == '\t')) p++;
-        unsigned long long a;
-        if (p + 6 < buf + n && !strncasecmp(p, "bytes ", 6) && sscanf(p + 6, "%llu-", &a) == 1)
-            x->range_start = (int64_t)a;
+        /* libcurl's header line is not NUL-terminated: no sscanf on it (fuzz_hub_list) */
+        if (p + 6 < buf + n && !strncasecmp(p, "bytes ", 6)) {
+            const char *q = p + 6, *end = buf + n;
+            int64_t a = 0;
+            int digits = 0;
+            for (; q < end && *q >= '0' && *q <= '9' && a <= (INT64_MAX - 9) / 10; q++, digits++)
+                a = a * 10 + (*q - '0');
+            if (digits && q < end && *q == '-') x->range_start = a;
+        }
     } else if (n > 5 && !strncasecmp(buf, "link:", 5)) {
         char line[2048];
         size_t m = n < sizeof line - 1 ? n : sizeof line - 1;
@@ -319,6 +325,8 @@ typedef struct {
     char sha1[41];   /* git blob id */
 } hub_file;
 
+static int size_ok(double v) { return v >= 0 && v <= 9007199254740992.0; /* 2^53 */ }
+
 static int add_entries(const cJSON *arr, hub_file **files, int *n, int *cap, qtts_err *err) {
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
@@ -328,6 +336,9 @@ static int add_entries(const cJSON *arr, hub_file **files, int *n, int *cap, qtt
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "file")) continue;
         if (!cJSON_IsString(path) || !cJSON_IsNumber(size) || size->valuedouble < 0)
             return qtts_fail(err, "hub file list: an entry lacks a path or size");
+        /* sizes are whole bytes a double holds exactly; 1e400 (inf) or 1e30 would not convert */
+        if (!size_ok(size->valuedouble))
+            return qtts_fail(err, "hub file list: '%.200s' has an implausible size", path->valuestring);
         if (!safe_rel_path(path->valuestring))
             return qtts_fail(err, "hub file list: refusing unsafe path '%.200s'", path->valuestring);
         if (!wanted(path->valuestring)) continue;
@@ -347,7 +358,7 @@ static int add_entries(const cJSON *arr, hub_file **files, int *n, int *cap, qtt
         if (cJSON_IsString(lfs_oid) && strlen(lfs_oid->valuestring) == 64) {
             snprintf(f->sha256, sizeof f->sha256, "%s", lfs_oid->valuestring);
             for (char *c = f->sha256; *c; c++) *c = (char)(*c >= 'A' && *c <= 'F' ? *c + 32 : *c);
-            if (cJSON_IsNumber(lfs_size) && lfs_size->valuedouble >= 0) f->size = (uint64_t)lfs_size->valuedouble;
+            if (cJSON_IsNumber(lfs_size) && size_ok(lfs_size->valuedouble)) f->size = (uint64_t)lfs_size->valuedouble;
         } else if (cJSON_IsString(oid) && strlen(oid->valuestring) == 40) {
             snprintf(f->sha1, sizeof f->sha1, "%s", oid->valuestring);
         }

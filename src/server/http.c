@@ -4,10 +4,13 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,7 +18,114 @@
 #include "server/auth.h"
 #include "server/internal.h"
 #include "server/web.h"
+#include "server/ws_frame.h"
+#include "server/ws_speech.h"
 #include "core/clock.h"
+
+/* Per-connection memory (libmicrohttpd's pool: request line + headers, then
+ * the write buffer). Headers that do not fit get 431 and a close, so this is
+ * the header budget; 1024 connections cost at most 32 MiB. It is also
+ * libmicrohttpd's own default: stated here so that it is a decision. */
+#define SRV_CONN_MEMORY ((size_t)32 << 10)
+
+/* Request-header deadline. libmicrohttpd's connection timeout restarts with
+ * every byte received, so a client that sends one header byte per second
+ * (slowloris) never reaches it and holds its connection slot forever. Each
+ * connection is tracked from accept, and on a kept-alive connection again
+ * from the end of each response, until its request headers are complete;
+ * qtts_server_tick shuts down the socket of one whose headers are overdue and
+ * libmicrohttpd then closes it as a client hang-up. */
+typedef struct conn_track {
+    struct conn_track *prev, *next;
+    int fd;
+    long long since_ms; /* waiting for request headers since */
+    int waiting;        /* headers not complete */
+    int cut;            /* shut down by the sweep */
+} conn_track;
+
+typedef struct {
+    pthread_mutex_t mu;
+    conn_track *head;
+    int header_timeout_ms;
+    int verbose;
+} conn_guard;
+
+/* http.c's private part of the server: internal.h's struct is shared by all
+ * server units, the guard only matters here. s comes first, so a
+ * qtts_server * is a server_box *. */
+typedef struct {
+    struct qtts_server s;
+    conn_guard guard;
+} server_box;
+
+static conn_guard *guard_of(qtts_server *s) { return &((server_box *)s)->guard; }
+
+/* libmicrohttpd calls CLOSED before it closes the socket, and the sweep holds
+ * mu while it shuts sockets down: a listed fd is always that connection's. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    conn_guard *g = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_track *t = ci ? calloc(1, sizeof *t) : NULL;
+        *socket_context = t;
+        if (!t) return; /* untracked: only the idle timeout applies to it */
+        t->fd = ci->connect_fd;
+        t->since_ms = (long long)qtts_now_ms();
+        t->waiting = 1;
+        pthread_mutex_lock(&g->mu);
+        t->next = g->head;
+        if (g->head) g->head->prev = t;
+        g->head = t;
+        pthread_mutex_unlock(&g->mu);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_track *t = *socket_context;
+        *socket_context = NULL;
+        if (!t) return;
+        pthread_mutex_lock(&g->mu);
+        if (t->prev) t->prev->next = t->next;
+        else g->head = t->next;
+        if (t->next) t->next->prev = t->prev;
+        pthread_mutex_unlock(&g->mu);
+        free(t);
+    }
+}
+
+/* waiting = 0: headers complete (first call of a request); 1: the response
+ * is done, the next request's headers are awaited. */
+static void track_headers(qtts_server *s, struct MHD_Connection *c, int waiting) {
+    if (s->p.header_timeout_s <= 0) return;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_track *t = ci ? ci->socket_context : NULL;
+    if (!t) return;
+    conn_guard *g = guard_of(s);
+    pthread_mutex_lock(&g->mu);
+    t->waiting = waiting;
+    t->since_ms = (long long)qtts_now_ms();
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void sweep_slow_headers(qtts_server *s) {
+    conn_guard *g = guard_of(s);
+    if (g->header_timeout_ms <= 0) return;
+    long long now = (long long)qtts_now_ms();
+    int cut = 0;
+    pthread_mutex_lock(&g->mu);
+    for (conn_track *t = g->head; t; t = t->next)
+        if (t->waiting && !t->cut && now - t->since_ms > g->header_timeout_ms) {
+            shutdown(t->fd, SHUT_RDWR); /* the worker sees EOF and closes it */
+            t->cut = 1;
+            cut++;
+        }
+    pthread_mutex_unlock(&g->mu);
+    if (cut && g->verbose)
+        fprintf(stderr, "qtts serve: closed %d connection(s) whose request headers took over %d s\n", cut,
+                g->header_timeout_ms / 1000);
+}
+
+void qtts_server_tick(qtts_server *s) {
+    if (s) sweep_slow_headers(s);
+}
 
 void qtts_server_params_default(qtts_server_params *p) {
     memset(p, 0, sizeof *p);
@@ -26,6 +136,9 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->http_threads = 16;
     p->idle_timeout_s = 60;
     p->request_timeout_s = 600;
+    p->max_connections = 1024;
+    p->max_connections_per_ip = 0;
+    p->header_timeout_s = 30;
 }
 
 int http_status_of(qtts_status st) {
@@ -226,12 +339,14 @@ typedef enum {
     R_METRICS,
     R_SPEECH,
     R_VOICES,
-    R_VOICE_ITEM
+    R_VOICE_ITEM,
+    R_SPEECH_STREAM
 } route_id;
 
 static route_id match_route(const char *url, const char **tail) {
     *tail = NULL;
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return R_PAGE;
+    if (!strcmp(url, "/v1/audio/speech/stream")) return R_SPEECH_STREAM;
     if (!strcmp(url, "/health") || !strcmp(url, "/healthz")) return R_HEALTH;
     if (!strcmp(url, "/v1/models")) return R_MODELS;
     if (!strcmp(url, "/v1/audio/models")) return R_AUDIO_MODELS;
@@ -255,8 +370,66 @@ static int method_allowed(route_id r, const char *m) {
     case R_SPEECH: return !strcmp(m, "POST");
     case R_VOICES: return !strcmp(m, "GET") || !strcmp(m, "POST");
     case R_VOICE_ITEM: return !strcmp(m, "DELETE") || !strcmp(m, "GET");
+    case R_SPEECH_STREAM: return !strcmp(m, "GET");
     default: return 0;
     }
+}
+
+/* ---- WebSocket upgrade (GET /v1/audio/speech/stream; sessions in ws_speech.c) ---- */
+
+static void ws_close_urh(void *urh) { MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE); }
+
+static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in, size_t extra_in_size,
+                       MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+    (void)c;
+    qtts_server *s = cls;
+    srv_req *rq = con_cls;
+    if (rq) rq->ws_reserved = 0; /* the session thread owns the slot now */
+    srv_ws_pool_run(s->ws, sock, extra_in, extra_in_size, urh, ws_close_urh);
+}
+
+/* 1 if a comma-separated header value contains token (case-insensitive). */
+static int header_has_token(const char *v, const char *token) {
+    size_t n = strlen(token);
+    for (const char *p = v; p && *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > p && (t[-1] == ' ' || t[-1] == '\t')) t--;
+        if ((size_t)(t - p) == n && !strncasecmp(p, token, n)) return 1;
+        p = e;
+    }
+    return 0;
+}
+
+static enum MHD_Result route_ws_upgrade(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
+    const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+    const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
+    const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+    const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+    char accept[29];
+    if (!up || !header_has_token(up, "websocket") || !conn || !header_has_token(conn, "upgrade"))
+        return srv_respond_error(s, c, 426, "invalid_request_error", NULL, "upgrade_required",
+                                 "this endpoint is a WebSocket (send Upgrade: websocket); POST /v1/audio/speech "
+                                 "takes whole texts");
+    if (!ver || strcmp(ver, "13") || ws_accept_key(key, accept))
+        return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "bad_handshake",
+                                 "WebSocket handshake needs Sec-WebSocket-Version: 13 and a 16-byte Sec-WebSocket-Key");
+    if (atomic_load(&s->draining))
+        return srv_respond_error(s, c, 503, "server_busy", NULL, "shutting_down", "server is shutting down");
+    if (!s->ws || !srv_ws_pool_reserve(s->ws))
+        return srv_respond_error(s, c, 503, "server_busy", NULL, "too_many_sessions",
+                                 "all %d WebSocket sessions are in use (--ws-sessions)", s->p.ws_sessions);
+    struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, s);
+    if (!r) {
+        srv_ws_pool_unreserve(s->ws);
+        return MHD_NO;
+    }
+    rq->ws_reserved = 1;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
+    MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+    return srv_queue(s, c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -269,6 +442,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!rq) return MHD_NO;
         rq->t0_ms = (long long)qtts_now_ms();
         *con_cls = rq;
+        track_headers(s, c, 0);
         const char *tail;
         route_id r = match_route(url, &tail);
         if (!strcmp(method, "OPTIONS")) {
@@ -278,7 +452,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* The page is public (it asks for the key and sends it on its own requests). */
         if (r != R_HEALTH && r != R_PAGE && s->api_key) {
             const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-            if (!srv_auth_bearer_ok(auth, s->api_key)) {
+            /* browsers cannot set headers on a WebSocket: the key may come as ?api_key= there */
+            const char *qkey = r == R_SPEECH_STREAM ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "api_key")
+                                                    : NULL;
+            if (!srv_auth_bearer_ok(auth, s->api_key) && !(qkey && srv_ct_equal(qkey, strlen(qkey), s->api_key, strlen(s->api_key)))) {
                 rq->responded = 1;
                 return srv_respond_error(s, c, 401, "authentication_error", NULL, "invalid_api_key",
                                          "missing or invalid API key (send 'Authorization: Bearer <key>')");
@@ -293,6 +470,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             rq->responded = 1;
             return srv_respond_error(s, c, 405, "invalid_request_error", NULL, "method_not_allowed",
                                      "method %s is not allowed on %s", method, url);
+        }
+        if (r == R_SPEECH_STREAM) {
+            rq->responded = 1;
+            return route_ws_upgrade(s, c, rq);
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->p.max_body) {
@@ -352,12 +533,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls;
-    (void)c;
     (void)toe;
+    track_headers(cls, c, 1); /* a kept-alive connection now awaits its next request's headers */
     srv_req *rq = *con_cls;
     if (!rq) return;
     if (rq->speech) srv_speech_abandon(rq->speech); /* the client went away mid-synthesis */
+    if (rq->ws_reserved) srv_ws_pool_unreserve(((qtts_server *)cls)->ws); /* the upgrade never happened */
     srv_buf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
@@ -370,7 +551,10 @@ void qtts_server_free(qtts_server *s) {
     atomic_store(&s->draining, 1);
     atomic_store(&s->aborting, 1);
     srv_pump_stop(s->pump); /* resumes every suspended connection first */
-    if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_ws_pool_free(s->ws); /* ends the sessions: their upgraded connections close */
+    s->ws = NULL;
+    if (s->daemon) MHD_stop_daemon(s->daemon); /* runs every connection's CLOSED notification */
+    pthread_mutex_destroy(&guard_of(s)->mu);
     srv_pump_free(s->pump);
     srv_voices_free(s->voices);
     free(s->host);
@@ -387,11 +571,13 @@ static void warn_voice(void *user, const char *msg) {
 }
 
 qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char *err, size_t err_size) {
-    qtts_server *s = calloc(1, sizeof *s);
-    if (!s) {
+    server_box *box = calloc(1, sizeof *box);
+    if (!box) {
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
+    qtts_server *s = &box->s;
+    pthread_mutex_init(&box->guard.mu, NULL);
     s->engine = e;
     s->info = qtts_engine_info(e);
     s->p = *p;
@@ -415,6 +601,19 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     if (s->p.http_threads <= 0) s->p.http_threads = 16;
     if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 60;
     if (s->p.request_timeout_s <= 0) s->p.request_timeout_s = 600;
+    if (s->p.max_connections <= 0) s->p.max_connections = 1024;
+    if (s->p.max_connections_per_ip < 0) s->p.max_connections_per_ip = 0;
+    if (s->p.header_timeout_s < 0) s->p.header_timeout_s = 0;
+    box->guard.header_timeout_ms = s->p.header_timeout_s * 1000;
+    box->guard.verbose = s->p.verbose;
+    /* libmicrohttpd splits the connection limit evenly over its threads: a
+     * thread with a share of 0 would never accept. */
+    if (s->p.max_connections < s->p.http_threads) {
+        snprintf(err, err_size, "--max-connections %d is below --http-threads %d (each HTTP thread needs a share)",
+                 s->p.max_connections, s->p.http_threads);
+        qtts_server_free(s);
+        return NULL;
+    }
     if (p->port < 0 || p->port > 65535) {
         snprintf(err, err_size, "invalid port %d", p->port);
         qtts_server_free(s);
@@ -432,7 +631,20 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         qtts_server_free(s);
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (s->p.ws_sessions <= 0) s->p.ws_sessions = 8;
+    s->ws = srv_ws_pool_new(s, s->p.ws_sessions);
+    if (!s->ws) {
+        snprintf(err, err_size, "cannot start the WebSocket session threads");
+        qtts_server_free(s);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_UPGRADE;
+    /* SO_REUSEPORT only when asked: passing the option as 0 would also drop
+     * libmicrohttpd's default SO_REUSEADDR, and a restarted server could not
+     * listen while its old connections sit in TIME_WAIT. */
+    struct MHD_OptionItem reuse[2] = {{MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL}, {MHD_OPTION_END, 0, NULL}};
+    if (!s->p.reuse_port) reuse[0].option = MHD_OPTION_END;
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, s->host, &a4->sin_addr) == 1) {
@@ -451,11 +663,17 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         qtts_server_free(s);
         return NULL;
     }
+    /* The connection limits bound what slow or idle clients can hold (file
+     * descriptors, SRV_CONN_MEMORY each); waiting requests hold no HTTP
+     * thread, so slow clients do not starve the pool. Per-IP is off by
+     * default: behind a reverse proxy every client has the proxy's address. */
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)p->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->p.http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)1024, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)(s->p.reuse_port ? 1 : 0), MHD_OPTION_END);
+        (unsigned)s->p.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_connections_per_ip,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, MHD_OPTION_ARRAY, reuse, MHD_OPTION_NOTIFY_CONNECTION,
+        s->p.header_timeout_s > 0 ? on_connection : NULL, &box->guard, MHD_OPTION_END);
     if (!s->daemon) {
         int e = errno;
         snprintf(err, err_size, "cannot listen on %s:%d: %s", s->host, p->port,
@@ -479,6 +697,7 @@ int qtts_server_drain(qtts_server *s, int deadline_ms) {
     while (atomic_load(&s->metrics.inflight) > 0 && (long long)qtts_now_ms() < end) {
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
+        sweep_slow_headers(s); /* this is the thread that ticks */
     }
     int cut = atomic_load(&s->metrics.inflight);
     if (cut > 0) {

@@ -23,6 +23,7 @@ struct qtts_server {
     int port;
     srv_voices *voices;
     srv_pump *pump;
+    struct srv_ws_pool *ws; /* WebSocket sessions (server/ws_speech.h) */
     srv_metrics metrics;
     atomic_int draining; /* no new work accepted */
     atomic_int aborting; /* in-flight work is cut */
@@ -38,6 +39,7 @@ typedef struct {
     int too_large; /* a body without Content-Length went past max_body: 413 once it has arrived */
     long long t0_ms;
     srv_speech *speech; /* a buffered speech request waiting for its audio */
+    int ws_reserved;    /* holds a WebSocket session slot until the upgrade happens */
 } srv_req;
 
 /* The HTTP status for an engine failure: invalid -> 400, busy -> 503,

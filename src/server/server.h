@@ -19,7 +19,14 @@ typedef struct {
     size_t max_body;         /* request body limit in bytes (default 32 MiB) */
     int max_input_chars;     /* `input` limit in characters (default 4096) */
     int http_threads;        /* libmicrohttpd worker threads (default 16) */
-    int idle_timeout_s;      /* idle connection timeout (default 60) */
+    int idle_timeout_s;      /* idle connection timeout (default 60); restarts with every byte received */
+    int header_timeout_s;    /* a request's headers must be complete this long after the connection opened (or
+                              * its previous response ended); default 30, 0 = no deadline. Needs
+                              * qtts_server_tick */
+    int max_connections;     /* open connections at most (default 1024; at least http_threads) */
+    int ws_sessions;         /* WebSocket sessions at once (default 8): a fixed pool of session threads */
+    int max_connections_per_ip; /* per client address; 0 (default) = no per-address limit (a reverse proxy
+                                 * connects from one address) */
     int request_timeout_s;   /* synthesis time limit per request (default 600) */
     int reuse_port;          /* share the port with other processes (SO_REUSEPORT); off: a port in use fails */
     /* Runaway-guard defaults for requests that do not set their own
@@ -35,6 +42,10 @@ void qtts_server_params_default(qtts_server_params *p);
 /* Starts listening; the engine must outlive the server. */
 qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char *err, size_t err_size);
 int qtts_server_port(const qtts_server *s);
+/* Housekeeping the caller runs about once a second (qtts serve's main thread
+ * does, between signals): closes connections whose request headers are past
+ * header_timeout_s. */
+void qtts_server_tick(qtts_server *s);
 /* Stops accepting connections, waits up to deadline_ms for in-flight requests,
  * then cuts the rest. Returns the number of requests that had to be cut. */
 int qtts_server_drain(qtts_server *s, int deadline_ms);

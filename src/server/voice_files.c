@@ -217,33 +217,49 @@ void srv_voice_files_list_free(srv_voice_file_info *list, size_t n) {
     free(list);
 }
 
+/* Failures below leave errno at the cause (ENOSPC, EDQUOT, EFBIG, EROFS,
+ * EACCES, ...) when they return -1: the server tells "disk full" (507) from
+ * "not writable" (500) by it. Cleanup calls would overwrite it, so each
+ * failure path saves and restores it. */
+static int fail_errno(int e, char *err, size_t err_size, const char *path) {
+    snprintf(err, err_size, "%s: %s", path, strerror(e));
+    errno = e;
+    return -1;
+}
+
+/* Temp names are ".tmp.PID.N" in dir (srv_voice_spk_name skips dot files, so
+ * one a crash leaves behind is never taken for a voice). */
 static int write_file_atomic(const char *dir, unsigned long *tmp_counter, const char *final_path, const void *data,
                              size_t size, int exclusive, char *err, size_t err_size) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s/.tmp.%ld.%lu", dir, (long)getpid(), (*tmp_counter)++);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    if (fd < 0) return fail_errno(errno, err, err_size, tmp);
     const unsigned char *p = data;
     size_t left = size;
     while (left) {
         ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-            snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
+            int e = w < 0 ? errno : ENOSPC; /* 0 bytes written: no room */
             close(fd);
             unlink(tmp);
-            return -1;
+            return fail_errno(e, err, err_size, tmp);
         }
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
+    /* The data is on disk before any name points at it. */
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
         unlink(tmp);
-        return -1;
+        return fail_errno(e, err, err_size, tmp);
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fail_errno(e, err, err_size, tmp);
     }
     if (exclusive) {
         /* link() fails with EEXIST instead of replacing: the commit point. */
@@ -251,23 +267,45 @@ static int write_file_atomic(const char *dir, unsigned long *tmp_counter, const 
         int e = errno;
         unlink(tmp);
         if (rc != 0) {
-            snprintf(err, err_size, "%s: %s", final_path, strerror(e));
+            fail_errno(e, err, err_size, final_path);
             return e == EEXIST ? -2 : -1;
         }
     } else if (rename(tmp, final_path) != 0) {
-        snprintf(err, err_size, "%s: %s", final_path, strerror(errno));
+        int e = errno;
         unlink(tmp);
-        return -1;
+        return fail_errno(e, err, err_size, final_path);
     }
     return 0;
 }
 
-static void fsync_dir(const char *dir) {
+/* Makes dir's entries (renames, links, unlinks) durable. 0, or -1 with errno;
+ * a file system that cannot sync directories (EINVAL) counts as done. */
+static int fsync_dir(const char *dir, char *err, size_t err_size) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
+    if (fd < 0) return fail_errno(errno, err, err_size, dir);
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL) return fail_errno(e, err, err_size, dir);
+    return 0;
+}
+
+/* Removes what a failed registration put in place (NAME.rvq, NAME.json),
+ * keeping errno. Not if NAME.spk exists: then another writer sharing the
+ * directory committed NAME meanwhile, and the parts are its own. */
+static void unlink_parts(const char *dir, const char *name) {
+    int e = errno;
+    char path[4096];
+    struct stat st;
+    if (srv_voice_files_stat(dir, name, &st) == 0) {
+        errno = e;
+        return;
     }
+    path_of(dir, name, "rvq", path, sizeof path);
+    unlink(path);
+    path_of(dir, name, "json", path, sizeof path);
+    unlink(path);
+    errno = e;
 }
 
 int srv_voice_files_write(qtts_engine *e, const char *dir, const char *name, qtts_voice *v, unsigned long *tmp_counter,
@@ -293,7 +331,9 @@ int srv_voice_files_write(qtts_engine *e, const char *dir, const char *name, qtt
             return -1;
         }
         int rc = write_file_atomic(dir, tmp_counter, path, rvq, size, 0, err, err_size);
+        int eno = errno;
         free(rvq);
+        errno = eno;
         if (rc) return rc;
     } else {
         unlink(path); /* an orphan of an earlier crashed registration */
@@ -303,34 +343,58 @@ int srv_voice_files_write(qtts_engine *e, const char *dir, const char *name, qtt
     if (!root || !cJSON_AddStringToObject(root, "name", name) ||
         !(rt ? cJSON_AddStringToObject(root, "ref_text", rt) : cJSON_AddNullToObject(root, "ref_text"))) {
         cJSON_Delete(root);
+        unlink_parts(dir, name);
         snprintf(err, err_size, "out of memory");
+        errno = ENOMEM;
         return -1;
     }
     char *js = cJSON_Print(root);
     cJSON_Delete(root);
     if (!js) {
+        unlink_parts(dir, name);
         snprintf(err, err_size, "out of memory");
+        errno = ENOMEM;
         return -1;
     }
     path_of(dir, name, "json", path, sizeof path);
     int rc = write_file_atomic(dir, tmp_counter, path, js, strlen(js), 0, err, err_size);
+    int eno = errno;
     free(js);
-    if (rc) return rc;
+    errno = eno;
+    /* NAME.rvq and NAME.json must be durable before NAME.spk can name a voice
+     * that needs them: without this sync a crash could keep the link below
+     * and lose the renames. */
+    if (rc == 0) rc = fsync_dir(dir, err, err_size);
+    if (rc) {
+        unlink_parts(dir, name); /* no NAME.spk yet: nobody uses these */
+        return rc;
+    }
     unsigned char *spk = qtts_spk_to_bytes(x, (int64_t)xlen, &size, &qe);
     if (!spk) {
+        unlink_parts(dir, name);
         snprintf(err, err_size, "voice '%s': %s", name, qe.msg);
+        errno = ENOMEM;
         return -1;
     }
     path_of(dir, name, "spk", path, sizeof path);
     rc = write_file_atomic(dir, tmp_counter, path, spk, size, 1, err, err_size);
+    eno = errno;
     free(spk);
+    errno = eno;
     if (rc == -2) snprintf(err, err_size, "voice '%s' already exists", name);
+    else if (rc) unlink_parts(dir, name);
     if (rc) return rc;
-    fsync_dir(dir);
-    if (stat(path, st) != 0) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+    /* The commit point is durable before the caller answers 201. If that
+     * cannot be made sure, the voice is taken back: a client told "failed"
+     * must not find it after a crash, nor now. */
+    if (fsync_dir(dir, err, err_size) != 0) {
+        eno = errno;
+        unlink(path);
+        unlink_parts(dir, name);
+        errno = eno;
         return -1;
     }
+    if (stat(path, st) != 0) return fail_errno(errno, err, err_size, path);
     return 0;
 }
 
@@ -346,13 +410,18 @@ int srv_voice_files_delete(const char *dir, const char *name, char *err, size_t 
             snprintf(err, err_size, "unknown voice '%s'", name);
             return -2;
         }
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        return -1;
+        return fail_errno(errno, err, err_size, path);
     }
+    /* NAME.spk's removal is durable before its parts go: a crash in between
+     * leaves orphan parts (overwritten by the next registration of NAME),
+     * never a voice without its codes. The deletion is visible either way, so
+     * a failed directory sync is not reported. */
+    char e2[256];
+    fsync_dir(dir, e2, sizeof e2);
     path_of(dir, name, "rvq", path, sizeof path);
     unlink(path);
     path_of(dir, name, "json", path, sizeof path);
     unlink(path);
-    fsync_dir(dir);
+    fsync_dir(dir, e2, sizeof e2);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/voice_files.h" /* the files; this is the cache over them */
@@ -104,6 +105,19 @@ static entry *lookup_locked(srv_voices *vs, const char *name, int *unknown, char
     return en;
 }
 
+/* Temp files (".tmp.PID.N", voice_files.c) that a killed writer left behind.
+ * Only old ones go: another instance sharing the directory may be writing
+ * its own right now, and no write takes anywhere near this long. */
+#define STALE_TMP_SECONDS 3600
+
+static void remove_stale_tmp(const char *dir, const char *file) {
+    if (strncmp(file, ".tmp.", 5) != 0) return;
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime > STALE_TMP_SECONDS) unlink(path);
+}
+
 srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *, const char *), void *warn_user,
                             char *err, size_t err_size) {
     srv_voices *vs = calloc(1, sizeof *vs);
@@ -137,6 +151,7 @@ srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *
         struct dirent *de;
         while ((de = readdir(d))) {
             char name[72];
+            remove_stale_tmp(dir, de->d_name);
             if (!srv_voice_spk_name(de->d_name, name)) continue;
             char e2[512];
             int unknown;
@@ -179,10 +194,12 @@ int srv_voices_add(srv_voices *vs, const char *name, qtts_voice *v, char *err, s
         return -1;
     }
     pthread_mutex_lock(&vs->mu);
-    int rc = 0;
+    int rc = 0, e = 0;
     struct stat st;
+    errno = 0;
     if (vs->dir) {
         rc = srv_voice_files_write(vs->e, vs->dir, name, v, &vs->tmp_counter, &st, err, err_size);
+        e = errno; /* on -1: why (the caller tells a full disk from a read-only one) */
     } else if (find(vs, name)) {
         snprintf(err, err_size, "voice '%s' already exists", name);
         rc = -2;
@@ -192,11 +209,13 @@ int srv_voices_add(srv_voices *vs, const char *name, qtts_voice *v, char *err, s
         if (!en) {
             snprintf(err, err_size, "out of memory");
             rc = -1;
+            e = ENOMEM;
         } else if (vs->dir) {
             remember_identity(en, &st);
         }
     }
     pthread_mutex_unlock(&vs->mu);
+    errno = e;
     return rc;
 }
 
@@ -207,15 +226,18 @@ int srv_voices_delete(srv_voices *vs, const char *name, char *err, size_t err_si
     }
     pthread_mutex_lock(&vs->mu);
     entry *en = find(vs, name);
-    int rc = 0;
+    int rc = 0, e = 0;
     if (vs->dir) {
+        errno = 0;
         rc = srv_voice_files_delete(vs->dir, name, err, err_size);
+        e = errno; /* on -1: why (EROFS, EACCES, ...) */
     } else if (!en) {
         rc = -2;
         snprintf(err, err_size, "unknown voice '%s'", name);
     }
     if (en && rc != -1) drop(vs, en);
     pthread_mutex_unlock(&vs->mu);
+    errno = e;
     return rc;
 }
 

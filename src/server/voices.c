@@ -1,16 +1,14 @@
 /* GET/POST /v1/audio/voices, DELETE /v1/audio/voices/{name}. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "server/b64.h"
-#include "io/rvq.h"
-#include "io/spk.h"
 #include "server/internal.h"
 #include "server/multipart.h"
-#include "text/utf8.h"
+#include "server/voice_request.h"
 
 enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) {
     cJSON *root = cJSON_CreateObject();
@@ -54,64 +52,13 @@ enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) 
     return rc;
 }
 
-static const char *opt_str(const cJSON *root, const char *name, int *bad) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
-    if (!v || cJSON_IsNull(v)) return NULL;
-    if (!cJSON_IsString(v)) {
-        *bad = 1;
-        return NULL;
-    }
-    return v->valuestring;
-}
-
-static qtts_voice *voice_from_parts(qtts_server *s, const char *spk_b64, const char *rvq_b64, const char *ref_text,
-                                    const char **param, qtts_error *err) {
-    size_t n = 0;
-    int64_t xlen = 0, n_frames = 0;
-    const char *why = "";
-    qtts_err qe = {0};
+/* The engine makes the voice a decoded request describes: extraction from a
+ * recording is an engine job (this request thread only waits); parts are
+ * checked against the model's geometry. */
+static qtts_voice *voice_from_request(qtts_server *s, const srv_voice_request *r, qtts_error *err) {
     err->status = QTTS_ERR_INVALID; /* the upload's fault unless the engine says otherwise */
-    unsigned char *raw = srv_b64_decode(spk_b64, strlen(spk_b64), &n, &why);
-    int decoded = raw != NULL;
-    float *x = raw ? qtts_spk_from_bytes(raw, n, s->info->hidden_size, "spk_b64", &xlen, &qe) : NULL;
-    free(raw);
-    *param = "spk_b64";
-    if (!x) {
-        if (decoded) snprintf(err->message, sizeof err->message, "%s", qe.msg); /* "spk_b64: ..." */
-        else snprintf(err->message, sizeof err->message, "spk_b64: %s", why);
-        return NULL;
-    }
-    int32_t *codes = NULL;
-    if (rvq_b64 && *rvq_b64) {
-        *param = "rvq_b64";
-        raw = srv_b64_decode(rvq_b64, strlen(rvq_b64), &n, &why);
-        int bad = !raw || qtts_rvq_unpack(raw, n, s->info->n_codebooks, s->info->codebook_size, "rvq_b64", &codes,
-                                          &n_frames, &qe);
-        if (bad) {
-            if (raw) snprintf(err->message, sizeof err->message, "%s", qe.msg);
-            else snprintf(err->message, sizeof err->message, "rvq_b64: %s", why);
-            free(raw);
-            free(x);
-            return NULL;
-        }
-        free(raw);
-    }
-    qtts_voice *v = qtts_voice_from_parts(s->engine, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, err);
-    free(x);
-    free(codes);
-    return v;
-}
-
-/* The engine extracts a voice from an uploaded recording (an engine job: this
- * request thread only waits). param names the field for error messages. */
-static qtts_voice *voice_from_recording(qtts_server *s, const unsigned char *bytes, size_t n, const char *ref_text,
-                                        const char *param, qtts_error *err) {
-    if (!n) {
-        err->status = QTTS_ERR_INVALID;
-        snprintf(err->message, sizeof err->message, "%s: empty", param);
-        return NULL;
-    }
-    return qtts_voice_from_audio_bytes(s->engine, bytes, n, ref_text, err);
+    if (r->audio) return qtts_voice_from_audio_bytes(s->engine, r->audio, r->audio_len, r->ref_text, err);
+    return qtts_voice_from_parts(s->engine, r->xvec, r->xvec_len, r->codes, r->n_frames, r->ref_text, err);
 }
 
 /* Stores a voice the request produced and answers. Both request shapes get
@@ -128,10 +75,20 @@ static enum MHD_Result store_and_reply(qtts_server *s, struct MHD_Connection *c,
     }
     char err[512] = "";
     int added = srv_voices_add(s->voices, name, v, err, sizeof err);
+    int e = errno; /* srv_voices_add: the cause of a -1 */
     atomic_fetch_sub(&s->metrics.inflight, 1);
     if (added == -2) {
         rc = srv_respond_error(s, c, 409, "invalid_request_error", "name", "voice_exists",
                                "voice '%s' already exists (DELETE it first)", name);
+    } else if (added && (e == ENOSPC || e == EDQUOT || e == EFBIG)) {
+        /* 507 Insufficient Storage: the server is fine but cannot keep the
+         * voice; the client may retry later or elsewhere. Nothing was kept. */
+        rc = srv_respond_error(s, c, 507, "server_error", NULL, "insufficient_storage",
+                               "voice '%s' was not stored: the voices dir %s is full (%s)", name, s->voices_dir, err);
+    } else if (added && (e == EROFS || e == EACCES || e == EPERM)) {
+        rc = srv_respond_error(s, c, 500, "server_error", NULL, "voices_dir_not_writable",
+                               "voice '%s' was not stored: the voices dir %s is not writable (%s)", name,
+                               s->voices_dir, err);
     } else if (added) {
         rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err);
     } else {
@@ -161,105 +118,41 @@ static enum MHD_Result store_and_reply(qtts_server *s, struct MHD_Connection *c,
     return rc;
 }
 
-static enum MHD_Result bad_name(qtts_server *s, struct MHD_Connection *c) {
-    return srv_respond_error(s, c, 400, "invalid_request_error", "name", "invalid_name",
-                             "'name' is required: 1-64 characters of A-Z a-z 0-9 _ - . starting with a letter or "
-                             "digit, without '..'");
+static enum MHD_Result respond_bad(qtts_server *s, struct MHD_Connection *c, const srv_bad_req *b) {
+    return srv_respond_error(s, c, b->status, b->type, b->param, b->code, "%s", b->msg);
+}
+
+/* A decoded request (voice_request.c): the engine makes the voice, then it is
+ * stored and the reply goes out. Clears r. */
+static enum MHD_Result add_voice(qtts_server *s, struct MHD_Connection *c, srv_voice_request *r) {
+    qtts_error verr = {.status = QTTS_ERR_INVALID};
+    atomic_fetch_add(&s->metrics.inflight, 1);
+    qtts_voice *v = voice_from_request(s, r, &verr);
+    enum MHD_Result rc = store_and_reply(s, c, r->name, v, &verr, r->param);
+    srv_voice_request_clear(r);
+    return rc;
 }
 
 /* JSON: {name, ref_text?, wav_b64 | audio_b64 | spk_b64 (+ rvq_b64)}. */
 static enum MHD_Result voices_add_json(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
-    const char *why = "the request body is not a JSON object";
+    const char *why = "";
     cJSON *root = srv_parse_json_body(rq, &why);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json", "%s", why);
-    }
-    int bad = 0;
-    const char *name = opt_str(root, "name", &bad), *ref_text = opt_str(root, "ref_text", &bad);
-    const char *wav = opt_str(root, "wav_b64", &bad), *audio = opt_str(root, "audio_b64", &bad);
-    const char *spk = opt_str(root, "spk_b64", &bad), *rvq = opt_str(root, "rvq_b64", &bad);
-    enum MHD_Result rc;
-    if (bad) {
-        rc = srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_type",
-                               "name, ref_text, wav_b64, audio_b64, spk_b64 and rvq_b64 must be strings");
-        goto out;
-    }
-    if (!name || !srv_voice_name_ok(name)) {
-        rc = bad_name(s, c);
-        goto out;
-    }
-    if (ref_text && !*ref_text) ref_text = NULL;
-    const char *audio_b64 = wav ? wav : audio;
-    if (!!audio_b64 + !!spk != 1 || (wav && audio) || (rvq && !spk)) {
-        rc = srv_respond_error(s, c, 400, "invalid_request_error", NULL, "missing_audio",
-                               "give exactly one of 'wav_b64' / 'audio_b64' (an audio file) or 'spk_b64' (+ "
-                               "optional 'rvq_b64')");
-        goto out;
-    }
-    qtts_error verr = {.status = QTTS_ERR_INVALID};
-    const char *param = NULL;
-    qtts_voice *v = NULL;
-    atomic_fetch_add(&s->metrics.inflight, 1);
-    if (audio_b64) {
-        size_t n = 0;
-        const char *why2 = "";
-        unsigned char *bytes = srv_b64_decode(audio_b64, strlen(audio_b64), &n, &why2);
-        param = wav ? "wav_b64" : "audio_b64";
-        if (!bytes) snprintf(verr.message, sizeof verr.message, "%s: %s", param, why2);
-        else v = voice_from_recording(s, bytes, n, ref_text, param, &verr);
-        free(bytes);
-    } else {
-        v = voice_from_parts(s, spk, rvq, ref_text, &param, &verr);
-    }
-    rc = store_and_reply(s, c, name, v, &verr, param);
-out:
-    cJSON_Delete(root);
+    if (!root) return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json", "%s", why);
+    srv_voice_request r;
+    srv_bad_req b;
+    enum MHD_Result rc =
+        srv_voice_request_from_json(s->info, root, &r, &b) ? respond_bad(s, c, &b) : add_voice(s, c, &r);
+    cJSON_Delete(root); /* after the reply: r's strings point into it */
     return rc;
 }
 
-/* A form field's text as a C string (NUL-free, valid UTF-8), or NULL. */
-static char *form_text(const srv_form_part *p) {
-    if (!p || memchr(p->data, 0, p->len) || qtts_utf8_count((const char *)p->data, p->len) < 0) return NULL;
-    char *t = malloc(p->len + 1);
-    if (!t) return NULL;
-    memcpy(t, p->data, p->len);
-    t[p->len] = 0;
-    return t;
-}
-
-/* multipart/form-data, OpenAI's shape: name, audio_sample (a file), consent
- * (accepted and not checked: there is no consent store here); ref_text is
- * qtts's extra field for in-context cloning. */
+/* multipart/form-data, OpenAI's shape (see voice_request.h). */
 static enum MHD_Result voices_add_form(qtts_server *s, struct MHD_Connection *c, srv_req *rq, const char *ctype) {
-    srv_form_part parts[16];
-    const char *why = "";
-    int n = srv_multipart_parse(ctype, (const unsigned char *)rq->body.data, rq->body.len, parts, 16, &why);
-    if (n < 0) return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_form", "%s", why);
-    const srv_form_part *type = srv_form_find(parts, n, "type");
-    if (type && !(type->len == 12 && !memcmp(type->data, "audio_sample", 12)))
-        return srv_respond_error(s, c, 400, "invalid_request_error", "type", "unsupported_value",
-                                 "only type 'audio_sample' voices can be created here");
-    const srv_form_part *audio = srv_form_find(parts, n, "audio_sample");
-    if (!audio)
-        return srv_respond_error(s, c, 400, "invalid_request_error", "audio_sample", "missing_audio",
-                                 "the form needs an 'audio_sample' file part");
-    char name[72] = "";
-    const srv_form_part *np = srv_form_find(parts, n, "name");
-    if (!np || np->len >= sizeof name) return bad_name(s, c);
-    memcpy(name, np->data, np->len);
-    name[np->len] = 0;
-    if (strlen(name) != np->len || !srv_voice_name_ok(name)) return bad_name(s, c);
-    const srv_form_part *rt = srv_form_find(parts, n, "ref_text");
-    char *ref_text = rt && rt->len ? form_text(rt) : NULL;
-    if (rt && rt->len && !ref_text)
-        return srv_respond_error(s, c, 400, "invalid_request_error", "ref_text", "invalid_value",
-                                 "'ref_text' must be UTF-8 text without NUL bytes");
-    qtts_error verr = {.status = QTTS_ERR_INVALID};
-    atomic_fetch_add(&s->metrics.inflight, 1);
-    qtts_voice *v = voice_from_recording(s, audio->data, audio->len, ref_text, "audio_sample", &verr);
-    free(ref_text);
-    return store_and_reply(s, c, name, v, &verr, "audio_sample");
+    srv_voice_request r;
+    srv_bad_req b;
+    if (srv_voice_request_from_form(ctype, (const unsigned char *)rq->body.data, rq->body.len, &r, &b))
+        return respond_bad(s, c, &b);
+    return add_voice(s, c, &r);
 }
 
 enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
@@ -275,9 +168,14 @@ enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, s
 enum MHD_Result srv_route_voices_delete(qtts_server *s, struct MHD_Connection *c, const char *name) {
     char err[512] = "";
     int rc = srv_voices_delete(s->voices, name, err, sizeof err);
+    int e = errno; /* srv_voices_delete: the cause of a -1 */
     if (rc == -2)
         return srv_respond_error(s, c, 404, "invalid_request_error", "name", "voice_not_found", "unknown voice '%.64s'",
                                  name);
+    if (rc && (e == EROFS || e == EACCES || e == EPERM))
+        return srv_respond_error(s, c, 500, "server_error", NULL, "voices_dir_not_writable",
+                                 "voice '%s' was not deleted: the voices dir %s is not writable (%s)", name,
+                                 s->voices_dir, err);
     if (rc) return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "object", "audio.voice.deleted"); /* OpenAI's VoiceDeleted */

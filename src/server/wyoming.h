@@ -1,0 +1,58 @@
+/* qtts Wyoming server: the Wyoming protocol (rhasspy/wyoming, what Home
+ * Assistant's "Wyoming Protocol" integration speaks) over TCP, in front of
+ * one engine. docs/wyoming.md describes the events, voices and extensions.
+ *
+ * Threads: one accept thread, and one thread per connection (at most
+ * max_connections). A connection thread parses events, validates and
+ * enqueues requests through the public engine API, converts audio to 16-bit
+ * PCM and writes bytes; every model computation is an engine job. The engine
+ * may be shared with the HTTP server (qtts_server) in the same process. */
+#ifndef QTTS_SERVER_WYOMING_H
+#define QTTS_SERVER_WYOMING_H
+
+#include <stddef.h>
+
+#include "qtts.h"
+
+typedef struct {
+    const char *host;         /* bind address; default 127.0.0.1 (Wyoming has no authentication) */
+    int port;                 /* default 10200; 0: an ephemeral port (see qtts_wyoming_port) */
+    const char *voices_dir;   /* Base models: the registered voices (server/voice_store.h); NULL: none */
+    const char *voice;        /* the voice of requests that name none; NULL: the first one listed */
+    const char *instruct;     /* VoiceDesign: the designed voice's description (required); CustomVoice:
+                               * a style instruction for every request; NULL: none */
+    int max_connections;      /* concurrent connections (default 16); more get an error event */
+    int idle_timeout_s;       /* close a connection that sends nothing this long (default 60; it also bounds
+                               * the wait for the next synthesize-chunk) */
+    int request_timeout_s;    /* one synthesis at most (default 600) */
+    int max_input_chars;      /* text of one synthesis, in characters (default 4096) */
+    int chunk_ms;             /* audio-chunk events carry at most this much audio (default 200) */
+    float guard_frames_per_token; /* runaway guard (qtts_request's fields): 0 auto, < 0 off */
+    int no_repetition_guard;
+    int zeroconf;             /* announce _wyoming._tcp through the Avahi daemon */
+    const char *zeroconf_name; /* the announced service name; NULL: "qtts" */
+    int verbose;              /* log connections, requests and ignored events on stderr */
+} qtts_wyoming_params;
+
+typedef struct qtts_wyoming qtts_wyoming;
+
+void qtts_wyoming_params_default(qtts_wyoming_params *p);
+/* Starts listening (and announcing, with zeroconf); the engine must outlive
+ * the server. NULL with one line in err on failure (address in use, a
+ * VoiceDesign model without instruct, an unreadable voices_dir). */
+qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, char *err, size_t err_size);
+int qtts_wyoming_port(const qtts_wyoming *w);
+/* Stops accepting, lets running syntheses finish for up to deadline_ms
+ * (idle connections close at once), cuts the rest, joins every thread and
+ * frees the server (not the engine). Returns the number of connections cut. */
+int qtts_wyoming_stop(qtts_wyoming *w, int deadline_ms);
+
+/* ---- zeroconf (wyoming_zeroconf.c; used by wyoming.c) ---- */
+typedef struct wy_zeroconf wy_zeroconf;
+/* Publishes service name (a collision picks "name #2"...) of type
+ * _wyoming._tcp on port, on every interface. NULL with why filled when the
+ * Avahi daemon cannot be reached: the caller warns and goes on. */
+wy_zeroconf *wy_zeroconf_start(const char *name, int port, int verbose, char *why, size_t why_size);
+void wy_zeroconf_stop(wy_zeroconf *z);
+
+#endif
