@@ -162,7 +162,6 @@ def js(obj):
 
 def seeds(golden):
     fx = os.path.join(golden, "fixtures")
-    base = os.path.join(golden, "Qwen3-TTS-12Hz-0.6B-Base-tiny")
     _, _, spk = load_npy(os.path.join(fx, "spk_embedding.npy"))  # 32 floats (the tiny talker's width)
     shape, _, flat = load_npy(os.path.join(fx, "enc_codes.npy"))  # (19, 16) frame-major
     codes = [flat[t * shape[1]:(t + 1) * shape[1]] for t in range(shape[0])]

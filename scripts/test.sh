@@ -42,6 +42,7 @@ if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
       [ -d "fuzz/corpus/$name" ] && seeds=("$(mktemp -d /tmp/qtts_fuzz_corpus.XXXXXX)" "fuzz/corpus/$name")
       [ -f "fuzz/dict/$name.dict" ] && dict=(-dict="fuzz/dict/$name.dict")
       if "$f" -runs="${QTTS_FUZZ_RUNS:-20000}" -max_total_time="${QTTS_FUZZ_SECONDS:-60}" -max_len=4096 -seed=1 \
+           -artifact_prefix="${TMPDIR:-/tmp}/qtts_fuzz_${name}_" \
            ${dict[@]+"${dict[@]}"} ${seeds[@]+"${seeds[@]}"} >"$fuzz_log" 2>&1; then
         echo "  ok   fuzz $name"; passed=$((passed+1))
       else

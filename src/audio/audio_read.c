@@ -153,7 +153,10 @@ static int read_sndfile(SNDFILE *sf, const SF_INFO *info, const char *label, con
     memset(out, 0, sizeof *out);
     if (info->channels < 1 || info->channels > MAX_CHANNELS)
         return qtts_fail(err, "%s: unsupported channel count %d", label, info->channels);
-    if (info->samplerate <= 0) return qtts_fail(err, "%s: bad sample rate %d", label, info->samplerate);
+    /* 768 kHz is above any real recording; a header claiming more only makes
+     * the resampler spend long building a filter */
+    if (info->samplerate <= 0 || info->samplerate > 768000)
+        return qtts_fail(err, "%s: bad sample rate %d Hz (1..768000)", label, info->samplerate);
     int64_t limit = max_frames_for(o, info->samplerate);
     /* A header that already declares more than the limit is refused before
      * reading (libsndfile clamps lengths to the real file size, so this is

@@ -99,7 +99,7 @@ long ws_read(ws_reader *r, unsigned char *buf, size_t len, ws_message *m, int *g
         r->msg = nb;
         r->msg_cap = cap;
     }
-    memcpy(r->msg + r->msg_len, p, (size_t)n);
+    if (n) memcpy(r->msg + r->msg_len, p, (size_t)n); /* an empty first fragment: r->msg may still be NULL */
     r->msg_len += (size_t)n;
     if (!fin) return used;
     if (r->msg_opcode == WS_OP_TEXT && qtts_utf8_check((const char *)r->msg, r->msg_len) != r->msg_len)
