@@ -27,7 +27,8 @@ run_suite() { # dir label cmake-args...
 }
 
 run_suite build "release"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+# the soak at lower volume under the sanitizers (about 10x slower)
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 QTTS_SOAK_REQUESTS=300 \
   run_suite build-asan "asan+ubsan" -DQTTS_SANITIZE=ON
 
 if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
