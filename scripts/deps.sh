@@ -17,9 +17,17 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 if ! command -v node >/dev/null 2>&1; then
   $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1 || echo "deps: nodejs/npm not installed"
 fi
-# openai 7.x: the first major with audio.voices (custom voices) and speech stream_format.
-if command -v npm >/dev/null 2>&1 && ! npm ls -g openai@7 >/dev/null 2>&1; then
-  $SUDO npm install -g --silent openai@7 >/dev/null 2>&1 || echo "deps: npm install -g openai@7 failed"
+# openai 7.x (the first major with audio.voices) needs node >= 22; Debian 12's node 18 gets 4.x, and the
+# test then creates voices with fetch + FormData instead. ws: the WebSocket client where node has none built in.
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+openai_pkg=openai@4
+[ "$node_major" -ge 22 ] 2>/dev/null && openai_pkg=openai@7
+[ "$node_major" = 20 ] && openai_pkg=openai@7 # works on 20 (tested), though it declares >= 22
+if command -v npm >/dev/null 2>&1 && ! npm ls -g "$openai_pkg" >/dev/null 2>&1; then
+  $SUDO npm install -g --silent "$openai_pkg" >/dev/null 2>&1 || echo "deps: npm install -g $openai_pkg failed"
+fi
+if command -v npm >/dev/null 2>&1 && ! npm ls -g ws@8 >/dev/null 2>&1; then
+  $SUDO npm install -g --silent ws@8 >/dev/null 2>&1 || echo "deps: npm install -g ws@8 failed"
 fi
 # Optional: Chromium + puppeteer-core (drives the system browser, downloads none) for
 # tests/test_web_page (that test prints a SKIP banner without them). Never fails the install.

@@ -132,11 +132,33 @@ async function instructionsAndErrors() {
   }
 }
 
+// SDKs before 7.x (node < 22) have no audio.voices: the same multipart request through fetch + FormData.
+async function createVoice(fields) {
+  if (base.audio.voices) return base.audio.voices.create(fields);
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  form.set('audio_sample', new Blob([fs.readFileSync(refWav)], { type: 'audio/wav' }), 'reference.wav');
+  const r = await fetch(`http://127.0.0.1:${basePort}/v1/audio/voices`,
+                        { method: 'POST', body: form, headers: { Authorization: `Bearer ${apiKey}` } });
+  if (!r.ok) throw new Error(`voice creation: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+async function deleteVoice(id) {
+  if (base.audio.voices) return base.audio.voices.delete(id);
+  const r = await fetch(`http://127.0.0.1:${basePort}/v1/audio/voices/${id}`,
+                        { method: 'DELETE', headers: { Authorization: `Bearer ${apiKey}` } });
+  if (r.status === 404) throw Object.assign(new Error('not found'), { status: 404 });
+  return r.json();
+}
+
 async function customVoices() {
   // OpenAI's custom-voice creation: multipart with name, audio_sample, consent (+ qtts's ref_text)
-  const voice = await base.audio.voices.create({
+  console.log(`#    openai ${OpenAI.VERSION || '?'}, node ${process.versions.node}: ` +
+              (base.audio.voices ? 'audio.voices' : 'fetch + FormData (this SDK has no audio.voices)'));
+  const voice = await createVoice({
     name: 'sdk-voice', consent: 'cons_1234', ref_text: 'Hello, this is the reference.',
-    audio_sample: await OpenAI.toFile(fs.readFileSync(refWav), 'reference.wav', { type: 'audio/wav' }),
+    audio_sample: base.audio.voices
+      ? await OpenAI.toFile(fs.readFileSync(refWav), 'reference.wav', { type: 'audio/wav' }) : null,
   });
   check(voice.object === 'audio.voice' && voice.id === 'sdk-voice' && voice.name === 'sdk-voice' &&
         Number.isInteger(voice.created_at), `voices.create: ${JSON.stringify(voice)}`);
@@ -145,14 +167,15 @@ async function customVoices() {
   const byName = await speak(base, { model: 'tts-1', voice: voice.id, input: TEXT, response_format: 'pcm',
                                      temperature: 0, max_new_tokens: FRAMES });
   check(byId.length > 0 && byId.equals(byName), `voice {id} and voice "name" give the same audio (${byId.length} bytes)`);
-  const del = await base.audio.voices.delete(voice.id);
+  const del = await deleteVoice(voice.id);
   check(del.object === 'audio.voice.deleted' && del.id === voice.id && del.deleted === true,
         `voices.delete: ${JSON.stringify(del)}`);
   try {
-    await base.audio.voices.delete(voice.id);
+    await deleteVoice(voice.id);
     check(false, 'deleting twice raises');
   } catch (e) {
-    check(e instanceof OpenAI.NotFoundError, `deleting a deleted voice raises NotFoundError (got ${e.status})`);
+    check(base.audio.voices ? e instanceof OpenAI.NotFoundError : e.status === 404,
+          `deleting a deleted voice raises NotFoundError (got ${e.status})`);
   }
 }
 

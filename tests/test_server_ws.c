@@ -286,13 +286,18 @@ int main(void) {
     }
     /* node's built-in WebSocket client (node 20: --experimental-websocket) */
     char line[1024];
+    /* node 20: the flag; node >= 22: built in; older: the ws package (scripts/deps.sh installs it) */
+    const char *node = NULL;
     FILE *np = popen("node --experimental-websocket -e \"process.exit(typeof WebSocket === 'function' ? 0 : 1)\" "
                      "2>/dev/null",
                      "r");
-    int have_node = np && pclose(np) == 0;
+    if (np && pclose(np) == 0) node = "node --experimental-websocket";
+    else if ((np = popen("NODE_PATH=\"$(npm root -g 2>/dev/null)\" node -e \"require('ws')\" 2>/dev/null", "r")) &&
+             pclose(np) == 0)
+        node = "NODE_PATH=\"$(npm root -g)\" node";
+    int have_node = node != NULL;
     if (have_node) {
-        snprintf(cmd, sizeof cmd, "node --experimental-websocket '%s/tests/test_server_ws.cjs' %d vivian 2>&1",
-                 QTTS_SOURCE_DIR, port);
+        snprintf(cmd, sizeof cmd, "%s '%s/tests/test_server_ws.cjs' %d vivian 2>&1", node, QTTS_SOURCE_DIR, port);
         np = popen(cmd, "r");
         int oks = 0, fails = 0;
         while (np && fgets(line, sizeof line, np)) {

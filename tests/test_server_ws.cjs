@@ -7,7 +7,9 @@ const [port, speaker] = process.argv.slice(2);
 let failures = 0;
 const check = (cond, what) => { console.log(`${cond ? 'ok  ' : 'FAIL'} ${what}`); if (!cond) failures++; };
 
-const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/audio/speech/stream`);
+// node >= 22 (or 20 with --experimental-websocket) has WebSocket built in; older ones use the ws package
+const WS = typeof WebSocket === 'function' ? WebSocket : require('ws');
+const ws = new WS(`ws://127.0.0.1:${port}/v1/audio/speech/stream`);
 ws.binaryType = 'arraybuffer';
 const events = [];
 let bytes = 0, firstAudioAt = -1, textDoneAt = -1, t0 = 0;
