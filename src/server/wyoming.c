@@ -37,14 +37,15 @@
 #define WY_ATTRIBUTION_NAME "Qwen"
 #define WY_ATTRIBUTION_URL "https://github.com/QwenLM/Qwen3-TTS"
 
-enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_DONE };
+enum { SLOT_FREE = 0, SLOT_RUNNING };
 
+/* One per max_connections, each with its own thread started with the server:
+ * the process's thread count does not change with connections. */
 typedef struct {
     struct qtts_wyoming *w;
     pthread_t th;
-    int state; /* under w->mu */
+    int state; /* under w->mu; the accept thread sets RUNNING, the slot thread FREE */
     int fd;    /* under w->mu; -1 once the connection thread closed it */
-    int to_join; /* qtts_wyoming_stop's mark (the thread never touches it) */
 } wy_slot;
 
 struct qtts_wyoming {
@@ -60,7 +61,10 @@ struct qtts_wyoming {
     pthread_t accept_th;
     int accept_started;
     pthread_mutex_t mu;
+    pthread_cond_t cv; /* under mu: a slot became RUNNING, or quit was set */
     wy_slot *slots;
+    int n_threads; /* slot threads created (all joined by stop) */
+    int quit;      /* under mu: slot threads return once their connection is over */
     int n_running; /* under mu */
     atomic_int draining; /* idle connections close, running syntheses finish */
     atomic_int aborting; /* running syntheses are cut */
@@ -762,8 +766,8 @@ static void slot_close_fd(wy_slot *s) {
     if (fd >= 0) close(fd);
 }
 
-static void *conn_main(void *arg) {
-    wy_slot *s = arg;
+/* One connection, on its slot's thread; the slot is RUNNING with its fd. */
+static void conn_serve(wy_slot *s) {
     qtts_wyoming *w = s->w;
     wy_conn *c = calloc(1, sizeof *c);
     if (c) {
@@ -799,20 +803,36 @@ static void *conn_main(void *arg) {
         free(c);
     }
     slot_close_fd(s);
+}
+
+/* A slot's thread: serves each connection the accept thread hands to its slot,
+ * until quit. A slot made RUNNING before quit is served first, so stop's
+ * drain and abort apply to it as to any running connection. */
+static void *slot_main(void *arg) {
+    wy_slot *s = arg;
+    qtts_wyoming *w = s->w;
     pthread_mutex_lock(&w->mu);
-    s->state = SLOT_DONE;
-    w->n_running--;
+    for (;;) {
+        while (s->state != SLOT_RUNNING && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
+        if (s->state != SLOT_RUNNING) break; /* quit */
+        pthread_mutex_unlock(&w->mu);
+        conn_serve(s);
+        pthread_mutex_lock(&w->mu);
+        s->state = SLOT_FREE;
+        w->n_running--;
+    }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-/* Joins connection threads that have ended (under w->mu). */
-static void reap_locked(qtts_wyoming *w) {
-    for (int i = 0; i < w->p.max_connections; i++)
-        if (w->slots[i].state == SLOT_DONE) {
-            pthread_join(w->slots[i].th, NULL); /* it has unlocked and is returning */
-            w->slots[i].state = SLOT_FREE;
-        }
+/* Sets quit and joins every slot thread created (each ends its connection first). */
+static void pool_stop(qtts_wyoming *w) {
+    pthread_mutex_lock(&w->mu);
+    w->quit = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->n_threads; i++) pthread_join(w->slots[i].th, NULL);
+    w->n_threads = 0;
 }
 
 /* Best effort, never blocking: a refused client learns why. */
@@ -845,9 +865,6 @@ static void *accept_main(void *arg) {
     for (;;) {
         struct pollfd pf[2] = {{.fd = w->listen_fd, .events = POLLIN}, {.fd = w->wake[0], .events = POLLIN}};
         int pr = poll(pf, 2, 1000);
-        pthread_mutex_lock(&w->mu);
-        reap_locked(w);
-        pthread_mutex_unlock(&w->mu);
         if (pr < 0 && errno != EINTR) break;
         if (pr <= 0) continue;
         if (pf[1].revents) break;
@@ -869,12 +886,7 @@ static void *accept_main(void *arg) {
             s->fd = fd;
             s->state = SLOT_RUNNING;
             w->n_running++;
-            if (pthread_create(&s->th, NULL, conn_main, s)) {
-                s->fd = -1;
-                s->state = SLOT_FREE;
-                w->n_running--;
-                s = NULL;
-            }
+            pthread_cond_broadcast(&w->cv); /* one cv for all slots: wake them, the slot's own thread takes it */
         }
         pthread_mutex_unlock(&w->mu);
         if (!s) {
@@ -906,6 +918,7 @@ static void wyoming_free(qtts_wyoming *w) {
     if (w->wake[0] >= 0) close(w->wake[0]);
     if (w->wake[1] >= 0) close(w->wake[1]);
     if (w->voices) srv_voices_free(w->voices);
+    pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w->slots);
     free(w->lang_codes);
@@ -1002,7 +1015,13 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
         return NULL;
     }
     w->listen_fd = w->wake[0] = w->wake[1] = -1;
-    pthread_mutex_init(&w->mu, NULL);
+    int me = pthread_mutex_init(&w->mu, NULL), ce = me ? 0 : pthread_cond_init(&w->cv, NULL);
+    if (me || ce) {
+        if (!me) pthread_mutex_destroy(&w->mu);
+        snprintf(err, err_size, "wyoming: cannot create a lock: %s", strerror(me ? me : ce));
+        free(w);
+        return NULL;
+    }
     w->e = e;
     w->info = qtts_engine_info(e);
     w->p = *p;
@@ -1046,8 +1065,20 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
         w->slots[i].w = w;
         w->slots[i].fd = -1;
     }
+    for (int i = 0; i < p->max_connections; i++) {
+        int rc = pthread_create(&w->slots[i].th, NULL, slot_main, &w->slots[i]);
+        if (rc) {
+            snprintf(err, err_size, "wyoming: cannot start connection thread %d of %d (--max-connections): %s", i + 1,
+                     p->max_connections, strerror(rc));
+            pool_stop(w);
+            wyoming_free(w);
+            return NULL;
+        }
+        w->n_threads++;
+    }
     if (pipe2(w->wake, O_CLOEXEC) || pthread_create(&w->accept_th, NULL, accept_main, w)) {
         snprintf(err, err_size, "wyoming: cannot start the accept thread: %s", strerror(errno));
+        pool_stop(w);
         wyoming_free(w);
         return NULL;
     }
@@ -1086,17 +1117,15 @@ int qtts_wyoming_stop(qtts_wyoming *w, int deadline_ms) {
         nanosleep(&ts, NULL);
     }
     if (running) atomic_store(&w->aborting, 1);
-    /* With the accept thread gone no slot becomes used: the ones in use now
-     * are all there is to join. */
+    /* With the accept thread gone no slot becomes RUNNING: the ones running
+     * now are all the connections left. */
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < w->p.max_connections; i++) {
         wy_slot *s = &w->slots[i];
         if (s->state == SLOT_RUNNING && s->fd >= 0) shutdown(s->fd, SHUT_RDWR); /* wakes a send to a non-reader */
-        s->to_join = s->state != SLOT_FREE;
     }
     pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < w->p.max_connections; i++)
-        if (w->slots[i].to_join) pthread_join(w->slots[i].th, NULL);
+    pool_stop(w); /* each slot thread ends its connection, then returns */
     wyoming_free(w);
     return running;
 }

@@ -2,8 +2,10 @@
  * Assistant's "Wyoming Protocol" integration speaks) over TCP, in front of
  * one engine. docs/wyoming.md describes the events, voices and extensions.
  *
- * Threads: one accept thread, and one thread per connection (at most
- * max_connections). A connection thread parses events, validates and
+ * Threads: one accept thread and max_connections connection threads, all
+ * started with the server (the thread count does not change with
+ * connections); each connection thread serves the connections of its slot,
+ * one at a time. A connection thread parses events, validates and
  * enqueues requests through the public engine API, converts audio to 16-bit
  * PCM and writes bytes; every model computation is an engine job. The engine
  * may be shared with the HTTP server (qtts_server) in the same process. */
