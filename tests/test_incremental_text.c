@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "qtts.h"
 #include "support/npy.h"
+#include "support/endless_model.h"
 #include "support/test_util.h"
 #include "text/stable_prefix.h"
 #include "text/tokenizer.h"
@@ -285,41 +286,6 @@ static void fill_cv_long(qtts_request *r) {
     r->no_repetition_guard = 1; /* the endless model repeats codebook 0: let the length guard end it */
 }
 
-/* A copy of the tiny model with codec_head zeroed: it never ends (see test_runaway_guard.c). */
-static int make_endless_model(const char *dst) {
-    char path[1024];
-    const char *names[] = {"config.json",  "generation_config.json", "merges.txt", "vocab.json",
-                           "preprocessor_config.json", "tokenizer_config.json", "speech_tokenizer"};
-    if (mkdir(dst, 0755)) return -1;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char src[1024];
-        snprintf(src, sizeof src, "%s/%s", CV_MODEL, names[i]);
-        snprintf(path, sizeof path, "%s/%s", dst, names[i]);
-        if (symlink(src, path)) return -1;
-    }
-    unsigned char *b;
-    size_t n;
-    if (read_bytes(CV_MODEL "/model.safetensors", &b, &n)) return -1;
-    uint64_t hl = 0;
-    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
-    cJSON *h = n >= 8 + hl ? cJSON_ParseWithLength((const char *)b + 8, (size_t)hl) : NULL;
-    const cJSON *off = cJSON_GetObjectItem(cJSON_GetObjectItem(h, "talker.codec_head.weight"), "data_offsets");
-    int rc = -1;
-    if (cJSON_GetArraySize(off) == 2) {
-        size_t a = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble, z = (size_t)cJSON_GetArrayItem(off, 1)->valuedouble;
-        if (8 + hl + z <= n && a < z) {
-            memset(b + 8 + hl + a, 0, z - a);
-            snprintf(path, sizeof path, "%s/model.safetensors", dst);
-            FILE *f = fopen(path, "wb");
-            rc = f && fwrite(b, 1, n, f) == n ? 0 : -1;
-            if (f && fclose(f)) rc = -1;
-        }
-    }
-    cJSON_Delete(h);
-    free(b);
-    return rc;
-}
-
 static void test_errors(qtts_engine *e) {
     qtts_request r;
     qtts_error err = {0};
@@ -412,7 +378,7 @@ int main(void) {
     char tmp[] = "/tmp/qtts_incrXXXXXX", dir[512];
     if (mkdtemp(tmp)) {
         snprintf(dir, sizeof dir, "%s/endless", tmp);
-        if (make_endless_model(dir) == 0 && (e = engine_for(dir))) {
+        if (endless_model_write(CV_MODEL, dir) == 0 && (e = engine_for(dir))) {
             check_equivalence(e, "endless model (long runs)", fill_cv_long, 4, &worst);
             qtts_engine_free(e);
         } else {

@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "qtts.h"
 #include "model/runaway_guard.h"
+#include "support/endless_model.h"
 #include "support/test_util.h"
 #include "test_server_http.h"
 
@@ -69,42 +70,6 @@ static void test_detector(void) {
     for (int t = 0; t < 50 && first < 0; t++)
         if (qtts_repeat_feed(&st, frames, 16, t + 1)) first = t + 1;
     TEST_CHECK(first == QTTS_GUARD_MIN_LOOP, "stride 16: codebook 0 only (%d)", first);
-}
-
-/* dst: a copy of the tiny model folder with talker.codec_head.weight zeroed
- * (the other files are symlinks). */
-static int make_endless_model(const char *dst) {
-    char path[1024];
-    const char *names[] = {"config.json",  "generation_config.json", "merges.txt", "vocab.json",
-                           "preprocessor_config.json", "tokenizer_config.json", "speech_tokenizer"};
-    if (mkdir(dst, 0755)) return -1;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char src[1024];
-        snprintf(src, sizeof src, "%s/%s", CV_MODEL, names[i]);
-        snprintf(path, sizeof path, "%s/%s", dst, names[i]);
-        if (symlink(src, path)) return -1;
-    }
-    unsigned char *b;
-    size_t n;
-    if (read_bytes(CV_MODEL "/model.safetensors", &b, &n)) return -1;
-    uint64_t hl = 0;
-    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
-    cJSON *h = n >= 8 + hl ? cJSON_ParseWithLength((const char *)b + 8, (size_t)hl) : NULL;
-    const cJSON *off = cJSON_GetObjectItem(cJSON_GetObjectItem(h, "talker.codec_head.weight"), "data_offsets");
-    int rc = -1;
-    if (cJSON_GetArraySize(off) == 2) {
-        size_t a = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble, z = (size_t)cJSON_GetArrayItem(off, 1)->valuedouble;
-        if (8 + hl + z <= n && a < z) {
-            memset(b + 8 + hl + a, 0, z - a); /* +0.0 in f32 and bf16 alike */
-            snprintf(path, sizeof path, "%s/model.safetensors", dst);
-            FILE *f = fopen(path, "wb");
-            rc = f && fwrite(b, 1, n, f) == n ? 0 : -1;
-            if (f && fclose(f)) rc = -1;
-        }
-    }
-    cJSON_Delete(h);
-    free(b);
-    return rc;
 }
 
 typedef struct {
@@ -349,7 +314,7 @@ int main(void) {
     if (!mkdtemp(tmp)) return test_finish("test_runaway_guard");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/endless", tmp);
-    int made = make_endless_model(dir) == 0;
+    int made = endless_model_write(CV_MODEL, dir) == 0;
     TEST_CHECK(made, "endless model written to %s", dir);
     if (made) {
         test_endless_model(dir);

@@ -29,6 +29,7 @@
 
 #include "harness.h"
 #include "support/npy.h"
+#include "support/endless_model.h"
 #include "support/test_util.h"
 #include "test_server_http.h"
 
@@ -632,43 +633,6 @@ static void test_limits(th_server *srv, int base_threads) {
     wc_close(&idle);
 }
 
-/* A copy of the tiny CustomVoice model whose codec_head is zeroed: it never
- * says end-of-speech, so a synthesis runs to max_frames and is still running
- * when its client leaves. The other files are links to the original. */
-static int make_endless_model(const char *dst) {
-    static const char *const files[] = {"config.json", "generation_config.json", "merges.txt", "vocab.json",
-                                        "preprocessor_config.json", "tokenizer_config.json", "speech_tokenizer"};
-    char from[1024], to[1024];
-    if (mkdir(dst, 0755)) return -1;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(from, sizeof from, "%s/%s", CV_MODEL, files[i]);
-        snprintf(to, sizeof to, "%s/%s", dst, files[i]);
-        if (symlink(from, to)) return -1;
-    }
-    unsigned char *st = NULL;
-    size_t n = 0;
-    if (read_bytes(CV_MODEL "/model.safetensors", &st, &n) || n < 8) return -1;
-    uint64_t hlen = 0;
-    for (int i = 0; i < 8; i++) hlen |= (uint64_t)st[i] << (8 * i); /* little-endian header length */
-    cJSON *hdr = hlen <= n - 8 ? cJSON_ParseWithLength((const char *)st + 8, (size_t)hlen) : NULL;
-    const cJSON *offs = cJSON_GetObjectItem(cJSON_GetObjectItem(hdr, "talker.codec_head.weight"), "data_offsets");
-    int rc = -1;
-    if (cJSON_GetArraySize(offs) == 2) {
-        size_t b0 = 8 + (size_t)hlen + (size_t)cJSON_GetArrayItem(offs, 0)->valuedouble;
-        size_t b1 = 8 + (size_t)hlen + (size_t)cJSON_GetArrayItem(offs, 1)->valuedouble;
-        if (b0 < b1 && b1 <= n) {
-            memset(st + b0, 0, b1 - b0);
-            snprintf(to, sizeof to, "%s/model.safetensors", dst);
-            FILE *f = fopen(to, "wb");
-            rc = f && fwrite(st, 1, n, f) == n ? 0 : -1;
-            if (f && fclose(f)) rc = -1;
-        }
-    }
-    cJSON_Delete(hdr);
-    free(st);
-    return rc;
-}
-
 static int local_port(const wconn *c) {
     struct sockaddr_in a;
     socklen_t l = sizeof a;
@@ -699,7 +663,7 @@ static long long ticks_of(pid_t pid, const int *tids, int n) {
 static void run_disconnects(const char *tmp) {
     char dir[512], want[128];
     snprintf(dir, sizeof dir, "%s/endless", tmp);
-    if (make_endless_model(dir)) {
+    if (endless_model_write(CV_MODEL, dir)) {
         TEST_CHECK(0, "endless model copy in %s", dir);
         return;
     }
