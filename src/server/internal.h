@@ -12,6 +12,7 @@
 #include "server/metrics.h"
 #include "server/pump.h"
 #include "server/server.h"
+#include "server/speech_request.h"
 #include "server/voice_store.h"
 
 struct qtts_server {
@@ -65,6 +66,9 @@ enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, 
 
 /* Route handlers (body complete). */
 enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
+/* The speech-request parser's context for this server: model info, limits,
+ * guard defaults and the registered-voice lookup (speech.c; also ws_speech.c). */
+void srv_speech_context(qtts_server *s, srv_speech_ctx *ctx);
 /* A buffered speech request whose connection the pump resumed. */
 enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_req *rq);
 /* Frees a request whose connection ended early (cancels its synthesis). */

@@ -205,8 +205,8 @@ static int lookup_voice(void *user, const char *name, qtts_voice **out, char *er
 
 /* Parses and validates the request. A Base model's inline recording then
  * becomes a voice: an engine job, this thread waits while it runs. */
-static int parse_speech(qtts_server *s, const cJSON *root, srv_speech_request *o, srv_bad_req *b) {
-    srv_speech_ctx ctx = {
+void srv_speech_context(qtts_server *s, srv_speech_ctx *ctx) {
+    *ctx = (srv_speech_ctx){
         .info = s->info,
         .max_input_chars = s->p.max_input_chars,
         .guard_frames_per_token = s->p.guard_frames_per_token,
@@ -214,6 +214,11 @@ static int parse_speech(qtts_server *s, const cJSON *root, srv_speech_request *o
         .voice_get = lookup_voice,
         .voice_user = s->voices,
     };
+}
+
+static int parse_speech(qtts_server *s, const cJSON *root, srv_speech_request *o, srv_bad_req *b) {
+    srv_speech_ctx ctx;
+    srv_speech_context(s, &ctx);
     if (srv_speech_request_parse(&ctx, root, o, b)) return -1;
     if (!o->ref_audio) return 0;
     qtts_error verr = {0};

@@ -118,16 +118,6 @@ static int send_error(ws_session *ss, const char *code, const char *fmt, ...) {
     return send_json(ss, o);
 }
 
-static int lookup_voice(void *user, const char *name, qtts_voice **out, char *err, size_t err_size) {
-    qtts_voice *v = NULL;
-    int rc = srv_voices_get(user, name, &v, err, err_size);
-    if (rc == 0) {
-        if (out) *out = v;
-        else qtts_voice_release(v);
-    }
-    return rc;
-}
-
 static int buf_sink(void *user, const void *data, size_t n) { return srv_buf_append(user, data, n); }
 
 static void utterance_end(ws_session *ss) {
@@ -150,14 +140,8 @@ static int utterance_start(ws_session *ss) {
     cJSON_DeleteItemFromObjectCaseSensitive(req, "input");
     cJSON_AddStringToObject(req, "input", "-"); /* the parser wants an input; the text comes in pieces */
     if (!cJSON_HasObjectItem(req, "response_format")) cJSON_AddStringToObject(req, "response_format", "pcm");
-    srv_speech_ctx ctx = {
-        .info = s->info,
-        .max_input_chars = s->p.max_input_chars,
-        .guard_frames_per_token = s->p.guard_frames_per_token,
-        .no_repetition_guard = s->p.no_repetition_guard,
-        .voice_get = lookup_voice,
-        .voice_user = s->voices,
-    };
+    srv_speech_ctx ctx;
+    srv_speech_context(s, &ctx);
     srv_speech_request o;
     srv_bad_req b;
     memset(&o, 0, sizeof o);
