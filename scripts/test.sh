@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # Builds qtts twice (release, and ASan+UBSan) and runs the whole test suite in
-# both, then the bounded fuzz runs. Ends with one line "N passed, N failed".
+# both, the ARM64 kernel and golden tests under emulation (QTTS_ARM64=0 skips
+# them), then the bounded fuzz runs. Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 passed=0; failed=0
+fail_log=$(mktemp /tmp/qtts_fail.XXXXXX)
 
-run_suite() { # dir label cmake-args...
+build_tree() { # dir label cmake-args...: configure + one build (warnings shown; there should be none)
   local dir=$1 label=$2; shift 2
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null || { echo "$label: configure failed"; failed=$((failed+1)); return; }
-  # one build; its warnings (there should be none) are shown
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null || { echo "$label: configure failed"; failed=$((failed+1)); return 1; }
   if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
-    tail -n 30 "$dir/build.log"; echo "$label: build failed"; failed=$((failed+1)); return
+    tail -n 30 "$dir/build.log"; echo "$label: build failed"; failed=$((failed+1)); return 1
   fi
   grep -E "warning|error" "$dir/build.log" || true
+}
+
+run_ctest() { # dir label ctest-args...: runs and counts the test programs
+  local dir=$1 label=$2; shift 2
   local out
-  out=$(cd "$dir" && ctest --output-on-failure -j"$jobs" 2>&1)
+  out=$(cd "$dir" && ctest --output-on-failure -j"$jobs" "$@" 2>&1)
   echo "$out" | tail -n 40
+  # the failing checks themselves, repeated at the end (CI shows the tail)
+  echo "$out" | grep -E "^(FAIL |==[0-9]+==ERROR|.*runtime error:)" | head -n 20 | sed "s/^/[$label] /" >>"$fail_log" || true
   local total fail
   total=$(echo "$out" | sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' | tail -1)
   fail=$(echo "$out" | sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' | tail -1)
@@ -26,7 +33,33 @@ run_suite() { # dir label cmake-args...
   echo "== $label: $((total - fail)) of $total test programs passed"
 }
 
+run_suite() { # dir label cmake-args...
+  local dir=$1 label=$2
+  build_tree "$@" && run_ctest "$dir" "$label"
+}
+
+# ARM64: cross-built, the kernel and golden test programs under qemu-aarch64
+# (scripts/deps_arm64.sh installs the tools). "max" has dotprod, bf16 and i8mm,
+# so every NEON path runs; a Cortex-A53 has none of them, so the fallbacks run.
+# Tests that start the qtts binary (label cli) or a server stay native.
+run_arm64() {
+  if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
+    if [ "${QTTS_REQUIRE_ARM64:-0}" = 1 ]; then
+      echo "arm64: aarch64-linux-gnu-gcc or qemu-aarch64-static missing (scripts/deps_arm64.sh)"; failed=$((failed+1))
+    else
+      echo "SKIP arm64: no cross compiler or qemu-aarch64-static (scripts/deps_arm64.sh installs them)"
+    fi
+    return
+  fi
+  build_tree build-arm64 "arm64 cross build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake || return
+  # test_incremental_text checks engine-thread timing (not kernels) and takes many minutes emulated
+  QEMU_CPU=max run_ctest build-arm64 "arm64 qemu -cpu max" -L "unit|golden" -LE cli -E "test_incremental_text"
+  QEMU_CPU=cortex-a53 run_ctest build-arm64 "arm64 qemu -cpu cortex-a53 (no dotprod/bf16)" \
+    -R "test_(linear|conv|conv1d_pad|quant|ops|mel|sampler|talker_golden|talker_batch|engine_golden|cloning_golden|encoder)$"
+}
+
 run_suite build "release"
+[ "${QTTS_ARM64:-1}" = 0 ] || run_arm64
 # the soak at lower volume under the sanitizers (about 10x slower)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 QTTS_SOAK_REQUESTS=300 \
   run_suite build-asan "asan+ubsan" -DQTTS_SANITIZE=ON
@@ -57,5 +90,7 @@ if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then
   fi
 fi
 
+if [ -s "$fail_log" ]; then echo "failing checks:"; cat "$fail_log"; fi
+rm -f "$fail_log"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

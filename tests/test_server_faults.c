@@ -1074,10 +1074,30 @@ static int header_flood(int port, int one_line) {
 }
 
 /* Opens n connections that send nothing; returns how many connected. */
-static int open_idle(int port, int *fds, int n) {
-    int ok = 0;
-    for (int i = 0; i < n; i++) ok += (fds[i] = th_connect(port)) >= 0;
+/* Opens n idle connections and waits (up to 10 s) until the server has
+ * accepted them all (its fd count rose by n), so a loaded machine cannot
+ * make a later check race the accepts. */
+static int open_idle(const th_server *srv, int *fds, int n) {
+    int base = th_proc_fds(srv->pid), ok = 0;
+    for (int i = 0; i < n; i++) ok += (fds[i] = th_connect(srv->port)) >= 0;
+    double t0 = th_now();
+    while (th_now() - t0 < 10 && th_proc_fds(srv->pid) < base + ok) sleep_ms(20);
     return ok;
+}
+
+/* GET /health until it answers 200 (a refused connection is retried) or
+ * timeout_s; returns the last status (0: closed without an answer). */
+static int health_until_ok(int port, double timeout_s) {
+    double t0 = th_now();
+    int status = 0;
+    do {
+        th_resp r;
+        th_request(port, "GET", "/health", NULL, NULL, 0, &r, 3);
+        status = r.status;
+        th_resp_free(&r);
+        if (status != 200) sleep_ms(50);
+    } while (status != 200 && th_now() - t0 < timeout_s);
+    return status;
 }
 
 static void close_all(int *fds, int n) {
@@ -1180,16 +1200,12 @@ static void test_slow_clients(const clip *c) {
     int fds[8];
     const char *args_ip[] = {"-m", BASE_MODEL, "--threads", "2", "--max-connections-per-ip", "4", NULL};
     if (th_start(&srv, args_ip, 120) == 0) {
-        int n = open_idle(srv.port, fds, 4);
-        sleep_ms(300);
+        int n = open_idle(&srv, fds, 4);
         th_request(srv.port, "GET", "/health", NULL, NULL, 0, &r, 3);
         int fifth = r.status;
         th_resp_free(&r);
         close(fds[0]), fds[0] = -1;
-        sleep_ms(300);
-        th_request(srv.port, "GET", "/health", NULL, NULL, 0, &r, 3);
-        int after = r.status;
-        th_resp_free(&r);
+        int after = health_until_ok(srv.port, 10); /* once the server has seen the close */
         close_all(fds, 4);
         printf("--max-connections-per-ip 4: %d idle connections open, a 5th gets %s; after one closes: %d\n", n,
                fifth ? "an answer" : "closed without an answer", after);
@@ -1205,17 +1221,13 @@ static void test_slow_clients(const clip *c) {
     const char *args_max[] = {"-m", BASE_MODEL, "--threads", "2", "--http-threads", "2", "--max-connections", "4",
                               NULL};
     if (th_start(&srv, args_max, 120) == 0) {
-        int n = open_idle(srv.port, fds, 4);
-        sleep_ms(300);
+        int n = open_idle(&srv, fds, 4);
         double tw = th_now();
         th_request(srv.port, "GET", "/health", NULL, NULL, 0, &r, 1.5);
         int fifth = r.status;
         th_resp_free(&r);
         close_all(fds, 4);
-        sleep_ms(200);
-        th_request(srv.port, "GET", "/health", NULL, NULL, 0, &r, 5);
-        int after = r.status;
-        th_resp_free(&r);
+        int after = health_until_ok(srv.port, 10);
         printf("--max-connections 4 (--http-threads 2): 4 idle connections open, a 5th waits unanswered (%s after "
                "%.1f s); after they close: %d\n",
                fifth ? "answered" : "no answer", th_now() - tw, after);
