@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/probe.h"
 #include "core/threadpool.h"
 #include "io/store.h"
 #include "model/codec_decoder.h"
@@ -53,74 +54,13 @@ static void on_stage(void *ctx, const char *stage, const float *d, int64_t c, in
     s->last = t;
 }
 
-/* ---- FMA peak ---- */
-#if defined(__x86_64__)
-#include <immintrin.h>
-__attribute__((target("avx512f"))) static double fma_peak_512(long iters) {
-    __m512 a[12];
-    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i * 1e-3f);
-    __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, b);
-    float s = 0, o[16];
-    for (int i = 0; i < 12; i++) {
-        _mm512_storeu_ps(o, a[i]);
-        s += o[0];
-    }
-    return s;
-}
-__attribute__((target("avx2,fma"))) static double fma_peak_256(long iters) {
-    __m256 a[12];
-    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i * 1e-3f);
-    __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, b);
-    float s = 0, o[8];
-    for (int i = 0; i < 12; i++) {
-        _mm256_storeu_ps(o, a[i]);
-        s += o[0];
-    }
-    return s;
-}
-#endif
-
+/* ---- FMA peak: the machine probe's register-only loop (bench/probe.h) ---- */
 typedef struct {
-    long iters;
-    int lanes;
-    volatile double sink;
-} peak_job;
-
-typedef struct {
-    double wall, cpu; /* GFLOP/s per wall second (all threads) and per CPU second (one core) */
+    double wall, cpu; /* GFLOP/s per wall second (all threads) and of one core */
 } peak_result;
 
-static void peak_body(void *p, int tid, int n) {
-    (void)tid, (void)n;
-    peak_job *j = p;
-#if defined(__x86_64__)
-    j->sink = j->lanes == 16 ? fma_peak_512(j->iters) : fma_peak_256(j->iters);
-#else
-    (void)j;
-#endif
-}
-
-static peak_result measure_peak(qtts_pool *pool, int threads) {
-    peak_result r = {0, 0};
-#if defined(__x86_64__)
-    int lanes = qtts_conv_isa_best() == QTTS_CONV_ISA_AVX512 ? 16 : qtts_conv_isa_best() == QTTS_CONV_ISA_AVX2 ? 8 : 0;
-    if (!lanes) return r;
-    peak_job j = {20000000, lanes, 0};
-    qtts_pool_run(pool, peak_body, &j); /* warm-up */
-    j.iters = 40000000;
-    double t0 = now(), c0 = cpu_now();
-    qtts_pool_run(pool, peak_body, &j);
-    double dt = now() - t0, dc = cpu_now() - c0;
-    double flop = 12.0 * lanes * 2.0 * (double)j.iters * threads;
-    r.wall = flop / dt * 1e-9;
-    r.cpu = flop / dc * 1e-9;
-#else
-    (void)pool, (void)threads;
-#endif
+static peak_result measure_peak(qtts_pool *pool) {
+    peak_result r = {qtts_probe_fma_gflops(pool, 1), qtts_probe_fma_gflops(pool, 0)};
     return r;
 }
 
@@ -186,9 +126,10 @@ int main(int argc, char **argv) {
         qtts_codec_decoder_set_cache_budget(dec, 4096);
         rc |= qtts_codec_decode_offline(dec, pool, codes, T, 0, 0, w, &err);
         double dmax = 0, amax = 0;
-        for (int64_t i = 0; i < T * fs; i++) {
-            dmax = fmax(dmax, fabs(w[i] - ref[i]));
-            amax = fmax(amax, fabs(ref[i]));
+        for (int64_t i = 0; i < T * fs; i++) { /* comparisons, not fmax: GCC 12 for AArch64 crashes vectorising fmax */
+            double d = fabs(w[i] - ref[i]), a = fabs(ref[i]);
+            if (d > dmax) dmax = d;
+            if (a > amax) amax = a;
         }
         printf("check (real size, 10 frames): 1-frame steps + small tail pieces vs one forward: max abs diff %.3g "
                "(signal max %.3g)%s\n", dmax, amax, rc ? " [decode failed]" : "");
@@ -204,7 +145,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_decoder: %s\n", err.msg);
             return 1;
         }
-        peak_result peak = measure_peak(pool, threads[ti]);
+        peak_result peak = measure_peak(pool);
         qtts_codec_stream *S[64];
         stage_times times;
         memset(&times, 0, sizeof times);

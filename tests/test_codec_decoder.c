@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "model/codec_decoder.h"
 #include "tensor/conv.h"
+#include "tensor/conv_calibrate.h"
 #include "model/codec_random.h"
 #include "support/npy.h"
 
@@ -465,6 +466,23 @@ int main(void) {
             printf("  bf16 decoder not available on this CPU: %s\n", err.msg);
         }
         qtts_codec_decoder_free(db);
+    }
+
+    /* auto = bf16 only for quantized LM weights and only where bf16 convolutions were measured faster */
+    {
+        const qtts_conv_calibration *cal = qtts_conv_calibrate();
+        qtts_decoder_precision pq = QTTS_DECODER_F32, pb = QTTS_DECODER_BF16;
+        TEST_CHECK(qtts_decoder_precision_choose("auto", QTTS_Q8_0, &pq, &err) == 0 &&
+                       qtts_decoder_precision_choose(NULL, QTTS_BF16, &pb, &err) == 0,
+                   "auto precision: %s", err.msg);
+        TEST_CHECK(pq == (cal->bf16_faster ? QTTS_DECODER_BF16 : QTTS_DECODER_F32) && pb == QTTS_DECODER_F32,
+                   "auto precision follows the measurement (q8_0: %s, bf16 weights: %s)",
+                   qtts_decoder_precision_name(pq), qtts_decoder_precision_name(pb));
+        TEST_CHECK(!cal->bf16_faster || (cal->bf16_available && cal->bf16_gflops >= 1.1 * cal->f32_gflops * 0.999),
+                   "bf16 chosen only when measured faster (%.1f vs %.1f GFLOP/s)", cal->bf16_gflops, cal->f32_gflops);
+        printf("  decoder precision auto (q8_0/q4_k weights): %s; bf16 convs %s, f32 %.1f / bf16 %.1f GFLOP/s measured "
+               "in %.1f ms\n", qtts_decoder_precision_name(pq), cal->bf16_available ? "available" : "not available",
+               cal->f32_gflops, cal->bf16_gflops, cal->ms);
     }
 
     free(w20);

@@ -114,16 +114,34 @@ static errstat check(const qtts_mat *m, const float *deq, const float *x, int64_
 
 int main(void) {
     const qtts_cpu_features *f = qtts_cpu_features_get();
-    printf("cpu: avx2 %d fma %d f16c %d avx512f %d bw %d vl %d dq %d vnni %d bf16 %d; selected %s\n", f->avx2,
-           f->fma, f->f16c, f->avx512f, f->avx512bw, f->avx512vl, f->avx512dq, f->avx512vnni, f->avx512bf16,
-           qtts_isa_name(qtts_cpu_isa()));
+    char feat[256];
+    qtts_cpu_features_describe(f, feat, sizeof feat);
+    printf("cpu: %s; selected %s\n", feat, qtts_isa_name(qtts_cpu_isa()));
     /* ISA selection honours the cap and never exceeds the hardware. */
     TEST_CHECK(qtts_isa_select(f, "scalar") == QTTS_ISA_SCALAR, "QTTS_ISA=scalar not honoured");
-    TEST_CHECK(qtts_isa_select(f, "avx2") <= QTTS_ISA_AVX2, "QTTS_ISA=avx2 not honoured");
+    if (qtts_isa_supported(f, QTTS_ISA_AVX2))
+        TEST_CHECK(qtts_isa_select(f, "avx2") == QTTS_ISA_AVX2, "QTTS_ISA=avx2 not honoured");
+    if (qtts_isa_supported(f, QTTS_ISA_NEON))
+        TEST_CHECK(qtts_isa_select(f, "neon") == QTTS_ISA_NEON, "QTTS_ISA=neon not honoured");
     qtts_cpu_features none;
     memset(&none, 0, sizeof none);
     TEST_CHECK(qtts_isa_select(&none, "avx512") == QTTS_ISA_SCALAR, "cap selected an unsupported ISA");
+    TEST_CHECK(qtts_isa_select(&none, "dotprod") == QTTS_ISA_SCALAR, "cap selected an unsupported ISA");
     TEST_CHECK(qtts_isa_select(f, NULL) == qtts_isa_select(f, "bogus"), "unknown cap changed the choice");
+    /* the AArch64 ladder on made-up CPUs (pure, so it runs on any host): a Cortex-A53, a Pi 5 (A76), a
+     * Graviton3, and caps from another family ignored */
+    qtts_cpu_features a53 = none, a76 = none, v1 = none;
+    a53.neon = true;
+    a76 = a53, a76.dotprod = a76.fp16 = true;
+    v1 = a76, v1.bf16 = v1.i8mm = true;
+    TEST_CHECK(qtts_isa_select(&a53, NULL) == QTTS_ISA_NEON, "A53: %s", qtts_isa_name(qtts_isa_select(&a53, NULL)));
+    TEST_CHECK(qtts_isa_select(&a76, NULL) == QTTS_ISA_NEON_DOTPROD, "A76: %s",
+               qtts_isa_name(qtts_isa_select(&a76, NULL)));
+    TEST_CHECK(qtts_isa_select(&v1, NULL) == QTTS_ISA_NEON_BF16, "V1: %s", qtts_isa_name(qtts_isa_select(&v1, NULL)));
+    TEST_CHECK(qtts_isa_select(&v1, "dotprod") == QTTS_ISA_NEON_DOTPROD, "V1 capped at dotprod");
+    TEST_CHECK(qtts_isa_select(&a53, "dotprod") == QTTS_ISA_NEON, "a cap above the hardware keeps the hardware's");
+    TEST_CHECK(qtts_isa_select(&v1, "avx2") == QTTS_ISA_NEON_BF16, "an x86 cap on an Arm CPU is ignored");
+    TEST_CHECK(!strcmp(qtts_isa_name(QTTS_ISA_NEON_DOTPROD), "dotprod"), "ISA names");
 
     qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
@@ -151,7 +169,7 @@ int main(void) {
                 float *want = malloc((size_t)(n * rows) * sizeof(float));
                 float *got = malloc((size_t)(n * rows) * sizeof(float));
                 TEST_CHECK(qtts_linear_ref(&m, si == 1 ? NULL : bias, x, n, want) == 0, "ref failed");
-                for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
+                for (int isa = QTTS_ISA_SCALAR; isa < QTTS_ISA_COUNT; isa++) {
                     if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
                     for (int fast = 0; fast < 2; fast++) {
                         int bf16_act = fast && type == QTTS_BF16 && isa == QTTS_ISA_AVX512 && f->avx512bf16;
@@ -197,7 +215,7 @@ int main(void) {
         float *want = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
         for (int64_t i = 0; i < n * cols; i++) x[i] = gauss();
         TEST_CHECK(qtts_linear_ref(&m, NULL, x, n, want) == 0, "ref failed");
-        for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
+        for (int isa = QTTS_ISA_SCALAR; isa < QTTS_ISA_COUNT; isa++) {
             if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
             memset(got, 0xff, (size_t)(n * rows) * sizeof(float));
             TEST_CHECK(qtts_linear_isa(pool, &m, NULL, x, n, got, (qtts_isa)isa, 0) == 0, "qtts_linear_isa failed");
@@ -251,7 +269,7 @@ int main(void) {
                                !memcmp(got, want, (size_t)(n * rows) * sizeof(float)),
                            "%s x16 n=%lld: the reference differs on the interleaved copy", qtts_dtype_name(type),
                            (long long)n);
-                for (int isa = QTTS_ISA_SCALAR; isa <= QTTS_ISA_AVX512; isa++) {
+                for (int isa = QTTS_ISA_SCALAR; isa < QTTS_ISA_COUNT; isa++) {
                     if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
                     memset(got, 0xff, (size_t)(n * rows) * sizeof(float));
                     TEST_CHECK(qtts_linear_isa(pool, &x16, b, x, n, got, (qtts_isa)isa, 0) == 0,
@@ -299,7 +317,7 @@ int main(void) {
     float xy[1];
     const int64_t huge = (int64_t)1 << 52;
     qtts_mat q8 = {.type = QTTS_Q8_0, .rows = 16, .cols = 32, .row_bytes = 34, .data = dummy};
-    for (int isa = QTTS_ISA_AVX2; isa <= QTTS_ISA_AVX512; isa++) /* activation pack of `huge` tokens */
+    for (int isa = QTTS_ISA_AVX2; isa < QTTS_ISA_COUNT; isa++) /* activation pack of `huge` tokens */
         if (qtts_isa_supported(f, (qtts_isa)isa))
             TEST_CHECK(qtts_linear_isa(pool, &q8, NULL, xy, huge, xy, (qtts_isa)isa, 0) == -1,
                        "%s: an impossible activation pack did not fail", qtts_isa_name((qtts_isa)isa));

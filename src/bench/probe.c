@@ -62,9 +62,15 @@ static void read_body(void *ctx, int tid, int nt) {
     const float *p = j->buf + b;
     size_t n = (size_t)(e - b) & ~(size_t)63;
     float s;
+#if defined(__x86_64__)
     if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_read_avx512(p, n);
     else if (j->isa == QTTS_ISA_AVX2) s = qtts_probe_read_avx2(p, n);
-    else s = read_scalar(p, n);
+    else
+#elif defined(__aarch64__)
+    if (j->isa != QTTS_ISA_SCALAR) s = qtts_probe_read_neon(p, n);
+    else
+#endif
+        s = read_scalar(p, n);
     if (tid < 64) j->sink[tid] += s;
 }
 
@@ -73,10 +79,17 @@ static void fma_body(void *ctx, int tid, int nt) {
     probe_job *j = ctx;
     if (!j->all && tid) return;
     float s;
+#if defined(__x86_64__)
     if (j->bf16) s = qtts_probe_bf16dot_avx512(j->iters);
     else if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_fma_avx512(j->iters);
     else if (j->isa == QTTS_ISA_AVX2) s = qtts_probe_fma_avx2(j->iters);
-    else s = fma_scalar(j->iters);
+    else
+#elif defined(__aarch64__)
+    if (j->bf16) s = qtts_probe_bf16dot_neon(j->iters);
+    else if (j->isa != QTTS_ISA_SCALAR) s = qtts_probe_fma_neon(j->iters);
+    else
+#endif
+        s = fma_scalar(j->iters);
     if (tid < 64) j->sink[tid] += s;
 }
 
@@ -136,18 +149,21 @@ double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads) {
     /* chains x lanes */
     const double lanes = j.isa == QTTS_ISA_AVX512 ? 16 * QTTS_PROBE_CHAINS_AVX512
                          : j.isa == QTTS_ISA_AVX2 ? 8 * QTTS_PROBE_CHAINS_AVX2
+                         : j.isa >= QTTS_ISA_NEON ? 4 * QTTS_PROBE_CHAINS_NEON
                                                   : SCALAR_CHAINS;
     return peak_gflops(pool, &j, lanes);
 }
 
 double qtts_probe_bf16_gflops(qtts_pool *pool, int all_threads) {
-    if (qtts_cpu_isa() != QTTS_ISA_AVX512 || !qtts_cpu_features_get()->avx512bf16) return 0;
     probe_job j;
     memset(&j, 0, sizeof j);
-    j.isa = QTTS_ISA_AVX512;
     j.bf16 = 1;
     j.all = all_threads != 0;
-    return peak_gflops(pool, &j, 32.0 * QTTS_PROBE_CHAINS_AVX512); /* chains x 32 products */
+    j.isa = qtts_cpu_isa();
+    if (j.isa == QTTS_ISA_AVX512 && qtts_cpu_features_get()->avx512bf16)
+        return peak_gflops(pool, &j, 32.0 * QTTS_PROBE_CHAINS_AVX512); /* chains x 32 products */
+    if (j.isa == QTTS_ISA_NEON_BF16) return peak_gflops(pool, &j, 8.0 * QTTS_PROBE_CHAINS_NEON); /* x 8 products */
+    return 0;
 }
 
 int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err) {

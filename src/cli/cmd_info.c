@@ -1,6 +1,7 @@
 /* qtts info PATH: what a checkpoint is, read from its files alone. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -11,6 +12,9 @@
 #include "io/store.h"
 #include "model/config.h"
 #include "net/hub.h"
+#include "tensor/conv.h"
+#include "tensor/conv_calibrate.h"
+#include "tensor/cpu.h"
 
 typedef struct {
     const char *prefix;
@@ -168,17 +172,43 @@ static int print_folder(const char *path, const cli_model_files *m) {
     return CLI_OK;
 }
 
+/* qtts info --cpu: what was detected, what runs, and why. */
+static void print_cpu(void) {
+    char feat[256];
+    qtts_cpu_features_describe(qtts_cpu_features_get(), feat, sizeof feat);
+    const char *cap = getenv("QTTS_ISA");
+    printf("cpu features: %s\n", feat);
+    printf("kernels: %s%s%s%s (dense layers); convolutions: %s\n", qtts_isa_name(qtts_cpu_isa()),
+           cap && *cap ? " (QTTS_ISA=" : "", cap && *cap ? cap : "", cap && *cap ? ")" : "",
+           qtts_conv_isa_name(QTTS_CONV_ISA_AUTO));
+    const qtts_conv_calibration *c = qtts_conv_calibrate();
+    if (!c->bf16_available) {
+        printf("decoder precision auto: f32 (no bf16 convolutions with these kernels)\n");
+        return;
+    }
+    printf("bf16 convolutions, measured on one thread (%.1f ms): f32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (x%.2f)\n", c->ms,
+           c->f32_gflops, c->bf16_gflops, c->f32_gflops > 0 ? c->bf16_gflops / c->f32_gflops : 0);
+    printf("decoder precision auto: %s with q8_0/q4_k weights (bf16 only when at least 1.1x faster), f32 otherwise\n",
+           c->bf16_faster ? "bf16" : "f32");
+}
+
 int cmd_info(int argc, char **argv) {
     if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *out = argc == 2 ? stdout : stderr;
         fprintf(out, "usage: qtts info PATH\n"
                      "       qtts info --config-keys\n"
+                     "       qtts info --cpu\n"
                      "  PATH: a Qwen3-TTS model folder, a bare speech-tokenizer folder, or a .gguf file\n"
-                     "  --config-keys: every config key qtts reads, with its default or why it is required\n");
+                     "  --config-keys: every config key qtts reads, with its default or why it is required\n"
+                     "  --cpu: the CPU features found, the kernels in use and the measured bf16/f32 decoder choice\n");
         return argc == 2 ? CLI_OK : CLI_USAGE;
     }
     if (!strcmp(argv[1], "--config-keys")) {
         qtts_config_describe(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--cpu")) {
+        print_cpu();
         return CLI_OK;
     }
     if (argv[1][0] == '-') {

@@ -6,7 +6,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#if defined(__linux__)
 #include <sys/syscall.h>
+#endif
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,7 +55,15 @@ struct qtts_pool {
     int inline_budget;  /* parallel-fors still to run inline before probing the workers again */
 };
 
-static pid_t current_tid(void) { return (pid_t)syscall(SYS_gettid); }
+/* The kernel's id of the calling thread (Linux: what /proc/<pid>/task lists);
+ * 0 where the system has no such number. */
+static pid_t current_tid(void) {
+#if defined(__linux__)
+    return (pid_t)syscall(SYS_gettid);
+#else
+    return 0;
+#endif
+}
 
 static void *worker_main(void *p) {
     worker_arg *arg = p;

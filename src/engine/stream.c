@@ -8,13 +8,23 @@
 #include <string.h>
 #include <time.h>
 
+/* The clock of the stream's timed waits: monotonic where the condition
+ * variable can use it (macOS cannot set a condition variable's clock). */
+#if defined(__APPLE__)
+#define STREAM_WAIT_CLOCK CLOCK_REALTIME
+#else
+#define STREAM_WAIT_CLOCK CLOCK_MONOTONIC
+#endif
+
 qtts_stream *stream_new(void) {
     qtts_stream *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+#if !defined(__APPLE__)
+    pthread_condattr_setclock(&attr, STREAM_WAIT_CLOCK);
+#endif
     pthread_cond_init(&s->changed, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&s->refs, 2); /* the reader and the engine */
@@ -89,7 +99,7 @@ void stream_fail(qtts_stream *s, qtts_status status, const char *msg) {
 
 long qtts_stream_read(qtts_stream *s, float *buf, size_t max, int timeout_ms) {
     struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    clock_gettime(STREAM_WAIT_CLOCK, &deadline);
     if (timeout_ms > 0) {
         deadline.tv_sec += timeout_ms / 1000;
         deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "tensor/conv.h"
+#include "tensor/conv_calibrate.h"
 #include "tensor/ops.h"
 
 /* MAX_STAGES: most upsampling stages / decoder blocks a config may have;
@@ -687,7 +688,8 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
 int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err) {
     if (!opt || !*opt || !strcmp(opt, "auto")) {
         int quantized = lm_weights == QTTS_Q8_0 || lm_weights == QTTS_Q4_K;
-        *out = quantized && qtts_conv_bf16_supported() ? QTTS_DECODER_BF16 : QTTS_DECODER_F32;
+        /* bf16 only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
+        *out = quantized && qtts_conv_calibrate()->bf16_faster ? QTTS_DECODER_BF16 : QTTS_DECODER_F32;
         return 0;
     }
     if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "server/audio_out.h"
 #include "server/internal.h"
+#include "server/socket_compat.h"
 #include "server/speech_request.h"
 #include "server/stretch.h"
 #include "server/voice_store.h"
@@ -70,7 +71,7 @@ static int send_all(int sock, const void *p, size_t n) {
     const unsigned char *b = p;
     double deadline = qtts_now_ms() + WS_SEND_TIMEOUT_MS;
     while (n) {
-        ssize_t w = send(sock, b, n, MSG_NOSIGNAL);
+        ssize_t w = send(sock, b, n, QTTS_MSG_NOSIGNAL);
         if (w > 0) {
             b += w;
             n -= (size_t)w;

@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "model/config.h"
 #include "server/buf.h"
+#include "server/socket_compat.h"
 #include "server/voice_store.h"
 #include "server/wyoming_frame.h"
 #include "text/utf8.h"
@@ -259,7 +260,7 @@ typedef struct {
 
 static int send_all(int fd, const char *p, size_t n) {
     while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        ssize_t k = send(fd, p, n, QTTS_MSG_NOSIGNAL);
         if (k > 0) {
             p += k;
             n -= (size_t)k;
@@ -841,7 +842,7 @@ static void refuse(int fd, const char *code, const char *text) {
     cJSON *d = cJSON_CreateObject();
     if (d && cJSON_AddStringToObject(d, "text", text) && cJSON_AddStringToObject(d, "code", code) &&
         !wy_write_event(&b, "error", d, NULL, 0))
-        (void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)!send(fd, b.data, b.len, QTTS_MSG_NOSIGNAL | MSG_DONTWAIT);
     cJSON_Delete(d);
     srv_buf_free(&b);
     /* Unread input at close() makes a reset, which may destroy the error
@@ -869,7 +870,7 @@ static void *accept_main(void *arg) {
         if (pr <= 0) continue;
         if (pf[1].revents) break;
         if (!(pf[0].revents & POLLIN)) continue;
-        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        int fd = qtts_accept_cloexec(w->listen_fd);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 struct timespec ts = {0, 50 * 1000000}; /* out of descriptors: do not spin */
@@ -975,7 +976,7 @@ static int open_listener(qtts_wyoming *w, char *err, size_t n) {
     if (gai) return snprintf(err, n, "wyoming: address %s: %s", w->host, gai_strerror(gai)), -1;
     int fd = -1, saved = 0;
     for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        fd = qtts_socket_cloexec(a->ai_family, a->ai_socktype, a->ai_protocol);
         if (fd < 0) {
             saved = errno;
             continue;
@@ -1076,7 +1077,7 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
         }
         w->n_threads++;
     }
-    if (pipe2(w->wake, O_CLOEXEC) || pthread_create(&w->accept_th, NULL, accept_main, w)) {
+    if (qtts_pipe_cloexec(w->wake) || pthread_create(&w->accept_th, NULL, accept_main, w)) {
         snprintf(err, err_size, "wyoming: cannot start the accept thread: %s", strerror(errno));
         pool_stop(w);
         wyoming_free(w);

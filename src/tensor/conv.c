@@ -77,7 +77,8 @@ void qtts_conv_free(qtts_conv *cv) {
 /* ---- bf16 form ------------------------------------------------------------ */
 
 int qtts_conv_bf16_supported(void) {
-    return qtts_cpu_isa() == QTTS_ISA_AVX512 && qtts_cpu_features_get()->avx512bf16;
+    return (qtts_cpu_isa() == QTTS_ISA_AVX512 && qtts_cpu_features_get()->avx512bf16) ||
+           qtts_cpu_isa() == QTTS_ISA_NEON_BF16;
 }
 
 static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
@@ -85,7 +86,7 @@ static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
 int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err) {
     if (cv->wbf) return 0;
     if (!qtts_conv_bf16_supported())
-        return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 (this one: %s kernels)",
+        return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
                          qtts_isa_name(qtts_cpu_isa()));
     const int64_t c2n = pairs_of(cv->c_in), nrb = cv->rows_pad / QTTS_CONV_MR;
     uint32_t *wbf = qtts_calloc((size_t)(nrb * c2n * cv->k * QTTS_CONV_MR), sizeof *wbf, err);
@@ -156,21 +157,29 @@ float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_ou
 /* ---- ISA selection ------------------------------------------------------ */
 
 int qtts_conv_isa_supported(qtts_conv_isa isa) {
+    const qtts_cpu_features *f = qtts_cpu_features_get();
     switch (isa) {
     case QTTS_CONV_ISA_AUTO:
     case QTTS_CONV_ISA_SCALAR: return 1;
 #if defined(__x86_64__) || defined(_M_X64)
-    case QTTS_CONV_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case QTTS_CONV_ISA_AVX512: return __builtin_cpu_supports("avx512f");
+    case QTTS_CONV_ISA_AVX2: return qtts_isa_supported(f, QTTS_ISA_AVX2);
+    case QTTS_CONV_ISA_AVX512: return qtts_isa_supported(f, QTTS_ISA_AVX512);
+#elif defined(__aarch64__)
+    case QTTS_CONV_ISA_NEON: return qtts_isa_supported(f, QTTS_ISA_NEON);
 #endif
     default: return 0;
     }
 }
 
 qtts_conv_isa qtts_conv_isa_best(void) {
-    if (qtts_conv_isa_supported(QTTS_CONV_ISA_AVX512)) return QTTS_CONV_ISA_AVX512;
-    if (qtts_conv_isa_supported(QTTS_CONV_ISA_AVX2)) return QTTS_CONV_ISA_AVX2;
-    return QTTS_CONV_ISA_SCALAR;
+    switch (qtts_cpu_isa()) {
+    case QTTS_ISA_AVX512: return QTTS_CONV_ISA_AVX512;
+    case QTTS_ISA_AVX2: return QTTS_CONV_ISA_AVX2;
+    case QTTS_ISA_NEON:
+    case QTTS_ISA_NEON_DOTPROD:
+    case QTTS_ISA_NEON_BF16: return QTTS_CONV_ISA_NEON;
+    default: return QTTS_CONV_ISA_SCALAR;
+    }
 }
 
 const char *qtts_conv_isa_name(qtts_conv_isa isa) {
@@ -178,6 +187,7 @@ const char *qtts_conv_isa_name(qtts_conv_isa isa) {
     case QTTS_CONV_ISA_AUTO: return qtts_conv_isa_name(qtts_conv_isa_best());
     case QTTS_CONV_ISA_AVX2: return "avx2";
     case QTTS_CONV_ISA_AVX512: return "avx512";
+    case QTTS_CONV_ISA_NEON: return "neon";
     default: return "scalar";
     }
 }
@@ -194,6 +204,8 @@ static qtts_conv_tile_fn tile_for(qtts_conv_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
     case QTTS_CONV_ISA_AVX512: return qtts_conv_tile_avx512;
     case QTTS_CONV_ISA_AVX2: return qtts_conv_tile_avx2;
+#elif defined(__aarch64__)
+    case QTTS_CONV_ISA_NEON: return qtts_conv_tile_neon;
 #endif
     default: return qtts_conv_tile_scalar;
     }
@@ -276,7 +288,7 @@ typedef struct {
     const float *x;
     int64_t ldx, len;
     uint32_t *pairs;
-    int avx512;
+    int simd; /* the AVX-512 or NEON packer */
 } pairs_job;
 
 static void pairs_rows(void *p, int64_t c0, int64_t c1, int tid) {
@@ -286,8 +298,13 @@ static void pairs_rows(void *p, int64_t c0, int64_t c1, int tid) {
         const float *x0 = j->x + 2 * c2 * j->ldx, *x1 = 2 * c2 + 1 < j->cv->c_in ? x0 + j->ldx : NULL;
         uint32_t *dst = j->pairs + c2 * j->len;
 #if defined(__x86_64__) || defined(_M_X64)
-        if (j->avx512) {
+        if (j->simd) {
             qtts_bf16_pairs_row_avx512(x0, x1, dst, j->len);
+            continue;
+        }
+#elif defined(__aarch64__)
+        if (j->simd) {
+            qtts_bf16_pairs_row_neon(x0, x1, dst, j->len);
             continue;
         }
 #endif
@@ -300,13 +317,17 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     const int64_t len = T + qtts_conv_history(cv), c2n = pairs_of(cv->c_in);
     uint32_t *pairs = malloc((size_t)(c2n * len) * sizeof *pairs);
     if (!pairs) return -1;
-    const int avx512 = resolve(isa) == QTTS_CONV_ISA_AVX512 && qtts_conv_bf16_supported();
-    pairs_job pj = {cv, x, ldx, len, pairs, avx512};
+    /* the SIMD bf16 tile where the CPU has it and isa asks for SIMD */
+    const qtts_conv_isa path = resolve(isa);
+    const int simd = path != QTTS_CONV_ISA_SCALAR && path != QTTS_CONV_ISA_AVX2 && qtts_conv_bf16_supported();
+    pairs_job pj = {cv, x, ldx, len, pairs, simd};
     qtts_parallel_for_work(pool, c2n, 8, conv_work(cv, T), pairs_rows, &pj);
     conv_job j = {.cv = cv, .xbf = pairs, .add = add, .ldx = len, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
                   .tile_bf16 = qtts_conv_tile_bf16_scalar};
 #if defined(__x86_64__) || defined(_M_X64)
-    if (avx512) j.tile_bf16 = qtts_conv_tile_bf16_avx512;
+    if (simd) j.tile_bf16 = qtts_conv_tile_bf16_avx512;
+#elif defined(__aarch64__)
+    if (simd) j.tile_bf16 = qtts_conv_tile_bf16_neon;
 #endif
     run_tiles(pool, &j);
     free(pairs);
@@ -511,6 +532,8 @@ void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv
 #if defined(__x86_64__) || defined(_M_X64)
     case QTTS_CONV_ISA_AVX512: qtts_snake_row_avx512(x, y, n, ea, inv_b); return;
     case QTTS_CONV_ISA_AVX2: qtts_snake_row_avx2(x, y, n, ea, inv_b); return;
+#elif defined(__aarch64__)
+    case QTTS_CONV_ISA_NEON: qtts_snake_row_neon(x, y, n, ea, inv_b); return;
 #endif
     default: qtts_snake_row_ref(x, y, n, ea, inv_b); return;
     }

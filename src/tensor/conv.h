@@ -121,8 +121,14 @@ void qtts_snake_cm(qtts_pool *pool, const float *x, int64_t ldx, float *y, int64
 /* Time-major: rows of C floats (stride ld), in place. */
 void qtts_snake_tm(float *x, int64_t ld, int64_t C, int64_t T, const float *ea, const float *inv_b);
 
-/* SIMD paths. AUTO picks the best the CPU supports (cpuid at each call). */
-typedef enum { QTTS_CONV_ISA_AUTO, QTTS_CONV_ISA_SCALAR, QTTS_CONV_ISA_AVX2, QTTS_CONV_ISA_AVX512 } qtts_conv_isa;
+/* SIMD paths. AUTO follows qtts_cpu_isa() (so QTTS_ISA caps it too). */
+typedef enum {
+    QTTS_CONV_ISA_AUTO,
+    QTTS_CONV_ISA_SCALAR,
+    QTTS_CONV_ISA_AVX2,
+    QTTS_CONV_ISA_AVX512,
+    QTTS_CONV_ISA_NEON
+} qtts_conv_isa;
 /* The path AUTO resolves to on this CPU. */
 qtts_conv_isa qtts_conv_isa_best(void);
 const char *qtts_conv_isa_name(qtts_conv_isa isa);

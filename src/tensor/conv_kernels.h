@@ -21,6 +21,9 @@ void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64
 void qtts_conv_tile_avx512(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
                            int64_t ldy, const float *add, int64_t ldadd);
 
+void qtts_conv_tile_neon(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
+                         int64_t ldy, const float *add, int64_t ldadd);
+
 /* bf16 tiles: x is the input in bf16 channel pairs (uint32 per pair, row
  * stride ldx in pairs), weights cv->wbf. */
 typedef void (*qtts_conv_tile_bf16_fn)(const qtts_conv *cv, const uint32_t *x, int64_t ldx, int64_t nt, int64_t rb,
@@ -29,13 +32,17 @@ void qtts_conv_tile_bf16_scalar(const qtts_conv *cv, const uint32_t *x, int64_t 
                                 float *y, int64_t ldy, const float *add, int64_t ldadd);
 void qtts_conv_tile_bf16_avx512(const qtts_conv *cv, const uint32_t *x, int64_t ldx, int64_t nt, int64_t rb,
                                 float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_bf16_neon(const qtts_conv *cv, const uint32_t *x, int64_t ldx, int64_t nt, int64_t rb,
+                              float *y, int64_t ldy, const float *add, int64_t ldadd);
 /* pairs[c2][t] = bf16(x[2*c2][t]) | bf16(x[2*c2+1][t]) << 16 for t < n (the odd
  * channel is zero when x1 is NULL). */
 void qtts_bf16_pairs_row_scalar(const float *x0, const float *x1, uint32_t *pairs, int64_t n);
 void qtts_bf16_pairs_row_avx512(const float *x0, const float *x1, uint32_t *pairs, int64_t n);
+void qtts_bf16_pairs_row_neon(const float *x0, const float *x1, uint32_t *pairs, int64_t n);
 
 void qtts_snake_row_avx2(const float *x, float *y, int64_t n, float ea, float inv_b);
 void qtts_snake_row_avx512(const float *x, float *y, int64_t n, float ea, float inv_b);
+void qtts_snake_row_neon(const float *x, float *y, int64_t n, float ea, float inv_b);
 
 /* sin^2 by Cody-Waite reduction modulo pi/2 and the Cephes sinf/cosf
  * polynomials on [-pi/4, pi/4]; shared constants so every path agrees. */

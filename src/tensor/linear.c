@@ -97,6 +97,15 @@ static void linear_rows(void *p, int64_t r0, int64_t r1, int tid) {
         qtts_linear_rows_avx2(j->w, &j->act, j->bias, j->y, r0, r1);
         return;
     }
+#elif defined(__aarch64__)
+    if (j->isa == QTTS_ISA_NEON_DOTPROD || j->isa == QTTS_ISA_NEON_BF16) {
+        qtts_linear_rows_neon_dotprod(j->w, &j->act, j->bias, j->y, r0, r1);
+        return;
+    }
+    if (j->isa == QTTS_ISA_NEON) {
+        qtts_linear_rows_neon(j->w, &j->act, j->bias, j->y, r0, r1);
+        return;
+    }
 #endif
     linear_rows_portable(j, r0, r1, j->scratch + (size_t)tid * (size_t)j->w->cols); /* QTTS_ISA_SCALAR */
 }
@@ -170,7 +179,9 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
     linear_job *j = p;
     qtts_act *a = &j->act;
     int64_t cols = a->cols;
+#if defined(__x86_64__)
     const int simd = j->isa == QTTS_ISA_AVX512 && !j->pack_scalar;
+#endif
     for (int64_t t = t0; t < t1; t++) {
         const float *x = j->x + t * cols;
         int8_t *q = (int8_t *)a->q + t * cols;
@@ -244,7 +255,7 @@ int qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const
                     qtts_isa isa, unsigned flags) {
     if (n <= 0 || w->rows <= 0) return 0;
     const qtts_cpu_features *f = qtts_cpu_features_get();
-    while (isa > QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = (qtts_isa)(isa - 1);
+    while (isa != QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = qtts_isa_lower(isa);
     linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = isa};
     j.bf16_dot = (flags & QTTS_LINEAR_BF16_DOT) && isa == QTTS_ISA_AVX512 && f->avx512bf16;
     j.pack_scalar = (flags & QTTS_LINEAR_SCALAR_PACK) != 0;

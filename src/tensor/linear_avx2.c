@@ -158,7 +158,7 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     for (int t = 0; t < nt; t++) out[t] = hsum8(acc[t]) - hsum4(accm[t]);
 }
 
-DEFINE_X86_ROWS()
+DEFINE_STANDARD_ROWS()
 
 void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                            int64_t r1) {

@@ -188,7 +188,7 @@ INLINE void q4_k_tile(const qtts_mat *w, const qtts_act *a, int64_t r, int64_t t
     for (int t = 0; t < nt; t++) out[t] = _mm512_reduce_add_ps(acc[t]) - hsum4(accm[t]);
 }
 
-DEFINE_X86_ROWS()
+DEFINE_STANDARD_ROWS()
 DEFINE_ROWS_MR(rows_bf16dot, bf16dot_tile, no_tile_rows, 1)
 
 /* ---- interleaved weights (tensor/interleave.h): one row per 32-bit lane ---- */

@@ -42,6 +42,11 @@ void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bi
 void qtts_linear_rows_avx512(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                              int64_t r1, int bf16_dot);
 
+void qtts_linear_rows_neon(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
+                           int64_t r1);
+void qtts_linear_rows_neon_dotprod(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
+                                   int64_t r1);
+
 /* Activation packing, AVX-512 (bit-identical to the scalar packers in linear.c):
  * per 32 values for Q8_0; per 256 in natural order (interleaved Q4_K). */
 void qtts_pack_q8_0_avx512(const float *x, int64_t cols, int8_t *q, float *qd);
