@@ -56,6 +56,17 @@ run_arm64() {
   QEMU_CPU=max run_ctest build-arm64 "arm64 qemu -cpu max" -L "unit|golden" -LE cli -E "test_incremental_text"
   QEMU_CPU=cortex-a53 run_ctest build-arm64 "arm64 qemu -cpu cortex-a53 (no dotprod/bf16)" \
     -R "test_(linear|conv|conv1d_pad|quant|ops|mel|sampler|talker_golden|talker_batch|engine_golden|cloning_golden|encoder)$"
+  # the kernels built by clang too (its arm_neon.h and code generation differ from gcc's)
+  if command -v clang >/dev/null; then
+    if cmake -S . -B build-arm64-clang -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+         -DQTTS_CROSS_CLANG=ON >/dev/null && \
+       cmake --build build-arm64-clang -j"$jobs" --target test_linear test_conv >build-arm64-clang/build.log 2>&1; then
+      grep -E "warning|error" build-arm64-clang/build.log || true
+      QEMU_CPU=max run_ctest build-arm64-clang "arm64 clang, qemu -cpu max" -R "^test_(linear|conv)$"
+    else
+      tail -n 30 build-arm64-clang/build.log; echo "arm64 clang build failed"; failed=$((failed+1))
+    fi
+  fi
 }
 
 run_suite build "release"
