@@ -5,7 +5,8 @@
 #
 #   bench/run_table.sh [path/to/qtts]
 #   env: FRAMES (24) RUNS (2) BATCH (8) THREADS (all CPUs) SIZES ("0.6b 1.7b")
-#        QUANTS ("f32 bf16 q8_0 q4_k") OUT (folder for the JSON of each run)
+#        QUANTS ("f32 bf16 q8_0 q4_k") DECODERS ("auto"; e.g. "auto f32 bf16": the
+#        decoder precision of each row) OUT (folder for the JSON of each run)
 #        REUSE=1: keep the JSON already in OUT (only print the tables)
 #        BW_GBS / PEAK_GFLOPS: the limits the % columns use (default: the
 #        median of the rows' probe figures for the threads used)
@@ -21,6 +22,7 @@ BATCH=${BATCH:-8}
 THREADS=${THREADS:-}
 SIZES=${SIZES:-"0.6b 1.7b"}
 QUANTS=${QUANTS:-"f32 bf16 q8_0 q4_k"}
+DECODERS=${DECODERS:-auto}
 OUT=${OUT:-$(mktemp -d)}
 
 command -v jq >/dev/null || { echo "run_table.sh: needs jq" >&2; exit 1; }
@@ -34,18 +36,21 @@ skipped=()
 start=$(date +%s)
 for size in $SIZES; do
     for q in $QUANTS; do
-        [ "${REUSE:-0}" = 1 ] && [ -s "$OUT/$size-$q.json" ] && continue
+      for dec in $DECODERS; do
+        f="$OUT/$size-$q-$dec.json"
+        [ "${REUSE:-0}" = 1 ] && [ -s "$f" ] && continue
         if [ "$size" = "1.7b" ] && [ "$q" = "f32" ] && [ "$avail_kb" -lt 10000000 ]; then
             skipped+=("$size $q (MemAvailable $((avail_kb / 1024)) MB < 10 GB)")
             continue
         fi
-        cmd=("$QTTS" bench --size "$size" --quant "$q" --frames "$FRAMES" --batch "$BATCH" --runs "$RUNS"
-             "${thr_arg[@]}" --json)
+        cmd=("$QTTS" bench --size "$size" --quant "$q" --decoder-precision "$dec" --frames "$FRAMES" --batch "$BATCH"
+             --runs "$RUNS" "${thr_arg[@]}" --json)
         echo "# ${cmd[*]}" >&2
-        if ! "${cmd[@]}" > "$OUT/$size-$q.json"; then
-            echo "run_table.sh: $size $q failed" >&2
-            rm -f "$OUT/$size-$q.json"
+        if ! "${cmd[@]}" > "$f"; then
+            echo "run_table.sh: $size $q decoder $dec failed" >&2
+            rm -f "$f"
         fi
+      done
     done
 done
 elapsed=$(( $(date +%s) - start ))
@@ -53,14 +58,16 @@ elapsed=$(( $(date +%s) - start ))
 files=()
 for size in $SIZES; do
     for q in $QUANTS; do
-        [ -s "$OUT/$size-$q.json" ] && files+=("$OUT/$size-$q.json")
+        for dec in $DECODERS; do
+            [ -s "$OUT/$size-$q-$dec.json" ] && files+=("$OUT/$size-$q-$dec.json")
+        done
     done
 done
 [ ${#files[@]} -gt 0 ] || { echo "run_table.sh: no successful run" >&2; exit 1; }
 
 first=${files[0]}
 read -r jf jb jr jt jisa < <(jq -r '"\(.frames) \(.batch) \(.runs) \(.threads) \(.isa)"' "$first")
-echo "Command per row: \`qtts bench --size SIZE --quant TYPE --frames $jf --batch $jb --runs $jr --threads $jt --json\`"
+echo "Command per row: \`qtts bench --size SIZE --quant TYPE --decoder-precision P --frames $jf --batch $jb --runs $jr --threads $jt --json\`"
 echo "(random weights at the real dimensions, CustomVoice, $jt thread(s), kernels $jisa; best of $jr run(s) per figure${REUSE:+}$([ "${REUSE:-0}" = 1 ] || echo "; total ${elapsed} s"))"
 echo
 jq -rs '"Machine limits (probe, best over the rows): read " + (map(.read_gbs_1) | max * 10 | round / 10 | tostring) +

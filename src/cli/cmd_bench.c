@@ -20,7 +20,7 @@ static void bench_usage(FILE *out) {
             "      --variant V           random: custom_voice (default), base, voice_design (1.7b)\n"
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
             "                            with -m default: as stored)\n"
-            "      --decoder-precision P auto (bf16 with q8_0/q4_k on AVX-512 BF16 CPUs, else f32), f32, bf16\n"
+            "      --decoder-precision P auto (bf16 with q8_0/q4_k where measured faster, see info --cpu), f32, bf16\n"
             "  -m, --model PATH          benchmark a model folder instead of random weights\n"
             "      --frames N            frames per stream, 80 ms each (default 40)\n"
             "      --batch B             concurrent streams of the second pass (default 1: none)\n"

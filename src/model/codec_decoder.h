@@ -43,9 +43,10 @@ void qtts_codec_decoder_free(qtts_codec_decoder *dec);
 /* Arithmetic of the high-rate convolutions (the four decoder blocks and the
  * output conv, ~95% of the decoder's FLOPs). F32 (default) follows the
  * reference within 1e-4; BF16 rounds their weights and inputs to bf16 and
- * sums in f32: about 2x their speed on AVX-512 BF16 CPUs, at a waveform SNR
- * against f32 that test_codec_decoder reports. Switching to BF16 is one-way
- * (the f32 weights are freed); it fails on CPUs without AVX-512 BF16. */
+ * sums in f32: up to 2x their speed on AVX-512 BF16 / Arm BF16 CPUs, at a
+ * waveform SNR against f32 that test_codec_decoder reports. Switching to
+ * BF16 is one-way (the f32 weights are freed); it fails on CPUs without bf16
+ * convolutions. */
 typedef enum { QTTS_DECODER_F32 = 0, QTTS_DECODER_BF16 = 1 } qtts_decoder_precision;
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_err *err);
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);

@@ -2,11 +2,7 @@
  * packing, for every ARMv8-A core (only called after the hwcap check in
  * conv.c). Scalar twins: qtts_conv_tile_scalar, qtts_snake_row_ref,
  * qtts_bf16_pairs_row_scalar (tests/test_conv.c compares them). */
-#include <arm_neon.h>
-
-#include "tensor/conv_kernels.h"
-
-#define INLINE static inline __attribute__((always_inline))
+#include "tensor/conv_arm.h"
 
 /* acc[r][v] += w[r] * x[v] for the 8 rows of a packed block (w0: rows 0-3,
  * w1: rows 4-7), by lane so each weight is loaded once. */
@@ -54,21 +50,6 @@ static void tile8_one(const float *wb, const float *x, int64_t ldx, int64_t c_in
         }
     out[0] = a0;
     out[1] = a1;
-}
-
-/* y = acc + bias (+ add) for the block's rows below c_out. */
-INLINE void store_rows(const qtts_conv *cv, int64_t rb, float32x4_t acc[8][3], int V, float *y, int64_t ldy,
-                       const float *add, int64_t ldadd) {
-    for (int r = 0; r < 8; r++) {
-        const int64_t row = rb * QTTS_CONV_MR + r;
-        if (row >= cv->c_out) break;
-        const float32x4_t b = vdupq_n_f32(cv->bias[row]);
-        for (int v = 0; v < V; v++) {
-            float32x4_t o = vaddq_f32(acc[r][v], b);
-            if (add) o = vaddq_f32(o, vld1q_f32(add + row * ldadd + 4 * v));
-            vst1q_f32(y + row * ldy + 4 * v, o);
-        }
-    }
 }
 
 void qtts_conv_tile_neon(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,

@@ -3,11 +3,7 @@
  * BFDOT lane multiplies a channel pair of 4 time samples by one row's weight
  * pair, which is exactly the layout of qtts_conv_to_bf16 and the pair
  * packing. Scalar twin: qtts_conv_tile_bf16_scalar. */
-#include <arm_neon.h>
-
-#include "tensor/conv_kernels.h"
-
-#define INLINE static inline __attribute__((always_inline))
+#include "tensor/conv_arm.h"
 
 #define BFDOT_ROWS8(acc, v, xv, w0, w1)                                                                    \
     do {                                                                                                   \
@@ -55,20 +51,6 @@ static void tile8_bf16_one(const uint32_t *wb, const uint32_t *x, int64_t ldx, i
         }
     vst1q_f32(out, a0);
     vst1q_f32(out + 4, a1);
-}
-
-INLINE void store_rows(const qtts_conv *cv, int64_t rb, float32x4_t acc[8][3], int V, float *y, int64_t ldy,
-                       const float *add, int64_t ldadd) {
-    for (int r = 0; r < 8; r++) {
-        const int64_t row = rb * QTTS_CONV_MR + r;
-        if (row >= cv->c_out) break;
-        const float32x4_t b = vdupq_n_f32(cv->bias[row]);
-        for (int v = 0; v < V; v++) {
-            float32x4_t o = vaddq_f32(acc[r][v], b);
-            if (add) o = vaddq_f32(o, vld1q_f32(add + row * ldadd + 4 * v));
-            vst1q_f32(y + row * ldy + 4 * v, o);
-        }
-    }
 }
 
 void qtts_conv_tile_bf16_neon(const qtts_conv *cv, const uint32_t *x, int64_t ldx, int64_t nt, int64_t rb,
