@@ -20,6 +20,7 @@
 #include "io/store.h"
 #include "tensor/cpu.h"
 #include "tensor/interleave.h"
+#include "tensor/interleave_calibrate.h"
 #include "tensor/linear.h"
 #include "tensor/quant.h"
 
@@ -327,6 +328,25 @@ int main(void) {
     wide.type = QTTS_Q8_0;
     wide.interleave = QTTS_INTERLEAVE;
     TEST_CHECK(qtts_linear_ref(&wide, NULL, xy, 1, xy) == -1, "ref: an impossible row buffer did not fail");
+    /* the interleaved layout is used exactly where it was measured faster (QTTS_INTERLEAVE unset) */
+    if (!getenv("QTTS_INTERLEAVE"))
+        for (int i = 0; i < 2; i++) {
+            const qtts_dtype t = i ? QTTS_Q4_K : QTTS_Q8_0;
+            const qtts_interleave_calibration *ic = qtts_interleave_calibrate(t);
+            TEST_CHECK(ic->measured == (qtts_cpu_isa() == QTTS_ISA_AVX512), "%s: measured only on AVX-512",
+                       qtts_dtype_name(t));
+            TEST_CHECK(ic->faster == (ic->measured && ic->x16_gbs >= 1.03 * ic->row_gbs),
+                       "%s: choice follows the measurement", qtts_dtype_name(t));
+            qtts_mat m;
+            float *deq;
+            make_mat(&m, t, 32, 256, &deq);
+            TEST_CHECK(qtts_mat_interleave(&m, &err) == 0 && (m.interleave != 0) == (ic->faster != 0),
+                       "%s: a loaded matrix is interleaved iff measured faster", qtts_dtype_name(t));
+            printf("interleave %s: x16 %.1f GB/s, rows %.1f GB/s (%.0f MB, %.0f ms) -> %s\n", qtts_dtype_name(t),
+                   ic->x16_gbs, ic->row_gbs, ic->buffer_mb, ic->ms, ic->faster ? "interleaved" : "rows");
+            qtts_mat_free(&m);
+            free(deq);
+        }
     qtts_pool_free(pool);
     return test_finish("test_linear");
 }

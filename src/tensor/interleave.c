@@ -4,16 +4,21 @@
 #include <string.h>
 
 #include "tensor/cpu.h"
+#include "tensor/interleave_calibrate.h"
 #include "tensor/quant.h"
 
-/* Q8_0/Q4_K, rows % 16 == 0, row-major, and the AVX-512 kernel family
- * selected (QTTS_INTERLEAVE=0 in the environment turns it off). */
+/* Q8_0/Q4_K, rows % 16 == 0, row-major, the AVX-512 kernel family selected,
+ * and the layout measured faster for the type on this CPU
+ * (tensor/interleave_calibrate.h). QTTS_INTERLEAVE=0 / 1 in the environment
+ * turns it off / on regardless of the measurement (A/B comparisons). */
 static int can_interleave(const qtts_mat *m) {
     if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
     if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
-    const char *env = getenv("QTTS_INTERLEAVE"); /* "0": keep GGML rows (A/B measurements) */
+    if (qtts_cpu_isa() != QTTS_ISA_AVX512) return 0;
+    const char *env = getenv("QTTS_INTERLEAVE");
     if (env && !strcmp(env, "0")) return 0;
-    return qtts_cpu_isa() == QTTS_ISA_AVX512;
+    if (env && !strcmp(env, "1")) return 1;
+    return qtts_interleave_calibrate(m->type)->faster;
 }
 
 static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {

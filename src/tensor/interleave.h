@@ -37,8 +37,9 @@ enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 5
 /* Repacks m in place (new owned storage; the old owned storage is freed, a
  * view's mapping is left alone) when m would be interleaved on this CPU:
  * Q8_0/Q4_K, rows % 16 == 0, row-major, and the AVX-512 VNNI kernel family
- * selected (QTTS_INTERLEAVE=0 in the environment turns it off for A/B
- * measurements). Else a no-op. */
+ * selected, and the layout measured faster for the type on this CPU
+ * (interleave_calibrate.h; QTTS_INTERLEAVE=0 / 1 in the environment forces
+ * it off / on for A/B measurements). Else a no-op. */
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err);
 
 /* The same repacking, unconditional (for tests): m must be Q8_0/Q4_K,

@@ -1,0 +1,127 @@
+#include "tensor/interleave_calibrate.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/threadpool.h"
+#include "tensor/cpu.h"
+#include "tensor/interleave.h"
+#include "tensor/linear.h"
+#include "tensor/quant.h"
+
+/* A talker-like matrix; enough of them to overflow the last-level cache. */
+enum { CAL_ROWS = 1024, CAL_COLS = 2048, CAL_PASSES = 3, CAL_MAX_THREADS = 16 };
+#define CAL_MIN_BYTES (64.0 * 1024 * 1024)
+#define CAL_MAX_BYTES (96.0 * 1024 * 1024) /* bounds the time; a larger cache then holds part of it */
+#define CAL_MARGIN 1.03
+
+static double buffer_bytes(void) {
+    double b = CAL_MIN_BYTES;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0 && 2.0 * (double)l3 > b) b = 2.0 * (double)l3;
+#endif
+    return b > CAL_MAX_BYTES ? CAL_MAX_BYTES : b;
+}
+
+/* Valid blocks with unit scales (no subnormal arithmetic) and varied quants. */
+static void fill(qtts_dtype type, uint8_t *p, size_t bytes, uint32_t *seed) {
+    enum { TILE = 1 << 16 }; /* a random 64 KiB tile, repeated: fast, and the cache never sees it again */
+    uint8_t tile[TILE];
+    for (size_t i = 0; i < TILE; i++) tile[i] = (uint8_t)((*seed = *seed * 1664525u + 1013904223u) >> 24);
+    for (size_t o = 0; o < bytes; o += TILE) memcpy(p + o, tile, bytes - o < TILE ? bytes - o : TILE);
+    const size_t bb = qtts_dtype_block_bytes(type);
+    for (size_t o = 0; o + bb <= bytes; o += bb) {
+        uint16_t one = 0x3C00; /* f16 1.0 */
+        memcpy(p + o, &one, 2);
+        if (type == QTTS_Q4_K) memcpy(p + o + 2, &one, 2);
+    }
+}
+
+/* Best GB/s over CAL_PASSES passes of y = W x (n = 1) over every matrix. */
+static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
+    double best = 1e30;
+    for (int p = 0; p < CAL_PASSES; p++) {
+        double t0 = qtts_now_s();
+        for (int i = 0; i < n; i++)
+            if (qtts_linear(pool, &m[i], NULL, x, 1, y)) return 0;
+        double dt = qtts_now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    return (double)n * (double)m[0].rows * (double)m[0].row_bytes / best * 1e-9;
+}
+
+static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
+    memset(c, 0, sizeof *c);
+    if (qtts_cpu_isa() != QTTS_ISA_AVX512) return;
+    const double t0 = qtts_now_ms();
+    const size_t row_bytes = (size_t)(CAL_COLS / qtts_dtype_block_elems(type)) * qtts_dtype_block_bytes(type);
+    const size_t mat_bytes = row_bytes * CAL_ROWS;
+    const int n = (int)(buffer_bytes() / (double)mat_bytes) + 1;
+    qtts_mat *m = calloc((size_t)n, sizeof *m);
+    float *x = malloc(sizeof(float) * CAL_COLS), *y = malloc(sizeof(float) * CAL_ROWS);
+    int ok = m && x && y;
+    uint32_t seed = 7;
+    for (int i = 0; ok && i < n; i++) {
+        void *p = aligned_alloc(64, (mat_bytes + 63) / 64 * 64);
+        if (!p) {
+            ok = 0;
+            break;
+        }
+        fill(type, p, mat_bytes, &seed);
+        m[i] =
+            (qtts_mat){.type = type, .rows = CAL_ROWS, .cols = CAL_COLS, .row_bytes = row_bytes, .data = p, .owned = p};
+    }
+    /* every core, as the engine reads its weights: one thread alone ranks the layouts differently here */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    qtts_err perr = {0};
+    qtts_pool *pool = ok ? qtts_pool_create(ncpu < 1                 ? 1
+                                            : ncpu > CAL_MAX_THREADS ? CAL_MAX_THREADS
+                                                                     : (int)ncpu,
+                                            &perr)
+                         : NULL;
+    ok = ok && pool;
+    if (ok) {
+        c->threads = qtts_pool_size(pool);
+        for (int i = 0; i < CAL_COLS; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
+        pass_gbs(pool, m, n, x, y); /* warm-up: page faults, frequency */
+        c->row_gbs = pass_gbs(pool, m, n, x, y);
+        qtts_err err = {0};
+        for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
+        if (ok) {
+            pass_gbs(pool, m, n, x, y);
+            c->x16_gbs = pass_gbs(pool, m, n, x, y);
+            c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
+            c->faster = c->measured && c->x16_gbs >= CAL_MARGIN * c->row_gbs;
+        }
+        c->buffer_mb = (double)n * (double)mat_bytes / 1e6;
+    }
+    qtts_pool_free(pool);
+    for (int i = 0; m && i < n; i++) qtts_mat_free(&m[i]);
+    free(m);
+    free(x);
+    free(y);
+    c->ms = qtts_now_ms() - t0;
+}
+
+/* Written once under pthread_once each, read-only afterwards. */
+static pthread_once_t g_once_q8 = PTHREAD_ONCE_INIT, g_once_q4 = PTHREAD_ONCE_INIT;
+static qtts_interleave_calibration g_cal_q8, g_cal_q4;
+static void init_q8(void) { measure(QTTS_Q8_0, &g_cal_q8); }
+static void init_q4(void) { measure(QTTS_Q4_K, &g_cal_q4); }
+
+const qtts_interleave_calibration *qtts_interleave_calibrate(qtts_dtype type) {
+    static const qtts_interleave_calibration none = {0};
+    if (type == QTTS_Q8_0) {
+        pthread_once(&g_once_q8, init_q8);
+        return &g_cal_q8;
+    }
+    if (type == QTTS_Q4_K) {
+        pthread_once(&g_once_q4, init_q4);
+        return &g_cal_q4;
+    }
+    return &none;
+}
