@@ -241,6 +241,28 @@ static const char *str_field(const cJSON *o, const char *k) {
     return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
+/* Opens a connection that holds one of the server's connection slots: a
+ * ping answered by pong. A slot still held by a just-closed connection (the
+ * server notices the close a moment later on a loaded machine) is waited
+ * for: a "busy" answer is retried for up to 10 s. */
+static int wc_open_slot(wconn *c, int port) {
+    double end = th_now() + 10;
+    for (;;) {
+        if (wc_open(c, port)) return -1;
+        wev ev;
+        int r = wc_send(c, "ping", NULL, 0, NULL, 0) == 0 ? wc_read(c, &ev, 10) : -1;
+        int pong = r == 1 && !strcmp(ev.type, "pong");
+        int busy = r == 1 && !strcmp(ev.type, "error") && str_field(ev.data, "code") &&
+                   !strcmp(str_field(ev.data, "code"), "busy");
+        if (r == 1) wev_free(&ev);
+        if (pong) return 0;
+        wc_close(c);
+        if (!busy || th_now() > end) return -1;
+        nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
+    }
+}
+
+
 /* ---- audio ---- */
 
 typedef struct {
@@ -308,7 +330,7 @@ static void collect(wconn *c, const char *until, audio *a, double timeout_s) {
 static int one_shot(int port, const char *data, audio *a) {
     memset(a, 0, sizeof *a);
     wconn c;
-    if (wc_open(&c, port) || wc_send(&c, "synthesize", data, 0, NULL, 0)) return -1;
+    if (wc_open_slot(&c, port) || wc_send(&c, "synthesize", data, 0, NULL, 0)) return -1;
     collect(&c, "audio-stop", a, 60);
     wc_close(&c);
     return 0;
@@ -323,7 +345,7 @@ static int streamed(int port, const char *start_data, const char *const *pieces,
     *first_ms = -1;
     *before_stop = 0;
     wconn c;
-    if (wc_open(&c, port) || wc_send(&c, "synthesize-start", start_data, 1, NULL, 0)) return -1;
+    if (wc_open_slot(&c, port) || wc_send(&c, "synthesize-start", start_data, 1, NULL, 0)) return -1;
     char full[2048] = "", js[4096];
     for (int i = 0; i < n; i++) {
         cJSON *d = cJSON_CreateObject();
@@ -456,7 +478,7 @@ static void check_info(const wev *ev, const char *want_voice, int want_voices, c
 
 static void test_describe_ping(int port) {
     wconn c;
-    TEST_CHECK(wc_open(&c, port) == 0, "connect");
+    TEST_CHECK(wc_open_slot(&c, port) == 0, "connect");
     wev ev;
     wc_send(&c, "describe", NULL, 0, NULL, 0);
     TEST_CHECK(wc_read(&c, &ev, 10) == 1, "describe answered");
@@ -528,27 +550,6 @@ static double test_synthesis(int port) {
     audio_free(&s);
     audio_free(&a);
     return first_ms;
-}
-
-/* Opens a connection that holds one of the server's connection slots: a
- * ping answered by pong. A slot still held by a just-closed connection (the
- * server notices the close a moment later on a loaded machine) is waited
- * for: a "busy" answer is retried for up to 10 s. */
-static int wc_open_slot(wconn *c, int port) {
-    double end = th_now() + 10;
-    for (;;) {
-        if (wc_open(c, port)) return -1;
-        wev ev;
-        int r = wc_send(c, "ping", NULL, 0, NULL, 0) == 0 ? wc_read(c, &ev, 10) : -1;
-        int pong = r == 1 && !strcmp(ev.type, "pong");
-        int busy = r == 1 && !strcmp(ev.type, "error") && str_field(ev.data, "code") &&
-                   !strcmp(str_field(ev.data, "code"), "busy");
-        if (r == 1) wev_free(&ev);
-        if (pong) return 0;
-        wc_close(c);
-        if (!busy || th_now() > end) return -1;
-        nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
-    }
 }
 
 /* The answer to a request the server refuses: an error, then EOF. */
@@ -703,7 +704,7 @@ static void run_disconnects(const char *tmp) {
         const char *what = mode ? "one-shot" : "streamed";
         wconn c;
         wev ev;
-        wc_open(&c, srv.port);
+        wc_open_slot(&c, srv.port);
         int me = local_port(&c);
         if (mode) {
             wc_send(&c, "synthesize", "{\"text\":\"A text that this model speaks forever.\",\"voice\":{\"name\":\"ryan\"},"
@@ -779,7 +780,7 @@ typedef struct {
 static void *load_worker(void *p) {
     load_job *j = p;
     j->ok = 0;
-    if (wc_open(&j->c, j->port)) return NULL;
+    if (wc_open_slot(&j->c, j->port)) return NULL;
     int good = 0;
     for (int k = 0; k < 3; k++) {
         audio a;
@@ -940,7 +941,7 @@ static void run_base(const char *tmp) {
     }
     wconn c;
     wev ev;
-    wc_open(&c, srv.port);
+    wc_open_slot(&c, srv.port);
     wc_send(&c, "describe", NULL, 0, NULL, 0);
     TEST_CHECK(wc_read(&c, &ev, 10) == 1, "Base describe");
     check_info(&ev, "bob", 2, "Base describe");
@@ -1006,7 +1007,7 @@ static void run_voice_design(void) {
     }
     wconn c;
     wev ev;
-    wc_open(&c, srv.port);
+    wc_open_slot(&c, srv.port);
     wc_send(&c, "describe", NULL, 0, NULL, 0);
     TEST_CHECK(wc_read(&c, &ev, 10) == 1, "VoiceDesign describe");
     check_info(&ev, "design", 1, "VoiceDesign describe");
