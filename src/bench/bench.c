@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "engine/decode_policy.h"
 #include "engine/executor.h"
 #include "io/gguf.h"
@@ -17,9 +18,10 @@
 #include "model/generate.h"
 #include "model/model_random.h"
 #include "model/prompt.h"
+#include "tensor/conv_calibrate.h"
 #include "tensor/cpu.h"
+#include "tensor/interleave_calibrate.h"
 #include "text/tokenizer.h"
-#include "core/clock.h"
 
 static const char *const default_text = "Please read this short sentence aloud for the benchmark today.";
 static const char *const default_instruct = "A calm, clear voice.";
@@ -623,13 +625,25 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
                "%.1f MB; decoder %.2f GFLOP/frame\n",
             r->load_s, r->talker_weight_bytes * 1e-6, r->cp_weight_bytes * 1e-6, r->decoder_flop_per_frame * 1e-9);
     if (r->weights_note) fprintf(f, "  note: %s\n", r->weights_note);
+    /* the choices made by measurement at load (tensor/interleave_calibrate.h, conv_calibrate.h) */
+    const qtts_dtype qt = !strcmp(r->quant, "q8_0") ? QTTS_Q8_0 : !strcmp(r->quant, "q4_k") ? QTTS_Q4_K : QTTS_F32;
+    if (qt != QTTS_F32 && qtts_cpu_isa() == QTTS_ISA_AVX512) {
+        const qtts_interleave_calibration *ic = qtts_interleave_calibrate(qt);
+        fprintf(f, "  %s layout: %s (measured at load: 16-row interleaved %.1f GB/s, GGML rows %.1f GB/s on %d threads)\n",
+                r->quant, ic->faster ? "16-row interleaved" : "GGML rows", ic->x16_gbs, ic->row_gbs, ic->threads);
+    }
+    const qtts_conv_calibration *cc = qtts_conv_calibrate();
+    if (cc->bf16_available)
+        fprintf(f, "  decoder convolutions measured at load: f32 %.0f, bf16 %.0f GFLOP/s on 1 thread (auto takes bf16 "
+                   "with quantized weights only at >= 1.1x)\n",
+                cc->f32_gflops, cc->bf16_gflops);
     if (r->probed)
         fprintf(f, "machine (probe, %s, %.0f MiB buffer): read %.1f GB/s on 1 thread, %.1f GB/s on %d; f32 FMA peak "
                    "%.0f GFLOP/s on 1 thread, %.0f on %d (ratios below use the %d-thread figures)\n",
                 r->probe.isa, (double)r->probe.buffer_bytes / 1048576.0, r->probe.read_gbs_1, r->probe.read_gbs_all,
                 r->probe.threads, r->probe.fma_gflops_1, r->probe.fma_gflops_all, r->probe.threads, r->probe.threads);
     if (r->probed && r->probe.bf16_gflops_all > 0)
-        fprintf(f, "  bf16 dot-product peak (vdpbf16ps) %.0f GFLOP/s on 1 thread, %.0f on %d%s\n", r->probe.bf16_gflops_1,
+        fprintf(f, "  bf16 dot-product peak (vdpbf16ps / bfdot) %.0f GFLOP/s on 1 thread, %.0f on %d%s\n", r->probe.bf16_gflops_1,
                 r->probe.bf16_gflops_all, r->probe.threads,
                 strcmp(r->decoder_precision, "bf16") ? "" : " (the decoder's %pk below uses it)");
     fprintf(f, "(cpu = CPU time of the engine thread: what the step takes when the machine is not shared)\n");
