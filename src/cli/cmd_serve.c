@@ -1,13 +1,12 @@
 /* qtts serve: the HTTP server (src/server) in front of one engine. */
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/daemon.h"
 #include "qtts.h"
 #include "server/server.h"
 #include "server/wyoming.h"
@@ -158,6 +157,8 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
     return CLI_CONTINUE;
 }
 
+static void serve_tick(void *server) { qtts_server_tick(server); }
+
 int cmd_serve(int argc, char **argv) {
     qtts_server_params sp;
     qtts_server_params_default(&sp);
@@ -171,28 +172,9 @@ int cmd_serve(int argc, char **argv) {
     wyoming_opts wy = {-1, 0};
     int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s);
     if (rc != CLI_CONTINUE) return rc;
-    if (!cli_model_path(model)) {
-        cli_error("serve: no model (use -m PATH or set QTTS_MODEL)");
-        return CLI_USAGE;
-    }
-    char model_buf[4096];
-    ep.model_path = cli_resolve_model(model, model_buf, sizeof model_buf); /* a path or a downloaded model's name */
-    if (!ep.model_path) return CLI_FAIL;
-    /* Every thread created from here on (engine, pool, HTTP) inherits this
-     * mask, so the signals reach only the sigwait below. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    qtts_error eerr = {0};
-    qtts_engine *e = qtts_engine_create(&ep, &eerr);
-    if (!e) {
-        cli_error("%s", eerr.message);
-        return CLI_FAIL;
-    }
+    sigset_t sigs; /* kept off the engine, pool and HTTP threads */
+    qtts_engine *e;
+    if ((rc = daemon_start_engine("serve", model, &ep, &sigs, &e)) != CLI_CONTINUE) return rc;
     char err[512] = "";
     qtts_server *s = qtts_server_start(e, &sp, err, sizeof err);
     if (!s) {
@@ -221,16 +203,9 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "qtts serve: Wyoming on tcp://%s:%d\n", sp.host ? sp.host : "127.0.0.1",
                 qtts_wyoming_port(wys));
     }
-    const qtts_model_info *info = qtts_engine_info(e);
-    fprintf(stderr, "qtts serve: %s %s model (weights %s, decoder %s), %d threads, batch %d; listening on http://%s:%d\n",
-            info->size, info->variant, info->weight_type, info->decoder_precision, info->n_threads, info->max_batch,
-            sp.host, qtts_server_port(s));
-    fflush(stderr);
-    /* Wake once a second for the server's housekeeping (the request-header
-     * deadline), else wait for SIGTERM/SIGINT. */
-    int sig;
-    const struct timespec tick = {1, 0};
-    while ((sig = sigtimedwait(&sigs, NULL, &tick)) != SIGTERM && sig != SIGINT) qtts_server_tick(s);
+    daemon_banner("serve", e, "http", sp.host, qtts_server_port(s));
+    /* the server's housekeeping (the request-header deadline) once a second */
+    int sig = daemon_wait(&sigs, serve_tick, s);
     fprintf(stderr, "qtts serve: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
     int cut = qtts_server_drain(s, drain_s * 1000);
     if (wys) cut += qtts_wyoming_stop(wys, drain_s * 1000);

@@ -1,13 +1,13 @@
 /* qtts wyoming: the Wyoming protocol server (src/server/wyoming.c) in front
  * of one engine, for Home Assistant's Wyoming Protocol integration. */
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/daemon.h"
 #include "qtts.h"
 #include "server/wyoming.h"
 
@@ -133,28 +133,9 @@ int cmd_wyoming(int argc, char **argv) {
     if (vdir && *vdir) wp.voices_dir = vdir;
     int rc = wyoming_parse_args(argc, argv, &wp, &ep, &model, &drain_s);
     if (rc != CLI_CONTINUE) return rc;
-    if (!cli_model_path(model)) {
-        cli_error("wyoming: no model (use -m PATH or set QTTS_MODEL)");
-        return CLI_USAGE;
-    }
-    char model_buf[4096];
-    ep.model_path = cli_resolve_model(model, model_buf, sizeof model_buf);
-    if (!ep.model_path) return CLI_FAIL;
-    /* Threads created from here on (engine, pool, accept, connections)
-     * inherit this mask: the signals reach only the sigwait below. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    qtts_error eerr = {0};
-    qtts_engine *e = qtts_engine_create(&ep, &eerr);
-    if (!e) {
-        cli_error("%s", eerr.message);
-        return CLI_FAIL;
-    }
+    sigset_t sigs; /* kept off the engine, pool, accept and connection threads */
+    qtts_engine *e;
+    if ((rc = daemon_start_engine("wyoming", model, &ep, &sigs, &e)) != CLI_CONTINUE) return rc;
     char err[512] = "";
     qtts_wyoming *w = qtts_wyoming_start(e, &wp, err, sizeof err);
     if (!w) {
@@ -162,14 +143,8 @@ int cmd_wyoming(int argc, char **argv) {
         qtts_engine_free(e);
         return CLI_FAIL;
     }
-    const qtts_model_info *info = qtts_engine_info(e);
-    fprintf(stderr, "qtts wyoming: %s %s model (weights %s, decoder %s), %d threads, batch %d; listening on tcp://%s:%d\n",
-            info->size, info->variant, info->weight_type, info->decoder_precision, info->n_threads, info->max_batch,
-            wp.host, qtts_wyoming_port(w));
-    fflush(stderr);
-    int sig;
-    while ((sig = sigwaitinfo(&sigs, NULL)) != SIGTERM && sig != SIGINT) {
-    }
+    daemon_banner("wyoming", e, "tcp", wp.host, qtts_wyoming_port(w));
+    int sig = daemon_wait(&sigs, NULL, NULL);
     fprintf(stderr, "qtts wyoming: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
     int cut = qtts_wyoming_stop(w, drain_s * 1000);
     qtts_engine_free(e);

@@ -1,0 +1,48 @@
+#include "cli/daemon.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+
+int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *ep, sigset_t *sigs,
+                        qtts_engine **out) {
+    *out = NULL;
+    if (!cli_model_path(model)) {
+        cli_error("%s: no model (use -m PATH or set QTTS_MODEL)", cmd);
+        return CLI_USAGE;
+    }
+    char model_buf[4096];
+    ep->model_path = cli_resolve_model(model, model_buf, sizeof model_buf);
+    if (!ep->model_path) return CLI_FAIL;
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, sigs, NULL);
+    qtts_error eerr = {0};
+    *out = qtts_engine_create(ep, &eerr);
+    ep->model_path = NULL; /* model_buf ends here; the engine keeps its own copy */
+    if (!*out) {
+        cli_error("%s", eerr.message);
+        return CLI_FAIL;
+    }
+    return CLI_CONTINUE;
+}
+
+void daemon_banner(const char *cmd, const qtts_engine *e, const char *scheme, const char *host, int port) {
+    const qtts_model_info *info = qtts_engine_info(e);
+    fprintf(stderr, "qtts %s: %s %s model (weights %s, decoder %s), %d threads, batch %d; listening on %s://%s:%d\n",
+            cmd, info->size, info->variant, info->weight_type, info->decoder_precision, info->n_threads,
+            info->max_batch, scheme, host, port);
+    fflush(stderr);
+}
+
+int daemon_wait(const sigset_t *sigs, void (*tick)(void *), void *ctx) {
+    const struct timespec second = {1, 0};
+    int sig;
+    while ((sig = sigtimedwait(sigs, NULL, &second)) != SIGTERM && sig != SIGINT)
+        if (tick) tick(ctx);
+    return sig;
+}
