@@ -58,9 +58,13 @@ __attribute__((unused)) static void th_drain_log(th_server *s) {
     }
 }
 
-/* argv: extra arguments after "serve", NULL-terminated. Returns 0 when the
- * server printed its "listening on" line within timeout_s. */
-__attribute__((unused)) static int th_start(th_server *s, const char *const *args, double timeout_s) {
+/* Starts `qtts CMD --host 127.0.0.1 --port 0 ARGS...` (args NULL-terminated)
+ * with stderr captured, pre_exec(arg) run in the child just before exec when
+ * not NULL. Returns 0 when it printed "listening on SCHEME://127.0.0.1:PORT"
+ * within timeout_s (s->port set). */
+__attribute__((unused)) static int th_start_cmd(th_server *s, const char *cmd, const char *scheme,
+                                                const char *const *args, double timeout_s, void (*pre_exec)(void *),
+                                                void *arg) {
     memset(s, 0, sizeof *s);
     s->err_fd = -1;
     int pfd[2];
@@ -68,7 +72,7 @@ __attribute__((unused)) static int th_start(th_server *s, const char *const *arg
     const char *argv[64];
     int n = 0;
     argv[n++] = QTTS_BINARY;
-    argv[n++] = "serve";
+    argv[n++] = cmd;
     argv[n++] = "--host";
     argv[n++] = "127.0.0.1";
     argv[n++] = "--port";
@@ -86,6 +90,7 @@ __attribute__((unused)) static int th_start(th_server *s, const char *const *arg
             dup2(devnull, 0);
             dup2(devnull, 1);
         }
+        if (pre_exec) pre_exec(arg);
         execv(QTTS_BINARY, (char *const *)argv);
         fprintf(stderr, "exec %s failed: %s\n", QTTS_BINARY, strerror(errno));
         _exit(127);
@@ -93,26 +98,34 @@ __attribute__((unused)) static int th_start(th_server *s, const char *const *arg
     close(pfd[1]);
     s->pid = pid;
     s->err_fd = pfd[0];
+    char tag[64];
+    snprintf(tag, sizeof tag, "listening on %s://127.0.0.1:", scheme);
     double end = th_now() + timeout_s;
     while (th_now() < end) {
         struct pollfd p = {.fd = s->err_fd, .events = POLLIN};
         poll(&p, 1, 50);
         th_drain_log(s);
-        const char *at = strstr(s->log, "listening on http://127.0.0.1:");
+        const char *at = strstr(s->log, tag);
         if (at) {
-            s->port = atoi(at + strlen("listening on http://127.0.0.1:"));
+            s->port = atoi(at + strlen(tag));
             return s->port > 0 ? 0 : -1;
         }
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
             s->pid = 0;
             th_drain_log(s);
-            fprintf(stderr, "server exited early: %s\n", s->log);
+            fprintf(stderr, "%s server exited early: %s\n", cmd, s->log);
             return -1;
         }
     }
-    fprintf(stderr, "server did not start in %.0f s: %s\n", timeout_s, s->log);
+    fprintf(stderr, "%s server did not start in %.0f s: %s\n", cmd, timeout_s, s->log);
     return -1;
+}
+
+/* argv: extra arguments after "serve", NULL-terminated. Returns 0 when the
+ * server printed its "listening on" line within timeout_s. */
+__attribute__((unused)) static int th_start(th_server *s, const char *const *args, double timeout_s) {
+    return th_start_cmd(s, "serve", "http", args, timeout_s, NULL, NULL);
 }
 
 /* Sends SIGTERM and waits; returns the exit status (or -1). */
@@ -404,59 +417,7 @@ __attribute__((unused)) static unsigned char *th_read_file(const char *path, siz
  * privileges, set a resource limit, ...). */
 __attribute__((unused)) static int th_start_hook(th_server *s, const char *const *args, double timeout_s,
                                                  void (*pre_exec)(void *), void *arg) {
-    memset(s, 0, sizeof *s);
-    s->err_fd = -1;
-    int pfd[2];
-    if (pipe(pfd)) return -1;
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = QTTS_BINARY;
-    argv[n++] = "serve";
-    argv[n++] = "--host";
-    argv[n++] = "127.0.0.1";
-    argv[n++] = "--port";
-    argv[n++] = "0";
-    for (int i = 0; args[i] && n < 62; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 1);
-        }
-        if (pre_exec) pre_exec(arg);
-        execv(QTTS_BINARY, (char *const *)argv);
-        fprintf(stderr, "exec %s failed: %s\n", QTTS_BINARY, strerror(errno));
-        _exit(127);
-    }
-    close(pfd[1]);
-    s->pid = pid;
-    s->err_fd = pfd[0];
-    double end = th_now() + timeout_s;
-    while (th_now() < end) {
-        struct pollfd p = {.fd = s->err_fd, .events = POLLIN};
-        poll(&p, 1, 50);
-        th_drain_log(s);
-        const char *at = strstr(s->log, "listening on http://127.0.0.1:");
-        if (at) {
-            s->port = atoi(at + strlen("listening on http://127.0.0.1:"));
-            return s->port > 0 ? 0 : -1;
-        }
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            s->pid = 0;
-            th_drain_log(s);
-            fprintf(stderr, "server exited early: %s\n", s->log);
-            return -1;
-        }
-    }
-    fprintf(stderr, "server did not start in %.0f s: %s\n", timeout_s, s->log);
-    return -1;
+    return th_start_cmd(s, "serve", "http", args, timeout_s, pre_exec, arg);
 }
 
 /* SIGKILL and reap; the log is kept (no sanitizer check: a killed process

@@ -43,54 +43,7 @@
 /* ---- the server child ---- */
 
 static int wy_start(th_server *s, const char *const *args, double timeout_s) {
-    memset(s, 0, sizeof *s);
-    s->err_fd = -1;
-    int pfd[2];
-    if (pipe(pfd)) return -1;
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = QTTS_BINARY;
-    argv[n++] = "wyoming";
-    argv[n++] = "--host";
-    argv[n++] = "127.0.0.1";
-    argv[n++] = "--port";
-    argv[n++] = "0";
-    for (int i = 0; args[i] && n < 62; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 1);
-        }
-        execv(QTTS_BINARY, (char *const *)argv);
-        _exit(127);
-    }
-    close(pfd[1]);
-    s->pid = pid;
-    s->err_fd = pfd[0];
-    const char *tag = "listening on tcp://127.0.0.1:";
-    for (double end = th_now() + timeout_s; th_now() < end;) {
-        struct pollfd p = {.fd = s->err_fd, .events = POLLIN};
-        poll(&p, 1, 50);
-        th_drain_log(s);
-        const char *at = strstr(s->log, tag);
-        if (at) return (s->port = atoi(at + strlen(tag))) > 0 ? 0 : -1;
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            s->pid = 0;
-            th_drain_log(s);
-            fprintf(stderr, "wyoming server exited early: %s\n", s->log);
-            return -1;
-        }
-    }
-    fprintf(stderr, "wyoming server did not start: %s\n", s->log);
-    return -1;
+    return th_start_cmd(s, "wyoming", "tcp", args, timeout_s, NULL, NULL);
 }
 
 /* Runs `qtts ARGS` (a shell fragment); exit status, output in out. */
