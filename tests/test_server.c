@@ -704,19 +704,6 @@ static size_t read_rest(int fd, char *raw, size_t len, size_t cap, double timeou
     return len;
 }
 
-static double metric(int port, const char *name) {
-    th_resp r;
-    double v = -1;
-    if (th_get(port, "/metrics", NULL, &r) == 0 && r.body) {
-        char key[128];
-        snprintf(key, sizeof key, "\n%s ", name);
-        const char *at = strstr((const char *)r.body, key);
-        if (at) v = atof(at + strlen(key));
-    }
-    th_resp_free(&r);
-    return v;
-}
-
 /* One slot, one queue place: a third request gets 503 + Retry-After; clients
  * that hang up cancel their requests; SIGTERM cuts a stream that outlives the
  * drain deadline (0 here), visibly (audio: no final chunk; SSE: an error
@@ -749,7 +736,7 @@ static void test_busy_disconnect_drain(const char *vdir) {
     TEST_CHECK(a >= 0, "long stream A starts sending audio");
     int b = open_stream(port, longreq, 0, raw_b, 1 << 16, &lb, 10);
     double end = th_now() + 30;
-    while (th_now() < end && metric(port, "qtts_queue_depth") < 1) {
+    while (th_now() < end && th_metric(port, "qtts_queue_depth") < 1) {
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
     }
@@ -770,20 +757,20 @@ static void test_busy_disconnect_drain(const char *vdir) {
     TEST_CHECK(ra && atoi(ra) > 0, "503 carries Retry-After (%s)", ra ? ra : "none");
     th_resp_free(&r);
     printf("  busy: 503 after %.1f s\n", th_now() - tb);
-    double cancelled0 = metric(port, "qtts_engine_requests_total{outcome=\"cancelled\"}");
+    double cancelled0 = th_metric(port, "qtts_engine_requests_total{outcome=\"cancelled\"}");
     if (a >= 0) close(a);
     if (b >= 0) close(b);
     end = th_now() + 30;
-    while (th_now() < end && (metric(port, "qtts_active_slots") != 0 || metric(port, "qtts_queue_depth") != 0)) {
+    while (th_now() < end && (th_metric(port, "qtts_active_slots") != 0 || th_metric(port, "qtts_queue_depth") != 0)) {
         struct timespec ts = {0, 50 * 1000000};
         nanosleep(&ts, NULL);
     }
-    TEST_CHECK(metric(port, "qtts_active_slots") == 0 && metric(port, "qtts_queue_depth") == 0,
+    TEST_CHECK(th_metric(port, "qtts_active_slots") == 0 && th_metric(port, "qtts_queue_depth") == 0,
                "hung-up clients free their slot and queue place");
     printf("  busy: slots free after %.1f s\n", th_now() - tb);
-    TEST_CHECK(metric(port, "qtts_client_disconnects_total") >= 1, "disconnects counted: %g",
-               metric(port, "qtts_client_disconnects_total"));
-    TEST_CHECK(metric(port, "qtts_engine_requests_total{outcome=\"cancelled\"}") >= cancelled0 + 1,
+    TEST_CHECK(th_metric(port, "qtts_client_disconnects_total") >= 1, "disconnects counted: %g",
+               th_metric(port, "qtts_client_disconnects_total"));
+    TEST_CHECK(th_metric(port, "qtts_engine_requests_total{outcome=\"cancelled\"}") >= cancelled0 + 1,
                "the engine saw the cancellation");
 
     /* Drain: an endless stream is cut at the 1 s deadline, then exit 0. */
