@@ -221,6 +221,29 @@ int main(void) {
             qtts_gemm_ref(M, N, K, A, lda, W, want, N, NULL, 0);
             qtts_gemm(pool, M, A, lda, &B, got, N, NULL, 0, pack);
             TEST_NEAR(got, want, (size_t)(M * N), 1e-5 * (1 + sqrt((double)K)), what);
+            /* bf16 form: against a double reference on the bf16-rounded operands (their products are exact
+             * in f32: only the sums' rounding differs) */
+            if (qtts_conv_bf16_supported()) {
+                uint32_t *pbf = qtts_gemm_b_bf16_panels(&B, &err);
+                TEST_CHECK(pbf != NULL, "gemm bf16 panels: %s", err.msg);
+                free(B.p);
+                B.p = NULL;
+                B.pbf = pbf;
+                for (int64_t m = 0; m < M; m++)
+                    for (int64_t n = 0; n < N; n++) {
+                        double acc = bias[n];
+                        for (int64_t k = 0; k < K; k++)
+                            acc += (double)qtts_bf16_to_f32(qtts_f32_to_bf16(A[m * lda + k])) *
+                                   qtts_bf16_to_f32(qtts_f32_to_bf16(W[n * K + k]));
+                        want[m * N + n] = (float)acc;
+                    }
+                if (pbf) qtts_gemm(pool, M, A, lda, &B, got, N, bias, 0, pack);
+                snprintf(what, sizeof what, "gemm bf16 %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+                TEST_NEAR(got, want, (size_t)(M * N), 1e-5 * (1 + sqrt((double)K)), what);
+            } else {
+                TEST_CHECK(qtts_gemm_b_bf16_panels(&B, &err) == NULL && strstr(err.msg, "BF16"),
+                           "bf16 gemm refused clearly: %s", err.msg);
+            }
             qtts_gemm_b_free(&B);
             free(A); free(W); free(bias); free(want); free(got); free(pack);
         }

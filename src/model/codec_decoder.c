@@ -671,11 +671,41 @@ qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
 
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec) { return dec->owned_store; }
 
+/* A dense layer's weight to bf16 pairs (qtts_gemm then runs in bf16); the f32 panels are freed. */
+static int lin_to_bf16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
+    if (l->w.pbf || !l->w.p) return 0;
+    uint32_t *pbf = own(d, qtts_gemm_b_bf16_panels(&l->w, err), err);
+    if (!pbf) return -1;
+    disown_free(d, l->w.p);
+    l->w.p = NULL;
+    l->w.pbf = pbf;
+    return 0;
+}
+
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
     if (p == QTTS_DECODER_F32) {
         if (d->fin_conv.wbf) return qtts_fail(err, "the decoder's f32 weights were already dropped for bf16");
         return 0;
     }
+    /* Time-major layers in bf16: the transformer and the upsampling stages,
+     * whose weights (~70 MB in f32 at the real size) are read once per
+     * streaming step, so at 1-4 frames per step they are bandwidth-bound and
+     * bf16 halves their time. Measured on the golden decoders (T20 / T310):
+     * bf16 convs alone 37.9 dB SNR, + transformer 35.0, + upsampling stages
+     * 33.4; the RVQ projections, pre_conv, decoder.0 and a time-major block
+     * conv would each cost 0.5-1.5 dB more (31.3 dB with all) for ~1 ms per
+     * step, too close to the 30 dB floor. */
+    if (lin_to_bf16(d, &d->in_proj, err) || lin_to_bf16(d, &d->out_proj, err)) return -1;
+    for (int64_t l = 0; l < d->n_layers; l++) {
+        tlayer *ly = &d->layers[l];
+        if (lin_to_bf16(d, &ly->qkv, err) || lin_to_bf16(d, &ly->o, err) || lin_to_bf16(d, &ly->gate_up, err) ||
+            lin_to_bf16(d, &ly->down, err))
+            return -1;
+    }
+    for (int64_t u = 0; u < d->n_up_stages; u++)
+        if (lin_to_bf16(d, &d->up[u].tconv.l, err) || lin_to_bf16(d, &d->up[u].pw1, err) ||
+            lin_to_bf16(d, &d->up[u].pw2, err))
+            return -1;
     for (int64_t b = 0; b < d->n_blocks; b++) {
         dblock *bk = &d->blk[b];
         if (!bk->tm && qtts_conv_to_bf16(&bk->tconv_cm, err)) return -1;

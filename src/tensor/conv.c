@@ -386,7 +386,30 @@ int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_
 void qtts_gemm_b_free(qtts_gemm_b *b) {
     if (!b) return;
     free(b->p);
+    free(b->pbf);
     memset(b, 0, sizeof *b);
+}
+
+uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err) {
+    if (!qtts_conv_bf16_supported()) {
+        qtts_fail(err, "bf16 products need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
+                  qtts_isa_name(qtts_cpu_isa()));
+        return NULL;
+    }
+    if (!b->p) {
+        qtts_fail(err, "gemm: no f32 panels to convert");
+        return NULL;
+    }
+    const int64_t P = b->panel, nb = (b->N + P - 1) / P, c2n = pairs_of(b->K);
+    uint32_t *pbf = qtts_calloc((size_t)(nb * c2n * P), sizeof *pbf, err);
+    if (!pbf) return NULL;
+    for (int64_t pb = 0; pb < nb; pb++)
+        for (int64_t k = 0; k < b->K; k++)
+            for (int64_t n = 0; n < P; n++) {
+                uint32_t h = qtts_f32_to_bf16(b->p[(pb * b->K + k) * P + n]);
+                pbf[(pb * c2n + k / 2) * P + n] |= k % 2 ? h << 16 : h;
+            }
+    return pbf;
 }
 
 size_t qtts_gemm_pack_size(int64_t M, int64_t K) {
@@ -401,6 +424,7 @@ typedef struct {
     const float *add;
     int64_t ldy, ldadd, n_rb;
     qtts_conv_tile_fn tile;
+    qtts_conv_tile_bf16_fn tile_bf16; /* B->pbf */
 } gemm_job;
 
 /* Items (column panel, row block), row block fastest: each B panel is
@@ -412,9 +436,39 @@ static void gemm_items(void *p, int64_t i0, int64_t i1, int tid) {
     for (int64_t i = i0; i < i1; i++) {
         int64_t pb = i / j->n_rb, rb = i % j->n_rb, n0 = pb * P;
         int64_t nt = j->B->N - n0 < P ? j->B->N - n0 : P;
-        j->tile(j->va, j->B->p + pb * j->B->K * P, P, nt, rb, j->y + n0, j->ldy, j->add ? j->add + n0 : NULL,
-                j->ldadd);
+        const float *add = j->add ? j->add + n0 : NULL;
+        if (j->B->pbf)
+            j->tile_bf16(j->va, j->B->pbf + pb * pairs_of(j->B->K) * P, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
+        else j->tile(j->va, j->B->p + pb * j->B->K * P, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
     }
+}
+
+/* A rounded into bf16 channel pairs in the layout of qtts_conv.wbf (1 tap). */
+static void gemm_pack_a_bf16(int64_t M, const float *A, int64_t lda, int64_t K, int64_t rows_pad, uint32_t *dst) {
+    const int64_t c2n = pairs_of(K);
+    for (int64_t rb = 0; rb < rows_pad / QTTS_CONV_MR; rb++)
+        for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+            int64_t m = rb * QTTS_CONV_MR + rr;
+            uint32_t *d = dst + rb * c2n * QTTS_CONV_MR + rr;
+            if (m >= M) {
+                for (int64_t c2 = 0; c2 < c2n; c2++) d[c2 * QTTS_CONV_MR] = 0;
+                continue;
+            }
+            const float *src = A + m * lda;
+            for (int64_t c2 = 0; c2 < c2n; c2++) {
+                uint32_t lo = qtts_f32_to_bf16(src[2 * c2]), hi = 2 * c2 + 1 < K ? qtts_f32_to_bf16(src[2 * c2 + 1]) : 0;
+                d[c2 * QTTS_CONV_MR] = lo | hi << 16;
+            }
+        }
+}
+
+static qtts_conv_tile_bf16_fn gemm_tile_bf16(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (qtts_conv_bf16_supported()) return qtts_conv_tile_bf16_avx512;
+#elif defined(__aarch64__)
+    if (qtts_conv_bf16_supported()) return qtts_conv_tile_bf16_neon;
+#endif
+    return qtts_conv_tile_bf16_scalar;
 }
 
 void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qtts_gemm_b *B, float *Y, int64_t ldy,
@@ -423,6 +477,18 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     int64_t K = B->K;
     qtts_conv v = {.c_in = K, .c_out = M, .k = 1, .dil = 1};
     v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, tile_for(QTTS_CONV_ISA_AUTO), NULL};
+    const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
+    const double work = (double)M * (double)K * (double)B->N * TILE_MAC_WORK;
+    if (B->pbf) { /* pairs need ceil(K/2) of the K floats per row that apack has */
+        v.wbf = (uint32_t *)(void *)apack;
+        v.bias = apack + v.rows_pad * pairs_of(K);
+        gemm_pack_a_bf16(M, A, lda, K, v.rows_pad, v.wbf);
+        memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
+        j.tile_bf16 = gemm_tile_bf16();
+        qtts_parallel_for_work(pool, items, 1, work, gemm_items, &j);
+        return;
+    }
     v.w = apack;
     v.bias = apack + v.rows_pad * K;
     for (int64_t rb = 0; rb < v.rows_pad / QTTS_CONV_MR; rb++) {
@@ -438,9 +504,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
         }
     }
     memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
-    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, tile_for(QTTS_CONV_ISA_AUTO)};
-    int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
-    qtts_parallel_for_work(pool, items, 1, (double)M * (double)K * (double)B->N * TILE_MAC_WORK, gemm_items, &j);
+    qtts_parallel_for_work(pool, items, 1, work, gemm_items, &j);
 }
 
 void qtts_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *w, float *Y,

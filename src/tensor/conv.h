@@ -76,14 +76,22 @@ int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t
  * column panels so each tile streams contiguous memory. This is how the
  * time-major (low-rate) layers run: A = activations or im2col rows. */
 typedef struct {
-    float *p; /* [ceil(N/panel)][K][panel] */
+    float *p; /* [ceil(N/panel)][K][panel]; NULL when the weight is in bf16 */
+    /* bf16 form (qtts_gemm_b_bf16_panels): rows of B in pairs, one uint32 per
+     * pair (low half = even k), [ceil(N/panel)][ceil(K/2)][panel]. qtts_gemm
+     * then rounds A to bf16 too and runs the bf16 conv tiles. */
+    uint32_t *pbf;
     int64_t K, N, panel;
 } qtts_gemm_b;
 
 /* B from a PyTorch-layout weight W [N][K] (B = W^T). */
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err);
-/* Frees b->p (for tests: the decoder hands b->p to its own owner list). */
+/* Frees b->p and b->pbf (for tests: the decoder hands them to its own owner list). */
 void qtts_gemm_b_free(qtts_gemm_b *b);
+/* The bf16 pair panels of b's f32 panels (a new buffer; b is unchanged: the
+ * caller stores it in b->pbf and frees b->p). NULL on OOM or where the CPU
+ * has no bf16 convolutions (qtts_conv_bf16_supported). */
+uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err);
 size_t qtts_gemm_pack_size(int64_t M, int64_t K);
 void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qtts_gemm_b *B, float *Y, int64_t ldy,
                const float *add, int64_t ldadd, float *apack);
