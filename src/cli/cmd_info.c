@@ -15,6 +15,7 @@
 #include "tensor/conv.h"
 #include "tensor/conv_calibrate.h"
 #include "tensor/cpu.h"
+#include "tensor/interleave.h"
 #include "tensor/interleave_calibrate.h"
 
 typedef struct {
@@ -182,15 +183,18 @@ static void print_cpu(void) {
     printf("kernels: %s%s%s%s (dense layers); convolutions: %s\n", qtts_isa_name(qtts_cpu_isa()),
            cap && *cap ? " (QTTS_ISA=" : "", cap && *cap ? cap : "", cap && *cap ? ")" : "",
            qtts_conv_isa_name(QTTS_CONV_ISA_AUTO));
-    for (int i = 0; i < 2 && qtts_cpu_isa() == QTTS_ISA_AVX512; i++) {
+    for (int i = 0; i < 2 && qtts_interleave_kernels(); i++) {
         const qtts_dtype t = i ? QTTS_Q4_K : QTTS_Q8_0;
         const qtts_interleave_calibration *ic = qtts_interleave_calibrate(t);
-        const char *env = getenv("QTTS_INTERLEAVE");
-        printf("%s weights: 16-row interleaved layout %.1f GB/s vs GGML rows %.1f GB/s (%d threads, %.0f MB from DRAM, "
-               "%.0f ms) -> %s%s\n",
-               qtts_dtype_name(t), ic->x16_gbs, ic->row_gbs, ic->threads, ic->buffer_mb, ic->ms,
-               ic->faster ? "interleaved" : "GGML rows",
-               env && (!strcmp(env, "0") || !strcmp(env, "1")) ? " (overridden by QTTS_INTERLEAVE)" : "");
+        const char *env = getenv("QTTS_INTERLEAVE"), *penv = getenv("QTTS_PREFETCH");
+        char pf[64] = "";
+        if (qtts_cpu_isa() == QTTS_ISA_AVX2) snprintf(pf, sizeof pf, ", prefetching %.1f GB/s", ic->row_pf_gbs);
+        printf("%s weights: 16-row interleaved layout %.1f GB/s vs GGML rows %.1f GB/s%s (%d threads, %.0f MB from "
+               "DRAM, %.0f ms) -> %s%s%s\n",
+               qtts_dtype_name(t), ic->x16_gbs, ic->row_gbs, pf, ic->threads, ic->buffer_mb, ic->ms,
+               ic->faster ? "interleaved" : ic->prefetch ? "GGML rows, prefetching" : "GGML rows",
+               env && (!strcmp(env, "0") || !strcmp(env, "1")) ? " (overridden by QTTS_INTERLEAVE)" : "",
+               penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "");
     }
     const qtts_conv_calibration *c = qtts_conv_calibrate();
     if (!c->bf16_available) {

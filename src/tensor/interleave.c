@@ -7,14 +7,16 @@
 #include "tensor/interleave_calibrate.h"
 #include "tensor/quant.h"
 
-/* Q8_0/Q4_K, rows % 16 == 0, row-major, the AVX-512 kernel family selected,
+int qtts_interleave_kernels(void) { return qtts_cpu_isa() == QTTS_ISA_AVX512 || qtts_cpu_isa() == QTTS_ISA_AVX2; }
+
+/* Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family selected,
  * and the layout measured faster for the type on this CPU
  * (tensor/interleave_calibrate.h). QTTS_INTERLEAVE=0 / 1 in the environment
  * turns it off / on regardless of the measurement (A/B comparisons). */
 static int can_interleave(const qtts_mat *m) {
     if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
     if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
-    if (qtts_cpu_isa() != QTTS_ISA_AVX512) return 0;
+    if (!qtts_interleave_kernels()) return 0;
     const char *env = getenv("QTTS_INTERLEAVE");
     if (env && !strcmp(env, "0")) return 0;
     if (env && !strcmp(env, "1")) return 1;
@@ -84,11 +86,23 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
     free(m->owned);
     m->data = m->owned = buf;
     m->interleave = QTTS_INTERLEAVE;
+    m->prefetch = 0;
     return 0;
 }
 
+/* QTTS_PREFETCH=0 / 1 forces the row kernels' prefetching off / on. */
+static int row_prefetch(const qtts_mat *m) {
+    if (m->interleave || (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
+    const char *env = getenv("QTTS_PREFETCH");
+    if (env && !strcmp(env, "0")) return 0;
+    if (env && !strcmp(env, "1")) return QTTS_ROW_PREFETCH_BYTES;
+    return qtts_interleave_calibrate(m->type)->prefetch ? QTTS_ROW_PREFETCH_BYTES : 0;
+}
+
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
-    return can_interleave(m) ? qtts_mat_interleave_force(m, err) : 0;
+    if (can_interleave(m)) return qtts_mat_interleave_force(m, err);
+    m->prefetch = row_prefetch(m);
+    return 0;
 }
 
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out) {

@@ -1,14 +1,18 @@
-/* Load-time repacking of Q8_0 / Q4_K weight matrices for the AVX-512 VNNI
- * matrix-vector kernels.
+/* Load-time repacking of Q8_0 / Q4_K weight matrices for the x86 (AVX-512
+ * VNNI and AVX2) matrix-vector kernels.
  *
  * Why: with one GGML block per row, every 32 or 256 weights pay a fixed
- * cost (scale decode, horizontal bookkeeping) that makes batch-1 matvec
- * instruction-bound at ~15-25 GB/s per core. Interleaving 16 rows puts one
- * row in each 32-bit lane of a 512-bit vector: a single vpdpbusd against a
- * broadcast 4-byte slice of x advances 16 rows by 4 weights, and the per-row
- * scales become plain vectors. The integer values and scales are the GGML
- * ones, unchanged; only their order differs (the scalar twin in linear.c
- * reads the same bytes through qtts_mat_row_f32).
+ * cost (scale decode, scale broadcasts, horizontal bookkeeping) that makes
+ * batch-1 matvec instruction-bound at ~15-25 GB/s per core. Interleaving 16
+ * rows puts one row in each 32-bit lane: a single vpdpbusd (AVX-512 VNNI:
+ * 16 rows, one register) or vpmaddubsw (AVX2: 8 rows, each half of a group
+ * in one register) against a broadcast 4-byte slice of x advances every row
+ * by 4 weights, and the per-row scales become plain vectors. On AVX2 the Q4_K
+ * kernel also sums a sub-block's 8 quads in int16 before one vpmaddwd
+ * applies the scales: about half the instructions of the row kernel. The
+ * integer values and scales are the GGML ones, unchanged; only their order
+ * differs (the scalar twin in linear.c reads the same bytes through
+ * qtts_mat_row_f32).
  *
  * Layout of a group of 16 rows (g = group, lane = row within the group):
  *
@@ -36,11 +40,17 @@ enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 5
 
 /* Repacks m in place (new owned storage; the old owned storage is freed, a
  * view's mapping is left alone) when m would be interleaved on this CPU:
- * Q8_0/Q4_K, rows % 16 == 0, row-major, and the AVX-512 VNNI kernel family
- * selected, and the layout measured faster for the type on this CPU
+ * Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family (AVX-512 or
+ * AVX2) selected, and the layout measured faster for the type on this CPU
  * (interleave_calibrate.h; QTTS_INTERLEAVE=0 / 1 in the environment forces
  * it off / on for A/B measurements). Else a no-op. */
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err);
+/* (Where m stays row-major, it also sets m->prefetch as measured:
+ * interleave_calibrate.h; QTTS_PREFETCH=0 / 1 forces it.) */
+
+/* Whether the selected kernel family reads interleaved matrices (AVX-512 or
+ * AVX2; elsewhere they would take the scalar path, so they are never made). */
+int qtts_interleave_kernels(void);
 
 /* The same repacking, unconditional (for tests): m must be Q8_0/Q4_K,
  * row-major, rows % 16 == 0. */

@@ -56,7 +56,7 @@ static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x
 
 static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     memset(c, 0, sizeof *c);
-    if (qtts_cpu_isa() != QTTS_ISA_AVX512) return;
+    if (!qtts_interleave_kernels()) return;
     const double t0 = qtts_now_ms();
     const size_t row_bytes = (size_t)(CAL_COLS / qtts_dtype_block_elems(type)) * qtts_dtype_block_bytes(type);
     const size_t mat_bytes = row_bytes * CAL_ROWS;
@@ -89,13 +89,20 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
         for (int i = 0; i < CAL_COLS; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
         pass_gbs(pool, m, n, x, y); /* warm-up: page faults, frequency */
         c->row_gbs = pass_gbs(pool, m, n, x, y);
+        if (qtts_cpu_isa() == QTTS_ISA_AVX2) { /* only the AVX2 row kernels prefetch */
+            for (int i = 0; i < n; i++) m[i].prefetch = QTTS_ROW_PREFETCH_BYTES;
+            c->row_pf_gbs = pass_gbs(pool, m, n, x, y);
+            for (int i = 0; i < n; i++) m[i].prefetch = 0;
+            c->prefetch = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
+        }
+        const double rows_best = c->prefetch ? c->row_pf_gbs : c->row_gbs;
         qtts_err err = {0};
         for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
         if (ok) {
             pass_gbs(pool, m, n, x, y);
             c->x16_gbs = pass_gbs(pool, m, n, x, y);
             c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
-            c->faster = c->measured && c->x16_gbs >= CAL_MARGIN * c->row_gbs;
+            c->faster = c->measured && c->x16_gbs >= CAL_MARGIN * rows_best;
         }
         c->buffer_mb = (double)n * (double)mat_bytes / 1e6;
     }

@@ -1,17 +1,27 @@
-/* Whether the AVX-512 interleaved-row layout (tensor/interleave.h) beats the
- * GGML row layout for a weight type on this CPU, measured (not assumed):
- * on some CPUs the interleaved Q8_0 kernel is faster in cache but slower
- * when the weights stream from DRAM, which is how batch-1 decoding reads
- * them. */
+/* How batch-1 decoding reads Q8_0 / Q4_K weights fastest on this CPU,
+ * measured (not assumed): the interleaved-row layout (tensor/interleave.h) or
+ * the GGML rows, and on AVX2 whether the row kernels prefetch. On some CPUs
+ * the interleaved kernels are faster in cache but slower when the weights
+ * stream from DRAM, which is how batch-1 decoding reads them; a
+ * compute-heavy kernel whose loads the core issues late also streams below
+ * the memory's rate unless it prefetches (a Zen 2: 10 vs 18 GB/s per core). */
 #ifndef QTTS_TENSOR_INTERLEAVE_CALIBRATE_H
 #define QTTS_TENSOR_INTERLEAVE_CALIBRATE_H
 
 #include "tensor/tensor.h"
 
+/* How far ahead the AVX2 row kernels prefetch when they do: 1152-2304 gave
+ * the same rates on a Zen 2, 576 less. */
+enum { QTTS_ROW_PREFETCH_BYTES = 1536 };
+
 typedef struct qtts_interleave_calibration {
-    int measured;             /* 0: not an AVX-512 CPU, or out of memory (then interleave is not used) */
-    int faster;               /* the interleaved layout read at least 1.03x the GB/s of the row layout */
-    double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */
+    int measured;             /* 0: no x86 kernels (AVX-512/AVX2), or out of memory (then interleave is not used) */
+    int faster;               /* the interleaved layout read at least 1.03x the GB/s of the row layout
+                                 (with prefetching where that was chosen) */
+    int prefetch;             /* AVX2: the row kernels read at least 1.03x the GB/s when they prefetch
+                                 QTTS_ROW_PREFETCH_BYTES ahead (Zen 2: +15-20% end to end) */
+    double row_gbs, row_pf_gbs, x16_gbs; /* n = 1 on `threads` threads, over a buffer larger than the
+                                            last-level cache (row_pf_gbs: AVX2 only) */
     int threads;              /* the online CPUs, at most 16 (a temporary pool, joined before returning) */
     double buffer_mb, ms;     /* the buffer measured and what the measurement took */
 } qtts_interleave_calibration;

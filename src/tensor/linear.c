@@ -213,6 +213,7 @@ static int pack_activations(qtts_pool *pool, linear_job *j, void **out) {
     a->n = j->n;
     a->cols = j->w->cols;
     a->x = j->x;
+    a->prefetch = j->w->interleave ? 0 : j->w->prefetch;
     *out = NULL;
     size_t n = (size_t)j->n, cols = (size_t)j->w->cols;
     size_t bytes = 0;
@@ -260,7 +261,8 @@ int qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const
     j.bf16_dot = (flags & QTTS_LINEAR_BF16_DOT) && isa == QTTS_ISA_AVX512 && f->avx512bf16;
     j.pack_scalar = (flags & QTTS_LINEAR_SCALAR_PACK) != 0;
     void *buf = NULL;
-    if (w->interleave && isa != QTTS_ISA_AVX512) j.isa = isa = QTTS_ISA_SCALAR; /* only AVX-512 reads the lanes */
+    if (w->interleave && isa != QTTS_ISA_AVX512 && isa != QTTS_ISA_AVX2)
+        j.isa = isa = QTTS_ISA_SCALAR; /* only the x86 kernels read the lanes */
     if (isa != QTTS_ISA_SCALAR) {
         if (pack_activations(pool, &j, &buf)) return -1;
     } else {

@@ -48,7 +48,9 @@ typedef struct qtts_mat {
     const void *data;
     void *owned;    /* non-NULL if this view owns its storage */
     int interleave; /* 0: row-major; 16: Q8_0/Q4_K rows interleaved in groups
-                       of 16 for the AVX-512 kernels (tensor/interleave.h) */
+                       of 16 for the x86 kernels (tensor/interleave.h) */
+    int prefetch;   /* row-major Q8_0/Q4_K: bytes ahead the AVX2 row kernels
+                       prefetch (0: none), set at load where measured faster */
 } qtts_mat;
 
 void qtts_mat_free(qtts_mat *m);
