@@ -10,53 +10,65 @@ static inline __m256i tail_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n > 8 ? 8 : n)), idx);
 }
 
-/* 4 rows (half h of the 8-row packed block) x 3 vectors of 8 time samples.
- * Full tiles load x with plain loads: vmaskmovps is slow on AMD cores (Zen 2,
- * the whole decoder on one thread: 97 -> 68 ms/frame without it). */
-static void tile4x24(const float *wb, int h, const float *x, int64_t ldx, int64_t c_in, int64_t K, int64_t dil,
-                     int64_t nt, __m256 out[4][3]) {
-    __m256 a[4][3];
-    for (int r = 0; r < 4; r++)
-        for (int v = 0; v < 3; v++) a[r][v] = _mm256_setzero_ps();
-    __m256i m[3];
-    for (int v = 0; v < 3; v++) m[v] = tail_mask(nt - 8 * v);
-    const float *wp = wb + 4 * h;
-    const int full = nt >= 24;
-    for (int64_t ci = 0; ci < c_in; ci++) {
-        const float *xr = x + ci * ldx;
-        for (int64_t kk = 0; kk < K; kk++, wp += QTTS_CONV_MR) {
-            const float *xp = xr + kk * dil;
-            __m256 xv[3];
-            if (full)
-                for (int v = 0; v < 3; v++) xv[v] = _mm256_loadu_ps(xp + 8 * v);
-            else
-                for (int v = 0; v < 3; v++) xv[v] = _mm256_maskload_ps(xp + 8 * v, m[v]);
-            for (int r = 0; r < 4; r++) {
-                __m256 w = _mm256_broadcast_ss(wp + r);
-                for (int v = 0; v < 3; v++) a[r][v] = _mm256_fmadd_ps(w, xv[v], a[r][v]);
-            }
-        }
+/* R rows (of half h of the 8-row packed block) x NV vectors of 8 time
+ * samples; the last vector is masked to mlast where it is partial (full = 0).
+ * Whole vectors use plain loads: vmaskmovps is slow on AMD cores (a Zen 2,
+ * the whole decoder on one thread: 97 -> 68 ms/frame without it). R = 1
+ * serves row blocks with one valid row (time-major layers of 1-frame steps,
+ * where the "rows" are time steps). */
+#define CONV_TILE_AVX2(R, NV)                                                                              \
+    static void tile_##R##x##NV(const float *wp, const float *x, int64_t ldx, int64_t c_in, int64_t K,     \
+                                int64_t dil, int full, __m256i mlast, __m256 out[4][3]) {                  \
+        __m256 a[R][NV];                                                                                   \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm256_setzero_ps();                                    \
+        for (int64_t ci = 0; ci < c_in; ci++) {                                                            \
+            const float *xr = x + ci * ldx;                                                                \
+            for (int64_t kk = 0; kk < K; kk++, wp += QTTS_CONV_MR) {                                       \
+                const float *xp = xr + kk * dil;                                                           \
+                __m256 xv[NV];                                                                             \
+                _Pragma("GCC unroll 3") for (int v = 0; v < NV - 1; v++) xv[v] = _mm256_loadu_ps(xp + 8 * v);                      \
+                xv[NV - 1] = full ? _mm256_loadu_ps(xp + 8 * (NV - 1))                                     \
+                                  : _mm256_maskload_ps(xp + 8 * (NV - 1), mlast);                          \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                                              \
+                    __m256 w = _mm256_broadcast_ss(wp + r);                                                \
+                    _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm256_fmadd_ps(w, xv[v], a[r][v]);             \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) out[r][v] = a[r][v];                                              \
     }
-    for (int r = 0; r < 4; r++)
-        for (int v = 0; v < 3; v++) out[r][v] = a[r][v];
-}
+
+CONV_TILE_AVX2(4, 1)
+CONV_TILE_AVX2(4, 2)
+CONV_TILE_AVX2(4, 3)
+CONV_TILE_AVX2(1, 1)
+CONV_TILE_AVX2(1, 2)
+CONV_TILE_AVX2(1, 3)
+
+typedef void (*tile_avx2_fn)(const float *, const float *, int64_t, int64_t, int64_t, int64_t, int, __m256i,
+                             __m256[4][3]);
+static const tile_avx2_fn k_tiles[2][3] = {{tile_1x1, tile_1x2, tile_1x3}, {tile_4x1, tile_4x2, tile_4x3}};
 
 void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
                          int64_t ldy, const float *add, int64_t ldadd) {
     const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
     for (int64_t ts = 0; ts < nt; ts += 24) {
-        int64_t n = nt - ts < 24 ? nt - ts : 24;
+        const int64_t n = nt - ts < 24 ? nt - ts : 24;
+        const int nv = (int)((n + 7) / 8), full = n % 8 == 0;
+        const __m256i mlast = tail_mask(n - 8 * (nv - 1));
         for (int h = 0; h < 2; h++) {
-            if (rb * QTTS_CONV_MR + 4 * h >= cv->c_out) break;
+            const int64_t rows = cv->c_out - (rb * QTTS_CONV_MR + 4 * h);
+            if (rows <= 0) break;
             __m256 acc[4][3];
-            tile4x24(wb, h, x + ts, ldx, cv->c_in, cv->k, cv->dil, n, acc);
-            for (int r = 0; r < 4; r++) {
+            k_tiles[rows > 1][nv - 1](wb + 4 * h, x + ts, ldx, cv->c_in, cv->k, cv->dil, full, mlast, acc);
+            for (int r = 0; r < 4 && r < rows; r++) {
                 int64_t row = rb * QTTS_CONV_MR + 4 * h + r;
-                if (row >= cv->c_out) break;
                 __m256 b = _mm256_set1_ps(cv->bias[row]);
                 float *yr = y + row * ldy + ts;
                 const float *ar = add ? add + row * ldadd + ts : NULL;
-                for (int v = 0; v < 3 && 8 * v < n; v++) {
+                for (int v = 0; v < nv; v++) {
                     __m256 o = _mm256_add_ps(acc[r][v], b);
                     if (n - 8 * v >= 8) { /* plain loads and stores where the vector is whole (see above) */
                         if (ar) o = _mm256_add_ps(o, _mm256_loadu_ps(ar + 8 * v));
