@@ -284,14 +284,6 @@ INLINE void q8_0_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int
         for (int h = 0; h < 2; h++) q8_0_x8_block(grp, h, a, t0, nt, b, acc[h]);
 }
 
-#define X16_NT_SWITCH(fn)                                                                                  \
-    switch (nt) {                                                                                          \
-    case 1: fn(grp, a, t0, 1, acc); break;                                                                 \
-    case 2: fn(grp, a, t0, 2, acc); break;                                                                 \
-    case 3: fn(grp, a, t0, 3, acc); break;                                                                 \
-    default: fn(grp, a, t0, 4, acc); break;                                                                \
-    }
-
 /* bias + the 16 rows' results of a token tile */
 static void store_x16(const qtts_mat *w, const float *bias, float *y, int64_t r, int64_t t0, int nt,
                       __m256 acc[2][QTTS_TILE_TOKENS]) {

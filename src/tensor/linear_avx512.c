@@ -268,14 +268,6 @@ INLINE void q4_k_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int
     }
 }
 
-#define X16_NT_SWITCH(fn)                                                                                  \
-    switch (nt) {                                                                                          \
-    case 1: fn(grp, a, t0, 1, acc); break;                                                                 \
-    case 2: fn(grp, a, t0, 2, acc); break;                                                                 \
-    case 3: fn(grp, a, t0, 3, acc); break;                                                                 \
-    default: fn(grp, a, t0, 4, acc); break;                                                                \
-    }
-
 /* r0, r1: multiples of 16 (the pool splits rows in QTTS_TILE_ROWS = 16). */
 static void rows_x16(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0, int64_t r1) {
     const size_t group_bytes = w->row_bytes * 16;

@@ -30,6 +30,16 @@ INLINE void no_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int64_
     default: fn(w, a, r, t0, 4, out); break;                                                               \
     }
 
+/* The same for the interleaved-layout tiles fn(grp, a, t0, nt, acc) of a
+ * 16-row group (x86 files). */
+#define X16_NT_SWITCH(fn)                                                                                  \
+    switch (nt) {                                                                                          \
+    case 1: fn(grp, a, t0, 1, acc); break;                                                                 \
+    case 2: fn(grp, a, t0, 2, acc); break;                                                                 \
+    case 3: fn(grp, a, t0, 3, acc); break;                                                                 \
+    default: fn(grp, a, t0, 4, acc); break;                                                                \
+    }
+
 /* Rows [r0, r1) in blocks of QTTS_TILE_ROWS; within a block, token tiles of
  * up to 4 so the block's weights stay in cache while all tokens pass. tile
  * handles one row; tile_rows mr rows at once (mr = 1: tile only). */
