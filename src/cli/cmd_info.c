@@ -187,12 +187,16 @@ static void print_cpu(void) {
         const qtts_dtype t = i ? QTTS_Q4_K : QTTS_Q8_0;
         const qtts_interleave_calibration *ic = qtts_interleave_calibrate(t);
         const char *env = getenv("QTTS_INTERLEAVE"), *penv = getenv("QTTS_PREFETCH");
-        char pf[64] = "";
-        if (qtts_cpu_isa() == QTTS_ISA_AVX2) snprintf(pf, sizeof pf, ", prefetching %.1f GB/s", ic->row_pf_gbs);
-        printf("%s weights: 16-row interleaved layout %.1f GB/s vs GGML rows %.1f GB/s%s (%d threads, %.0f MB from "
-               "DRAM, %.0f ms) -> %s%s%s\n",
-               qtts_dtype_name(t), ic->x16_gbs, ic->row_gbs, pf, ic->threads, ic->buffer_mb, ic->ms,
-               ic->faster ? "interleaved" : ic->prefetch ? "GGML rows, prefetching" : "GGML rows",
+        char pf_x16[48] = "", pf_row[48] = "";
+        if (qtts_cpu_isa() == QTTS_ISA_AVX2) {
+            snprintf(pf_x16, sizeof pf_x16, " (prefetching %.1f)", ic->x16_pf_gbs);
+            snprintf(pf_row, sizeof pf_row, " (prefetching %.1f)", ic->row_pf_gbs);
+        }
+        printf("%s weights: 16-row interleaved layout %.1f GB/s%s vs GGML rows %.1f GB/s%s (%d threads, %.0f MB from "
+               "DRAM, %.0f ms); batches of 8: %.1f vs %.1f GB/s -> %s%s%s%s\n",
+               qtts_dtype_name(t), ic->x16_gbs, pf_x16, ic->row_gbs, pf_row, ic->threads, ic->buffer_mb, ic->ms,
+               ic->x16_batch_gbs, ic->row_batch_gbs,
+               ic->faster ? "interleaved" : "GGML rows", ic->prefetch ? ", prefetching" : "",
                env && (!strcmp(env, "0") || !strcmp(env, "1")) ? " (overridden by QTTS_INTERLEAVE)" : "",
                penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "");
     }

@@ -86,22 +86,22 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
     free(m->owned);
     m->data = m->owned = buf;
     m->interleave = QTTS_INTERLEAVE;
-    m->prefetch = 0;
     return 0;
 }
 
-/* QTTS_PREFETCH=0 / 1 forces the row kernels' prefetching off / on. */
-static int row_prefetch(const qtts_mat *m) {
-    if (m->interleave || (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
+/* Whether m's kernel prefetches (the AVX2 kernels of both layouts can):
+ * as measured, or as QTTS_PREFETCH=0 / 1 forces. */
+static int prefetch_for(const qtts_mat *m) {
+    if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
     const char *env = getenv("QTTS_PREFETCH");
     if (env && !strcmp(env, "0")) return 0;
-    if (env && !strcmp(env, "1")) return QTTS_ROW_PREFETCH_BYTES;
-    return qtts_interleave_calibrate(m->type)->prefetch ? QTTS_ROW_PREFETCH_BYTES : 0;
+    if (env && !strcmp(env, "1")) return 1;
+    return qtts_interleave_calibrate(m->type)->prefetch;
 }
 
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
-    if (can_interleave(m)) return qtts_mat_interleave_force(m, err);
-    m->prefetch = row_prefetch(m);
+    if (can_interleave(m) && qtts_mat_interleave_force(m, err)) return -1;
+    m->prefetch = prefetch_for(m);
     return 0;
 }
 

@@ -45,8 +45,8 @@ enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 5
  * (interleave_calibrate.h; QTTS_INTERLEAVE=0 / 1 in the environment forces
  * it off / on for A/B measurements). Else a no-op. */
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err);
-/* (Where m stays row-major, it also sets m->prefetch as measured:
- * interleave_calibrate.h; QTTS_PREFETCH=0 / 1 forces it.) */
+/* (It also sets m->prefetch for Q8_0/Q4_K on AVX2 as measured for the
+ * chosen layout: interleave_calibrate.h; QTTS_PREFETCH=0 / 1 forces it.) */
 
 /* Whether the selected kernel family reads interleaved matrices (AVX-512 or
  * AVX2; elsewhere they would take the scalar path, so they are never made). */

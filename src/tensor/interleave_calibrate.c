@@ -13,10 +13,11 @@
 #include "tensor/quant.h"
 
 /* A talker-like matrix; enough of them to overflow the last-level cache. */
-enum { CAL_ROWS = 1024, CAL_COLS = 2048, CAL_PASSES = 3, CAL_MAX_THREADS = 16 };
+enum { CAL_ROWS = 1024, CAL_COLS = 2048, CAL_PASSES = 3, CAL_MAX_THREADS = 16, CAL_BATCH = 8 };
 #define CAL_MIN_BYTES (64.0 * 1024 * 1024)
 #define CAL_MAX_BYTES (96.0 * 1024 * 1024) /* bounds the time; a larger cache then holds part of it */
 #define CAL_MARGIN 1.03
+#define CAL_BATCH_MARGIN 1.10 /* a tie at n = 1 goes to the layout at least this much faster for batches */
 
 static double buffer_bytes(void) {
     double b = CAL_MIN_BYTES;
@@ -42,16 +43,38 @@ static void fill(qtts_dtype type, uint8_t *p, size_t bytes, uint32_t *seed) {
 }
 
 /* Best GB/s over CAL_PASSES passes of y = W x (n = 1) over every matrix. */
-static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
+/* Best weight GB/s over `passes` passes of y = W x (`tokens` rows of x) over every matrix. */
+static double pass_gbs_n(qtts_pool *pool, const qtts_mat *m, int n, int tokens, int passes, const float *x, float *y) {
     double best = 1e30;
-    for (int p = 0; p < CAL_PASSES; p++) {
+    for (int p = 0; p < passes; p++) {
         double t0 = qtts_now_s();
         for (int i = 0; i < n; i++)
-            if (qtts_linear(pool, &m[i], NULL, x, 1, y)) return 0;
+            if (qtts_linear(pool, &m[i], NULL, x, tokens, y)) return 0;
         double dt = qtts_now_s() - t0;
         if (dt < best) best = dt;
     }
     return (double)n * (double)m[0].rows * (double)m[0].row_bytes / best * 1e-9;
+}
+
+/* Batch-1 decoding: n = 1 over every matrix, CAL_PASSES passes. */
+static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
+    return pass_gbs_n(pool, m, n, 1, CAL_PASSES, x, y);
+}
+
+/* Batches (prefill, concurrent streams): CAL_BATCH tokens over a few
+ * matrices; compute-bound, so it does not need the whole buffer. */
+static double batch_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
+    const int k = n < 4 ? n : 4;
+    pass_gbs_n(pool, m, k, CAL_BATCH, 1, x, y);
+    return pass_gbs_n(pool, m, k, CAL_BATCH, 2, x, y);
+}
+
+/* The same with the matrices' prefetch flag set (cleared again after). */
+static double prefetching_gbs(qtts_pool *pool, qtts_mat *m, int n, const float *x, float *y) {
+    for (int i = 0; i < n; i++) m[i].prefetch = 1;
+    double gbs = pass_gbs(pool, m, n, x, y);
+    for (int i = 0; i < n; i++) m[i].prefetch = 0;
+    return gbs;
 }
 
 static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
@@ -62,7 +85,7 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     const size_t mat_bytes = row_bytes * CAL_ROWS;
     const int n = (int)(buffer_bytes() / (double)mat_bytes) + 1;
     qtts_mat *m = calloc((size_t)n, sizeof *m);
-    float *x = malloc(sizeof(float) * CAL_COLS), *y = malloc(sizeof(float) * CAL_ROWS);
+    float *x = malloc(sizeof(float) * CAL_COLS * CAL_BATCH), *y = malloc(sizeof(float) * CAL_ROWS * CAL_BATCH);
     int ok = m && x && y;
     uint32_t seed = 7;
     for (int i = 0; ok && i < n; i++) {
@@ -86,23 +109,33 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     ok = ok && pool;
     if (ok) {
         c->threads = qtts_pool_size(pool);
-        for (int i = 0; i < CAL_COLS; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
+        for (int i = 0; i < CAL_COLS * CAL_BATCH; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
         pass_gbs(pool, m, n, x, y); /* warm-up: page faults, frequency */
+        const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch */
         c->row_gbs = pass_gbs(pool, m, n, x, y);
-        if (qtts_cpu_isa() == QTTS_ISA_AVX2) { /* only the AVX2 row kernels prefetch */
-            for (int i = 0; i < n; i++) m[i].prefetch = QTTS_ROW_PREFETCH_BYTES;
-            c->row_pf_gbs = pass_gbs(pool, m, n, x, y);
-            for (int i = 0; i < n; i++) m[i].prefetch = 0;
-            c->prefetch = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
-        }
-        const double rows_best = c->prefetch ? c->row_pf_gbs : c->row_gbs;
+        if (pf) c->row_pf_gbs = prefetching_gbs(pool, m, n, x, y);
+        for (int i = 0; i < n; i++) m[i].prefetch = pf && c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
+        c->row_batch_gbs = batch_gbs(pool, m, n, x, y);
+        for (int i = 0; i < n; i++) m[i].prefetch = 0;
         qtts_err err = {0};
         for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
         if (ok) {
             pass_gbs(pool, m, n, x, y);
             c->x16_gbs = pass_gbs(pool, m, n, x, y);
+            if (pf) c->x16_pf_gbs = prefetching_gbs(pool, m, n, x, y);
             c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
-            c->faster = c->measured && c->x16_gbs >= CAL_MARGIN * rows_best;
+            /* each layout at its better setting; a change from the default (rows, no prefetch) needs 1.03x */
+            const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs,
+                      x16_pf = c->x16_pf_gbs >= CAL_MARGIN * c->x16_gbs;
+            const double rows_best = row_pf ? c->row_pf_gbs : c->row_gbs, x16_best = x16_pf ? c->x16_pf_gbs : c->x16_gbs;
+            /* the interleaved layout on batches, with the prefetch setting it would get */
+            for (int i = 0; i < n; i++) m[i].prefetch = x16_pf;
+            c->x16_batch_gbs = batch_gbs(pool, m, n, x, y);
+            c->measured = c->measured && c->x16_batch_gbs > 0;
+            c->faster = c->measured && (x16_best >= CAL_MARGIN * rows_best ||
+                                        (x16_best * CAL_MARGIN >= rows_best &&
+                                         c->x16_batch_gbs >= CAL_BATCH_MARGIN * c->row_batch_gbs));
+            c->prefetch = c->measured && (c->faster ? x16_pf : row_pf);
         }
         c->buffer_mb = (double)n * (double)mat_bytes / 1e6;
     }

@@ -10,18 +10,18 @@
 
 #include "tensor/tensor.h"
 
-/* How far ahead the AVX2 row kernels prefetch when they do: 1152-2304 gave
- * the same rates on a Zen 2, 576 less. */
-enum { QTTS_ROW_PREFETCH_BYTES = 1536 };
-
 typedef struct qtts_interleave_calibration {
     int measured;             /* 0: no x86 kernels (AVX-512/AVX2), or out of memory (then interleave is not used) */
     int faster;               /* the interleaved layout read at least 1.03x the GB/s of the row layout
-                                 (with prefetching where that was chosen) */
-    int prefetch;             /* AVX2: the row kernels read at least 1.03x the GB/s when they prefetch
-                                 QTTS_ROW_PREFETCH_BYTES ahead (Zen 2: +15-20% end to end) */
-    double row_gbs, row_pf_gbs, x16_gbs; /* n = 1 on `threads` threads, over a buffer larger than the
-                                            last-level cache (row_pf_gbs: AVX2 only) */
+                                 at n = 1 (each with prefetching where that was faster), or the two
+                                 were within 3% there and it was at least 1.1x faster on batches of 8
+                                 (prefill, concurrent streams: a Zen 2 ties at n = 1, and the
+                                 interleaved Q4_K kernel is 1.3x faster on batches) */
+    int prefetch;             /* AVX2: the chosen layout's kernel prefetches its weights (it read at
+                                 least 1.03x the GB/s that way; a Zen 2: +15-40%) */
+    double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */
+    double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere) */
+    double row_batch_gbs, x16_batch_gbs; /* weight GB/s at n = 8 (compute-bound; over 4 matrices) */
     int threads;              /* the online CPUs, at most 16 (a temporary pool, joined before returning) */
     double buffer_mb, ms;     /* the buffer measured and what the measurement took */
 } qtts_interleave_calibration;

@@ -213,7 +213,7 @@ static int pack_activations(qtts_pool *pool, linear_job *j, void **out) {
     a->n = j->n;
     a->cols = j->w->cols;
     a->x = j->x;
-    a->prefetch = j->w->interleave ? 0 : j->w->prefetch;
+    a->prefetch = j->w->prefetch;
     *out = NULL;
     size_t n = (size_t)j->n, cols = (size_t)j->w->cols;
     size_t bytes = 0;

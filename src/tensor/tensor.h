@@ -49,8 +49,8 @@ typedef struct qtts_mat {
     void *owned;    /* non-NULL if this view owns its storage */
     int interleave; /* 0: row-major; 16: Q8_0/Q4_K rows interleaved in groups
                        of 16 for the x86 kernels (tensor/interleave.h) */
-    int prefetch;   /* row-major Q8_0/Q4_K: bytes ahead the AVX2 row kernels
-                       prefetch (0: none), set at load where measured faster */
+    int prefetch;   /* Q8_0/Q4_K: the AVX2 kernels prefetch the weights ahead
+                       of use (set at load where measured faster) */
 } qtts_mat;
 
 void qtts_mat_free(qtts_mat *m);
