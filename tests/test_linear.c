@@ -338,8 +338,8 @@ int main(void) {
             const int row_pf = ic->row_pf_gbs >= 1.03 * ic->row_gbs, x16_pf = ic->x16_pf_gbs >= 1.03 * ic->x16_gbs;
             const double rows_best = row_pf ? ic->row_pf_gbs : ic->row_gbs, x16_best = x16_pf ? ic->x16_pf_gbs : ic->x16_gbs;
             TEST_CHECK(ic->faster == (ic->measured && (x16_best >= 1.03 * rows_best ||
-                                                       (x16_best * 1.03 >= rows_best &&
-                                                        ic->x16_batch_gbs >= 1.10 * ic->row_batch_gbs))),
+                                                       (qtts_cpu_isa() == QTTS_ISA_AVX2 && x16_best * 1.10 >= rows_best &&
+                                                        ic->x16_batch_gbs >= 1.20 * ic->row_batch_gbs))),
                        "%s: choice follows the measurement", qtts_dtype_name(t));
             TEST_CHECK(ic->prefetch == (qtts_cpu_isa() == QTTS_ISA_AVX2 && ic->measured && (ic->faster ? x16_pf : row_pf)),
                        "%s: the prefetch choice follows the measurement", qtts_dtype_name(t));

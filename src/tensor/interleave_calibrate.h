@@ -14,9 +14,8 @@ typedef struct qtts_interleave_calibration {
     int measured;             /* 0: no x86 kernels (AVX-512/AVX2), or out of memory (then interleave is not used) */
     int faster;               /* the interleaved layout read at least 1.03x the GB/s of the row layout
                                  at n = 1 (each with prefetching where that was faster), or the two
-                                 were within 3% there and it was at least 1.1x faster on batches of 8
-                                 (prefill, concurrent streams: a Zen 2 ties at n = 1, and the
-                                 interleaved Q4_K kernel is 1.3x faster on batches) */
+                                 were within 10% there and it was at least 1.2x faster on batches of
+                                 8 (AVX2 only; prefill, concurrent streams; see CAL_TIE in the .c) */
     int prefetch;             /* AVX2: the chosen layout's kernel prefetches its weights (it read at
                                  least 1.03x the GB/s that way; a Zen 2: +15-40%) */
     double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */

@@ -21,9 +21,12 @@
 
 /* Prefetch distances (bytes) where the weights' prefetch flag is set: a
  * Zen 2 read 12.1 GB/s on one thread with prefetcht0 at 1.5 KB, 14.3 with
- * prefetchnta at 1.5-3 KB (row kernels) and 14.2 at 1184 (interleaved Q4_K),
- * against 8.6-8.8 without. */
-enum { PREFETCH_ROWS = 2048, PREFETCH_X16 = 1184 };
+ * prefetchnta at 1.5-3 KB (row kernels) and 11.9-14.2 at 1.2-2.4 KB
+ * (interleaved Q4_K; one 2368-byte super-block ahead was best in the
+ * engine), against 8.6-8.8 without. prefetchnta keeps the streamed weights
+ * out of L2/L3, which only matters where they would have fit there: the
+ * load-time measurement then finds no gain and leaves it off. */
+enum { PREFETCH_ROWS = 2048, PREFETCH_X16 = 2368 };
 
 INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -295,10 +298,60 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
     }
 }
 
+/* The same for 8 rows (half h) only: with 3-4 tokens both halves' sums
+ * would not fit in the 16 registers (spills cost batches 10-15%). */
+INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
+                          __m256 *acc) {
+    const int64_t nb = a->nb, cols = a->cols;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
+    __m256i isum[QTTS_TILE_TOKENS], imin[QTTS_TILE_TOKENS];
+    for (int t = 0; t < nt; t++) isum[t] = imin[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) {
+        const uint8_t *qs = s + 320 + 512 * p + 32 * h;
+        __m256i da[QTTS_TILE_TOKENS], db[QTTS_TILE_TOKENS];
+        for (int t = 0; t < nt; t++) da[t] = db[t] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) {
+            if (a->prefetch && h == 0) { /* as in q4_k_x16_super */
+                _mm_prefetch((const char *)qs + 64 * g + PREFETCH_X16, _MM_HINT_NTA);
+                if (g == 0) _mm_prefetch((const char *)s + 64 * p + PREFETCH_X16, _MM_HINT_NTA);
+                if (g == 1 && p == 0) _mm_prefetch((const char *)s + 256 + PREFETCH_X16, _MM_HINT_NTA);
+            }
+            const __m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 64 * g));
+            const __m256i lo = _mm256_and_si256(wv, m4), hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xq = a->q + (t0 + t) * cols + 256 * b + 64 * p + 4 * g;
+                da[t] = _mm256_add_epi16(da[t], _mm256_maddubs_epi16(lo, bcast4(xq)));
+                db[t] = _mm256_add_epi16(db[t], _mm256_maddubs_epi16(hi, bcast4(xq + 32)));
+            }
+        }
+        const __m256i sa = scale_pairs(s + 64 + 32 * p + 8 * h), sb = scale_pairs(s + 64 + 32 * p + 16 + 8 * h);
+        const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
+        for (int t = 0; t < nt; t++) {
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(da[t], sa),
+                                                                 _mm256_madd_epi16(db[t], sb)));
+            int32_t bs;
+            memcpy(&bs, a->bsum + (t0 + t) * a->nsub + 8 * b + 2 * p, 4);
+            imin[t] = _mm256_add_epi32(imin[t], _mm256_madd_epi16(mp, _mm256_set1_epi32(bs)));
+        }
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
+    for (int t = 0; t < nt; t++) {
+        const __m256 dx = _mm256_set1_ps(a->qd[(t0 + t) * nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+    }
+}
+
 INLINE void q4_k_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int nt, __m256 acc[2][QTTS_TILE_TOKENS]) {
     for (int h = 0; h < 2; h++)
         for (int t = 0; t < nt; t++) acc[h][t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < a->nb; b++) q4_k_x16_super(grp + (size_t)b * QTTS_Q4_K_X16_SUPER, a, t0, nt, b, acc);
+    for (int64_t b = 0; b < a->nb; b++) {
+        if (nt <= 2) q4_k_x16_super(grp + (size_t)b * QTTS_Q4_K_X16_SUPER, a, t0, nt, b, acc);
+        else
+            for (int h = 0; h < 2; h++) q4_k_x8_super(grp, h, a, t0, nt, b, acc[h]);
+    }
 }
 
 INLINE void q8_0_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int nt, __m256 acc[2][QTTS_TILE_TOKENS]) {
