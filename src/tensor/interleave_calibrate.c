@@ -12,19 +12,14 @@
 #include "tensor/linear.h"
 #include "tensor/quant.h"
 
-/* A talker-like matrix; enough of them to overflow the last-level cache. */
-enum { CAL_ROWS = 1024, CAL_COLS = 2048, CAL_PASSES = 3, CAL_MAX_THREADS = 16, CAL_BATCH = 8 };
+/* The LMs' two matrix shapes (hidden 1024, MLP 3072: the 0.6B talker and both code predictors; the 1.7B
+ * talker's are twice that), alternating; enough of them to overflow the last-level cache. A single
+ * 1024x2048 shape ranked the layouts as close where the engine found the interleaved Q8_0 kernel 20%
+ * slower (a Zen 2): per-row overheads differ between 1024 and 3072 columns. */
+enum { CAL_SHORT = 1024, CAL_LONG = 3072, CAL_PASSES = 5, CAL_MAX_THREADS = 16 };
 #define CAL_MIN_BYTES (64.0 * 1024 * 1024)
 #define CAL_MAX_BYTES (96.0 * 1024 * 1024) /* bounds the time; a larger cache then holds part of it */
 #define CAL_MARGIN 1.03
-/* An n = 1 rate within 10% counts as a tie that a >= 1.2x batch rate breaks. Why: a Zen 2 measured interleaved
- * Q4_K 5-8% under prefetching rows at n = 1 here (3-4% in the engine's steps) but 1.4x over them on batches;
- * in the engine that is a 62-frame utterance 1.5% slower, the prefill 30% faster (time to first audio 294 ->
- * 235 ms) and 8 streams 1.17x instead of 1.01x real time. AVX2 only: on a Zen 4 the AVX-512 interleaved Q8_0
- * kernel measured 7-18% under rows at n = 1 but cost 30% more in the engine's code predictor, so AVX-512 keeps
- * the plain n = 1 rule until a machine shows otherwise. */
-#define CAL_TIE 1.10
-#define CAL_BATCH_MARGIN 1.20
 
 static double buffer_bytes(void) {
     double b = CAL_MIN_BYTES;
@@ -50,30 +45,19 @@ static void fill(qtts_dtype type, uint8_t *p, size_t bytes, uint32_t *seed) {
 }
 
 /* Best GB/s over CAL_PASSES passes of y = W x (n = 1) over every matrix. */
-/* Best weight GB/s over `passes` passes of y = W x (`tokens` rows of x) over every matrix. */
-static double pass_gbs_n(qtts_pool *pool, const qtts_mat *m, int n, int tokens, int passes, const float *x, float *y) {
+/* Best weight GB/s over CAL_PASSES passes of y = W x (n = 1) over every matrix. */
+static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
     double best = 1e30;
-    for (int p = 0; p < passes; p++) {
+    for (int p = 0; p < CAL_PASSES; p++) {
         double t0 = qtts_now_s();
         for (int i = 0; i < n; i++)
-            if (qtts_linear(pool, &m[i], NULL, x, tokens, y)) return 0;
+            if (qtts_linear(pool, &m[i], NULL, x, 1, y)) return 0;
         double dt = qtts_now_s() - t0;
         if (dt < best) best = dt;
     }
-    return (double)n * (double)m[0].rows * (double)m[0].row_bytes / best * 1e-9;
-}
-
-/* Batch-1 decoding: n = 1 over every matrix, CAL_PASSES passes. */
-static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
-    return pass_gbs_n(pool, m, n, 1, CAL_PASSES, x, y);
-}
-
-/* Batches (prefill, concurrent streams): CAL_BATCH tokens over a few
- * matrices; compute-bound, so it does not need the whole buffer. */
-static double batch_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
-    const int k = n < 4 ? n : 4;
-    pass_gbs_n(pool, m, k, CAL_BATCH, 1, x, y);
-    return pass_gbs_n(pool, m, k, CAL_BATCH, 2, x, y);
+    double bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (double)m[i].rows * (double)m[i].row_bytes;
+    return bytes / best * 1e-9;
 }
 
 /* The same with the matrices' prefetch flag set (cleared again after). */
@@ -88,11 +72,10 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     memset(c, 0, sizeof *c);
     if (!qtts_interleave_kernels()) return;
     const double t0 = qtts_now_ms();
-    const size_t row_bytes = (size_t)(CAL_COLS / qtts_dtype_block_elems(type)) * qtts_dtype_block_bytes(type);
-    const size_t mat_bytes = row_bytes * CAL_ROWS;
-    const int n = (int)(buffer_bytes() / (double)mat_bytes) + 1;
+    const size_t mat_bytes = (size_t)(CAL_SHORT * CAL_LONG / qtts_dtype_block_elems(type)) * qtts_dtype_block_bytes(type);
+    const int n = 2 * (int)(buffer_bytes() / (double)(2 * mat_bytes)) + 2; /* even: both shapes alike */
     qtts_mat *m = calloc((size_t)n, sizeof *m);
-    float *x = malloc(sizeof(float) * CAL_COLS * CAL_BATCH), *y = malloc(sizeof(float) * CAL_ROWS * CAL_BATCH);
+    float *x = malloc(sizeof(float) * CAL_LONG), *y = malloc(sizeof(float) * CAL_LONG);
     int ok = m && x && y;
     uint32_t seed = 7;
     for (int i = 0; ok && i < n; i++) {
@@ -102,8 +85,9 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
             break;
         }
         fill(type, p, mat_bytes, &seed);
-        m[i] =
-            (qtts_mat){.type = type, .rows = CAL_ROWS, .cols = CAL_COLS, .row_bytes = row_bytes, .data = p, .owned = p};
+        const int64_t rows = i % 2 ? CAL_SHORT : CAL_LONG, cols = i % 2 ? CAL_LONG : CAL_SHORT;
+        m[i] = (qtts_mat){.type = type, .rows = rows, .cols = cols, .row_bytes = qtts_dtype_row_bytes(type, cols),
+                          .data = p, .owned = p};
     }
     /* every core, as the engine reads its weights: one thread alone ranks the layouts differently here */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -116,14 +100,11 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     ok = ok && pool;
     if (ok) {
         c->threads = qtts_pool_size(pool);
-        for (int i = 0; i < CAL_COLS * CAL_BATCH; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
+        for (int i = 0; i < CAL_LONG; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
         pass_gbs(pool, m, n, x, y); /* warm-up: page faults, frequency */
         const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch */
         c->row_gbs = pass_gbs(pool, m, n, x, y);
         if (pf) c->row_pf_gbs = prefetching_gbs(pool, m, n, x, y);
-        for (int i = 0; i < n; i++) m[i].prefetch = pf && c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
-        c->row_batch_gbs = batch_gbs(pool, m, n, x, y);
-        for (int i = 0; i < n; i++) m[i].prefetch = 0;
         qtts_err err = {0};
         for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
         if (ok) {
@@ -135,13 +116,7 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
             const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs,
                       x16_pf = c->x16_pf_gbs >= CAL_MARGIN * c->x16_gbs;
             const double rows_best = row_pf ? c->row_pf_gbs : c->row_gbs, x16_best = x16_pf ? c->x16_pf_gbs : c->x16_gbs;
-            /* the interleaved layout on batches, with the prefetch setting it would get */
-            for (int i = 0; i < n; i++) m[i].prefetch = x16_pf;
-            c->x16_batch_gbs = batch_gbs(pool, m, n, x, y);
-            c->measured = c->measured && c->x16_batch_gbs > 0;
-            c->faster = c->measured && (x16_best >= CAL_MARGIN * rows_best ||
-                                        (pf && x16_best * CAL_TIE >= rows_best &&
-                                         c->x16_batch_gbs >= CAL_BATCH_MARGIN * c->row_batch_gbs));
+            c->faster = c->measured && x16_best >= CAL_MARGIN * rows_best;
             c->prefetch = c->measured && (c->faster ? x16_pf : row_pf);
         }
         c->buffer_mb = (double)n * (double)mat_bytes / 1e6;

@@ -13,14 +13,11 @@
 typedef struct qtts_interleave_calibration {
     int measured;             /* 0: no x86 kernels (AVX-512/AVX2), or out of memory (then interleave is not used) */
     int faster;               /* the interleaved layout read at least 1.03x the GB/s of the row layout
-                                 at n = 1 (each with prefetching where that was faster), or the two
-                                 were within 10% there and it was at least 1.2x faster on batches of
-                                 8 (AVX2 only; prefill, concurrent streams; see CAL_TIE in the .c) */
+                                 at n = 1 (each with prefetching where that was faster) */
     int prefetch;             /* AVX2: the chosen layout's kernel prefetches its weights (it read at
                                  least 1.03x the GB/s that way; a Zen 2: +15-40%) */
     double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */
     double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere) */
-    double row_batch_gbs, x16_batch_gbs; /* weight GB/s at n = 8 (compute-bound; over 4 matrices) */
     int threads;              /* the online CPUs, at most 16 (a temporary pool, joined before returning) */
     double buffer_mb, ms;     /* the buffer measured and what the measurement took */
 } qtts_interleave_calibration;
