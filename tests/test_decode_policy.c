@@ -4,6 +4,7 @@
  * whenever a step of c > 1 frames is chosen, the lead covers 1.25x the time
  * the c frames take at the stream's pace. */
 #include "engine/decode_policy.h"
+#include "engine/overlap_policy.h"
 #include "harness.h"
 
 int main(void) {
@@ -29,5 +30,27 @@ int main(void) {
     /* 10 frames out (800 ms of audio) 200 ms after the first audio, 30 ms per frame: lead 600 >= 1.25 x 4 x 30 */
     TEST_CHECK(!qtts_decode_due(3, 0, 19200, 1920, 24000, 0, 190, 390), "3 of 4 frames: not yet");
     TEST_CHECK(qtts_decode_due(4, 0, 19200, 1920, 24000, 0, 190, 390), "4 frames: due");
+    /* overlap (engine/overlap_policy.h): sequential measured first, then overlap once, then the faster mode,
+       with the slower one measured again every QTTS_OVERLAP_PROBE_EVERY cycles */
+    qtts_overlap_stats ov = {{0, 0}, 0};
+    TEST_CHECK(qtts_overlap_choose(&ov) == 0, "nothing measured: sequential first");
+    qtts_overlap_record(&ov, 0, 90.0);
+    TEST_CHECK(qtts_overlap_choose(&ov) == 1, "sequential measured: overlap is tried");
+    qtts_overlap_record(&ov, 1, 75.0);
+    TEST_CHECK(qtts_overlap_choose(&ov) == 1, "overlap faster: kept");
+    int probes = 0, cycles = 0;
+    for (; cycles < 3 * QTTS_OVERLAP_PROBE_EVERY + 3; cycles++) {
+        int m = qtts_overlap_choose(&ov);
+        probes += m == 0;
+        qtts_overlap_record(&ov, m, m ? 75.0 : 90.0);
+    }
+    TEST_CHECK(probes == 3, "the slower mode is measured again once per %d cycles (%d probes in %d)",
+               QTTS_OVERLAP_PROBE_EVERY, probes, cycles);
+    for (int i = 0; i < 20; i++) qtts_overlap_record(&ov, 1, 120.0); /* the machine got busy: overlap now slower */
+    TEST_CHECK(ov.ms[1] > ov.ms[0] && qtts_overlap_choose(&ov) == 0, "a slower overlap is dropped (%.1f vs %.1f ms)",
+               ov.ms[1], ov.ms[0]);
+    qtts_overlap_record(&ov, 0, 0.0);
+    qtts_overlap_record(&ov, 0, -1.0);
+    TEST_CHECK(ov.ms[0] > 0 && ov.ms[0] < 100, "empty cycles are not recorded");
     return test_finish("test_decode_policy");
 }

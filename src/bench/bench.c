@@ -4,12 +4,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "engine/decode_policy.h"
+#include "engine/overlap_policy.h"
 #include "engine/executor.h"
 #include "io/gguf.h"
 #include "io/store.h"
@@ -62,6 +64,7 @@ void qtts_bench_options_default(qtts_bench_options *o) {
     o->runs = 1;
     o->probe = 1;
     o->seed = 1;
+    o->overlap = -1;
 }
 
 /* ---- weight bytes and FLOP from the matrix shapes ---- */
@@ -114,7 +117,49 @@ typedef struct {
     qtts_codec_stream *dec;
     float *pcm;
     int64_t frames_out, samples_out;
+    int32_t *decoding; /* an overlapped decoder step's frames (swapped out of pending) */
+    int64_t cap_decoding;
 } bstream;
+
+/* One overlapped decoder step, as the engine runs it (engine/overlap_policy.h):
+ * thread 1 decodes, thread 0 runs LM steps until it is done. */
+typedef struct {
+    qtts_batch *b;
+    qtts_codec_decoder *dec;
+    qtts_codec_stream **ds;
+    const int32_t **cs;
+    int64_t *nf;
+    float **outs;
+    int k;
+    bstream *st;
+    int n;
+    atomic_int decoded;
+    int dec_rc, lm_left, lm_steps;
+    double dec_ms;
+    qtts_err dec_err, lm_err;
+} overlap_job;
+
+static void overlap_body(void *ctx, int tid, int n_threads) {
+    (void)n_threads;
+    overlap_job *j = ctx;
+    if (tid == 1) {
+        double t0 = qtts_now_ms();
+        j->dec_rc = qtts_codec_decode_step_batch(j->dec, NULL, j->ds, j->cs, j->nf, j->k, j->outs, &j->dec_err);
+        j->dec_ms = qtts_now_ms() - t0;
+        atomic_store_explicit(&j->decoded, 1, memory_order_release);
+        return;
+    }
+    if (tid != 0) return;
+    j->lm_left = 1;
+    while (!atomic_load_explicit(&j->decoded, memory_order_acquire) && j->lm_steps < QTTS_OVERLAP_MAX_LM_STEPS) {
+        j->lm_left = qtts_batch_step(j->b, NULL, &j->lm_err);
+        j->lm_steps++;
+        if (j->lm_left <= 0) break;
+        int oom = 0;
+        for (int i = 0; i < j->n; i++) oom |= j->st[i].oom;
+        if (oom) break;
+    }
+}
 
 static void on_frame(void *user, qtts_gen_request *req, int64_t frame, const int32_t *codes, int64_t n) {
     (void)req, (void)frame;
@@ -154,6 +199,7 @@ typedef struct {
     double prompt_ms, prefill_ms, ttfa_ms, wall_s;
     double prompt_cpu_ms, prefill_cpu_ms, ttfa_cpu_ms, cpu_s; /* engine-thread CPU time */
     int64_t frames_out, samples_out, prompt_rows;
+    int64_t decode_steps, overlapped_steps;
     qtts_bench_stage talker, cp, decoder;
 } pass_result;
 
@@ -205,6 +251,9 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
 
     const double t_start = qtts_now_ms(), c_start = thread_cpu_ms();
     qtts_stage_time dec_steady = {0, 0, 0, 0};
+    qtts_overlap_stats ostats = {{0, 0}, 0};
+    double cycle_t0 = 0; /* end of the last decoder step (the first cycle holds the prefill: not recorded) */
+    int64_t cycle_frames0 = 0;
     for (int i = 0; i < n; i++) {
         st[i].G = G;
         gp.seed = c->o->seed + (uint64_t)i;
@@ -263,7 +312,43 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
             outs[k] = st[i].pcm;
             k++;
         }
-        if (k) {
+        /* as the engine: with two threads, maybe beside more LM steps (engine/overlap_policy.h) */
+        int possible = k && c->o->overlap != 0 && qtts_pool_size(pool) == 2;
+        for (int i = 0; i < n && possible; i++)
+            if (qtts_gen_request_finished(req[i]) || (st[i].due && !st[i].samples_out)) possible = 0;
+        const int overlap = possible && (c->o->overlap == 1 || qtts_overlap_choose(&ostats));
+        if (overlap) {
+            for (int i = 0, q = 0; i < n; i++) {
+                if (!st[i].due) continue;
+                int32_t *codes = st[i].pending;
+                int64_t cap = st[i].cap;
+                st[i].pending = st[i].decoding;
+                st[i].cap = st[i].cap_decoding;
+                st[i].decoding = codes;
+                st[i].cap_decoding = cap;
+                st[i].n_pending = 0;
+                cs[q++] = codes;
+            }
+            overlap_job j = {.b = b, .dec = c->dec, .ds = ds, .cs = cs, .nf = nf, .outs = outs, .k = k, .st = st, .n = n};
+            atomic_init(&j.decoded, 0);
+            qtts_pool_run(pool, overlap_body, &j);
+            if (j.dec_rc || j.lm_left < 0) {
+                *err = j.dec_rc ? j.dec_err : j.lm_err;
+                goto done;
+            }
+            if (j.lm_steps) left = j.lm_left;
+            int64_t frames = 0, steps = 0;
+            for (int i = 0, q = 0; i < n; i++) {
+                if (!st[i].due) continue;
+                if (nf[q] > steps) steps = nf[q];
+                st[i].samples_out += nf[q] * fs;
+                frames += nf[q];
+                q++;
+            }
+            qtts_stage_time one = {(int64_t)(j.dec_ms * 1e6), (int64_t)(j.dec_ms * 1e6), steps, frames};
+            add_time(&dec_steady, &one);
+            pr->overlapped_steps++;
+        } else if (k) {
             double t0 = qtts_now_ms(), c0 = thread_cpu_ms();
             if (qtts_codec_decode_step_batch(c->dec, pool, ds, cs, nf, k, outs, err)) goto done;
             double t1 = qtts_now_ms(), c1 = thread_cpu_ms();
@@ -285,7 +370,19 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
                 add_time(&dec_steady, &one);
             }
         }
-        if (left == 0) break;
+        if (k) { /* a decode cycle ends: from the last decoder step to this one, per frame generated */
+            pr->decode_steps++;
+            const double end = qtts_now_ms();
+            int64_t total = 0;
+            for (int i = 0; i < n; i++) total += st[i].frames_out;
+            if (possible && c->o->overlap < 0 && cycle_t0 > 0 && total > cycle_frames0)
+                qtts_overlap_record(&ostats, overlap, (end - cycle_t0) / (double)(total - cycle_frames0));
+            cycle_t0 = end;
+            cycle_frames0 = total;
+        }
+        int pending = 0; /* frames the LM steps beside an overlapped decoder step left */
+        for (int i = 0; i < n; i++) pending |= st[i].n_pending > 0;
+        if (left == 0 && !pending) break;
     }
     pr->wall_s = (qtts_now_ms() - t_start) * 1e-3;
     pr->cpu_s = (thread_cpu_ms() - c_start) * 1e-3;
@@ -310,6 +407,7 @@ done:
         if (req) qtts_gen_request_free(req[i]);
         qtts_codec_stream_free(st[i].dec);
         free(st[i].pending);
+        free(st[i].decoding);
         free(st[i].pcm);
     }
     free(st);
@@ -509,6 +607,8 @@ static void job(qtts_pool *pool, void *arg) {
     r->wall_s = best.wall_s;
     r->frames_out = best.frames_out;
     r->samples_out = best.samples_out;
+    r->decode_steps = p.decode_steps;
+    r->overlapped_steps = p.overlapped_steps;
     r->audio_s = (double)best.samples_out / (double)qtts_codec_decoder_sample_rate(c->dec);
     r->rtf = r->audio_s > 0 ? r->wall_s / r->audio_s : 0;
     r->talker = best.talker;
@@ -658,6 +758,10 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
             r->prefill_ms, r->prefill_cpu_ms, r->prompt_ms, r->ttfa_ms, r->ttfa_cpu_ms);
     fprintf(f, "  RTF %.3f (%.2f s for %.2f s of audio; cpu %.3f), steady-state RTF %.3f (cpu %.3f)\n", r->rtf,
             r->wall_s, r->audio_s, r->rtf_cpu, r->rtf_steady, r->rtf_steady_cpu);
+    if (r->overlapped_steps)
+        fprintf(f, "  %lld of %lld decoder steps ran beside LM steps, one thread each (--overlap; the steady-state RTF "
+                   "adds stage times that then overlap, and those are one-thread times)\n",
+                (long long)r->overlapped_steps, (long long)r->decode_steps);
     print_header(f, "per step");
     print_stage(f, "talker step", &r->talker, r, r->peak_gflops);
     print_stage(f, "code predictor frame", &r->cp, r, r->peak_gflops);
@@ -744,6 +848,8 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "audio_s", r->audio_s);
     jnum(&j, "rtf", r->rtf);
     jnum(&j, "rtf_steady", r->rtf_steady);
+    jnum(&j, "decode_steps", (double)r->decode_steps);
+    jnum(&j, "overlapped_steps", (double)r->overlapped_steps);
     jnum(&j, "rtf_cpu", r->rtf_cpu);
     jnum(&j, "rtf_steady_cpu", r->rtf_steady_cpu);
     jnum(&j, "frames_out", (double)r->frames_out);

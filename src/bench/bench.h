@@ -35,6 +35,8 @@ typedef struct {
     uint64_t seed;
     const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
     const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
+    int overlap;            /* decoder steps beside LM steps (2 threads): -1 as measured (the engine's
+                               default), 0 never, 1 wherever possible */
 } qtts_bench_options;
 
 void qtts_bench_options_default(qtts_bench_options *o);
@@ -71,6 +73,7 @@ typedef struct {
     double ttfa_ms;    /* start -> first decoded audio (prefill + first frame + its decode) */
     double wall_s, audio_s, rtf, rtf_steady; /* rtf = wall / audio; steady = (talker+cp+decoder per frame) / frame_ms */
     int64_t frames_out, samples_out;
+    int64_t decode_steps, overlapped_steps; /* decoder steps of the 1-stream pass, and how many ran beside LM steps */
     qtts_bench_stage talker, cp, decoder;
     /* the same from the engine thread's CPU time: on a shared machine, what
      * the run would take undisturbed (exact with 1 thread; with more, the

@@ -21,6 +21,8 @@ static void bench_usage(FILE *out) {
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
             "                            with -m default: as stored)\n"
             "      --decoder-precision P auto (bf16 with q8_0/q4_k where measured faster, see info --cpu), f32, bf16\n"
+            "      --overlap MODE        auto (default: as the engine, measured), on, off: decoder steps beside LM\n"
+            "                            steps, one thread each (2 threads only)\n"
             "  -m, --model PATH          benchmark a model folder instead of random weights\n"
             "      --frames N            frames per stream, 80 ms each (default 40)\n"
             "      --batch B             concurrent streams of the second pass (default 1: none)\n"
@@ -34,7 +36,7 @@ static void bench_usage(FILE *out) {
 }
 
 enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
-       O_JSON, O_HELP, O_DECPREC };
+       O_JSON, O_HELP, O_DECPREC, O_OVERLAP };
 
 static const struct option bench_options[] = {
     {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
@@ -45,6 +47,7 @@ static const struct option bench_options[] = {
     {"no-probe", no_argument, 0, O_NO_PROBE},     {"probe-mib", required_argument, 0, O_PROBE_MIB},
     {"json", no_argument, 0, O_JSON},             {"help", no_argument, 0, O_HELP},
     {"decoder-precision", required_argument, 0, O_DECPREC},
+    {"overlap", required_argument, 0, O_OVERLAP},
     {0, 0, 0, 0}};
 
 static int parse_size(const char *v) {
@@ -78,6 +81,15 @@ static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const 
         switch (ch) {
         case 'm': *model = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->decoder_precision = optarg; break;
+        case O_OVERLAP:
+            if (!strcmp(optarg, "auto")) o->overlap = -1;
+            else if (!strcmp(optarg, "on")) o->overlap = 1;
+            else if (!strcmp(optarg, "off")) o->overlap = 0;
+            else {
+                cli_error("--overlap must be auto, on or off (got '%s')", optarg);
+                bad = 1;
+            }
+            break;
         case O_SIZE: bad = parse_size(optarg); o->size = optarg; break;
         case O_VARIANT: bad = parse_variant(optarg, &o->variant); break;
         case O_QUANT: *quant = optarg; break;

@@ -131,6 +131,8 @@ qtts_engine *qtts_engine_create(const qtts_engine_params *p, qtts_error *err) {
         return NULL;
     }
     e->info.n_threads = threads;
+    const char *ov = getenv("QTTS_OVERLAP");
+    e->overlap_force = ov && !strcmp(ov, "0") ? 0 : ov && !strcmp(ov, "1") ? 1 : -1;
     qtts_exec_set_idle(e->exec, engine_frame_loop, e);
     return e;
 }

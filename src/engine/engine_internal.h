@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "engine/executor.h"
+#include "engine/overlap_policy.h"
 #include "model/codec_decoder.h"
 #include "model/generate.h"
 #include "model/talker.h"
@@ -40,6 +41,8 @@ typedef struct slot {
     qtts_gen_request *gen;
     qtts_codec_stream *dec;
     int32_t *pending; /* frames waiting for the decoder, frame-major [n_pending][num_code_groups] */
+    int32_t *decoding; /* an overlapped decoder step's frames, swapped out of pending (cap_decoding frames) */
+    int64_t cap_decoding;
     int decode_now;   /* decode_pending: part of this step */
     int out_of_memory; /* a frame could not be kept: the request fails at the end of the step */
     int64_t n_pending, cap_pending;
@@ -99,6 +102,12 @@ struct qtts_engine {
     int64_t scratch_nf[QTTS_MAX_BATCH];
     float *scratch_out[QTTS_MAX_BATCH];
     struct slot *scratch_slots[QTTS_MAX_BATCH];
+    /* decoder steps overlapped with LM steps (engine/overlap_policy.h) */
+    int overlap_force;     /* QTTS_OVERLAP: -1 as measured, 0 never, 1 wherever possible */
+    qtts_overlap_stats overlap;
+    double cycle_t0;       /* ms: end of the last decoder step */
+    int64_t cycle_frames;  /* frames generated since */
+    int cycle_clean;       /* no prefill since (a cycle with one is not recorded) */
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
     atomic_uint_fast64_t n_eos, n_max_frames, n_guard_length, n_guard_repetition; /* n_done by how it ended */

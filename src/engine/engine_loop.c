@@ -1,7 +1,8 @@
 /* The engine thread's frame loop (continuous batching): admit waiting
  * requests (tokenize, build the prompt) -> one batched talker + code-predictor
  * step for all -> one batched decoder step for every request whose frames are
- * due -> PCM into each request's stream. Requests join and leave at frame
+ * due (with two threads, possibly beside more LM steps: overlap_policy.h)
+ * -> PCM into each request's stream. Requests join and leave at frame
  * boundaries; other jobs (voice extraction) run between frames. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,8 +300,11 @@ static void slot_retire(qtts_engine *e, slot *s, const qtts_err *error) {
     slot_free(s);
 }
 
-/* Moves the due requests' pending frames into one batched decoder call. */
-static int gather_due(qtts_engine *e, qtts_err *err) {
+/* Moves the due requests' frames into one batched decoder call: their
+ * pending frames, or (swap) the pending buffer itself, swapped with the
+ * request's second buffer so that LM steps running beside the decoder
+ * (overlap) append to an empty one. Returns the number of streams. */
+static int gather_due(qtts_engine *e, int swap, qtts_err *err) {
     int i = 0;
     for (slot *s = e->active; s; s = s->next) {
         if (!s->decode_now) continue;
@@ -312,16 +316,144 @@ static int gather_due(qtts_engine *e, qtts_err *err) {
             s->cap_pcm = need;
         }
         e->scratch_streams[i] = s->dec;
-        e->scratch_codes[i] = s->pending;
         e->scratch_nf[i] = s->n_pending;
         e->scratch_out[i] = s->pcm;
         e->scratch_slots[i] = s;
+        if (swap) {
+            int32_t *codes = s->pending;
+            int64_t cap = s->cap_pending;
+            s->pending = s->decoding;
+            s->cap_pending = s->cap_decoding;
+            s->decoding = codes;
+            s->cap_decoding = cap;
+            s->n_pending = 0;
+            e->scratch_codes[i] = codes;
+        } else {
+            e->scratch_codes[i] = s->pending;
+        }
         i++;
     }
     return i;
 }
 
-/* Decodes the due requests' pending frames in one batched step. */
+/* Hands the decoded audio of the n gathered streams to their listeners. */
+static int deliver(qtts_engine *e, int n, int swapped, double decoder_ms, qtts_err *err) {
+    for (int i = 0; i < n; i++) {
+        slot *s = e->scratch_slots[i];
+        int64_t count = e->scratch_nf[i] * e->frame_samples;
+        s->decoder_ms += decoder_ms / n;
+        if (!swapped) s->n_pending = 0;
+        if (count > 0) {
+            if (stream_push(s->stream, s->pcm, (size_t)count))
+                return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+            if (s->t_first_audio == 0) s->t_first_audio = qtts_now_ms();
+            s->samples_out += count;
+        }
+    }
+    return 0;
+}
+
+/* Shares the stage times of one batch step among the requests in it. */
+static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtts_batch_timing *tm1,
+                         int64_t frames_before) {
+    double d_prefill = (double)(tm1->prefill.wall_ns - tm0->prefill.wall_ns) / 1e6;
+    double d_cp = (double)(tm1->cp.wall_ns - tm0->cp.wall_ns) / 1e6;
+    double d_talker = (double)(tm1->talker.wall_ns - tm0->talker.wall_ns) / 1e6;
+    int n_active = 0, n_new = 0;
+    for (slot *s = e->active; s; s = s->next) {
+        if (!s->gen) continue; /* incremental text: not started */
+        n_active++;
+        n_new += !s->prefilled;
+    }
+    int64_t frames_after = 0;
+    for (slot *s = e->active; s; s = s->next) {
+        if (!s->gen) continue;
+        if (!s->prefilled) {
+            s->prefill_ms += d_prefill / n_new;
+            s->prefilled = 1;
+        } else {
+            s->cp_ms += d_cp / (n_active - n_new);
+            s->talker_ms += d_talker / (n_active - n_new);
+        }
+        frames_after += s->n_pending;
+    }
+    atomic_fetch_add(&e->n_frames, (uint64_t)(frames_after - frames_before));
+    e->cycle_frames += frames_after - frames_before;
+    if (n_new) e->cycle_clean = 0;
+}
+
+/* One batched talker + code-predictor step for every active request. */
+static int lm_step(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
+    qtts_batch_timing tm0, tm1;
+    qtts_batch_get_timing(e->batch, &tm0);
+    int64_t frames_before = 0;
+    for (slot *s = e->active; s; s = s->next) frames_before += s->n_pending;
+    int left = qtts_batch_step(e->batch, pool, err);
+    qtts_batch_get_timing(e->batch, &tm1);
+    account_step(e, &tm0, &tm1, frames_before);
+    return left;
+}
+
+/* A request the LM steps beside an overlapped decoder step must not outrun:
+ * one that ended, failed to keep a frame or was cancelled is retired first. */
+static int lm_should_pause(const qtts_engine *e) {
+    if (atomic_load(&e->stopping)) return 1;
+    for (const slot *s = e->active; s; s = s->next)
+        if (s->out_of_memory || atomic_load(&s->stream->cancelled) || (s->gen && qtts_gen_request_finished(s->gen)))
+            return 1;
+    return 0;
+}
+
+/* Overlap needs two pool threads (one each), started requests only, and no
+ * first decode (time to first audio gets both threads) or last one among
+ * the due requests; incremental-text requests keep their per-step feeding. */
+static int overlap_possible(const qtts_engine *e, const qtts_pool *pool) {
+    if (e->overlap_force == 0 || qtts_pool_size(pool) != 2) return 0;
+    for (const slot *s = e->active; s; s = s->next) {
+        if (!s->gen || s->incremental || qtts_gen_request_finished(s->gen)) return 0;
+        if (s->decode_now && s->samples_out == 0) return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    qtts_engine *e;
+    int n; /* streams in the decoder step */
+    atomic_int decoded;
+    int dec_rc, lm_left, lm_steps;
+    double dec_ms;
+    qtts_err dec_err, lm_err;
+} overlap_job;
+
+/* Thread 1 runs the decoder step, thread 0 (the engine thread) LM steps
+ * until the decoder is done; both single-threaded (no pool), so neither
+ * waits for the other inside its step. The decoder reads only the swapped
+ * frames, the streams' decoder states and PCM buffers; the LM steps append
+ * new frames to the emptied pending buffers. */
+static void overlap_body(void *ctx, int tid, int n_threads) {
+    (void)n_threads;
+    overlap_job *j = ctx;
+    qtts_engine *e = j->e;
+    if (tid == 1) {
+        double t0 = qtts_now_ms();
+        j->dec_rc = qtts_codec_decode_step_batch(e->decoder, NULL, e->scratch_streams, e->scratch_codes,
+                                                 e->scratch_nf, j->n, e->scratch_out, &j->dec_err);
+        j->dec_ms = qtts_now_ms() - t0;
+        atomic_store_explicit(&j->decoded, 1, memory_order_release);
+        return;
+    }
+    if (tid != 0) return;
+    j->lm_left = 1;
+    while (!atomic_load_explicit(&j->decoded, memory_order_acquire) && j->lm_steps < QTTS_OVERLAP_MAX_LM_STEPS &&
+           !lm_should_pause(e)) {
+        j->lm_left = lm_step(e, NULL, &j->lm_err);
+        j->lm_steps++;
+        if (j->lm_left <= 0) break;
+    }
+}
+
+/* Decodes the due requests' pending frames in one batched step: on the
+ * whole pool, or beside LM steps (see overlap_policy.h). */
 static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     int n = 0;
     const double now = qtts_now_ms();
@@ -334,24 +466,43 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
         n += s->decode_now;
     }
     if (!n) return 0;
-    if (gather_due(e, err) < 0) return -1;
-    double t0 = qtts_now_ms();
-    if (qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes, e->scratch_nf, n,
-                                     e->scratch_out, err))
-        return -1;
-    double dt = (qtts_now_ms() - t0) / n;
-    for (int i = 0; i < n; i++) {
-        slot *s = e->scratch_slots[i];
-        int64_t count = e->scratch_nf[i] * e->frame_samples;
-        s->decoder_ms += dt;
-        s->n_pending = 0;
-        if (count > 0) {
-            if (stream_push(s->stream, s->pcm, (size_t)count))
-                return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
-            if (s->t_first_audio == 0) s->t_first_audio = qtts_now_ms();
-            s->samples_out += count;
+    const int possible = overlap_possible(e, pool);
+    const int overlap = possible && (e->overlap_force == 1 || qtts_overlap_choose(&e->overlap));
+    if (gather_due(e, overlap, err) < 0) return -1;
+    double dec_ms;
+    if (overlap) {
+        overlap_job j = {.e = e, .n = n};
+        atomic_init(&j.decoded, 0);
+        qtts_pool_run(pool, overlap_body, &j);
+        if (j.dec_rc) {
+            *err = j.dec_err;
+            return -1;
         }
+        if (j.lm_left < 0) {
+            *err = j.lm_err;
+            return -1;
+        }
+        dec_ms = j.dec_ms;
+    } else {
+        double t0 = qtts_now_ms();
+        if (qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes, e->scratch_nf, n,
+                                         e->scratch_out, err))
+            return -1;
+        dec_ms = qtts_now_ms() - t0;
     }
+    if (deliver(e, n, overlap, dec_ms, err)) return -1;
+    /* a decode cycle ends here: from the last decoder step to this one, per frame generated */
+    const double end = qtts_now_ms();
+    if (possible && e->overlap_force < 0 && e->cycle_clean && e->cycle_frames > 0 && e->cycle_t0 > 0)
+        qtts_overlap_record(&e->overlap, overlap, (end - e->cycle_t0) / (double)e->cycle_frames);
+    e->cycle_t0 = end;
+    e->cycle_frames = 0;
+    e->cycle_clean = 1;
+    /* requests that ended during the LM steps beside it flush their last frames now, on the whole pool (the
+       engine retires ended requests after this step; with one of them active, overlap is not possible) */
+    if (overlap)
+        for (slot *s = e->active; s; s = s->next)
+            if (s->gen && s->n_pending && qtts_gen_request_finished(s->gen)) return decode_pending(e, pool, err);
     return 0;
 }
 
@@ -396,33 +547,6 @@ static void retire_cancelled(qtts_engine *e) {
     }
 }
 
-/* Shares the stage times of one batch step among the requests in it. */
-static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtts_batch_timing *tm1,
-                         int64_t frames_before) {
-    double d_prefill = (double)(tm1->prefill.wall_ns - tm0->prefill.wall_ns) / 1e6;
-    double d_cp = (double)(tm1->cp.wall_ns - tm0->cp.wall_ns) / 1e6;
-    double d_talker = (double)(tm1->talker.wall_ns - tm0->talker.wall_ns) / 1e6;
-    int n_active = 0, n_new = 0;
-    for (slot *s = e->active; s; s = s->next) {
-        if (!s->gen) continue; /* incremental text: not started */
-        n_active++;
-        n_new += !s->prefilled;
-    }
-    int64_t frames_after = 0;
-    for (slot *s = e->active; s; s = s->next) {
-        if (!s->gen) continue;
-        if (!s->prefilled) {
-            s->prefill_ms += d_prefill / n_new;
-            s->prefilled = 1;
-        } else {
-            s->cp_ms += d_cp / (n_active - n_new);
-            s->talker_ms += d_talker / (n_active - n_new);
-        }
-        frames_after += s->n_pending;
-    }
-    atomic_fetch_add(&e->n_frames, (uint64_t)(frames_after - frames_before));
-}
-
 /* Starts and feeds the incremental-text requests; returns how many active
  * requests can make progress this step (the others wait for text). */
 static int feed_incremental(qtts_engine *e, qtts_pool *pool) {
@@ -455,13 +579,7 @@ int engine_frame_loop(qtts_pool *pool, void *ctx) {
         return more; /* 0: sleep until a job, a request or text arrives (qtts_exec_wake) */
     }
     qtts_err err = {0};
-    qtts_batch_timing tm0, tm1;
-    qtts_batch_get_timing(e->batch, &tm0);
-    int64_t frames_before = 0;
-    for (slot *s = e->active; s; s = s->next) frames_before += s->n_pending;
-    int left = qtts_batch_step(e->batch, pool, &err);
-    qtts_batch_get_timing(e->batch, &tm1);
-    account_step(e, &tm0, &tm1, frames_before);
+    int left = lm_step(e, pool, &err);
     int failed = left < 0 || decode_pending(e, pool, &err) != 0;
 
     qtts_err oom = {0};

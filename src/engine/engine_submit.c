@@ -24,6 +24,7 @@ void slot_free(slot *s) {
     free(s->speaker);
     free(s->instruct);
     free(s->pending);
+    free(s->decoding);
     free(s->pcm);
     free(s->inc_text);
     if (s->stream) stream_release(s->stream);
