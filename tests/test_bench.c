@@ -19,7 +19,7 @@ static const char *const keys[] = {
     "prefill_ms", "prefill_cpu_ms", "talker_ms", "talker_cpu_ms", "talker_gbs", "talker_pct_bw", "talker_gflops",
     "talker_pct_peak", "talker_gbs_cpu", "cp_ms", "cp_gbs", "cp_pct_bw", "cp_gflops", "decoder_ms", "decoder_gflops",
     "decoder_pct_peak", "decoder_gflops_cpu", "ttfa_ms", "ttfa_cpu_ms", "wall_s", "audio_s", "rtf", "rtf_steady",
-    "rtf_cpu", "rtf_steady_cpu", "frames_out", "samples_out", "batch_wall_s", "batch_audio_s", "aggregate_xrt",
+    "rtf_cpu", "rtf_steady_cpu", "frames_out", "samples_out", "decode_steps", "overlapped_steps", "batch_wall_s", "batch_audio_s", "aggregate_xrt",
     "aggregate_xrt_cpu", "batch_frames_out", "batch_samples_out", "batch_talker_ms", "batch_talker_rows",
     "batch_cp_ms", "batch_cp_rows", "batch_decoder_ms", "batch_decoder_rows", "rss_loaded_mb", "peak_rss_single_mb",
     "peak_rss_mb", "probed", "read_gbs_1", "read_gbs_all", "fma_gflops_1", "fma_gflops_all", "bw_gbs", "peak_gflops"};
@@ -81,6 +81,7 @@ int main(void) {
     o.batch = B;
     o.threads = 2;
     o.probe_bytes = 4u << 20;
+    o.overlap = 0; /* the call counts below are those of sequential steps (overlap: checked after) */
     qtts_bench_result r;
     int rc = qtts_bench_run(&o, &r, &err);
     TEST_CHECK(rc == 0, "bench on the tiny model: %s", err.msg);
@@ -131,6 +132,26 @@ int main(void) {
         free(js);
     }
 
+    /* overlap forced (engine/overlap.h): every frame still decoded once, some decoder steps beside LM steps */
+    {
+        qtts_bench_options ov = o;
+        ov.frames = 12;
+        ov.batch = 2;
+        ov.probe = 0;
+        ov.overlap = 1;
+        qtts_bench_result ro;
+        rc = qtts_bench_run(&ov, &ro, &err);
+        TEST_CHECK(rc == 0, "bench with overlap: %s", err.msg);
+        if (rc == 0) {
+            TEST_CHECK(ro.frames_out == 12 && ro.samples_out == 12 * fs && ro.batch_samples_out == 2 * 12 * fs,
+                       "overlap: %lld samples (1 stream), %lld (2)", (long long)ro.samples_out,
+                       (long long)ro.batch_samples_out);
+            TEST_CHECK(ro.overlapped_steps >= 1 && ro.overlapped_steps < ro.decode_steps,
+                       "overlap: %lld of %lld decoder steps overlapped (not the first)", (long long)ro.overlapped_steps,
+                       (long long)ro.decode_steps);
+        }
+    }
+
     /* the command line: --json is one object on stdout */
     static char out[1 << 16];
     char args[1400];
@@ -156,6 +177,7 @@ int main(void) {
     TEST_CHECK(run_cli("--quant q5_x", out, sizeof out) == 2, "--quant q5_x");
     TEST_CHECK(run_cli("--size 3b", out, sizeof out) == 2, "--size 3b");
     TEST_CHECK(run_cli("--batch", out, sizeof out) == 2, "--batch without value");
+    TEST_CHECK(run_cli("--overlap sometimes", out, sizeof out) == 2, "--overlap sometimes");
     TEST_CHECK(run_cli("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");
     o.frames = 0;
     TEST_CHECK(qtts_bench_run(&o, &r, &err) == -1 && strstr(err.msg, "frames"), "library: %s", err.msg);

@@ -4,13 +4,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdatomic.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "engine/decode_policy.h"
+#include "engine/overlap.h"
 #include "engine/overlap_policy.h"
 #include "engine/executor.h"
 #include "io/gguf.h"
@@ -121,44 +121,20 @@ typedef struct {
     int64_t cap_decoding;
 } bstream;
 
-/* One overlapped decoder step, as the engine runs it (engine/overlap_policy.h):
- * thread 1 decodes, thread 0 runs LM steps until it is done. */
+/* The LM side of an overlapped decoder step (engine/overlap.h). */
 typedef struct {
     qtts_batch *b;
-    qtts_codec_decoder *dec;
-    qtts_codec_stream **ds;
-    const int32_t **cs;
-    int64_t *nf;
-    float **outs;
-    int k;
-    bstream *st;
+    const bstream *st;
     int n;
-    atomic_int decoded;
-    int dec_rc, lm_left, lm_steps;
-    double dec_ms;
-    qtts_err dec_err, lm_err;
-} overlap_job;
+} bench_lm;
 
-static void overlap_body(void *ctx, int tid, int n_threads) {
-    (void)n_threads;
-    overlap_job *j = ctx;
-    if (tid == 1) {
-        double t0 = qtts_now_ms();
-        j->dec_rc = qtts_codec_decode_step_batch(j->dec, NULL, j->ds, j->cs, j->nf, j->k, j->outs, &j->dec_err);
-        j->dec_ms = qtts_now_ms() - t0;
-        atomic_store_explicit(&j->decoded, 1, memory_order_release);
-        return;
-    }
-    if (tid != 0) return;
-    j->lm_left = 1;
-    while (!atomic_load_explicit(&j->decoded, memory_order_acquire) && j->lm_steps < QTTS_OVERLAP_MAX_LM_STEPS) {
-        j->lm_left = qtts_batch_step(j->b, NULL, &j->lm_err);
-        j->lm_steps++;
-        if (j->lm_left <= 0) break;
-        int oom = 0;
-        for (int i = 0; i < j->n; i++) oom |= j->st[i].oom;
-        if (oom) break;
-    }
+static int bench_lm_step(void *ctx, qtts_err *err) { return qtts_batch_step(((bench_lm *)ctx)->b, NULL, err); }
+
+static int bench_lm_pause(void *ctx) { /* a frame that could not be kept fails the pass */
+    const bench_lm *l = ctx;
+    for (int i = 0; i < l->n; i++)
+        if (l->st[i].oom) return 1;
+    return 0;
 }
 
 static void on_frame(void *user, qtts_gen_request *req, int64_t frame, const int32_t *codes, int64_t n) {
@@ -329,14 +305,11 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
                 st[i].n_pending = 0;
                 cs[q++] = codes;
             }
-            overlap_job j = {.b = b, .dec = c->dec, .ds = ds, .cs = cs, .nf = nf, .outs = outs, .k = k, .st = st, .n = n};
-            atomic_init(&j.decoded, 0);
-            qtts_pool_run(pool, overlap_body, &j);
-            if (j.dec_rc || j.lm_left < 0) {
-                *err = j.dec_rc ? j.dec_err : j.lm_err;
-                goto done;
-            }
-            if (j.lm_steps) left = j.lm_left;
+            bench_lm lm = {b, st, n};
+            qtts_overlap_step ov = {.dec = c->dec, .streams = ds, .codes = cs, .n_frames = nf, .n = k, .out = outs,
+                                    .lm_step = bench_lm_step, .lm_pause = bench_lm_pause, .lm_ctx = &lm};
+            if (qtts_overlap_run(pool, &ov, err)) goto done;
+            if (ov.lm_steps) left = ov.lm_left;
             int64_t frames = 0, steps = 0;
             for (int i = 0, q = 0; i < n; i++) {
                 if (!st[i].due) continue;
@@ -345,7 +318,7 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
                 frames += nf[q];
                 q++;
             }
-            qtts_stage_time one = {(int64_t)(j.dec_ms * 1e6), (int64_t)(j.dec_ms * 1e6), steps, frames};
+            qtts_stage_time one = {(int64_t)(ov.decoder_ms * 1e6), (int64_t)(ov.decoder_ms * 1e6), steps, frames};
             add_time(&dec_steady, &one);
             pr->overlapped_steps++;
         } else if (k) {

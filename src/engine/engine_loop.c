@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "engine/decode_policy.h"
 #include "engine/engine_internal.h"
+#include "engine/overlap.h"
 #include "engine/stream.h"
 #include "model/runaway_guard.h"
 #include "text/stable_prefix.h"
@@ -416,41 +417,8 @@ static int overlap_possible(const qtts_engine *e, const qtts_pool *pool) {
     return 1;
 }
 
-typedef struct {
-    qtts_engine *e;
-    int n; /* streams in the decoder step */
-    atomic_int decoded;
-    int dec_rc, lm_left, lm_steps;
-    double dec_ms;
-    qtts_err dec_err, lm_err;
-} overlap_job;
-
-/* Thread 1 runs the decoder step, thread 0 (the engine thread) LM steps
- * until the decoder is done; both single-threaded (no pool), so neither
- * waits for the other inside its step. The decoder reads only the swapped
- * frames, the streams' decoder states and PCM buffers; the LM steps append
- * new frames to the emptied pending buffers. */
-static void overlap_body(void *ctx, int tid, int n_threads) {
-    (void)n_threads;
-    overlap_job *j = ctx;
-    qtts_engine *e = j->e;
-    if (tid == 1) {
-        double t0 = qtts_now_ms();
-        j->dec_rc = qtts_codec_decode_step_batch(e->decoder, NULL, e->scratch_streams, e->scratch_codes,
-                                                 e->scratch_nf, j->n, e->scratch_out, &j->dec_err);
-        j->dec_ms = qtts_now_ms() - t0;
-        atomic_store_explicit(&j->decoded, 1, memory_order_release);
-        return;
-    }
-    if (tid != 0) return;
-    j->lm_left = 1;
-    while (!atomic_load_explicit(&j->decoded, memory_order_acquire) && j->lm_steps < QTTS_OVERLAP_MAX_LM_STEPS &&
-           !lm_should_pause(e)) {
-        j->lm_left = lm_step(e, NULL, &j->lm_err);
-        j->lm_steps++;
-        if (j->lm_left <= 0) break;
-    }
-}
+static int lm_step_cb(void *e, qtts_err *err) { return lm_step(e, NULL, err); }
+static int lm_pause_cb(void *e) { return lm_should_pause(e); }
 
 /* Decodes the due requests' pending frames in one batched step: on the
  * whole pool, or beside LM steps (see overlap_policy.h). */
@@ -470,19 +438,18 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     const int overlap = possible && (e->overlap_force == 1 || qtts_overlap_choose(&e->overlap));
     if (gather_due(e, overlap, err) < 0) return -1;
     double dec_ms;
-    if (overlap) {
-        overlap_job j = {.e = e, .n = n};
-        atomic_init(&j.decoded, 0);
-        qtts_pool_run(pool, overlap_body, &j);
-        if (j.dec_rc) {
-            *err = j.dec_err;
-            return -1;
-        }
-        if (j.lm_left < 0) {
-            *err = j.lm_err;
-            return -1;
-        }
-        dec_ms = j.dec_ms;
+    if (overlap) { /* the LM steps append new frames to the emptied pending buffers */
+        qtts_overlap_step ov = {.dec = e->decoder,
+                                .streams = e->scratch_streams,
+                                .codes = e->scratch_codes,
+                                .n_frames = e->scratch_nf,
+                                .n = n,
+                                .out = e->scratch_out,
+                                .lm_step = lm_step_cb,
+                                .lm_pause = lm_pause_cb,
+                                .lm_ctx = e};
+        if (qtts_overlap_run(pool, &ov, err)) return -1;
+        dec_ms = ov.decoder_ms;
     } else {
         double t0 = qtts_now_ms();
         if (qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes, e->scratch_nf, n,

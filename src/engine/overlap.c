@@ -1,0 +1,56 @@
+#include "engine/overlap.h"
+
+#include <stdatomic.h>
+
+#include "core/clock.h"
+#include "engine/overlap_policy.h"
+
+typedef struct {
+    qtts_overlap_step *s;
+    atomic_int decoded;
+    int dec_rc;
+    qtts_err dec_err, lm_err;
+} overlap_job;
+
+/* Thread 1 runs the decoder step, thread 0 (the pool's owner) LM steps until
+ * the decoder is done; both single-threaded (no pool), so neither waits for
+ * the other inside its step. */
+static void overlap_body(void *ctx, int tid, int n_threads) {
+    (void)n_threads;
+    overlap_job *j = ctx;
+    qtts_overlap_step *s = j->s;
+    if (tid == 1) {
+        double t0 = qtts_now_ms();
+        j->dec_rc = qtts_codec_decode_step_batch(s->dec, NULL, s->streams, s->codes, s->n_frames, s->n, s->out,
+                                                 &j->dec_err);
+        s->decoder_ms = qtts_now_ms() - t0;
+        atomic_store_explicit(&j->decoded, 1, memory_order_release);
+        return;
+    }
+    if (tid != 0) return;
+    while (!atomic_load_explicit(&j->decoded, memory_order_acquire) && s->lm_steps < QTTS_OVERLAP_MAX_LM_STEPS &&
+           !(s->lm_pause && s->lm_pause(s->lm_ctx))) {
+        s->lm_left = s->lm_step(s->lm_ctx, &j->lm_err);
+        s->lm_steps++;
+        if (s->lm_left <= 0) break;
+    }
+}
+
+int qtts_overlap_run(qtts_pool *pool, qtts_overlap_step *s, qtts_err *err) {
+    if (qtts_pool_size(pool) != 2) return qtts_fail(err, "overlap needs a pool of 2 threads");
+    overlap_job j = {.s = s};
+    atomic_init(&j.decoded, 0);
+    s->lm_steps = 0;
+    s->lm_left = 1;
+    s->decoder_ms = 0;
+    qtts_pool_run(pool, overlap_body, &j);
+    if (j.dec_rc) {
+        *err = j.dec_err;
+        return -1;
+    }
+    if (s->lm_left < 0) {
+        *err = j.lm_err;
+        return -1;
+    }
+    return 0;
+}
