@@ -551,9 +551,12 @@ void qtts_server_free(qtts_server *s) {
     atomic_store(&s->draining, 1);
     atomic_store(&s->aborting, 1);
     srv_pump_stop(s->pump); /* resumes every suspended connection first */
-    srv_ws_pool_free(s->ws); /* ends the sessions: their upgraded connections close */
+    srv_ws_pool_stop(s->ws); /* ends the sessions: their upgraded connections close */
+    /* runs every connection's CLOSED notification; an upgrade still completing meets the stopped (not freed)
+       pool (CI under UBSan once hit a freed one here) */
+    if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_ws_pool_free(s->ws);
     s->ws = NULL;
-    if (s->daemon) MHD_stop_daemon(s->daemon); /* runs every connection's CLOSED notification */
     pthread_mutex_destroy(&guard_of(s)->mu);
     srv_pump_free(s->pump);
     srv_voices_free(s->voices);

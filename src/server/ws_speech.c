@@ -44,6 +44,7 @@ struct srv_ws_pool {
     ws_job *queue;
     int q_head, q_len;
     atomic_int stopping; /* read by running sessions without the lock */
+    int joined;          /* srv_ws_pool_stop has joined the threads */
 };
 
 /* ---- one session ---- */
@@ -421,13 +422,19 @@ srv_ws_pool *srv_ws_pool_new(qtts_server *s, int n_threads) {
     return p;
 }
 
-void srv_ws_pool_free(srv_ws_pool *p) {
-    if (!p) return;
+void srv_ws_pool_stop(srv_ws_pool *p) {
+    if (!p || p->joined) return;
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->stopping, 1);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
+    p->joined = 1;
+}
+
+void srv_ws_pool_free(srv_ws_pool *p) {
+    if (!p) return;
+    srv_ws_pool_stop(p);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->threads);
@@ -457,6 +464,13 @@ void srv_ws_pool_run(srv_ws_pool *p, int sock, const void *extra, size_t extra_l
         j.extra_len = extra_len;
     }
     pthread_mutex_lock(&p->mu);
+    if (atomic_load(&p->stopping)) { /* shutting down: the session threads may be gone; close at once */
+        p->reserved--;
+        pthread_mutex_unlock(&p->mu);
+        free(j.extra);
+        done(urh);
+        return;
+    }
     /* a reservation guarantees room: reserved <= n_threads == queue size */
     p->queue[(p->q_head + p->q_len) % p->n_threads] = j;
     p->q_len++;

@@ -35,7 +35,11 @@ typedef struct srv_ws_pool srv_ws_pool;
 
 /* n_threads sessions at once. */
 srv_ws_pool *srv_ws_pool_new(qtts_server *s, int n_threads);
-/* Cancels the sessions, closes their sockets and joins the threads. */
+/* Cancels the sessions, closes their sockets and joins the threads; the
+ * pool stays valid (an upgrade that completes later is closed at once), so
+ * the HTTP daemon can be stopped after it. Idempotent. */
+void srv_ws_pool_stop(srv_ws_pool *p);
+/* srv_ws_pool_stop, then frees the pool (after the HTTP daemon stopped). */
 void srv_ws_pool_free(srv_ws_pool *p);
 /* Reserves a session thread for a connection about to be upgraded; 0 when
  * all are busy (the caller answers 503). */
