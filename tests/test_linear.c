@@ -113,6 +113,53 @@ static errstat check(const qtts_mat *m, const float *deq, const float *x, int64_
     return s;
 }
 
+/* The SIMD activation packers agree with the scalar ones bit for bit: the
+ * same product got again with the scalar packers must be identical. */
+static void same_with_scalar_pack(qtts_pool *pool, const qtts_mat *m, const float *bias, const float *x, int64_t n,
+                                  const float *got, qtts_isa isa) {
+    float *again = malloc((size_t)(n * m->rows) * sizeof(float));
+    TEST_CHECK(again && qtts_linear_isa(pool, m, bias, x, n, again, isa, QTTS_LINEAR_SCALAR_PACK) == 0,
+               "qtts_linear_isa failed");
+    TEST_CHECK(again && !memcmp(again, got, (size_t)(n * m->rows) * sizeof(float)),
+               "%s %s%s %lldx%lld n=%lld: SIMD activation packing differs from the scalar packer",
+               qtts_isa_name(isa), qtts_dtype_name(m->type), m->interleave ? " x16" : "", (long long)m->rows,
+               (long long)m->cols, (long long)n);
+    free(again);
+}
+
+/* Activations the packers must round alike: a zero block, values exactly
+ * half-way between two steps (round to even), the clamp at +-127. */
+static void edge_activations(qtts_pool *pool, const qtts_cpu_features *f) {
+    const qtts_dtype types[] = {QTTS_Q8_0, QTTS_Q4_K};
+    for (int ti = 0; ti < 2; ti++)
+        for (int il = 0; il < 2; il++) {
+            const int64_t rows = 32, cols = 512, n = 3;
+            qtts_mat m;
+            float *deq;
+            make_mat(&m, types[ti], rows, cols, &deq);
+            qtts_err err = {0};
+            if (il) TEST_CHECK(qtts_mat_interleave_force(&m, &err) == 0, "interleave: %s", err.msg);
+            float *x = malloc((size_t)(n * cols) * sizeof(float)), *y = malloc((size_t)(n * rows) * sizeof(float));
+            for (int64_t i = 0; i < n * cols; i++) {
+                int64_t blk = i / 32;
+                x[i] = blk % 4 == 0   ? 0.0f                                        /* all-zero block */
+                       : blk % 4 == 1 ? (float)((int)(i % 32) - 16) * 0.5f           /* halves: ties */
+                       : blk % 4 == 2 ? (i % 32 == 5 ? 127.0f : (float)(i % 7) + 0.5f) /* .5 steps at amax 127 */
+                                      : gauss() * 1e3f;
+            }
+            for (int isa = QTTS_ISA_SCALAR + 1; isa < QTTS_ISA_COUNT; isa++) {
+                if (!qtts_isa_supported(f, (qtts_isa)isa)) continue;
+                if (il && isa != QTTS_ISA_AVX2 && isa != QTTS_ISA_AVX512) continue;
+                TEST_CHECK(qtts_linear_isa(pool, &m, NULL, x, n, y, (qtts_isa)isa, 0) == 0, "qtts_linear_isa failed");
+                same_with_scalar_pack(pool, &m, NULL, x, n, y, (qtts_isa)isa);
+            }
+            free(x);
+            free(y);
+            free(deq);
+            qtts_mat_free(&m);
+        }
+}
+
 int main(void) {
     const qtts_cpu_features *f = qtts_cpu_features_get();
     char feat[256];
@@ -148,6 +195,7 @@ int main(void) {
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
     if (!pool) return test_finish("test_linear");
+    edge_activations(pool, f);
 
     const qtts_dtype types[] = {QTTS_F32, QTTS_F16, QTTS_BF16, QTTS_Q8_0, QTTS_Q4_K};
     const int64_t ns[] = {1, 2, 3, 7, 16};
@@ -185,6 +233,8 @@ int main(void) {
                                    "%s %s%s %lldx%lld n=%lld: error %.3g x the bound (rel rms %.3g)",
                                    qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), fast ? " bf16dot" : "",
                                    (long long)rows, (long long)cols, (long long)n, s.max_ratio, s.rel_rms);
+                        if (quant_act && !fast && isa != QTTS_ISA_SCALAR) /* the SIMD packers match the scalar ones */
+                            same_with_scalar_pack(pool, &m, si == 1 ? NULL : bias, x, n, got, (qtts_isa)isa);
                         if (si == 1 && n == 7)
                             printf("  %-6s %-5s%-8s %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
                                    qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), fast ? " bf16dot" : "",
@@ -279,16 +329,7 @@ int main(void) {
                     TEST_CHECK(st.max_ratio <= 1.0, "%s %s x16 %lldx%lld n=%lld: error %.3g x the bound",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
                                (long long)n, st.max_ratio);
-                    if (isa == QTTS_ISA_AVX512) { /* SIMD and scalar activation packers agree bit for bit */
-                        float *again = malloc((size_t)(n * rows) * sizeof(float));
-                        TEST_CHECK(qtts_linear_isa(pool, &x16, b, x, n, again, (qtts_isa)isa,
-                                                   QTTS_LINEAR_SCALAR_PACK) == 0,
-                                   "qtts_linear_isa failed");
-                        TEST_CHECK(!memcmp(again, got, (size_t)(n * rows) * sizeof(float)),
-                                   "%s x16 n=%lld: SIMD activation packing differs from the scalar packer",
-                                   qtts_dtype_name(type), (long long)n);
-                        free(again);
-                    }
+                    if (isa != QTTS_ISA_SCALAR) same_with_scalar_pack(pool, &x16, b, x, n, got, (qtts_isa)isa);
                     if (si == 2 && n == 5)
                         printf("  %-6s %-5s x16 %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,

@@ -180,7 +180,9 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
     qtts_act *a = &j->act;
     int64_t cols = a->cols;
 #if defined(__x86_64__)
-    const int simd = j->isa == QTTS_ISA_AVX512 && !j->pack_scalar;
+    /* the SIMD packers: AVX-512 where it has one, else AVX2 (also on AVX-512 machines) */
+    const int avx512 = j->isa == QTTS_ISA_AVX512 && !j->pack_scalar,
+              avx2 = (j->isa == QTTS_ISA_AVX512 || j->isa == QTTS_ISA_AVX2) && !j->pack_scalar;
 #endif
     for (int64_t t = t0; t < t1; t++) {
         const float *x = j->x + t * cols;
@@ -189,19 +191,33 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
         if (a->xbf) {
             for (int64_t i = 0; i < cols; i++) ((uint16_t *)a->xbf)[t * cols + i] = qtts_f32_to_bf16(x[i]);
         } else if (j->w->type == QTTS_Q8_0) {
+            int32_t *xsum = a->xsum ? (int32_t *)a->xsum + t * a->nb : NULL;
 #if defined(__x86_64__)
-            if (simd) qtts_pack_q8_0_avx512(x, cols, q, qd);
-            else
+            if (avx512 && !xsum) {
+                qtts_pack_q8_0_avx512(x, cols, q, qd);
+                continue;
+            }
+            if (avx2) {
+                qtts_pack_q8_0_avx2(x, cols, q, qd, xsum);
+                continue;
+            }
 #endif
-                pack_q8_0(x, cols, q, qd);
-            if (a->xsum) pack_xsum128(q, cols, (int32_t *)a->xsum + t * a->nb);
+            pack_q8_0(x, cols, q, qd);
+            if (xsum) pack_xsum128(q, cols, xsum);
         } else if (j->w->type == QTTS_Q4_K) {
             int16_t *bsum = (int16_t *)a->bsum + t * a->nsub;
+            const int natural = j->w->interleave != 0;
 #if defined(__x86_64__)
-            if (simd && j->w->interleave) qtts_pack_q8_k_natural_avx512(x, cols, q, qd, bsum);
-            else
+            if (avx512 && natural) {
+                qtts_pack_q8_k_natural_avx512(x, cols, q, qd, bsum);
+                continue;
+            }
+            if (avx2) {
+                qtts_pack_q8_k_avx2(x, cols, q, qd, bsum, natural);
+                continue;
+            }
 #endif
-                pack_q8_k(x, cols, q, qd, bsum, j->w->interleave != 0);
+            pack_q8_k(x, cols, q, qd, bsum, natural);
         }
     }
 }

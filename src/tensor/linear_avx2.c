@@ -400,3 +400,68 @@ void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bi
     default: break;
     }
 }
+
+/* ---- activation packing (the scalar twins are pack_q8_0 / pack_q8_k in
+ * linear.c; same operations in f32, so the results are bit-identical). At
+ * n = 1 the scalar packers took as long as the weights of a 256x1024 Q4_K
+ * matrix (libm calls per value) and left the other threads waiting. ---- */
+
+INLINE __m256 abs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+INLINE float hmax8(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+INLINE int32_t hsum8_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 8 values times id, rounded to nearest even (as lrintf), clamped to +-127. */
+INLINE __m256i quant8(__m256 v, __m256 id) {
+    __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(v, id));
+    return _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+}
+
+/* 32 values quantized with id to q[0..32); returns their sum. */
+INLINE int32_t quant32(const float *x, __m256 id, int8_t *q) {
+    const __m256i a = quant8(_mm256_loadu_ps(x), id), b = quant8(_mm256_loadu_ps(x + 8), id),
+                  c = quant8(_mm256_loadu_ps(x + 16), id), d = quant8(_mm256_loadu_ps(x + 24), id);
+    /* packs work per 128-bit lane: the dwords come out in the order 0 4 1 5 2 6 3 7 */
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    return hsum8_epi32(_mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
+}
+
+void qtts_pack_q8_0_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int32_t *xsum) {
+    for (int64_t b = 0; b < cols / 32; b++, x += 32, q += 32) {
+        __m256 m = _mm256_max_ps(_mm256_max_ps(abs8(_mm256_loadu_ps(x)), abs8(_mm256_loadu_ps(x + 8))),
+                                 _mm256_max_ps(abs8(_mm256_loadu_ps(x + 16)), abs8(_mm256_loadu_ps(x + 24))));
+        const float amax = hmax8(m);
+        qd[b] = amax / 127.0f;
+        const int32_t s = quant32(x, _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f), q);
+        if (xsum) xsum[b] = 128 * s;
+    }
+}
+
+void qtts_pack_q8_k_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural) {
+    /* the 32-slot of natural sub-block j (the Q4_K nibble order swaps 1-2 and 5-6; it is its own inverse) */
+    static const int slot_of[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
+        __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
+        for (int i = 0; i < 256; i += 16) {
+            m0 = _mm256_max_ps(m0, abs8(_mm256_loadu_ps(x + i)));
+            m1 = _mm256_max_ps(m1, abs8(_mm256_loadu_ps(x + i + 8)));
+        }
+        const float amax = hmax8(_mm256_max_ps(m0, m1));
+        qd[b] = amax / 127.0f;
+        const __m256 id = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+        for (int j = 0; j < 8; j++)
+            bsum[8 * b + j] = (int16_t)quant32(x + 32 * j, id, q + 32 * (natural ? j : slot_of[j]));
+    }
+}

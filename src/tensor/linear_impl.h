@@ -52,5 +52,9 @@ void qtts_linear_rows_neon_dotprod(const qtts_mat *w, const qtts_act *a, const f
  * per 32 values for Q8_0; per 256 in natural order (interleaved Q4_K). */
 void qtts_pack_q8_0_avx512(const float *x, int64_t cols, int8_t *q, float *qd);
 void qtts_pack_q8_k_natural_avx512(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum);
+/* AVX2, every layout: Q8_0 with xsum (128 * each block's sum, for interleaved
+ * Q8_0; NULL: none), Q8_K in natural or the Q4_K nibble order. */
+void qtts_pack_q8_0_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int32_t *xsum);
+void qtts_pack_q8_k_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural);
 
 #endif
