@@ -708,7 +708,8 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
                 ic->row_gbs);
         if (qtts_cpu_isa() == QTTS_ISA_AVX2)
             fprintf(f, "; prefetching %.1f / %.1f GB/s", ic->x16_pf_gbs, ic->row_pf_gbs);
-        fprintf(f, " on %d threads)\n", ic->threads);
+        fprintf(f, " on %d threads; 8 tokens %.0f / %.0f GFLOP/s)\n", ic->threads, ic->x16_batch_gflops,
+                ic->row_batch_gflops);
     }
     const qtts_conv_calibration *cc = qtts_conv_calibrate();
     if (cc->bf16_available)

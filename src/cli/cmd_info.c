@@ -193,8 +193,9 @@ static void print_cpu(void) {
             snprintf(pf_row, sizeof pf_row, " (prefetching %.1f)", ic->row_pf_gbs);
         }
         printf("%s weights: 16-row interleaved layout %.1f GB/s%s vs GGML rows %.1f GB/s%s (%d threads, %.0f MB from "
-               "DRAM, %.0f ms) -> %s%s%s%s\n",
-               qtts_dtype_name(t), ic->x16_gbs, pf_x16, ic->row_gbs, pf_row, ic->threads, ic->buffer_mb, ic->ms,
+               "DRAM); 8 tokens %.0f vs %.0f GFLOP/s (%.0f ms) -> %s%s%s%s\n",
+               qtts_dtype_name(t), ic->x16_gbs, pf_x16, ic->row_gbs, pf_row, ic->threads, ic->buffer_mb,
+               ic->x16_batch_gflops, ic->row_batch_gflops, ic->ms,
                ic->faster ? "interleaved" : "GGML rows", ic->prefetch ? ", prefetching" : "",
                env && (!strcmp(env, "0") || !strcmp(env, "1")) ? " (overridden by QTTS_INTERLEAVE)" : "",
                penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "");

@@ -12,12 +12,14 @@
 
 typedef struct qtts_interleave_calibration {
     int measured;             /* 0: no x86 kernels (AVX-512/AVX2), or out of memory (then interleave is not used) */
-    int faster;               /* the interleaved layout read at least 1.03x the GB/s of the row layout
-                                 at n = 1 (each with prefetching where that was faster) */
+    int faster;               /* the interleaved layout is taken: at n = 1 it read at least 1.03x the
+                                 GB/s of the row layout (each with prefetching where that was faster),
+                                 or it was within 1.03x there and at least 1.15x faster on batches */
     int prefetch;             /* AVX2: the chosen layout's kernel prefetches its weights (it read at
                                  least 1.03x the GB/s that way; a Zen 2: +15-40%) */
     double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */
     double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere) */
+    double row_batch_gflops, x16_batch_gflops; /* n = 8 tokens (a prefill, several streams), in cache */
     int threads;              /* the online CPUs, at most 16 (a temporary pool, joined before returning) */
     double buffer_mb, ms;     /* the buffer measured and what the measurement took */
 } qtts_interleave_calibration;
