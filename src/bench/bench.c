@@ -475,12 +475,17 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
         qtts_codec_config_real(&cc);
         qtts_model_config mc;
         qtts_store *st = NULL;
+        /* both checkpoints written before either is loaded: random weights built in memory beside a
+         * loaded model would add to the peak RSS what loading a real checkpoint does not */
         if (qtts_model_random_config(&mc, o->size, o->variant, err) ||
             !(st = qtts_model_random_store(&mc, o->wtype, o->seed, err)) ||
             !(st = through_file(st, &r->weights_note, err)) ||
-            !(c->m = qtts_talker_model_from_store(st, &mc, NULL, NULL, err)) ||
             !(c->codec_store = qtts_codec_random_store(&cc, o->seed, err)) ||
-            !(c->codec_store = through_file(c->codec_store, &r->weights_note, err)) ||
+            !(c->codec_store = through_file(c->codec_store, &r->weights_note, err))) {
+            qtts_store_free(st);
+            return -1;
+        }
+        if (!(c->m = qtts_talker_model_from_store(st, &mc, NULL, NULL, err)) ||
             !(c->dec = qtts_codec_decoder_load(c->codec_store, &cc, err)))
             return -1;
     }

@@ -35,6 +35,7 @@ typedef struct qtts_tensor {
     const void *data;
     size_t nbytes;
     int viewed; /* a zero-copy view of it is in use (qtts_store_release_pages keeps its pages) */
+    int mapped; /* data lies in a read-only file mapping of its store (pages can be dropped and re-read) */
 } qtts_tensor;
 
 int64_t qtts_tensor_numel(const qtts_tensor *t);
