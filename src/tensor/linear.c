@@ -183,6 +183,8 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
     /* the SIMD packers: AVX-512 where it has one, else AVX2 (also on AVX-512 machines) */
     const int avx512 = j->isa == QTTS_ISA_AVX512 && !j->pack_scalar,
               avx2 = (j->isa == QTTS_ISA_AVX512 || j->isa == QTTS_ISA_AVX2) && !j->pack_scalar;
+#elif defined(__aarch64__)
+    const int neon = j->isa != QTTS_ISA_SCALAR && !j->pack_scalar; /* every AArch64 kernel family */
 #endif
     for (int64_t t = t0; t < t1; t++) {
         const float *x = j->x + t * cols;
@@ -201,6 +203,11 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
                 qtts_pack_q8_0_avx2(x, cols, q, qd, xsum);
                 continue;
             }
+#elif defined(__aarch64__)
+            if (neon) {
+                qtts_pack_q8_0_neon(x, cols, q, qd, xsum);
+                continue;
+            }
 #endif
             pack_q8_0(x, cols, q, qd);
             if (xsum) pack_xsum128(q, cols, xsum);
@@ -214,6 +221,11 @@ static void pack_rows(void *p, int64_t t0, int64_t t1, int tid) {
             }
             if (avx2) {
                 qtts_pack_q8_k_avx2(x, cols, q, qd, bsum, natural);
+                continue;
+            }
+#elif defined(__aarch64__)
+            if (neon) {
+                qtts_pack_q8_k_neon(x, cols, q, qd, bsum, natural);
                 continue;
             }
 #endif

@@ -56,5 +56,8 @@ void qtts_pack_q8_k_natural_avx512(const float *x, int64_t cols, int8_t *q, floa
  * Q8_0; NULL: none), Q8_K in natural or the Q4_K nibble order. */
 void qtts_pack_q8_0_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int32_t *xsum);
 void qtts_pack_q8_k_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural);
+/* NEON (every AArch64 core), the same two. */
+void qtts_pack_q8_0_neon(const float *x, int64_t cols, int8_t *q, float *qd, int32_t *xsum);
+void qtts_pack_q8_k_neon(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural);
 
 #endif
