@@ -153,16 +153,13 @@ static void pack_xsum128(const int8_t *q, int64_t cols, int32_t *xsum) {
 /* One row: per 256 values, in the Q4_K nibble order (see linear_impl.h), or
  * in natural order for interleaved weights. */
 static void pack_q8_k(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural) {
-    static const int nibble_order[8] = {0, 2, 1, 3, 4, 6, 5, 7}; /* natural sub-block at each 32-slot */
-    static const int identity[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    const int *sub_at = natural ? identity : nibble_order;
     for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
         float amax = 0.0f;
         for (int i = 0; i < 256; i++) amax = fmaxf(amax, fabsf(x[i]));
         float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
         qd[b] = d;
-        for (int s = 0; s < 8; s++) {
-            int j = sub_at[s];
+        for (int j = 0; j < 8; j++) {
+            const int s = qtts_q8_k_slot(j, natural);
             int sum = 0;
             for (int i = 0; i < 32; i++) {
                 int8_t v = quant_i8(x[32 * j + i], id);

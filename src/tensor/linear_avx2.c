@@ -483,8 +483,6 @@ void qtts_pack_q8_0_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int
 }
 
 void qtts_pack_q8_k_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural) {
-    /* the 32-slot of natural sub-block j (the Q4_K nibble order swaps 1-2 and 5-6; it is its own inverse) */
-    static const int slot_of[8] = {0, 2, 1, 3, 4, 6, 5, 7};
     for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
         __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
         for (int i = 0; i < 256; i += 16) {
@@ -495,6 +493,6 @@ void qtts_pack_q8_k_avx2(const float *x, int64_t cols, int8_t *q, float *qd, int
         qd[b] = amax / 127.0f;
         const __m256 id = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
         for (int j = 0; j < 8; j++)
-            bsum[8 * b + j] = (int16_t)quant32(x + 32 * j, id, q + 32 * (natural ? j : slot_of[j]));
+            bsum[8 * b + j] = (int16_t)quant32(x + 32 * j, id, q + 32 * qtts_q8_k_slot(j, natural));
     }
 }

@@ -37,6 +37,14 @@ typedef struct qtts_act {
 
 enum { QTTS_TILE_TOKENS = 4, QTTS_TILE_ROWS = 16 };
 
+/* The 32-value slot of natural sub-block j in a packed Q8_K block: j itself
+ * in natural order, else its place in the Q4_K nibble order above (which
+ * swaps sub-blocks 1-2 and 5-6, so the map is its own inverse). */
+static inline int qtts_q8_k_slot(int j, int natural) {
+    static const int8_t nibble_slot[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    return natural ? j : nibble_slot[j];
+}
+
 /* y[t*rows + r] = dot(w row r, x row t) + bias[r] for r in [r0, r1), all t. */
 void qtts_linear_rows_avx2(const qtts_mat *w, const qtts_act *a, const float *bias, float *y, int64_t r0,
                            int64_t r1);

@@ -50,13 +50,12 @@ void qtts_pack_q8_0_neon(const float *x, int64_t cols, int8_t *q, float *qd, int
 }
 
 void qtts_pack_q8_k_neon(const float *x, int64_t cols, int8_t *q, float *qd, int16_t *bsum, int natural) {
-    static const int slot_of[8] = {0, 2, 1, 3, 4, 6, 5, 7}; /* as in linear_avx2.c */
     for (int64_t b = 0; b < cols / 256; b++, x += 256, q += 256) {
         const float amax = amax_neon(x, 256);
         qd[b] = amax / 127.0f;
         const float32x4_t id = vdupq_n_f32(amax > 0 ? 127.0f / amax : 0.0f);
         for (int j = 0; j < 8; j++) {
-            int8_t *dst = q + 32 * (natural ? j : slot_of[j]);
+            int8_t *dst = q + 32 * qtts_q8_k_slot(j, natural);
             bsum[8 * b + j] = (int16_t)(quant16_neon(x + 32 * j, id, dst) + quant16_neon(x + 32 * j + 16, id, dst + 16));
         }
     }
