@@ -1,8 +1,10 @@
 /* Reference checks of the shared ops against direct double-precision formulas. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
+#include "tensor/attention.h"
 #include "tensor/ops.h"
 
 static float frand(unsigned *s) {
@@ -41,28 +43,48 @@ int main(void) {
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);
 
-    /* attention: GQA, window, offset queries, long context across blocks */
+    /* attention, every kernel family this CPU runs: GQA (groups of 1 to 12, over the
+     * 8-head item limit), windows, offset queries, contexts across 64-key blocks and
+     * with 1..7 keys left over, head dims the vectors do and do not divide */
     int64_t cases[][6] = {/* n_q, q_first, heads, kv_heads, hd, window */
-                          {5, 0, 4, 2, 16, 0}, {1, 300, 4, 1, 8, 0}, {7, 80, 2, 2, 16, 72}, {20, 0, 4, 4, 16, 3}};
+                          {5, 0, 4, 2, 16, 0},    {1, 300, 4, 1, 8, 0},    {7, 80, 2, 2, 16, 72},
+                          {20, 0, 4, 4, 16, 3},   {1, 999, 16, 8, 128, 0}, {3, 130, 12, 1, 64, 0},
+                          {9, 60, 16, 16, 64, 72}, {2, 70, 4, 2, 20, 0},   {1, 64, 2, 1, 128, 0}};
+    const qtts_isa isas[] = {QTTS_ISA_SCALAR, QTTS_ISA_AVX2, QTTS_ISA_AVX512, QTTS_ISA_NEON};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         qtts_attn_args a = {0};
         a.n_q = cases[c][0]; a.q_first = cases[c][1]; a.n_heads = cases[c][2]; a.n_kv_heads = cases[c][3];
         a.head_dim = cases[c][4]; a.window = cases[c][5];
         int64_t nk = a.q_first + a.n_q;
         a.q_stride = a.n_heads * a.head_dim + 3; a.kv_stride = a.n_kv_heads * a.head_dim; a.out_stride = a.n_heads * a.head_dim;
+        const size_t no = (size_t)(a.n_q * a.out_stride);
         float *q = malloc(sizeof(float) * a.n_q * a.q_stride), *k = malloc(sizeof(float) * nk * a.kv_stride);
-        float *v = malloc(sizeof(float) * nk * a.kv_stride);
-        float *o = malloc(sizeof(float) * a.n_q * a.out_stride), *o2 = malloc(sizeof(float) * a.n_q * a.out_stride);
+        float *v = malloc(sizeof(float) * nk * a.kv_stride), *want = malloc(sizeof(float) * no);
+        float *o = malloc(sizeof(float) * no), *o_scalar = malloc(sizeof(float) * no), *o1 = malloc(sizeof(float) * no);
         for (int64_t i = 0; i < a.n_q * a.q_stride; i++) q[i] = frand(&seed) * 2;
         for (int64_t i = 0; i < nk * a.kv_stride; i++) { k[i] = frand(&seed) * 2; v[i] = frand(&seed); }
         a.q = q; a.k = k; a.v = v; a.scale = 1.0f / sqrtf((float)a.head_dim);
-        a.out = o;
-        qtts_attention(pool, &a);
-        attention_naive(&a, o2);
-        char what[64];
-        snprintf(what, sizeof what, "attention case %zu", c);
-        TEST_NEAR(o, o2, (size_t)(a.n_q * a.out_stride), 1e-5, what);
-        free(q); free(k); free(v); free(o); free(o2);
+        attention_naive(&a, want);
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!qtts_isa_supported(qtts_cpu_features_get(), isas[i])) continue;
+            char what[96];
+            a.out = o;
+            qtts_attention_isa(pool, &a, isas[i]);
+            snprintf(what, sizeof what, "attention case %zu %s", c, qtts_isa_name(isas[i]));
+            TEST_NEAR(o, want, no, 1e-5, what);
+            if (isas[i] == QTTS_ISA_SCALAR) memcpy(o_scalar, o, sizeof(float) * no);
+            else {
+                snprintf(what, sizeof what, "attention case %zu %s = scalar twin", c, qtts_isa_name(isas[i]));
+                TEST_NEAR(o, o_scalar, no, 2e-6, what);
+            }
+            /* inline (one item per KV group) and 2 threads (items per head where groups are
+             * too few) must give the same bits */
+            a.out = o1;
+            qtts_attention_isa(NULL, &a, isas[i]);
+            TEST_CHECK(!memcmp(o, o1, sizeof(float) * no), "attention case %zu %s: grouping changed the bits", c,
+                       qtts_isa_name(isas[i]));
+        }
+        free(q); free(k); free(v); free(want); free(o); free(o_scalar); free(o1);
     }
 
     /* rmsnorm / layernorm against double formulas */

@@ -23,6 +23,7 @@
 
 #include "tensor/conv.h"
 #include "tensor/conv_calibrate.h"
+#include "tensor/attention.h"
 #include "tensor/ops.h"
 
 /* MAX_STAGES: most upsampling stages / decoder blocks a config may have;

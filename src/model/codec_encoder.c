@@ -7,6 +7,7 @@
 
 #include "tensor/conv1d_pad.h"
 #include "tensor/linear.h"
+#include "tensor/attention.h"
 #include "tensor/ops.h"
 
 enum { ENC_MAX_RATIOS = 8, ENC_MAX_RES = 8, ENC_MAX_Q = 64 };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tensor/linear.h"
+#include "tensor/attention.h"
 #include "tensor/ops.h"
 
 static float *load_vec(const qtts_store *st, const char *name, int64_t n, qtts_err *err) {
@@ -223,7 +224,9 @@ static int work_reserve(qtts_lm_work *w, const qtts_lm_config *c, int64_t rows, 
     return 0;
 }
 
-/* Attention work item: one (row, head). Each row knows its sequence. */
+/* Attention work item: one (row, KV head) with the query heads that share
+ * it (each key and value row read once for the group), or one (row, head)
+ * where that leaves threads idle. Each row knows its sequence. */
 typedef struct {
     const qtts_lm_config *cfg;
     const float *q;
@@ -231,26 +234,27 @@ typedef struct {
     const int64_t *row_seq, *row_pos;
     const float *const *kc, *const *vc; /* per sequence, this layer */
     float scale;
+    int64_t per_row; /* items per row: kv_heads or heads */
 } attn_job;
 
 static void attn_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const attn_job *j = p;
-    const int64_t H = j->cfg->heads, hd = j->cfg->head_dim, group = H / j->cfg->kv_heads;
-    const int64_t qd = H * hd, kvd = j->cfg->kv_heads * hd;
+    const int64_t H = j->cfg->heads, hd = j->cfg->head_dim, KH = j->cfg->kv_heads, group = H / KH;
+    const int64_t qd = H * hd, kvd = KH * hd, gh = H / j->per_row;
     for (int64_t it = i0; it < i1; it++) {
-        int64_t r = it / H, h = it % H, s = j->row_seq[r];
+        const int64_t r = it / j->per_row, h0 = it % j->per_row * gh, s = j->row_seq[r];
         qtts_attn_args a = {
-            .q = j->q + r * qd + h * hd,
+            .q = j->q + r * qd + h0 * hd,
             .q_stride = qd,
-            .k = j->kc[s] + (h / group) * hd,
-            .v = j->vc[s] + (h / group) * hd,
+            .k = j->kc[s] + h0 / group * hd,
+            .v = j->vc[s] + h0 / group * hd,
             .kv_stride = kvd,
-            .out = j->att + r * qd + h * hd,
+            .out = j->att + r * qd + h0 * hd,
             .out_stride = qd,
             .n_q = 1,
             .q_first = j->row_pos[r],
-            .n_heads = 1,
+            .n_heads = gh,
             .n_kv_heads = 1,
             .head_dim = hd,
             .window = 0,
@@ -320,8 +324,9 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
             kc[s] = kv->k[l];
             vc[s] = kv->v[l];
         }
-        attn_job aj = {c, w->q, w->att, row_seq, row_pos, kc, vc, 1.0f / sqrtf((float)hd)};
-        qtts_parallel_for(pool, rows * c->heads, 1, attn_items, &aj);
+        const int64_t per_row = rows * c->kv_heads >= 2 * qtts_pool_size(pool) ? c->kv_heads : c->heads;
+        attn_job aj = {c, w->q, w->att, row_seq, row_pos, kc, vc, 1.0f / sqrtf((float)hd), per_row};
+        qtts_parallel_for(pool, rows * per_row, 1, attn_items, &aj);
         if (qtts_linear(pool, &L->o, NULL, w->att, rows, w->h)) goto oom;
         for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
         qtts_rmsnorm(pool, x, L->post_norm, rows, D, eps, w->h);

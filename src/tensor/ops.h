@@ -1,4 +1,4 @@
-/* Elementwise, normalization, RoPE and attention kernels shared by the model
+/* Elementwise, normalization and RoPE kernels shared by the model
  * stages. Layouts are row-major [tokens][features]. In-place use (y == x) is
  * allowed where noted. The pool may be NULL (runs inline on the caller, which
  * must then be a pool thread itself). */
@@ -25,23 +25,5 @@ void qtts_silu(float *x, int64_t n);
 void qtts_gelu_erf(float *x, int64_t n);
 /* gate[i] = silu(gate[i]) * up[i] */
 void qtts_swiglu(float *gate, const float *up, int64_t n);
-
-/* Causal multi-head attention with grouped KV heads and an optional sliding
- * window. Query i is at key index q_first + i and sees keys j with
- * j <= q_first + i and (window == 0 or q_first + i - j < window). */
-typedef struct {
-    const float *q;
-    int64_t q_stride; /* floats between consecutive query tokens */
-    const float *k, *v;
-    int64_t kv_stride; /* floats between consecutive key positions */
-    float *out;
-    int64_t out_stride;
-    int64_t n_q, q_first;
-    int64_t n_heads, n_kv_heads, head_dim;
-    int64_t window;
-    float scale;
-} qtts_attn_args;
-
-void qtts_attention(qtts_pool *pool, const qtts_attn_args *a);
 
 #endif

@@ -1,0 +1,40 @@
+/* Causal multi-head attention with grouped KV heads and an optional sliding
+ * window, for every model stage (talker, code predictor, codec decoder and
+ * encoder transformers). Query i is at key index q_first + i and sees keys j
+ * with j <= q_first + i and (window == 0 or q_first + i - j < window).
+ *
+ * The heads that share a KV head are computed together, so each key and
+ * value row is read once per group (the talker's GQA halves its KV reads).
+ * Kernels: scalar twin, AVX2+FMA, AVX-512, NEON (attention_*.c), chosen at
+ * run time; each head's result does not depend on the thread count or on how
+ * heads are grouped into work items. */
+#ifndef QTTS_TENSOR_ATTENTION_H
+#define QTTS_TENSOR_ATTENTION_H
+
+#include <stdint.h>
+
+#include "core/threadpool.h"
+#include "tensor/cpu.h"
+
+typedef struct {
+    const float *q;
+    int64_t q_stride; /* floats between consecutive query tokens */
+    const float *k, *v;
+    int64_t kv_stride; /* floats between consecutive key positions */
+    float *out;
+    int64_t out_stride;
+    int64_t n_q, q_first;
+    int64_t n_heads, n_kv_heads, head_dim;
+    int64_t window;
+    float scale;
+} qtts_attn_args;
+
+/* pool may be NULL: runs inline on the caller (a pool thread itself). */
+void qtts_attention(qtts_pool *pool, const qtts_attn_args *a);
+
+/* The same with the kernels of `isa` (tests compare each family with the
+ * scalar twin); an ISA this CPU lacks, or a head_dim its vectors do not
+ * divide, falls back to the next family down. */
+void qtts_attention_isa(qtts_pool *pool, const qtts_attn_args *a, qtts_isa isa);
+
+#endif

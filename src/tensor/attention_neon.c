@@ -1,0 +1,114 @@
+/* NEON attention kernel (AArch64 baseline). Scalar twin: qtts_attn_item_scalar. */
+#include <arm_neon.h>
+#include <math.h>
+
+#include "tensor/attention_kernels.h"
+
+static inline float32x4_t exp_neon(float32x4_t x) {
+    const uint32x4_t valid = vcgeq_f32(x, vdupq_n_f32(QTTS_EXP_MIN));
+    x = vmaxq_f32(x, vdupq_n_f32(QTTS_EXP_MIN));
+    const float32x4_t fx = vrndnq_f32(vmulq_n_f32(x, QTTS_EXP_LOG2E));
+    float32x4_t r = vfmsq_f32(x, fx, vdupq_n_f32(QTTS_EXP_C1));
+    r = vfmsq_f32(r, fx, vdupq_n_f32(QTTS_EXP_C2));
+    float32x4_t y = vdupq_n_f32(QTTS_EXP_P0);
+    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P1), y, r);
+    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P2), y, r);
+    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P3), y, r);
+    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P4), y, r);
+    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P5), y, r);
+    y = vaddq_f32(vfmaq_f32(r, y, vmulq_f32(r, r)), vdupq_n_f32(1.0f));
+    const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(fx), vdupq_n_s32(127)), 23);
+    const float32x4_t p = vmulq_f32(y, vreinterpretq_f32_s32(e));
+    return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(p), valid));
+}
+
+/* scale * q.k for n <= 8 key rows (stride apart): one FMA chain per key, so
+ * eight keys keep eight chains in flight; a key's sum does not depend on n. */
+static inline void scores(const float *q, const float *k, int64_t stride, int64_t n, int64_t hd, float scale,
+                          float *out) {
+    float32x4_t acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = vdupq_n_f32(0.0f);
+    if (n == 8) {
+        for (int64_t d = 0; d < hd; d += 4) {
+            const float32x4_t qv = vld1q_f32(q + d);
+            for (int i = 0; i < 8; i++) acc[i] = vfmaq_f32(acc[i], qv, vld1q_f32(k + i * stride + d));
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t d = 0; d < hd; d += 4)
+                acc[i] = vfmaq_f32(acc[i], vld1q_f32(q + d), vld1q_f32(k + i * stride + d));
+    }
+    /* pairwise sums: lane i of r0 is key i's ((l0+l1)+(l2+l3)) */
+    const float32x4_t r0 = vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
+    const float32x4_t r1 = vpaddq_f32(vpaddq_f32(acc[4], acc[5]), vpaddq_f32(acc[6], acc[7]));
+    float r[8];
+    vst1q_f32(r, vmulq_n_f32(r0, scale));
+    vst1q_f32(r + 4, vmulq_n_f32(r1, scale));
+    for (int64_t i = 0; i < n; i++) out[i] = r[i];
+}
+
+static inline void scale_row(float *o, int64_t hd, float c) {
+    for (int64_t d = 0; d < hd; d += 4) vst1q_f32(o + d, vmulq_n_f32(vld1q_f32(o + d), c));
+}
+
+/* o += sum_j w[j] * v_j over nb value rows, 32 columns at a time in eight
+ * registers (eight independent FMA chains hide the FMA latency). */
+static inline void add_values(float *o, const float *w, const float *v, int64_t stride, int64_t nb, int64_t hd) {
+    int64_t d = 0;
+    for (; d + 32 <= hd; d += 32) {
+        float32x4_t acc[8];
+        for (int i = 0; i < 8; i++) acc[i] = vld1q_f32(o + d + 4 * i);
+        for (int64_t j = 0; j < nb; j++) {
+            const float *vr = v + j * stride + d;
+            for (int i = 0; i < 8; i++) acc[i] = vfmaq_n_f32(acc[i], vld1q_f32(vr + 4 * i), w[j]);
+        }
+        for (int i = 0; i < 8; i++) vst1q_f32(o + d + 4 * i, acc[i]);
+    }
+    for (; d < hd; d += 4) {
+        float32x4_t a0 = vld1q_f32(o + d);
+        for (int64_t j = 0; j < nb; j++) a0 = vfmaq_n_f32(a0, vld1q_f32(v + j * stride + d), w[j]);
+        vst1q_f32(o + d, a0);
+    }
+}
+
+void qtts_attn_item_neon(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) {
+    const int64_t hd = a->head_dim, kvh = h0 / (a->n_heads / a->n_kv_heads), qi = a->q_first + t;
+    const float *kbase = a->k + kvh * hd, *vbase = a->v + kvh * hd;
+    _Alignas(16) float s[QTTS_ATTN_MAX_GROUP][QTTS_ATTN_BLOCK];
+    float m[QTTS_ATTN_MAX_GROUP], l[QTTS_ATTN_MAX_GROUP];
+    const float *q[QTTS_ATTN_MAX_GROUP];
+    float *o[QTTS_ATTN_MAX_GROUP];
+    for (int64_t g = 0; g < gh; g++) {
+        q[g] = a->q + t * a->q_stride + (h0 + g) * hd;
+        o[g] = a->out + t * a->out_stride + (h0 + g) * hd;
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+        for (int64_t d = 0; d < hd; d += 4) vst1q_f32(o[g] + d, vdupq_n_f32(0.0f));
+    }
+    for (int64_t jb = qtts_attn_first_key(a, t); jb <= qi; jb += QTTS_ATTN_BLOCK) {
+        const int64_t nb = qi - jb + 1 < QTTS_ATTN_BLOCK ? qi - jb + 1 : QTTS_ATTN_BLOCK, nb4 = (nb + 3) & ~3;
+        for (int64_t j = 0; j < nb; j += 8) { /* eight key rows, read once for the whole group */
+            const float *kj = kbase + (jb + j) * a->kv_stride;
+            for (int64_t g = 0; g < gh; g++)
+                scores(q[g], kj, a->kv_stride, nb - j < 8 ? nb - j : 8, hd, a->scale, &s[g][j]);
+        }
+        for (int64_t g = 0; g < gh; g++) {
+            float bm = -INFINITY;
+            for (int64_t j = 0; j < nb; j++) bm = s[g][j] > bm ? s[g][j] : bm;
+            for (int64_t j = nb; j < nb4; j++) s[g][j] = -INFINITY; /* weight 0 */
+            const float nm = bm > m[g] ? bm : m[g], corr = expf(m[g] - nm);
+            if (corr != 1.0f) scale_row(o[g], hd, corr);
+            float32x4_t sum = vdupq_n_f32(0.0f);
+            const float32x4_t nmv = vdupq_n_f32(nm);
+            for (int64_t j = 0; j < nb4; j += 4) {
+                const float32x4_t e = exp_neon(vsubq_f32(vld1q_f32(&s[g][j]), nmv));
+                vst1q_f32(&s[g][j], e);
+                sum = vaddq_f32(sum, e);
+            }
+            l[g] = l[g] * corr + vaddvq_f32(sum);
+            m[g] = nm;
+        }
+        for (int64_t g = 0; g < gh; g++) add_values(o[g], s[g], vbase + jb * a->kv_stride, a->kv_stride, nb, hd);
+    }
+    for (int64_t g = 0; g < gh; g++) scale_row(o[g], hd, l[g] > 0 ? 1.0f / l[g] : 0.0f);
+}
