@@ -87,6 +87,26 @@ int main(void) {
         free(q); free(k); free(v); free(want); free(o); free(o_scalar); free(o1);
     }
 
+    /* SwiGLU, every kernel family, against double formulas: a length with a tail, typical
+     * activations and the exp clamps (|gate| up to 100) */
+    {
+        enum { N = 67 };
+        float g0[N], up[N], g[N], want[N];
+        for (int i = 0; i < N; i++) {
+            g0[i] = i < 6 ? (float[]){-100.f, -90.f, -88.5f, 87.5f, 95.f, 100.f}[i] : frand(&seed) * 12;
+            up[i] = frand(&seed) * 2;
+            want[i] = (float)((double)g0[i] / (1.0 + exp(-(double)g0[i])) * up[i]);
+        }
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!qtts_isa_supported(qtts_cpu_features_get(), isas[i])) continue;
+            memcpy(g, g0, sizeof g);
+            qtts_swiglu_isa(g, up, N, isas[i]);
+            char what[64];
+            snprintf(what, sizeof what, "swiglu %s", qtts_isa_name(isas[i]));
+            TEST_NEAR(g, want, N, 2e-5, what);
+        }
+    }
+
     /* rmsnorm / layernorm against double formulas */
     float x[3 * 37], w[37], b[37], y[3 * 37], want[3 * 37];
     for (int i = 0; i < 3 * 37; i++) x[i] = frand(&seed) * 3;

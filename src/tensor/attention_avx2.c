@@ -4,29 +4,12 @@
 #include <math.h>
 
 #include "tensor/attention_kernels.h"
+#include "tensor/vexp.h"
 
 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-static inline __m256 exp_avx2(__m256 x) {
-    const __m256 valid = _mm256_cmp_ps(x, _mm256_set1_ps(QTTS_EXP_MIN), _CMP_GE_OQ);
-    x = _mm256_max_ps(x, _mm256_set1_ps(QTTS_EXP_MIN));
-    const __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(QTTS_EXP_LOG2E)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(QTTS_EXP_C1), x);
-    r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(QTTS_EXP_C2), r);
-    __m256 y = _mm256_set1_ps(QTTS_EXP_P0);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(QTTS_EXP_P1));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(QTTS_EXP_P2));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(QTTS_EXP_P3));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(QTTS_EXP_P4));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(QTTS_EXP_P5));
-    y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), valid);
 }
 
 /* The eight sums of v[0..7], one per lane, each as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)). */
@@ -115,7 +98,7 @@ void qtts_attn_item_avx2(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t
             __m256 sum = _mm256_setzero_ps();
             const __m256 nmv = _mm256_set1_ps(nm);
             for (int64_t j = 0; j < nb8; j += 8) {
-                const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_load_ps(&s[g][j]), nmv));
+                const __m256 e = qtts_exp_avx2(_mm256_sub_ps(_mm256_load_ps(&s[g][j]), nmv));
                 _mm256_store_ps(&s[g][j], e);
                 sum = _mm256_add_ps(sum, e);
             }

@@ -4,24 +4,7 @@
 #include <math.h>
 
 #include "tensor/attention_kernels.h"
-
-static inline __m512 exp_avx512(__m512 x) {
-    const __mmask16 valid = _mm512_cmp_ps_mask(x, _mm512_set1_ps(QTTS_EXP_MIN), _CMP_GE_OQ);
-    x = _mm512_max_ps(x, _mm512_set1_ps(QTTS_EXP_MIN));
-    const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(QTTS_EXP_LOG2E)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(QTTS_EXP_C1), x);
-    r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(QTTS_EXP_C2), r);
-    __m512 y = _mm512_set1_ps(QTTS_EXP_P0);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P1));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P2));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P3));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P4));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P5));
-    y = _mm512_add_ps(_mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps(valid, y, _mm512_castsi512_ps(e));
-}
+#include "tensor/vexp.h"
 
 /* The eight sums of v[0..7] (each first folded to 8 lanes), one per lane. */
 static inline __m256 hsum8(const __m512 v[8]) {
@@ -120,7 +103,7 @@ void qtts_attn_item_avx512(const qtts_attn_args *a, int64_t t, int64_t h0, int64
             __m512 sum = _mm512_setzero_ps();
             const __m512 nmv = _mm512_set1_ps(nm);
             for (int64_t j = 0; j < nb16; j += 16) {
-                const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_load_ps(&s[g][j]), nmv));
+                const __m512 e = qtts_exp_avx512(_mm512_sub_ps(_mm512_load_ps(&s[g][j]), nmv));
                 _mm512_store_ps(&s[g][j], e);
                 sum = _mm512_add_ps(sum, e);
             }

@@ -24,18 +24,4 @@ static inline int64_t qtts_attn_first_key(const qtts_attn_args *a, int64_t t) {
     return a->window > 0 && qi - a->window + 1 > 0 ? qi - a->window + 1 : 0;
 }
 
-/* exp(x) for the SIMD kernels: Cody-Waite reduction by ln 2 and the Cephes
- * expf polynomial on [-ln2/2, ln2/2] (within 2 ulp of expf); inputs below
- * QTTS_EXP_MIN give 0 (a softmax weight under 1e-38 of the largest). */
-#define QTTS_EXP_MIN (-87.0f)
-#define QTTS_EXP_LOG2E 1.44269504088896341f
-#define QTTS_EXP_C1 0.693359375f
-#define QTTS_EXP_C2 (-2.12194440e-4f)
-#define QTTS_EXP_P0 1.9875691500e-4f
-#define QTTS_EXP_P1 1.3981999507e-3f
-#define QTTS_EXP_P2 8.3334519073e-3f
-#define QTTS_EXP_P3 4.1665795894e-2f
-#define QTTS_EXP_P4 1.6666665459e-1f
-#define QTTS_EXP_P5 5.0000001201e-1f
-
 #endif

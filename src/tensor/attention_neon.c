@@ -3,24 +3,7 @@
 #include <math.h>
 
 #include "tensor/attention_kernels.h"
-
-static inline float32x4_t exp_neon(float32x4_t x) {
-    const uint32x4_t valid = vcgeq_f32(x, vdupq_n_f32(QTTS_EXP_MIN));
-    x = vmaxq_f32(x, vdupq_n_f32(QTTS_EXP_MIN));
-    const float32x4_t fx = vrndnq_f32(vmulq_n_f32(x, QTTS_EXP_LOG2E));
-    float32x4_t r = vfmsq_f32(x, fx, vdupq_n_f32(QTTS_EXP_C1));
-    r = vfmsq_f32(r, fx, vdupq_n_f32(QTTS_EXP_C2));
-    float32x4_t y = vdupq_n_f32(QTTS_EXP_P0);
-    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P1), y, r);
-    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P2), y, r);
-    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P3), y, r);
-    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P4), y, r);
-    y = vfmaq_f32(vdupq_n_f32(QTTS_EXP_P5), y, r);
-    y = vaddq_f32(vfmaq_f32(r, y, vmulq_f32(r, r)), vdupq_n_f32(1.0f));
-    const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(fx), vdupq_n_s32(127)), 23);
-    const float32x4_t p = vmulq_f32(y, vreinterpretq_f32_s32(e));
-    return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(p), valid));
-}
+#include "tensor/vexp.h"
 
 /* scale * q.k for n <= 8 key rows (stride apart): one FMA chain per key, so
  * eight keys keep eight chains in flight; a key's sum does not depend on n. */
@@ -101,7 +84,7 @@ void qtts_attn_item_neon(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t
             float32x4_t sum = vdupq_n_f32(0.0f);
             const float32x4_t nmv = vdupq_n_f32(nm);
             for (int64_t j = 0; j < nb4; j += 4) {
-                const float32x4_t e = exp_neon(vsubq_f32(vld1q_f32(&s[g][j]), nmv));
+                const float32x4_t e = qtts_exp_neon(vsubq_f32(vld1q_f32(&s[g][j]), nmv));
                 vst1q_f32(&s[g][j], e);
                 sum = vaddq_f32(sum, e);
             }

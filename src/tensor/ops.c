@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "tensor/ops_kernels.h"
+
 typedef struct {
     const float *x, *w, *b;
     int64_t dim;
@@ -86,7 +88,26 @@ void qtts_gelu_erf(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
-void qtts_swiglu(float *gate, const float *up, int64_t n) {
-    for (int64_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa) {
+    const qtts_cpu_features *f = qtts_cpu_features_get();
+    for (;; isa = qtts_isa_lower(isa)) {
+        if (!qtts_isa_supported(f, isa)) continue;
+        switch (isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+        case QTTS_ISA_AVX512: qtts_swiglu_avx512(gate, up, n); return;
+        case QTTS_ISA_AVX2: qtts_swiglu_avx2(gate, up, n); return;
+#endif
+#if defined(__aarch64__)
+        case QTTS_ISA_NEON:
+        case QTTS_ISA_NEON_DOTPROD:
+        case QTTS_ISA_NEON_BF16: qtts_swiglu_neon(gate, up, n); return;
+#endif
+        default:
+            for (int64_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+            return;
+        }
+    }
 }
+
+void qtts_swiglu(float *gate, const float *up, int64_t n) { qtts_swiglu_isa(gate, up, n, qtts_cpu_isa()); }
 

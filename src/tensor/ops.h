@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/threadpool.h"
+#include "tensor/cpu.h"
 
 /* y = w * x / sqrt(mean(x^2) + eps) per row of dim; w may be NULL (= 1). In-place ok. */
 void qtts_rmsnorm(qtts_pool *pool, const float *x, const float *w, int64_t rows, int64_t dim, float eps, float *y);
@@ -23,7 +24,9 @@ void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads,
 
 void qtts_silu(float *x, int64_t n);
 void qtts_gelu_erf(float *x, int64_t n);
-/* gate[i] = silu(gate[i]) * up[i] */
+/* gate[i] = silu(gate[i]) * up[i]; SIMD twins use a vector exp (tensor/vexp.h) */
 void qtts_swiglu(float *gate, const float *up, int64_t n);
+/* The same with the kernels of `isa` or the next family down that this CPU runs (tests). */
+void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa);
 
 #endif

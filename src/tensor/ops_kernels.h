@@ -1,0 +1,13 @@
+/* Per-ISA twins of ops.c's elementwise kernels (private to src/tensor);
+ * each is only called after a cpuid check in ops.c. */
+#ifndef QTTS_TENSOR_OPS_KERNELS_H
+#define QTTS_TENSOR_OPS_KERNELS_H
+
+#include <stdint.h>
+
+/* gate[i] = silu(gate[i]) * up[i], with the vector exp of tensor/vexp.h */
+void qtts_swiglu_avx2(float *gate, const float *up, int64_t n);
+void qtts_swiglu_avx512(float *gate, const float *up, int64_t n);
+void qtts_swiglu_neon(float *gate, const float *up, int64_t n);
+
+#endif
