@@ -296,9 +296,12 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
     if (work_reserve(w, c, rows, err)) return -1;
     int64_t *row_seq = qtts_malloc((size_t)rows * 2 * sizeof(int64_t), err);
     const float **kc = qtts_malloc((size_t)n_seq * 2 * sizeof(float *), err);
-    if (!row_seq || !kc) {
+    /* each row's RoPE cos | sin, computed once here rather than twice per layer (libm trig) */
+    float *rope = qtts_malloc((size_t)rows * (size_t)hd * sizeof(float), err);
+    if (!row_seq || !kc || !rope) {
         free(row_seq);
         free(kc);
+        free(rope);
         return -1;
     }
     int64_t *row_pos = row_seq + rows;
@@ -307,6 +310,7 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         for (int64_t t = 0; t < n_tok[s]; t++, r++) {
             row_seq[r] = s;
             row_pos[r] = caches[s]->len + t;
+            qtts_rope_angles(rope + r * hd, rope + r * hd + hd / 2, hd, row_pos[r], c->rope_theta);
         }
 
     float *x = w->x;
@@ -334,8 +338,11 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         for (int s = 0, r = 0; s < n_seq; r += (int)n_tok[s], s++) {
             if (!n_tok[s]) continue;
             qtts_kv_cache *kv = caches[s];
-            qtts_rope_neox(w->q + r * qd, n_tok[s], qd, c->heads, hd, kv->len, c->rope_theta);
-            qtts_rope_neox(w->k + r * kvd, n_tok[s], kvd, c->kv_heads, hd, kv->len, c->rope_theta);
+            for (int64_t t = r; t < r + n_tok[s]; t++) {
+                const float *cs = rope + t * hd, *sn = cs + hd / 2;
+                qtts_rope_neox_rotate(w->q + t * qd, c->heads, hd, cs, sn);
+                qtts_rope_neox_rotate(w->k + t * kvd, c->kv_heads, hd, cs, sn);
+            }
             memcpy(kv->k[l] + kv->len * kvd, w->k + r * kvd, (size_t)n_tok[s] * (size_t)kvd * sizeof(float));
             memcpy(kv->v[l] + kv->len * kvd, w->v + r * kvd, (size_t)n_tok[s] * (size_t)kvd * sizeof(float));
             kc[s] = kv->k[l];
@@ -365,10 +372,12 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
     if (layer_in) memcpy(layer_in + c->layers * rows * D, out, (size_t)rows * (size_t)D * sizeof(float));
     free(row_seq);
     free(kc);
+    free(rope);
     return 0;
 oom: /* the caches' lengths are unchanged: what this call wrote past them is ignored */
     free(row_seq);
     free(kc);
+    free(rope);
     return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "decoder: out of memory in a dense layer (%lld rows)",
                         (long long)rows);
 }

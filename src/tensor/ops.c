@@ -55,28 +55,36 @@ void qtts_layernorm(qtts_pool *pool, const float *x, const float *w, const float
     qtts_parallel_for_work(pool, rows, 1, (double)rows * (double)dim, layernorm_rows, &j);
 }
 
+void qtts_rope_angles(float *cs, float *sn, int64_t head_dim, int64_t pos, double theta) {
+    const int64_t half = head_dim / 2;
+    const float p = (float)pos;
+    for (int64_t i = 0; i < half; i++) {
+        const float inv_freq = 1.0f / powf((float)theta, (float)(2 * i) / (float)head_dim);
+        const float ang = p * inv_freq;
+        cs[i] = (float)cos((double)ang);
+        sn[i] = (float)sin((double)ang);
+    }
+}
+
+void qtts_rope_neox_rotate(float *x, int64_t n_heads, int64_t head_dim, const float *cs, const float *sn) {
+    const int64_t half = head_dim / 2;
+    for (int64_t h = 0; h < n_heads; h++) {
+        float *v = x + h * head_dim;
+        for (int64_t i = 0; i < half; i++) {
+            const float a = v[i], b = v[i + half];
+            v[i] = a * cs[i] - b * sn[i];
+            v[i + half] = b * cs[i] + a * sn[i];
+        }
+    }
+}
+
 void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
                     double theta) {
-    int64_t half = head_dim / 2;
-    float cs[512], sn[512];
-    float inv_freq[512];
-    for (int64_t i = 0; i < half && i < 512; i++)
-        inv_freq[i] = 1.0f / powf((float)theta, (float)(2 * i) / (float)head_dim);
+    enum { MAX_HALF = 2048 }; /* head_dim <= 4096: the configs' cap (ops.h) */
+    float cs[MAX_HALF], sn[MAX_HALF];
     for (int64_t t = 0; t < n_tokens; t++) {
-        float pos = (float)(pos0 + t);
-        for (int64_t i = 0; i < half && i < 512; i++) {
-            float ang = pos * inv_freq[i];
-            cs[i] = (float)cos((double)ang);
-            sn[i] = (float)sin((double)ang);
-        }
-        for (int64_t h = 0; h < n_heads; h++) {
-            float *v = x + t * stride + h * head_dim;
-            for (int64_t i = 0; i < half; i++) {
-                float a = v[i], b = v[i + half];
-                v[i] = a * cs[i] - b * sn[i];
-                v[i + half] = b * cs[i] + a * sn[i];
-            }
-        }
+        qtts_rope_angles(cs, sn, head_dim, pos0 + t, theta);
+        qtts_rope_neox_rotate(x + t * stride, n_heads, head_dim, cs, sn);
     }
 }
 
@@ -110,4 +118,3 @@ void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa) {
 }
 
 void qtts_swiglu(float *gate, const float *up, int64_t n) { qtts_swiglu_isa(gate, up, n, qtts_cpu_isa()); }
-

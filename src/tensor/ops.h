@@ -18,9 +18,16 @@ void qtts_layernorm(qtts_pool *pool, const float *x, const float *w, const float
 
 /* NeoX (split-half) rotary embedding, in place. x: n_tokens rows of stride
  * floats, each holding n_heads heads of head_dim; token i has position pos0+i.
- * cos/sin follow the reference's float32 arithmetic. */
+ * cos/sin follow the reference's float32 arithmetic. head_dim <= 4096 (what
+ * config.c and codec_config.c accept). */
 void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
                     double theta);
+/* The same in two parts, for callers that rotate many heads and layers at the
+ * same positions (the LMs compute each row's angles once per forward, not
+ * twice per layer): cos/sin of position pos (head_dim/2 each), and the
+ * rotation of one token's n_heads heads with them. Same bits as qtts_rope_neox. */
+void qtts_rope_angles(float *cs, float *sn, int64_t head_dim, int64_t pos, double theta);
+void qtts_rope_neox_rotate(float *x, int64_t n_heads, int64_t head_dim, const float *cs, const float *sn);
 
 void qtts_silu(float *x, int64_t n);
 void qtts_gelu_erf(float *x, int64_t n);
