@@ -1,6 +1,10 @@
 /* Speech-tokenizer decoder against the official PyTorch fixtures (tiny
  * checkpoint), plus streaming/chunking/batching invariances.
- * Golden tolerance: max abs error <= 1e-4 on every stage and waveform.
+ * Golden tolerance: max abs error <= 1e-4 on every waveform, and on every
+ * stage <= 1e-4 or 1e-5 of the stage's largest |value|, whichever is larger:
+ * f32 rounding grows with the values, and each residual block of the tiny
+ * random decoder doubles what reaches it (decoder3..5 reach |14.5|, where
+ * the AVX2 build already stood at 0.94e-4 with the old bound).
  * Streaming vs. one forward: <= 1e-5. */
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 #include "support/npy.h"
 
 #define GOLD_TOL 1e-4
+#define GOLD_REL_TOL 1e-5
 #define STREAM_TOL 1e-5
 
 typedef struct {
@@ -262,7 +267,10 @@ int main(void) {
             }
             char what[96];
             snprintf(what, sizeof what, "T20 stage %s", r->stage);
-            double e = TEST_NEAR(r->got, want, (size_t)(r->C * r->Tn), GOLD_TOL, what);
+            double peak = 0;
+            for (int64_t i = 0; i < r->C * r->Tn; i++) peak = fabs(want[i]) > peak ? fabs(want[i]) : peak;
+            const double tol = GOLD_TOL > GOLD_REL_TOL * peak ? GOLD_TOL : GOLD_REL_TOL * peak;
+            double e = TEST_NEAR(r->got, want, (size_t)(r->C * r->Tn), tol, what);
             printf("  %-28s [%lld x %lld] max abs err %.3g\n", r->stage, (long long)r->C, (long long)r->Tn, e);
             free(tw);
             free(r->got);

@@ -17,10 +17,10 @@ double test_near_impl(const char *file, int line, const float *got, const float 
     }
     if (!nan_seen && worst <= tol) {
         g_test_counts.passed++;
-        printf("  ok   %-48s max|err| %.3g (tol %.1g, n=%zu)\n", what, worst, tol, n);
+        printf("  ok   %-48s max|err| %.3g (tol %.2g, n=%zu)\n", what, worst, tol, n);
     } else {
         g_test_counts.failed++;
-        fprintf(stderr, "FAIL %s:%d: %s: max|err| %.6g > tol %.1g at [%zu] got %.9g want %.9g (n=%zu)\n",
+        fprintf(stderr, "FAIL %s:%d: %s: max|err| %.6g > tol %.2g at [%zu] got %.9g want %.9g (n=%zu)\n",
                 file, line, what, worst, tol, worst_i, n ? got[worst_i] : 0.0f,
                 n ? want[worst_i] : 0.0f, n);
     }
