@@ -68,44 +68,18 @@ static inline void add_values(float *o, const float *w, const float *v, int64_t 
     }
 }
 
-void qtts_attn_item_avx2(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) {
-    const int64_t hd = a->head_dim, kvh = h0 / (a->n_heads / a->n_kv_heads), qi = a->q_first + t;
-    const float *kbase = a->k + kvh * hd, *vbase = a->v + kvh * hd;
-    _Alignas(32) float s[QTTS_ATTN_MAX_GROUP][QTTS_ATTN_BLOCK];
-    float m[QTTS_ATTN_MAX_GROUP], l[QTTS_ATTN_MAX_GROUP];
-    const float *q[QTTS_ATTN_MAX_GROUP];
-    float *o[QTTS_ATTN_MAX_GROUP];
-    for (int64_t g = 0; g < gh; g++) {
-        q[g] = a->q + t * a->q_stride + (h0 + g) * hd;
-        o[g] = a->out + t * a->out_stride + (h0 + g) * hd;
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-        for (int64_t d = 0; d < hd; d += 8) _mm256_storeu_ps(o[g] + d, _mm256_setzero_ps());
+static inline float exp_shifted_sum(float *s, int64_t n, float m) {
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; j += 8) {
+        const __m256 e = qtts_exp_avx2(_mm256_sub_ps(_mm256_load_ps(s + j), mv));
+        _mm256_store_ps(s + j, e);
+        sum = _mm256_add_ps(sum, e);
     }
-    for (int64_t jb = qtts_attn_first_key(a, t); jb <= qi; jb += QTTS_ATTN_BLOCK) {
-        const int64_t nb = qi - jb + 1 < QTTS_ATTN_BLOCK ? qi - jb + 1 : QTTS_ATTN_BLOCK, nb8 = (nb + 7) & ~7;
-        for (int64_t j = 0; j < nb; j += 8) { /* eight key rows, read once for the whole group */
-            const float *kj = kbase + (jb + j) * a->kv_stride;
-            for (int64_t g = 0; g < gh; g++)
-                scores(q[g], kj, a->kv_stride, nb - j < 8 ? nb - j : 8, hd, a->scale, &s[g][j]);
-        }
-        for (int64_t g = 0; g < gh; g++) {
-            float bm = -INFINITY;
-            for (int64_t j = 0; j < nb; j++) bm = s[g][j] > bm ? s[g][j] : bm;
-            for (int64_t j = nb; j < nb8; j++) s[g][j] = -INFINITY; /* weight 0 */
-            const float nm = bm > m[g] ? bm : m[g], corr = expf(m[g] - nm);
-            if (corr != 1.0f) scale_row(o[g], hd, corr);
-            __m256 sum = _mm256_setzero_ps();
-            const __m256 nmv = _mm256_set1_ps(nm);
-            for (int64_t j = 0; j < nb8; j += 8) {
-                const __m256 e = qtts_exp_avx2(_mm256_sub_ps(_mm256_load_ps(&s[g][j]), nmv));
-                _mm256_store_ps(&s[g][j], e);
-                sum = _mm256_add_ps(sum, e);
-            }
-            l[g] = l[g] * corr + hsum(sum);
-            m[g] = nm;
-        }
-        for (int64_t g = 0; g < gh; g++) add_values(o[g], s[g], vbase + jb * a->kv_stride, a->kv_stride, nb, hd);
-    }
-    for (int64_t g = 0; g < gh; g++) scale_row(o[g], hd, l[g] > 0 ? 1.0f / l[g] : 0.0f);
+    return hsum(sum);
 }
+
+#define ATTN_VW 8
+#include "tensor/attention_item.h"
+
+void qtts_attn_item_avx2(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) { attn_item(a, t, h0, gh); }

@@ -73,44 +73,18 @@ static inline void add_values(float *o, const float *w, const float *v, int64_t 
     }
 }
 
-void qtts_attn_item_avx512(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) {
-    const int64_t hd = a->head_dim, kvh = h0 / (a->n_heads / a->n_kv_heads), qi = a->q_first + t;
-    const float *kbase = a->k + kvh * hd, *vbase = a->v + kvh * hd;
-    _Alignas(64) float s[QTTS_ATTN_MAX_GROUP][QTTS_ATTN_BLOCK];
-    float m[QTTS_ATTN_MAX_GROUP], l[QTTS_ATTN_MAX_GROUP];
-    const float *q[QTTS_ATTN_MAX_GROUP];
-    float *o[QTTS_ATTN_MAX_GROUP];
-    for (int64_t g = 0; g < gh; g++) {
-        q[g] = a->q + t * a->q_stride + (h0 + g) * hd;
-        o[g] = a->out + t * a->out_stride + (h0 + g) * hd;
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-        for (int64_t d = 0; d < hd; d += 16) _mm512_storeu_ps(o[g] + d, _mm512_setzero_ps());
+static inline float exp_shifted_sum(float *s, int64_t n, float m) {
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+        const __m512 e = qtts_exp_avx512(_mm512_sub_ps(_mm512_load_ps(s + j), mv));
+        _mm512_store_ps(s + j, e);
+        sum = _mm512_add_ps(sum, e);
     }
-    for (int64_t jb = qtts_attn_first_key(a, t); jb <= qi; jb += QTTS_ATTN_BLOCK) {
-        const int64_t nb = qi - jb + 1 < QTTS_ATTN_BLOCK ? qi - jb + 1 : QTTS_ATTN_BLOCK, nb16 = (nb + 15) & ~15;
-        for (int64_t j = 0; j < nb; j += 8) { /* eight key rows, read once for the whole group */
-            const float *kj = kbase + (jb + j) * a->kv_stride;
-            for (int64_t g = 0; g < gh; g++)
-                scores(q[g], kj, a->kv_stride, nb - j < 8 ? nb - j : 8, hd, a->scale, &s[g][j]);
-        }
-        for (int64_t g = 0; g < gh; g++) {
-            float bm = -INFINITY;
-            for (int64_t j = 0; j < nb; j++) bm = s[g][j] > bm ? s[g][j] : bm;
-            for (int64_t j = nb; j < nb16; j++) s[g][j] = -INFINITY; /* weight 0 */
-            const float nm = bm > m[g] ? bm : m[g], corr = expf(m[g] - nm);
-            if (corr != 1.0f) scale_row(o[g], hd, corr);
-            __m512 sum = _mm512_setzero_ps();
-            const __m512 nmv = _mm512_set1_ps(nm);
-            for (int64_t j = 0; j < nb16; j += 16) {
-                const __m512 e = qtts_exp_avx512(_mm512_sub_ps(_mm512_load_ps(&s[g][j]), nmv));
-                _mm512_store_ps(&s[g][j], e);
-                sum = _mm512_add_ps(sum, e);
-            }
-            l[g] = l[g] * corr + _mm512_reduce_add_ps(sum);
-            m[g] = nm;
-        }
-        for (int64_t g = 0; g < gh; g++) add_values(o[g], s[g], vbase + jb * a->kv_stride, a->kv_stride, nb, hd);
-    }
-    for (int64_t g = 0; g < gh; g++) scale_row(o[g], hd, l[g] > 0 ? 1.0f / l[g] : 0.0f);
+    return _mm512_reduce_add_ps(sum);
 }
+
+#define ATTN_VW 16
+#include "tensor/attention_item.h"
+
+void qtts_attn_item_avx512(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) { attn_item(a, t, h0, gh); }

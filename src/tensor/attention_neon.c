@@ -54,44 +54,18 @@ static inline void add_values(float *o, const float *w, const float *v, int64_t 
     }
 }
 
-void qtts_attn_item_neon(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) {
-    const int64_t hd = a->head_dim, kvh = h0 / (a->n_heads / a->n_kv_heads), qi = a->q_first + t;
-    const float *kbase = a->k + kvh * hd, *vbase = a->v + kvh * hd;
-    _Alignas(16) float s[QTTS_ATTN_MAX_GROUP][QTTS_ATTN_BLOCK];
-    float m[QTTS_ATTN_MAX_GROUP], l[QTTS_ATTN_MAX_GROUP];
-    const float *q[QTTS_ATTN_MAX_GROUP];
-    float *o[QTTS_ATTN_MAX_GROUP];
-    for (int64_t g = 0; g < gh; g++) {
-        q[g] = a->q + t * a->q_stride + (h0 + g) * hd;
-        o[g] = a->out + t * a->out_stride + (h0 + g) * hd;
-        m[g] = -INFINITY;
-        l[g] = 0.0f;
-        for (int64_t d = 0; d < hd; d += 4) vst1q_f32(o[g] + d, vdupq_n_f32(0.0f));
+static inline float exp_shifted_sum(float *s, int64_t n, float m) {
+    const float32x4_t mv = vdupq_n_f32(m);
+    float32x4_t sum = vdupq_n_f32(0.0f);
+    for (int64_t j = 0; j < n; j += 4) {
+        const float32x4_t e = qtts_exp_neon(vsubq_f32(vld1q_f32(s + j), mv));
+        vst1q_f32(s + j, e);
+        sum = vaddq_f32(sum, e);
     }
-    for (int64_t jb = qtts_attn_first_key(a, t); jb <= qi; jb += QTTS_ATTN_BLOCK) {
-        const int64_t nb = qi - jb + 1 < QTTS_ATTN_BLOCK ? qi - jb + 1 : QTTS_ATTN_BLOCK, nb4 = (nb + 3) & ~3;
-        for (int64_t j = 0; j < nb; j += 8) { /* eight key rows, read once for the whole group */
-            const float *kj = kbase + (jb + j) * a->kv_stride;
-            for (int64_t g = 0; g < gh; g++)
-                scores(q[g], kj, a->kv_stride, nb - j < 8 ? nb - j : 8, hd, a->scale, &s[g][j]);
-        }
-        for (int64_t g = 0; g < gh; g++) {
-            float bm = -INFINITY;
-            for (int64_t j = 0; j < nb; j++) bm = s[g][j] > bm ? s[g][j] : bm;
-            for (int64_t j = nb; j < nb4; j++) s[g][j] = -INFINITY; /* weight 0 */
-            const float nm = bm > m[g] ? bm : m[g], corr = expf(m[g] - nm);
-            if (corr != 1.0f) scale_row(o[g], hd, corr);
-            float32x4_t sum = vdupq_n_f32(0.0f);
-            const float32x4_t nmv = vdupq_n_f32(nm);
-            for (int64_t j = 0; j < nb4; j += 4) {
-                const float32x4_t e = qtts_exp_neon(vsubq_f32(vld1q_f32(&s[g][j]), nmv));
-                vst1q_f32(&s[g][j], e);
-                sum = vaddq_f32(sum, e);
-            }
-            l[g] = l[g] * corr + vaddvq_f32(sum);
-            m[g] = nm;
-        }
-        for (int64_t g = 0; g < gh; g++) add_values(o[g], s[g], vbase + jb * a->kv_stride, a->kv_stride, nb, hd);
-    }
-    for (int64_t g = 0; g < gh; g++) scale_row(o[g], hd, l[g] > 0 ? 1.0f / l[g] : 0.0f);
+    return vaddvq_f32(sum);
 }
+
+#define ATTN_VW 4
+#include "tensor/attention_item.h"
+
+void qtts_attn_item_neon(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) { attn_item(a, t, h0, gh); }
