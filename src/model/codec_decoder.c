@@ -992,10 +992,7 @@ static int transformer(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_attn[c] * O[r * Hd + c];
         qtts_rmsnorm(pool, X, ly->post_norm, N, Hd, d->rms_eps, Hn);
         if (lin_run(d, pool, &ly->gate_up, Hn, N, GU, err)) return -1;
-        for (int64_t r = 0; r < N; r++) {
-            memcpy(G + r * I, GU + r * 2 * I, (size_t)I * sizeof(float));
-            qtts_swiglu(G + r * I, GU + r * 2 * I + I, I);
-        }
+        qtts_swiglu_fused(pool, GU, N, I, G);
         if (lin_run(d, pool, &ly->down, G, N, O, err)) return -1;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < Hd; c++) X[r * Hd + c] += ly->ls_mlp[c] * O[r * Hd + c];

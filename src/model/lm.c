@@ -264,23 +264,6 @@ static void attn_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
-/* SwiGLU of fused [gate | up] rows into the gate buffer, rows split over the
- * pool (a 22-row prefill or 8 streams: 20 exp-heavy flops per element). */
-typedef struct {
-    float *fused, *gate;
-    int64_t inter;
-} swiglu_job;
-
-static void swiglu_rows(void *p, int64_t r0, int64_t r1, int tid) {
-    (void)tid;
-    const swiglu_job *j = p;
-    for (int64_t r = r0; r < r1; r++) {
-        float *g = j->fused + r * 2 * j->inter;
-        qtts_swiglu(g, g + j->inter, j->inter);
-        memcpy(j->gate + r * j->inter, g, (size_t)j->inter * sizeof(float));
-    }
-}
-
 int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_seq, qtts_kv_cache *const *caches,
                     const int64_t *n_tok, const float *x_in, float *out, float *layer_in, qtts_err *err) {
     const qtts_lm_config *c = &lm->cfg;
@@ -348,7 +331,7 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
             kc[s] = kv->k[l];
             vc[s] = kv->v[l];
         }
-        const int64_t per_row = rows * c->kv_heads >= 2 * qtts_pool_size(pool) ? c->kv_heads : c->heads;
+        const int64_t per_row = qtts_attention_group_items(pool, rows * c->kv_heads) ? c->kv_heads : c->heads;
         attn_job aj = {c, w->q, w->att, row_seq, row_pos, kc, vc, 1.0f / sqrtf((float)hd), per_row};
         qtts_parallel_for(pool, rows * per_row, 1, attn_items, &aj);
         if (qtts_linear(pool, &L->o, NULL, w->att, rows, w->h)) goto oom;
@@ -356,8 +339,7 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
         qtts_rmsnorm(pool, x, L->post_norm, rows, D, eps, w->h);
         if (L->gate_up.data) {
             if (qtts_linear(pool, &L->gate_up, NULL, w->h, rows, w->fused)) goto oom;
-            swiglu_job sj = {w->fused, w->gate, I};
-            qtts_parallel_for_work(pool, rows, 1, 20.0 * (double)(rows * I), swiglu_rows, &sj);
+            qtts_swiglu_fused(pool, w->fused, rows, I, w->gate);
         } else {
             if (qtts_linear(pool, &L->gate, NULL, w->h, rows, w->gate) ||
                 qtts_linear(pool, &L->up, NULL, w->h, rows, w->up))

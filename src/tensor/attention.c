@@ -55,9 +55,7 @@ void qtts_attn_item_scalar(const qtts_attn_args *a, int64_t t, int64_t h0, int64
 
 /* The best kernel of `isa` (or below it) that takes this head_dim. */
 static qtts_attn_item_fn pick(qtts_isa isa, int64_t hd) {
-    const qtts_cpu_features *f = qtts_cpu_features_get();
-    for (;; isa = qtts_isa_lower(isa)) {
-        if (!qtts_isa_supported(f, isa)) continue;
+    for (isa = qtts_isa_usable(isa);; isa = qtts_isa_usable(qtts_isa_lower(isa))) {
         switch (isa) {
 #if defined(__x86_64__) || defined(_M_X64)
         case QTTS_ISA_AVX512:
@@ -96,11 +94,14 @@ static void attn_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
+int qtts_attention_group_items(const qtts_pool *pool, int64_t items) {
+    return !pool || items >= 2 * qtts_pool_size(pool);
+}
+
 void qtts_attention_isa(qtts_pool *pool, const qtts_attn_args *a, qtts_isa isa) {
     const int64_t group = a->n_heads / a->n_kv_heads;
-    /* a group per item where that leaves every thread work; else a head per item */
     int64_t gh = group < QTTS_ATTN_MAX_GROUP ? group : QTTS_ATTN_MAX_GROUP;
-    if (pool && a->n_q * a->n_kv_heads < 2 * qtts_pool_size(pool)) gh = 1;
+    if (!qtts_attention_group_items(pool, a->n_q * a->n_kv_heads)) gh = 1;
     attn_job j = {a, pick(isa, a->head_dim), gh, a->n_kv_heads * ((group + gh - 1) / gh)};
     const int64_t items = a->n_q * j.per_token, keys = a->q_first + a->n_q;
     const int64_t seen = a->window > 0 && a->window < keys ? a->window : keys;

@@ -29,6 +29,12 @@ typedef struct {
     float scale;
 } qtts_attn_args;
 
+/* 1 where one work item per (query token, KV head), `items` of them, leaves
+ * every thread of the pool work (the heads of a group then share their key
+ * and value reads); 0 where items of one head each are needed for that. A
+ * NULL pool (inline) always groups. */
+int qtts_attention_group_items(const qtts_pool *pool, int64_t items);
+
 /* pool may be NULL: runs inline on the caller (a pool thread itself). */
 void qtts_attention(qtts_pool *pool, const qtts_attn_args *a);
 

@@ -126,6 +126,12 @@ int qtts_isa_supported(const qtts_cpu_features *f, qtts_isa isa) {
     return 0;
 }
 
+qtts_isa qtts_isa_usable(qtts_isa isa) {
+    const qtts_cpu_features *f = qtts_cpu_features_get();
+    while (isa != QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = qtts_isa_lower(isa);
+    return isa;
+}
+
 qtts_isa qtts_isa_lower(qtts_isa isa) {
     switch (isa) {
     case QTTS_ISA_AVX512: return QTTS_ISA_AVX2;

@@ -44,6 +44,10 @@ qtts_isa qtts_isa_select(const qtts_cpu_features *f, const char *cap);
 /* 1 if the features allow running kernels of `isa`. */
 int qtts_isa_supported(const qtts_cpu_features *f, qtts_isa isa);
 
+/* `isa`, or the first ISA below it in its family that this CPU supports
+ * (scalar at the bottom): what a kernel asked for `isa` may run. */
+qtts_isa qtts_isa_usable(qtts_isa isa);
+
 /* Detection (cpuid/xgetbv on x86-64, hwcaps or sysctl on AArch64; all false
  * elsewhere) + QTTS_ISA, computed once per process (pthread_once) and
  * constant after. */

@@ -281,7 +281,7 @@ int qtts_linear_isa(qtts_pool *pool, const qtts_mat *w, const float *bias, const
                     qtts_isa isa, unsigned flags) {
     if (n <= 0 || w->rows <= 0) return 0;
     const qtts_cpu_features *f = qtts_cpu_features_get();
-    while (isa != QTTS_ISA_SCALAR && !qtts_isa_supported(f, isa)) isa = qtts_isa_lower(isa);
+    isa = qtts_isa_usable(isa);
     linear_job j = {.w = w, .bias = bias, .x = x, .n = n, .y = y, .isa = isa};
     j.bf16_dot = (flags & QTTS_LINEAR_BF16_DOT) && isa == QTTS_ISA_AVX512 && f->avx512bf16;
     j.pack_scalar = (flags & QTTS_LINEAR_SCALAR_PACK) != 0;

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/ops_kernels.h"
 
@@ -55,15 +56,24 @@ void qtts_layernorm(qtts_pool *pool, const float *x, const float *w, const float
     qtts_parallel_for_work(pool, rows, 1, (double)rows * (double)dim, layernorm_rows, &j);
 }
 
-void qtts_rope_angles(float *cs, float *sn, int64_t head_dim, int64_t pos, double theta) {
-    const int64_t half = head_dim / 2;
+static void rope_inv_freq(float *inv_freq, int64_t head_dim, double theta) {
+    for (int64_t i = 0; i < head_dim / 2; i++)
+        inv_freq[i] = 1.0f / powf((float)theta, (float)(2 * i) / (float)head_dim);
+}
+
+/* cs/sn of position pos from the inverse frequencies; cs may be inv_freq itself. */
+static void rope_angles_from(const float *inv_freq, int64_t half, int64_t pos, float *cs, float *sn) {
     const float p = (float)pos;
     for (int64_t i = 0; i < half; i++) {
-        const float inv_freq = 1.0f / powf((float)theta, (float)(2 * i) / (float)head_dim);
-        const float ang = p * inv_freq;
+        const float ang = p * inv_freq[i];
         cs[i] = (float)cos((double)ang);
         sn[i] = (float)sin((double)ang);
     }
+}
+
+void qtts_rope_angles(float *cs, float *sn, int64_t head_dim, int64_t pos, double theta) {
+    rope_inv_freq(cs, head_dim, theta);
+    rope_angles_from(cs, head_dim / 2, pos, cs, sn);
 }
 
 void qtts_rope_neox_rotate(float *x, int64_t n_heads, int64_t head_dim, const float *cs, const float *sn) {
@@ -81,9 +91,10 @@ void qtts_rope_neox_rotate(float *x, int64_t n_heads, int64_t head_dim, const fl
 void qtts_rope_neox(float *x, int64_t n_tokens, int64_t stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
                     double theta) {
     enum { MAX_HALF = 2048 }; /* head_dim <= 4096: the configs' cap (ops.h) */
-    float cs[MAX_HALF], sn[MAX_HALF];
+    float inv_freq[MAX_HALF], cs[MAX_HALF], sn[MAX_HALF];
+    rope_inv_freq(inv_freq, head_dim, theta);
     for (int64_t t = 0; t < n_tokens; t++) {
-        qtts_rope_angles(cs, sn, head_dim, pos0 + t, theta);
+        rope_angles_from(inv_freq, head_dim / 2, pos0 + t, cs, sn);
         qtts_rope_neox_rotate(x + t * stride, n_heads, head_dim, cs, sn);
     }
 }
@@ -97,24 +108,42 @@ void qtts_gelu_erf(float *x, int64_t n) {
 }
 
 void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa) {
-    const qtts_cpu_features *f = qtts_cpu_features_get();
-    for (;; isa = qtts_isa_lower(isa)) {
-        if (!qtts_isa_supported(f, isa)) continue;
-        switch (isa) {
+    switch (qtts_isa_usable(isa)) {
 #if defined(__x86_64__) || defined(_M_X64)
-        case QTTS_ISA_AVX512: qtts_swiglu_avx512(gate, up, n); return;
-        case QTTS_ISA_AVX2: qtts_swiglu_avx2(gate, up, n); return;
+    case QTTS_ISA_AVX512: qtts_swiglu_avx512(gate, up, n); return;
+    case QTTS_ISA_AVX2: qtts_swiglu_avx2(gate, up, n); return;
 #endif
 #if defined(__aarch64__)
-        case QTTS_ISA_NEON:
-        case QTTS_ISA_NEON_DOTPROD:
-        case QTTS_ISA_NEON_BF16: qtts_swiglu_neon(gate, up, n); return;
+    case QTTS_ISA_NEON:
+    case QTTS_ISA_NEON_DOTPROD:
+    case QTTS_ISA_NEON_BF16: qtts_swiglu_neon(gate, up, n); return;
 #endif
-        default:
-            for (int64_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
-            return;
-        }
+    default:
+        for (int64_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+        return;
     }
 }
 
 void qtts_swiglu(float *gate, const float *up, int64_t n) { qtts_swiglu_isa(gate, up, n, qtts_cpu_isa()); }
+
+typedef struct {
+    const float *fused;
+    int64_t inter;
+    float *out;
+} swiglu_job;
+
+static void swiglu_rows(void *p, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const swiglu_job *j = p;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *f = j->fused + r * 2 * j->inter;
+        memcpy(j->out + r * j->inter, f, (size_t)j->inter * sizeof(float));
+        qtts_swiglu(j->out + r * j->inter, f + j->inter, j->inter);
+    }
+}
+
+void qtts_swiglu_fused(qtts_pool *pool, const float *fused, int64_t rows, int64_t inter, float *out) {
+    swiglu_job j = {fused, inter, out};
+    /* ~20 flops an element, most of them in exp */
+    qtts_parallel_for_work(pool, rows, 1, 20.0 * (double)rows * (double)inter, swiglu_rows, &j);
+}

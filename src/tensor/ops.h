@@ -35,5 +35,8 @@ void qtts_gelu_erf(float *x, int64_t n);
 void qtts_swiglu(float *gate, const float *up, int64_t n);
 /* The same with the kernels of `isa` or the next family down that this CPU runs (tests). */
 void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa);
+/* out[r] = silu(gate_r) * up_r for rows of a fused [gate | up] projection
+ * (rows x 2*inter floats); out is rows x inter. Rows split over the pool. */
+void qtts_swiglu_fused(qtts_pool *pool, const float *fused, int64_t rows, int64_t inter, float *out);
 
 #endif
