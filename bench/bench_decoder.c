@@ -2,7 +2,7 @@
  * (same loading path as a checkpoint): streaming ms per 80 ms frame, GFLOP/s,
  * per-stage times, and the machine's measured f32 FMA peak for comparison.
  *
- *   bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16]
+ *   bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16 | --winograd]
  *
  * --check first verifies at the real size that streaming in 1-frame steps and
  * in pieces equals one forward over 10 frames (max abs difference printed).
@@ -75,7 +75,7 @@ static void parse_list(const char *s, int *out, int *n) {
 }
 
 int main(int argc, char **argv) {
-    int frames = 50, chunk = 4, streams = 1, threads[8] = {1, 2}, n_threads = 2, check = 0, bf16 = 0;
+    int frames = 50, chunk = 4, streams = 1, threads[8] = {1, 2}, n_threads = 2, check = 0, bf16 = 0, winograd = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--frames") && i + 1 < argc) frames = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk = atoi(argv[++i]);
@@ -83,8 +83,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) parse_list(argv[++i], threads, &n_threads);
         else if (!strcmp(argv[i], "--check")) check = 1;
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
+        else if (!strcmp(argv[i], "--winograd")) winograd = 1;
         else {
-            fprintf(stderr, "usage: bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16]\n");
+            fprintf(stderr, "usage: bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16 | --winograd]\n");
             return 2;
         }
     }
@@ -95,7 +96,8 @@ int main(int argc, char **argv) {
     double t0 = now();
     qtts_store *st = qtts_codec_random_store(&cfg, 1, &err);
     qtts_codec_decoder *dec = st ? qtts_codec_decoder_load(st, &cfg, &err) : NULL;
-    if (dec && bf16 && qtts_codec_decoder_set_precision(dec, QTTS_DECODER_BF16, &err)) {
+    if (dec && (bf16 || winograd) &&
+        qtts_codec_decoder_set_precision(dec, bf16 ? QTTS_DECODER_BF16 : QTTS_DECODER_WINOGRAD, &err)) {
         qtts_codec_decoder_free(dec);
         dec = NULL;
     }

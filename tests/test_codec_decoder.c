@@ -203,6 +203,9 @@ static void other_sizes(qtts_pool *pool) {
 
 /* bf16 decoder convs vs the f32 reference waveform (see the bf16 section). */
 #define BF16_MIN_SNR_DB 30.0
+/* Winograd F(4, 7) residual convs, f32 arithmetic: each conv adds a few
+ * times the direct conv's rounding (~100 dB on its own), 12 of them in a row. */
+#define WINOGRAD_MIN_SNR_DB 80.0
 
 int main(void) {
     qtts_err err = {0};
@@ -435,13 +438,16 @@ int main(void) {
         free(w);
     }
 
-    /* ---- bf16 high-rate convs: fidelity against the official f32 output ---- */
-    {
+    /* ---- bf16 high-rate convs and the Winograd form: fidelity against the official f32 output ---- */
+    for (int pi = 0; pi < 2; pi++) {
+        const qtts_decoder_precision prec = pi ? QTTS_DECODER_WINOGRAD : QTTS_DECODER_BF16;
+        const char *pname = qtts_decoder_precision_name(prec);
+        const double floor_db = pi ? WINOGRAD_MIN_SNR_DB : BF16_MIN_SNR_DB;
         qtts_codec_decoder *db = qtts_codec_decoder_open(dir, &err);
-        TEST_CHECK(db != NULL, "open for bf16: %s", err.msg);
-        int rc = db ? qtts_codec_decoder_set_precision(db, QTTS_DECODER_BF16, &err) : -1;
+        TEST_CHECK(db != NULL, "open for %s: %s", pname, err.msg);
+        int rc = db ? qtts_codec_decoder_set_precision(db, prec, &err) : -1;
         if (db && rc == 0) {
-            TEST_CHECK(qtts_codec_decoder_precision(db) == QTTS_DECODER_BF16, "precision not reported as bf16");
+            TEST_CHECK(qtts_codec_decoder_precision(db) == prec, "precision not reported as %s", pname);
             const char *names[2] = {"dec_T20_wav", "dec_T310_single_forward_wav"};
             const int64_t Ts[2] = {T20, T310};
             const int32_t *cs[2] = {c20, c310};
@@ -450,7 +456,7 @@ int main(void) {
                 float *want = load_wav(names[i], &n), *w = malloc(sizeof(float) * (size_t)(Ts[i] * fs));
                 static const int uneven[] = {1, 2, 3, 7, 5, 11, 4, 9, 6, 13, 8, 1, 30};
                 if (!want || !w || feed_chunks(db, pool, cs[i], Ts[i], uneven, 13, w)) {
-                    TEST_CHECK(0, "bf16 decode of %s failed: %s", names[i], err.msg);
+                    TEST_CHECK(0, "%s decode of %s failed: %s", pname, names[i], err.msg);
                 } else {
                     double sig = 0, noise = 0, worst = 0;
                     for (int64_t k = 0; k < n; k++) {
@@ -460,19 +466,23 @@ int main(void) {
                         worst = fmax(worst, fabs(e));
                     }
                     double snr = 10 * log10(sig / (noise + 1e-30));
-                    printf("  %-28s SNR %.1f dB against the f32 reference, max abs err %.3g\n",
-                           i ? "bf16 T310 streaming" : "bf16 T20", snr, worst);
-                    /* 8-bit mantissas give ~50 dB per rounding; the decoder's depth costs some */
-                    TEST_CHECK(snr >= BF16_MIN_SNR_DB, "bf16 %s: SNR %.1f dB < %.0f dB", names[i], snr,
-                               BF16_MIN_SNR_DB);
+                    printf("  %-8s %-19s SNR %.1f dB against the f32 reference, max abs err %.3g\n", pname,
+                           i ? "T310 streaming" : "T20", snr, worst);
+                    /* bf16: 8-bit mantissas give ~50 dB per rounding; the decoder's depth costs some */
+                    TEST_CHECK(snr >= floor_db, "%s %s: SNR %.1f dB < %.0f dB", pname, names[i], snr, floor_db);
                 }
                 free(want);
                 free(w);
             }
         } else if (db) {
-            TEST_CHECK(!qtts_conv_bf16_supported() && strstr(err.msg, "BF16"), "bf16 refused: %s", err.msg);
+            TEST_CHECK(!pi && !qtts_conv_bf16_supported() && strstr(err.msg, "BF16"), "%s refused: %s", pname,
+                       err.msg);
             printf("  bf16 decoder not available on this CPU: %s\n", err.msg);
         }
+        /* one-way: the other arithmetic cannot be had back */
+        if (db && rc == 0)
+            TEST_CHECK(qtts_codec_decoder_set_precision(db, QTTS_DECODER_F32, &err) == -1 && strstr(err.msg, pname),
+                       "%s -> f32 refused clearly: %s", pname, err.msg);
         qtts_codec_decoder_free(db);
     }
 
@@ -483,14 +493,21 @@ int main(void) {
         TEST_CHECK(qtts_decoder_precision_choose("auto", QTTS_Q8_0, &pq, &err) == 0 &&
                        qtts_decoder_precision_choose(NULL, QTTS_BF16, &pb, &err) == 0,
                    "auto precision: %s", err.msg);
-        TEST_CHECK(pq == (cal->bf16_faster ? QTTS_DECODER_BF16 : QTTS_DECODER_F32) && pb == QTTS_DECODER_F32,
+        const qtts_decoder_precision expect = cal->bf16_faster       ? QTTS_DECODER_BF16
+                                              : cal->winograd_faster ? QTTS_DECODER_WINOGRAD
+                                                                     : QTTS_DECODER_F32;
+        TEST_CHECK(pq == expect && pb == QTTS_DECODER_F32,
                    "auto precision follows the measurement (q8_0: %s, bf16 weights: %s)",
                    qtts_decoder_precision_name(pq), qtts_decoder_precision_name(pb));
         TEST_CHECK(!cal->bf16_faster || (cal->bf16_available && cal->bf16_gflops >= 1.1 * cal->f32_gflops * 0.999),
                    "bf16 chosen only when measured faster (%.1f vs %.1f GFLOP/s)", cal->bf16_gflops, cal->f32_gflops);
-        printf("  decoder precision auto (q8_0/q4_k weights): %s; bf16 convs %s, f32 %.1f / bf16 %.1f GFLOP/s measured "
-               "in %.1f ms\n", qtts_decoder_precision_name(pq), cal->bf16_available ? "available" : "not available",
-               cal->f32_gflops, cal->bf16_gflops, cal->ms);
+        TEST_CHECK(!cal->winograd_faster || cal->winograd_gflops >= 1.1 * cal->f32_gflops * 0.999,
+                   "Winograd chosen only when measured faster (%.1f vs %.1f GFLOP/s)", cal->winograd_gflops,
+                   cal->f32_gflops);
+        printf("  decoder precision auto (q8_0/q4_k weights): %s; bf16 convs %s, f32 %.1f / Winograd %.1f / bf16 %.1f "
+               "GFLOP/s measured in %.1f ms\n", qtts_decoder_precision_name(pq),
+               cal->bf16_available ? "available" : "not available", cal->f32_gflops, cal->winograd_gflops,
+               cal->bf16_gflops, cal->ms);
     }
 
     free(w20);

@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "tensor/conv.h"
 #include "tensor/conv_kernels.h"
+#include "tensor/conv_winograd.h"
 #include "tensor/cpu.h"
 #include "tensor/tensor.h"
 #include "tensor/linear.h"
@@ -292,6 +293,91 @@ int main(void) {
             }
         }
         free(x); free(want); free(got);
+    }
+
+    /* Winograd form: against the double reference of the direct conv, at a
+     * bound scaled by the output's size (its transforms add rounding: F(4, 7)
+     * ~7x the direct conv's error); the in-place residual add, tails shorter
+     * than a tile period, and every ISA's transforms (bit-identical to the
+     * scalar twins by construction: same fused multiply-adds in the same order). */
+    {
+        int64_t wcases[][5] = {/* c_out, c_in, k, dil, T */
+                               {16, 16, 7, 9, 1},  {16, 16, 7, 9, 5},   {13, 9, 7, 3, 47}, {64, 48, 7, 1, 150},
+                               {24, 40, 7, 9, 100}, {8, 8, 3, 1, 48},   {5, 3, 2, 2, 33},  {96, 96, 7, 3, 385}};
+        const int ms[] = {1, 2, 3, 4};
+        for (size_t c = 0; c < sizeof wcases / sizeof wcases[0]; c++)
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                int64_t co = wcases[c][0], ci = wcases[c][1], k = wcases[c][2], dil = wcases[c][3], T = wcases[c][4];
+                int64_t H = (k - 1) * dil, ldx = H + T + 3, ldy = T + 5;
+                float *w = rand_buf(co * ci * k, &seed, 0.5f), *b = rand_buf(co, &seed, 0.1f);
+                float *x = rand_buf(ci * ldx, &seed, 1.0f), *add = rand_buf(co * ldy, &seed, 1.0f);
+                float *want = calloc((size_t)(co * ldy), sizeof(float)), *got = malloc(sizeof(float) * (size_t)(co * ldy));
+                float *ref = malloc(sizeof(float) * (size_t)(co * ldy));
+                double scale = 1.0;
+                for (int64_t o = 0; o < co; o++)
+                    for (int64_t t = 0; t < T; t++) {
+                        double acc = b[o] + add[o * ldy + t];
+                        for (int64_t i = 0; i < ci; i++)
+                            for (int64_t kk = 0; kk < k; kk++)
+                                acc += (double)w[(o * ci + i) * k + kk] * x[i * ldx + t + kk * dil];
+                        want[o * ldy + t] = (float)acc;
+                        scale = fmax(scale, fabs(acc));
+                    }
+                for (int64_t i = 0; i < co * ldy; i++)
+                    if (i % ldy >= T) want[i] = 7.0f; /* padding sentinel: must stay */
+                qtts_conv cv;
+                TEST_CHECK(qtts_conv_init(&cv, w, b, co, ci, k, dil, &err) == 0, "init: %s", err.msg);
+                TEST_CHECK(qtts_conv_to_winograd(&cv, ms[mi], &err) == 0 && cv.wg && !cv.w, "to winograd: %s",
+                           err.msg);
+                char what[128];
+                snprintf(what, sizeof what, "winograd F(%d,%lld) ref %lldx%lld d%lld T%lld", ms[mi], (long long)k,
+                         (long long)co, (long long)ci, (long long)dil, (long long)T);
+                for (int64_t i = 0; i < co * ldy; i++) ref[i] = i % ldy < T ? 0.0f : 7.0f; /* padding sentinel */
+                qtts_conv1d_cm_ref(&cv, x, ldx, T, ref, ldy, add, ldy);
+                const double tol = 1e-6 * scale * sqrt((double)(ci * k));
+                TEST_NEAR(ref, want, (size_t)(co * ldy), tol, what);
+                for (size_t s = 0; s < sizeof k_isas / sizeof k_isas[0]; s++) {
+                    if (!qtts_conv_isa_supported(k_isas[s])) continue;
+                    memcpy(got, add, sizeof(float) * (size_t)(co * ldy)); /* add aliasing y: the residual form */
+                    for (int64_t i = 0; i < co * ldy; i++)
+                        if (i % ldy >= T) got[i] = 7.0f;
+                    qtts_conv1d_cm_isa(pool, &cv, x, ldx, T, got, ldy, got, ldy, k_isas[s]);
+                    snprintf(what, sizeof what, "winograd F(%d,%lld) %s %lldx%lld d%lld T%lld in place", ms[mi],
+                             (long long)k, qtts_conv_isa_name(k_isas[s]), (long long)co, (long long)ci, (long long)dil,
+                             (long long)T);
+                    TEST_NEAR(got, want, (size_t)(co * ldy), tol, what);
+                }
+                qtts_conv_free(&cv);
+                free(w), free(b), free(x), free(add), free(want), free(got), free(ref);
+            }
+        /* the transforms' SIMD twins give the scalar twins' bits */
+        qtts_winograd_plan pl;
+        TEST_CHECK(qtts_winograd_plan_init(&pl, 4, 7, &err) == 0, "plan F(4,7): %s", err.msg);
+        TEST_CHECK(qtts_winograd_plan_init(&pl, 8, 7, &err) == -1 && strstr(err.msg, "points"), "F(8,7) refused");
+        TEST_CHECK(qtts_winograd_plan_init(&pl, 4, 7, &err) == 0, "plan F(4,7): %s", err.msg);
+        {
+            const int64_t d = 3, ntp = 24, L = ntp + 2 * d;
+            float *ph = rand_buf(pl.m * L, &seed, 1.0f), *u0 = calloc(pl.n * ntp, sizeof(float));
+            float *u1 = calloc(pl.n * ntp, sizeof(float)), *y0 = calloc(pl.m * ntp, sizeof(float));
+            float *y1 = calloc(pl.m * ntp, sizeof(float));
+            const float *X[4] = {ph, ph + L, ph + 2 * L, ph + 3 * L};
+            qtts_winograd_input_scalar(&pl, X, d, ntp, u0, ntp, 1, 0);
+            qtts_winograd_output_scalar(&pl, u0, ntp, ntp, y0, ntp);
+#if defined(__x86_64__) || defined(_M_X64)
+            if (qtts_conv_isa_supported(QTTS_CONV_ISA_AVX2)) {
+                qtts_winograd_input_avx2(&pl, X, d, ntp, u1, ntp, 1, 0);
+                qtts_winograd_output_avx2(&pl, u1, ntp, ntp, y1, ntp);
+                TEST_CHECK(!memcmp(u0, u1, sizeof(float) * pl.n * ntp) && !memcmp(y0, y1, sizeof(float) * pl.m * ntp),
+                           "winograd transforms: AVX2 differs from the scalar twin");
+            }
+#elif defined(__aarch64__)
+            qtts_winograd_input_neon(&pl, X, d, ntp, u1, ntp, 1, 0);
+            qtts_winograd_output_neon(&pl, u1, ntp, ntp, y1, ntp);
+            TEST_CHECK(!memcmp(u0, u1, sizeof(float) * pl.n * ntp) && !memcmp(y0, y1, sizeof(float) * pl.m * ntp),
+                       "winograd transforms: NEON differs from the scalar twin");
+#endif
+            free(ph), free(u0), free(u1), free(y0), free(y1);
+        }
     }
 
     qtts_pool_free(pool);

@@ -717,10 +717,10 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
                 ic->row_batch_gflops);
     }
     const qtts_conv_calibration *cc = qtts_conv_calibrate();
-    if (cc->bf16_available)
-        fprintf(f, "  decoder convolutions measured at load: f32 %.0f, bf16 %.0f GFLOP/s on 1 thread (auto takes bf16 "
-                   "with quantized weights only at >= 1.1x)\n",
-                cc->f32_gflops, cc->bf16_gflops);
+    fprintf(f, "  decoder convolutions measured at load (1 thread, direct-conv FLOPs): f32 %.0f, Winograd %.0f", cc->f32_gflops,
+            cc->winograd_gflops);
+    if (cc->bf16_available) fprintf(f, ", bf16 %.0f", cc->bf16_gflops);
+    fprintf(f, " GFLOP/s (auto takes another path than f32 with quantized weights only at >= 1.1x)\n");
     if (r->probed)
         fprintf(f, "machine (probe, %s, %.0f MiB buffer): read %.1f GB/s on 1 thread, %.1f GB/s on %d; f32 FMA peak "
                    "%.0f GFLOP/s on 1 thread, %.0f on %d (ratios below use the %d-thread figures)\n",
@@ -745,6 +745,9 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     print_stage(f, "talker step", &r->talker, r, r->peak_gflops);
     print_stage(f, "code predictor frame", &r->cp, r, r->peak_gflops);
     print_stage(f, "decoder frame", &r->decoder, r, r->peak_gflops_decoder);
+    if (!strcmp(r->decoder_precision, "winograd"))
+        fprintf(f, "  (decoder GFLOP/s count the direct convolution's FLOPs; its Winograd form does fewer, so %%pk can "
+                   "pass 100)\n");
     if (r->batch > 1) {
         fprintf(f, "%d streams: %.2f s of audio in %.2f s = %.2fx real time aggregate (cpu %.2fx)\n", r->batch,
                 r->batch_audio_s, r->batch_wall_s, r->aggregate_xrt, r->aggregate_xrt_cpu);

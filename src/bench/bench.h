@@ -58,7 +58,7 @@ typedef struct {
     char source[16]; /* "random" or "folder" */
     char model[512]; /* size or path */
     char variant[24], quant[16], isa[16];
-    char decoder_precision[8]; /* "f32" or "bf16" */
+    char decoder_precision[16]; /* "f32", "winograd" or "bf16" */
     const char *weights_note;  /* NULL, or why random weights stayed in memory */
     int threads, frames, batch, runs;
     double load_s;                            /* weights built/loaded */

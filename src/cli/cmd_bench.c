@@ -20,7 +20,7 @@ static void bench_usage(FILE *out) {
             "      --variant V           random: custom_voice (default), base, voice_design (1.7b)\n"
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
             "                            with -m default: as stored)\n"
-            "      --decoder-precision P auto (bf16 with q8_0/q4_k where measured faster, see info --cpu), f32, bf16\n"
+            "      --decoder-precision P auto (with q8_0/q4_k the fastest measured, see info --cpu), f32, winograd, bf16\n"
             "      --overlap MODE        auto (default: as the engine, measured), on, off: decoder steps beside LM\n"
             "                            steps, one thread each (2 threads only)\n"
             "  -m, --model PATH          benchmark a model folder instead of random weights\n"

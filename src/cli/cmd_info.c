@@ -201,14 +201,16 @@ static void print_cpu(void) {
                penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "");
     }
     const qtts_conv_calibration *c = qtts_conv_calibrate();
-    if (!c->bf16_available) {
-        printf("decoder precision auto: f32 (no bf16 convolutions with these kernels)\n");
-        return;
-    }
-    printf("bf16 convolutions, measured on one thread (%.1f ms): f32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (x%.2f)\n", c->ms,
-           c->f32_gflops, c->bf16_gflops, c->f32_gflops > 0 ? c->bf16_gflops / c->f32_gflops : 0);
-    printf("decoder precision auto: %s with q8_0/q4_k weights (bf16 only when at least 1.1x faster), f32 otherwise\n",
-           c->bf16_faster ? "bf16" : "f32");
+    printf("decoder convolutions, measured on one thread (%.1f ms, direct-conv FLOPs): f32 %.1f GFLOP/s, "
+           "f32 Winograd %.1f (x%.2f)",
+           c->ms, c->f32_gflops, c->winograd_gflops, c->f32_gflops > 0 ? c->winograd_gflops / c->f32_gflops : 0);
+    if (c->bf16_available)
+        printf(", bf16 %.1f (x%.2f)", c->bf16_gflops, c->f32_gflops > 0 ? c->bf16_gflops / c->f32_gflops : 0);
+    else
+        printf("; no bf16 convolutions with these kernels");
+    printf("\ndecoder precision auto: %s with q8_0/q4_k weights (a path that changes the arithmetic only when at "
+           "least 1.1x faster), f32 otherwise\n",
+           c->bf16_faster ? "bf16" : c->winograd_faster ? "winograd" : "f32");
 }
 
 int cmd_info(int argc, char **argv) {
@@ -219,7 +221,7 @@ int cmd_info(int argc, char **argv) {
                      "       qtts info --cpu\n"
                      "  PATH: a Qwen3-TTS model folder, a bare speech-tokenizer folder, or a .gguf file\n"
                      "  --config-keys: every config key qtts reads, with its default or why it is required\n"
-                     "  --cpu: the CPU features found, the kernels in use and the measured bf16/f32 decoder choice\n");
+                     "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n");
         return argc == 2 ? CLI_OK : CLI_USAGE;
     }
     if (!strcmp(argv[1], "--config-keys")) {

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "tensor/conv.h"
+#include "tensor/conv_winograd.h"
 #include "tensor/conv_calibrate.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
@@ -683,9 +684,21 @@ static int lin_to_bf16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
     return 0;
 }
 
+/* Outputs per Winograd tile of the residual units' 7-tap convs: F(4, 7)
+ * multiplies 2.5 times per output and weight (F(2, 7): 4, the direct conv
+ * 7) at ~100 dB SNR against f32, and its transforms stay a small share at
+ * 96 channels; longer tiles lose accuracy fast (F(6, 7) needs 12 points). */
+enum { WINOGRAD_M = 4 };
+
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
-    if (p == QTTS_DECODER_F32) {
-        if (d->fin_conv.wbf) return qtts_fail(err, "the decoder's f32 weights were already dropped for bf16");
+    const qtts_decoder_precision now = qtts_codec_decoder_precision(d);
+    if (p == now) return 0;
+    if (now != QTTS_DECODER_F32)
+        return qtts_fail(err, "the decoder's f32 weights were already dropped for %s", qtts_decoder_precision_name(now));
+    if (p == QTTS_DECODER_WINOGRAD) {
+        for (int64_t b = 0; b < d->n_blocks; b++)
+            for (int r = 0; r < N_RES; r++)
+                if (qtts_conv_to_winograd(&d->blk[b].ru[r].c1, WINOGRAD_M, err)) return -1;
         return 0;
     }
     /* Time-major layers in bf16: the transformer and the upsampling stages,
@@ -720,19 +733,27 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_d
     if (!opt || !*opt || !strcmp(opt, "auto")) {
         int quantized = lm_weights == QTTS_Q8_0 || lm_weights == QTTS_Q4_K;
         /* bf16 only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
-        *out = quantized && qtts_conv_calibrate()->bf16_faster ? QTTS_DECODER_BF16 : QTTS_DECODER_F32;
+        const qtts_conv_calibration *c = qtts_conv_calibrate();
+        *out = !quantized ? QTTS_DECODER_F32
+               : c->bf16_faster ? QTTS_DECODER_BF16
+               : c->winograd_faster ? QTTS_DECODER_WINOGRAD
+                                    : QTTS_DECODER_F32;
         return 0;
     }
     if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;
+    else if (!strcmp(opt, "winograd")) *out = QTTS_DECODER_WINOGRAD;
     else if (!strcmp(opt, "bf16")) *out = QTTS_DECODER_BF16;
-    else return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, bf16)", opt);
+    else return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, bf16)", opt);
     return 0;
 }
 
-const char *qtts_decoder_precision_name(qtts_decoder_precision p) { return p == QTTS_DECODER_BF16 ? "bf16" : "f32"; }
+const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
+    return p == QTTS_DECODER_BF16 ? "bf16" : p == QTTS_DECODER_WINOGRAD ? "winograd" : "f32";
+}
 
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) {
-    return d->fin_conv.wbf ? QTTS_DECODER_BF16 : QTTS_DECODER_F32;
+    if (d->fin_conv.wbf) return QTTS_DECODER_BF16;
+    return d->n_blocks > 0 && d->blk[0].ru[0].c1.wg ? QTTS_DECODER_WINOGRAD : QTTS_DECODER_F32;
 }
 
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {

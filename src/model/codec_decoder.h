@@ -46,13 +46,19 @@ void qtts_codec_decoder_free(qtts_codec_decoder *dec);
  * sums in f32: up to 2x their speed on AVX-512 BF16 / Arm BF16 CPUs, at a
  * waveform SNR against f32 that test_codec_decoder reports. Switching to
  * BF16 is one-way (the f32 weights are freed); it fails on CPUs without bf16
- * convolutions. */
-typedef enum { QTTS_DECODER_F32 = 0, QTTS_DECODER_BF16 = 1 } qtts_decoder_precision;
+ * convolutions. WINOGRAD keeps f32 arithmetic but runs the residual units'
+ * 7-tap convolutions (~70% of the FLOPs) as Winograd F(4, 7)
+ * (tensor/conv_winograd.h): 2.5 instead of 7 multiply-adds per output and
+ * weight, ~100 dB SNR against f32 (test_codec_decoder reports it); one-way
+ * too (their tap weights are freed), any CPU. */
+typedef enum { QTTS_DECODER_F32 = 0, QTTS_DECODER_BF16 = 1, QTTS_DECODER_WINOGRAD = 2 } qtts_decoder_precision;
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_err *err);
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);
-/* The precision for a user option: "f32", "bf16", or NULL/""/"auto" = bf16
- * when the LM weights are quantized (q8_0/q4_k: speed was asked for, and
- * their own error is far larger) and the CPU has AVX-512 BF16, else f32. */
+/* The precision for a user option: "f32", "winograd", "bf16", or
+ * NULL/""/"auto": with quantized LM weights (q8_0/q4_k: speed was asked
+ * for, and their own error is far larger) the fastest of the three as
+ * measured on this CPU at first use (tensor/conv_calibrate.h; bf16 only
+ * where it beats the faster f32 path by a margin), else f32. */
 int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err);
 const char *qtts_decoder_precision_name(qtts_decoder_precision p);
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tensor/conv_kernels.h"
+#include "tensor/conv_winograd.h"
 #include "tensor/cpu.h"
 #include "tensor/tensor.h"
 
@@ -71,6 +72,7 @@ void qtts_conv_free(qtts_conv *cv) {
     free(cv->w);
     free(cv->wbf);
     free(cv->bias);
+    qtts_winograd_free(cv->wg);
     memset(cv, 0, sizeof *cv);
 }
 
@@ -85,6 +87,7 @@ static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
 
 int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err) {
     if (cv->wbf) return 0;
+    if (cv->wg) return qtts_fail(err, "bf16: this conv is already in its Winograd form");
     if (!qtts_conv_bf16_supported())
         return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
                          qtts_isa_name(qtts_cpu_isa()));
@@ -192,15 +195,15 @@ const char *qtts_conv_isa_name(qtts_conv_isa isa) {
     }
 }
 
-static qtts_conv_isa resolve(qtts_conv_isa isa) {
+qtts_conv_isa qtts_conv_isa_resolve(qtts_conv_isa isa) {
     if (isa == QTTS_CONV_ISA_AUTO) return qtts_conv_isa_best();
     return qtts_conv_isa_supported(isa) ? isa : QTTS_CONV_ISA_SCALAR;
 }
 
 /* ---- channel-major conv ------------------------------------------------- */
 
-static qtts_conv_tile_fn tile_for(qtts_conv_isa isa) {
-    switch (resolve(isa)) {
+qtts_conv_tile_fn qtts_conv_tile_for(qtts_conv_isa isa) {
+    switch (qtts_conv_isa_resolve(isa)) {
 #if defined(__x86_64__) || defined(_M_X64)
     case QTTS_CONV_ISA_AVX512: return qtts_conv_tile_avx512;
     case QTTS_CONV_ISA_AVX2: return qtts_conv_tile_avx2;
@@ -318,7 +321,7 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     uint32_t *pairs = malloc((size_t)(c2n * len) * sizeof *pairs);
     if (!pairs) return -1;
     /* the SIMD bf16 tile where the CPU has it and isa asks for SIMD */
-    const qtts_conv_isa path = resolve(isa);
+    const qtts_conv_isa path = qtts_conv_isa_resolve(isa);
     const int simd = path != QTTS_CONV_ISA_SCALAR && path != QTTS_CONV_ISA_AVX2 && qtts_conv_bf16_supported();
     pairs_job pj = {cv, x, ldx, len, pairs, simd};
     qtts_parallel_for_work(pool, c2n, 8, conv_work(cv, T), pairs_rows, &pj);
@@ -338,8 +341,9 @@ int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     if (T <= 0) return 0;
     if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
+    if (cv->wg) return qtts_winograd_conv(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
     conv_job j = {.cv = cv, .x = x, .add = add, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
-                  .tile = tile_for(isa)};
+                  .tile = qtts_conv_tile_for(isa)};
     run_tiles(pool, &j);
     return 0;
 }
@@ -352,6 +356,7 @@ int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t
 int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                        const float *add, int64_t ldadd) {
     if (cv->wbf) return conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
+    if (cv->wg) return qtts_winograd_conv(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
     for (int64_t row = 0; row < cv->c_out; row++) {
         int64_t rb = row / QTTS_CONV_MR, rr = row % QTTS_CONV_MR;
         for (int64_t t = 0; t < T; t++) {
@@ -477,7 +482,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     int64_t K = B->K;
     qtts_conv v = {.c_in = K, .c_out = M, .k = 1, .dil = 1};
     v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
-    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, tile_for(QTTS_CONV_ISA_AUTO), NULL};
+    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, qtts_conv_tile_for(QTTS_CONV_ISA_AUTO), NULL};
     const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
     const double work = (double)M * (double)K * (double)B->N * TILE_MAC_WORK;
     if (B->pbf) { /* pairs need ceil(K/2) of the K floats per row that apack has */
@@ -592,7 +597,7 @@ void qtts_snake_row_libm(const float *x, float *y, int64_t n, float ea, float in
 }
 
 void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv_b, qtts_conv_isa isa) {
-    switch (resolve(isa)) {
+    switch (qtts_conv_isa_resolve(isa)) {
 #if defined(__x86_64__) || defined(_M_X64)
     case QTTS_CONV_ISA_AVX512: qtts_snake_row_avx512(x, y, n, ea, inv_b); return;
     case QTTS_CONV_ISA_AVX2: qtts_snake_row_avx2(x, y, n, ea, inv_b); return;

@@ -37,6 +37,9 @@ typedef struct {
     /* bf16 form (qtts_conv_to_bf16): input channels in pairs, one uint32 per
      * pair (low half = even channel), [rows_pad/MR][ceil(c_in/2)][k][MR]. */
     uint32_t *wbf;
+    /* Winograd form (tensor/conv_winograd.h, qtts_conv_to_winograd): when set,
+     * w is NULL and the conv runs through it. */
+    struct qtts_winograd *wg;
 } qtts_conv;
 
 /* w: PyTorch Conv1d weight [c_out][c_in][k]; bias [c_out] or NULL. */

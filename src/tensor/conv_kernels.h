@@ -14,6 +14,10 @@ enum { QTTS_CONV_NT = 48 }; /* time samples per tile */
 typedef void (*qtts_conv_tile_fn)(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb,
                                   float *y, int64_t ldy, const float *add, int64_t ldadd);
 
+/* The tile of isa (AUTO: the best here; unsupported: scalar), and the path AUTO or isa resolves to. */
+qtts_conv_tile_fn qtts_conv_tile_for(qtts_conv_isa isa);
+qtts_conv_isa qtts_conv_isa_resolve(qtts_conv_isa isa);
+
 void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
                            int64_t ldy, const float *add, int64_t ldadd);
 void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,

@@ -1,0 +1,291 @@
+#include "tensor/conv_winograd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/conv_kernels.h"
+
+/* ---- the transforms ------------------------------------------------------ */
+
+/* Finite interpolation points in the order they are taken: small and
+ * symmetric, which keeps the transforms' condition low (and with them the
+ * rounding error: F(4, 7) on these is ~7x the direct conv's). */
+static const double k_points[QTTS_WINOGRAD_NMAX - 1] = {0, 1, -1, 2, -2, 0.5, -0.5, 1.5, -1.5, 3, -3};
+
+static int invert(int n, double a[QTTS_WINOGRAD_NMAX][QTTS_WINOGRAD_NMAX],
+                  double out[QTTS_WINOGRAD_NMAX][QTTS_WINOGRAD_NMAX]) {
+    double m[QTTS_WINOGRAD_NMAX][2 * QTTS_WINOGRAD_NMAX];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 2 * n; j++) m[i][j] = j < n ? a[i][j] : (j - n == i);
+    for (int c = 0; c < n; c++) {
+        int piv = c;
+        for (int i = c + 1; i < n; i++)
+            if (fabs(m[i][c]) > fabs(m[piv][c])) piv = i;
+        if (fabs(m[piv][c]) < 1e-12) return -1;
+        for (int j = 0; j < 2 * n; j++) {
+            double t = m[c][j];
+            m[c][j] = m[piv][j];
+            m[piv][j] = t;
+        }
+        const double dv = m[c][c];
+        for (int j = 0; j < 2 * n; j++) m[c][j] /= dv;
+        for (int i = 0; i < n; i++) {
+            if (i == c) continue;
+            const double f = m[i][c];
+            for (int j = 0; j < 2 * n; j++) m[i][j] -= f * m[c][j];
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) out[i][j] = m[i][n + j];
+    return 0;
+}
+
+/* Point p's row of powers 0..len-1; the point at infinity (p = n-1) keeps
+ * only the highest power (the product's leading coefficient). */
+static double power_row(int p, int n, int e, int len) {
+    if (p == n - 1) return e == len - 1;
+    return pow(k_points[p], e);
+}
+
+/* Toom-Cook for the linear convolution s = h * g (h of m, g of k
+ * coefficients): s = V^-1 ((E_h h) . (E_g g)), V the n x n evaluation matrix.
+ * Its transpose maps n inputs d to the m correlations y[j] = sum g[kk]
+ * d[j+kk], which is the conv: y = E_h^T ((E_g g) . (V^-T d)). So AT = E_h^T,
+ * G = E_g, BT = V^-T; row p of BT is scaled by a power of two to max |1| and
+ * row p of G by its inverse (the product is unchanged). */
+int qtts_winograd_plan_init(qtts_winograd_plan *p, int m, int k, qtts_err *err) {
+    memset(p, 0, sizeof *p);
+    const int n = m + k - 1;
+    if (m < 1 || k < 2 || n > QTTS_WINOGRAD_NMAX)
+        return qtts_fail(err, "winograd: no transform for %d outputs of a %d-tap conv (at most %d points)", m, k,
+                         QTTS_WINOGRAD_NMAX);
+    double v[QTTS_WINOGRAD_NMAX][QTTS_WINOGRAD_NMAX], vi[QTTS_WINOGRAD_NMAX][QTTS_WINOGRAD_NMAX];
+    for (int q = 0; q < n; q++)
+        for (int e = 0; e < n; e++) v[q][e] = power_row(q, n, e, n);
+    if (invert(n, v, vi)) return qtts_fail(err, "winograd: singular evaluation matrix for F(%d, %d)", m, k);
+    p->m = m;
+    p->k = k;
+    p->n = n;
+    for (int q = 0; q < n; q++) {
+        double mx = 0;
+        for (int i = 0; i < n; i++)
+            if (fabs(vi[i][q]) > mx) mx = fabs(vi[i][q]);
+        const double s = exp2(-round(log2(mx)));
+        for (int i = 0; i < n; i++) {
+            const double c = vi[i][q] * s; /* BT = V^-T */
+            p->bt[q][i] = fabs(c) < 1e-12 ? 0.0f : (float)c;
+        }
+        for (int kk = 0; kk < k; kk++) p->g[q][kk] = power_row(q, n, kk, k) / s;
+    }
+    for (int j = 0; j < m; j++)
+        for (int q = 0; q < n; q++) p->at[j][q] = (float)power_row(q, n, j, m);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            for (int v = 0; v < 8; v++) {
+                p->bt8[a][b][v] = p->bt[a][b];
+                p->at8[a][b][v] = p->at[a][b];
+            }
+    return 0;
+}
+
+void qtts_winograd_input_scalar(const qtts_winograd_plan *p, const float *const *X, int64_t dil, int64_t ntp,
+                                float *U, int64_t ldu, int64_t c_in, int64_t ci) {
+    for (int64_t t = 0; t < ntp; t++) {
+        float x[QTTS_WINOGRAD_NMAX];
+        for (int i = 0; i < p->n; i++) x[i] = X[i % p->m][t + (i / p->m) * dil];
+        for (int q = 0; q < p->n; q++) {
+            float acc = 0.0f;
+            for (int i = 0; i < p->n; i++) acc = fmaf(p->bt[q][i], x[i], acc);
+            U[q * ldu + qtts_winograd_u_index(t, ntp, c_in, ci)] = acc;
+        }
+    }
+}
+
+void qtts_winograd_output_scalar(const qtts_winograd_plan *p, const float *M, int64_t ldm, int64_t ntp, float *Y,
+                                 int64_t ldyp) {
+    for (int64_t t = 0; t < ntp; t++)
+        for (int j = 0; j < p->m; j++) {
+            float acc = 0.0f;
+            for (int q = 0; q < p->n; q++) acc = fmaf(p->at[j][q], M[q * ldm + t], acc);
+            Y[j * ldyp + t] = acc;
+        }
+}
+
+/* ---- conversion ------------------------------------------------------------ */
+
+void qtts_winograd_free(struct qtts_winograd *wg) {
+    if (!wg) return;
+    for (int q = 0; q < QTTS_WINOGRAD_NMAX; q++) qtts_conv_free(&wg->point[q]);
+    free(wg);
+}
+
+int qtts_conv_to_winograd(qtts_conv *cv, int m, qtts_err *err) {
+    if (cv->wg) return 0;
+    if (!cv->w) return qtts_fail(err, "winograd: the conv has no f32 tap weights (already bf16?)");
+    struct qtts_winograd *wg = qtts_calloc(1, sizeof *wg, err);
+    if (!wg) return -1;
+    const int64_t ci_n = cv->c_in, co_n = cv->c_out, K = cv->k;
+    float *wp = NULL;
+    if (qtts_winograd_plan_init(&wg->plan, m, (int)K, err)) goto fail;
+    wp = qtts_malloc((size_t)(co_n * ci_n) * sizeof(float), err);
+    if (!wp) goto fail;
+    for (int q = 0; q < wg->plan.n; q++) {
+        for (int64_t co = 0; co < co_n; co++) {
+            const int64_t rb = co / QTTS_CONV_MR, rr = co % QTTS_CONV_MR;
+            for (int64_t ci = 0; ci < ci_n; ci++) {
+                double s = 0;
+                for (int64_t kk = 0; kk < K; kk++)
+                    s += wg->plan.g[q][kk] * cv->w[((rb * ci_n + ci) * K + kk) * QTTS_CONV_MR + rr];
+                wp[co * ci_n + ci] = (float)s;
+            }
+        }
+        if (qtts_conv_init(&wg->point[q], wp, NULL, co_n, ci_n, 1, 1, err)) goto fail;
+    }
+    free(wp);
+    free(cv->w);
+    cv->w = NULL;
+    cv->wg = wg;
+    return 0;
+fail:
+    free(wp);
+    qtts_winograd_free(wg);
+    return -1;
+}
+
+/* ---- one conv call ----------------------------------------------------------- */
+
+typedef void (*input_fn)(const qtts_winograd_plan *, const float *const *, int64_t, int64_t, float *, int64_t,
+                         int64_t, int64_t);
+typedef void (*output_fn)(const qtts_winograd_plan *, const float *, int64_t, int64_t, float *, int64_t);
+
+typedef struct {
+    const qtts_conv *cv;
+    const qtts_winograd_plan *plan;
+    const float *x, *add;
+    float *y, *U, *M, *scratch; /* scratch: per thread, m * per_thread floats */
+    int64_t ldx, ldy, ldadd, T, len;   /* len: history + T input samples */
+    int64_t d, P, G, ntp, L, per_thread; /* dilation, period m*d, groups, tiles (padded), phase row length */
+    int64_t n_rb, n_tb;
+    int rows_outer;
+    input_fn in;
+    output_fn out;
+    qtts_conv_tile_fn tile;
+} wg_job;
+
+/* Per input channel: its phase rows, then the n transformed rows. */
+static void input_rows(void *p, int64_t c0, int64_t c1, int tid) {
+    const wg_job *j = p;
+    const int m = j->plan->m;
+    float *ph = j->scratch + tid * j->per_thread;
+    const float *X[QTTS_WINOGRAD_NMAX];
+    for (int q = 0; q < m; q++) X[q] = ph + q * j->L;
+    for (int64_t ci = c0; ci < c1; ci++) {
+        const float *xr = j->x + ci * j->ldx;
+        for (int q = 0; q < m; q++) {
+            float *row = ph + q * j->L;
+            for (int64_t g = 0, o = 0; o < j->L; g++, o += j->d) {
+                const int64_t src = g * j->P + q * j->d, cnt = j->L - o < j->d ? j->L - o : j->d;
+                const int64_t have = j->len - src < cnt ? (j->len - src > 0 ? j->len - src : 0) : cnt;
+                if (have > 0) memcpy(row + o, xr + src, (size_t)have * sizeof(float));
+                if (have < cnt) memset(row + o + have, 0, (size_t)(cnt - have) * sizeof(float));
+            }
+        }
+        j->in(j->plan, X, j->d, j->ntp, j->U, j->cv->c_in * j->ntp, j->cv->c_in, ci);
+    }
+}
+
+/* Items (point, panel, row block) of the n products, ordered as conv.c
+ * orders a conv's tiles (the larger operand is swept once). */
+static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const wg_job *j = p;
+    const struct qtts_winograd *wg = j->cv->wg;
+    const int64_t per_point = j->n_rb * j->n_tb, c_in = j->cv->c_in;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t q = i / per_point, e = i % per_point;
+        const int64_t tb = j->rows_outer ? e % j->n_tb : e / j->n_rb, rb = j->rows_outer ? e / j->n_tb : e % j->n_rb;
+        const int64_t t0 = tb * QTTS_WINOGRAD_PANEL;
+        const int64_t nt = j->ntp - t0 < QTTS_WINOGRAD_PANEL ? j->ntp - t0 : QTTS_WINOGRAD_PANEL;
+        j->tile(&wg->point[q], j->U + q * c_in * j->ntp + t0 * c_in, nt, nt, rb, j->M + q * j->cv->c_out * j->ntp + t0,
+                j->ntp, NULL, 0);
+    }
+}
+
+/* Per output channel: the m output phase rows, then bias (+ add) into y. */
+static void output_rows(void *p, int64_t c0, int64_t c1, int tid) {
+    const wg_job *j = p;
+    const int m = j->plan->m;
+    float *ys = j->scratch + tid * j->per_thread;
+    for (int64_t co = c0; co < c1; co++) {
+        j->out(j->plan, j->M + co * j->ntp, j->cv->c_out * j->ntp, j->ntp, ys, j->ntp);
+        const float b = j->cv->bias[co];
+        float *yr = j->y + co * j->ldy;
+        const float *ar = j->add ? j->add + co * j->ldadd : NULL;
+        for (int64_t g = 0; g < j->G; g++)
+            for (int q = 0; q < m; q++) {
+                const int64_t t0 = g * j->P + q * j->d;
+                if (t0 >= j->T) break;
+                const int64_t cnt = j->T - t0 < j->d ? j->T - t0 : j->d;
+                const float *src = ys + q * j->ntp + g * j->d;
+                if (ar)
+                    for (int64_t r = 0; r < cnt; r++) yr[t0 + r] = src[r] + b + ar[t0 + r];
+                else
+                    for (int64_t r = 0; r < cnt; r++) yr[t0 + r] = src[r] + b;
+            }
+    }
+}
+
+#define TILE_MAC_WORK (1.0 / 16.0) /* as conv.c: a tile MAC vs a matrix-vector MAC */
+
+int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+    if (T <= 0) return 0;
+    const qtts_winograd_plan *pl = &cv->wg->plan;
+    const int m = pl->m, n = pl->n;
+    wg_job j = {.cv = cv, .plan = pl, .x = x, .add = add, .y = y, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T};
+    j.len = T + qtts_conv_history(cv);
+    j.d = cv->dil;
+    j.P = m * j.d;
+    j.G = (T + j.P - 1) / j.P;
+    j.ntp = (j.G * j.d + 7) / 8 * 8;
+    j.L = j.ntp + (int64_t)((n - 1) / m) * j.d; /* the last tile's last input */
+    j.per_thread = m * (j.L > j.ntp ? j.L : j.ntp);
+    const int threads = pool ? qtts_pool_size(pool) : 1;
+    const size_t floats = (size_t)n * (size_t)(cv->c_in + cv->c_out) * (size_t)j.ntp +
+                          (size_t)threads * (size_t)j.per_thread;
+    float *buf = malloc(floats * sizeof(float));
+    if (!buf) return -1;
+    j.U = buf;
+    j.M = j.U + (size_t)n * cv->c_in * j.ntp;
+    j.scratch = j.M + (size_t)n * cv->c_out * j.ntp;
+    j.tile = qtts_conv_tile_for(isa);
+    j.in = qtts_winograd_input_scalar;
+    j.out = qtts_winograd_output_scalar;
+    switch (qtts_conv_isa_resolve(isa)) {
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_CONV_ISA_AVX512: /* the transforms are a small share: AVX2 serves both */
+    case QTTS_CONV_ISA_AVX2:
+        j.in = qtts_winograd_input_avx2;
+        j.out = qtts_winograd_output_avx2;
+        break;
+#elif defined(__aarch64__)
+    case QTTS_CONV_ISA_NEON:
+        j.in = qtts_winograd_input_neon;
+        j.out = qtts_winograd_output_neon;
+        break;
+#endif
+    default: break;
+    }
+    const qtts_conv *pt = &cv->wg->point[0];
+    j.n_rb = pt->rows_pad / QTTS_CONV_MR;
+    j.n_tb = (j.ntp + QTTS_WINOGRAD_PANEL - 1) / QTTS_WINOGRAD_PANEL;
+    j.rows_outer = pt->rows_pad > j.ntp;
+    const double tiles = (double)j.ntp;
+    qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * TILE_MAC_WORK, input_rows, &j);
+    qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, n * tiles * cv->c_in * cv->c_out * TILE_MAC_WORK,
+                           product_items, &j);
+    qtts_parallel_for_work(pool, cv->c_out, 1, cv->c_out * tiles * n * m * TILE_MAC_WORK, output_rows, &j);
+    free(buf);
+    return 0;
+}
