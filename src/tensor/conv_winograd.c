@@ -177,21 +177,29 @@ typedef struct {
 static void input_rows(void *p, int64_t c0, int64_t c1, int tid) {
     const wg_job *j = p;
     const int m = j->plan->m;
+    const int64_t d = j->d, P = j->P;
+    /* groups copied without a bound check: all in the input and in the row */
+    const int64_t whole = j->len / P < j->L / d ? j->len / P : j->L / d;
     float *ph = j->scratch + tid * j->per_thread;
     const float *X[QTTS_WINOGRAD_NMAX];
     for (int q = 0; q < m; q++) X[q] = ph + q * j->L;
     for (int64_t ci = c0; ci < c1; ci++) {
         const float *xr = j->x + ci * j->ldx;
+        /* phase rows: row q holds x[g*P + q*d + r] at g*d + r (zero past the input) */
         for (int q = 0; q < m; q++) {
             float *row = ph + q * j->L;
-            for (int64_t g = 0, o = 0; o < j->L; g++, o += j->d) {
-                const int64_t src = g * j->P + q * j->d, cnt = j->L - o < j->d ? j->L - o : j->d;
-                const int64_t have = j->len - src < cnt ? (j->len - src > 0 ? j->len - src : 0) : cnt;
-                if (have > 0) memcpy(row + o, xr + src, (size_t)have * sizeof(float));
-                if (have < cnt) memset(row + o + have, 0, (size_t)(cnt - have) * sizeof(float));
+            const float *src = xr + q * d;
+            if (d == 1)
+                for (int64_t g = 0; g < whole; g++) row[g] = src[g * P];
+            else
+                for (int64_t g = 0; g < whole; g++)
+                    for (int64_t r = 0; r < d; r++) row[g * d + r] = src[g * P + r];
+            for (int64_t o = whole * d; o < j->L; o++) {
+                const int64_t at = (o / d) * P + q * d + o % d;
+                row[o] = at < j->len ? xr[at] : 0.0f;
             }
         }
-        j->in(j->plan, X, j->d, j->ntp, j->U, j->cv->c_in * j->ntp, j->cv->c_in, ci);
+        j->in(j->plan, X, d, j->ntp, j->U, j->cv->c_in * j->ntp, j->cv->c_in, ci);
     }
 }
 
