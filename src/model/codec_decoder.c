@@ -1087,9 +1087,10 @@ static int64_t chain_gain(const qtts_codec_decoder *d, int64_t b) {
 }
 
 
-/* The one failure of qtts_conv1d_cm: no memory for the bf16 copy of its input. */
+/* The one failure of qtts_conv1d_cm: no memory for its per-call buffers
+ * (a bf16 conv's rounded input, a Winograd conv's transformed tiles). */
 static int conv_oom(qtts_err *err) {
-    return qtts_fail(err, "speech tokenizer decoder: out of memory (bf16 conv input)");
+    return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "speech tokenizer decoder: out of memory (convolution work buffers)");
 }
 
 /* Blocks b.. of the channel-major tail and the output conv for one stream:
