@@ -5,7 +5,7 @@
 #
 #   bench/run_table.sh [path/to/qtts]
 #   env: FRAMES (24) RUNS (2) BATCH (8) THREADS (all CPUs) SIZES ("0.6b 1.7b")
-#        QUANTS ("f32 bf16 q8_0 q4_k") DECODERS ("auto"; e.g. "auto f32 bf16": the
+#        QUANTS ("f32 bf16 q8_0 q4_k") DECODERS ("auto"; e.g. "auto f32 winograd bf16": the
 #        decoder precision of each row) OUT (folder for the JSON of each run)
 #        REUSE=1: keep the JSON already in OUT (only print the tables)
 #        BW_GBS / PEAK_GFLOPS: the limits the % columns use (default: the
@@ -78,7 +78,7 @@ echo
 med='sort | .[length / 2 | floor]'
 BW=${BW_GBS:-$(jq -s "map(.bw_gbs) | $med" "${files[@]}")}
 PK=${PEAK_GFLOPS:-$(jq -s "map(.peak_gflops) | $med" "${files[@]}")}
-printf 'The %% columns use %.1f GB/s and %.0f GFLOP/s (a bf16 decoder: its own run'"'"'s bf16 dot-product peak).\n\n' "$BW" "$PK"
+printf 'The %% columns use %.1f GB/s and %.0f GFLOP/s (a bf16 decoder: its own run'"'"'s bf16 dot-product peak; a Winograd decoder counts the direct convolution'"'"'s FLOPs, so it can pass 100).\n\n' "$BW" "$PK"
 echo "Wall clock (best of the runs):"
 echo
 echo "| model | weights | decoder | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${jb}-stream xRT | RSS MB after load | peak RSS MB synthesizing | talker % bw | CP % bw | decoder % peak |"
