@@ -163,7 +163,7 @@ typedef struct {
     const qtts_conv *cv;
     const qtts_winograd_plan *plan;
     const float *x, *add;
-    float *y, *U, *M, *scratch; /* scratch: per thread, m * per_thread floats */
+    float *y, *U, *M, *scratch; /* scratch: per_thread floats for each pool thread (its phase rows or outputs) */
     int64_t ldx, ldy, ldadd, T, len;   /* len: history + T input samples */
     int64_t d, P, G, ntp, L, per_thread; /* dilation, period m*d, groups, tiles (padded), phase row length */
     int64_t n_rb, n_tb;
