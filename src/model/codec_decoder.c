@@ -731,13 +731,14 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
 
 int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err) {
     if (!opt || !*opt || !strcmp(opt, "auto")) {
-        int quantized = lm_weights == QTTS_Q8_0 || lm_weights == QTTS_Q4_K;
-        /* bf16 only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
+        /* f32 weights ask for the reference: f32, and no start-up measurement for it */
+        if (lm_weights != QTTS_Q8_0 && lm_weights != QTTS_Q4_K) {
+            *out = QTTS_DECODER_F32;
+            return 0;
+        }
+        /* another path only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
         const qtts_conv_calibration *c = qtts_conv_calibrate();
-        *out = !quantized ? QTTS_DECODER_F32
-               : c->bf16_faster ? QTTS_DECODER_BF16
-               : c->winograd_faster ? QTTS_DECODER_WINOGRAD
-                                    : QTTS_DECODER_F32;
+        *out = c->bf16_faster ? QTTS_DECODER_BF16 : c->winograd_faster ? QTTS_DECODER_WINOGRAD : QTTS_DECODER_F32;
         return 0;
     }
     if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;

@@ -251,15 +251,13 @@ typedef struct {
     qtts_conv_tile_bf16_fn tile_bf16;
 } conv_job;
 
-/* Items are (time block, row block). When the input panel is the larger
- * operand the row block runs fastest (a thread keeps one input panel hot
- * while it sweeps the weights); when the weights are larger the time block
- * runs fastest, so each weight block is read from memory once. */
+/* Items are (time block, row block), in qtts_conv_item_blocks order. */
 static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const conv_job *j = p;
     for (int64_t i = i0; i < i1; i++) {
-        int64_t tb = j->rows_outer ? i % j->n_tb : i / j->n_rb, rb = j->rows_outer ? i / j->n_tb : i % j->n_rb;
+        int64_t tb, rb;
+        qtts_conv_item_blocks(i, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
         int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
         const float *add = j->add ? j->add + t0 : NULL;
         if (j->xbf) j->tile_bf16(j->cv, j->xbf + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
@@ -267,13 +265,8 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
-/* Conv and GEMM tiles are compute-bound: for qtts_parallel_for_work a MAC
- * of theirs costs about 1/16 of a matrix-vector MAC (register-blocked FMA vs
- * one weight read per MAC). */
-#define TILE_MAC_WORK (1.0 / 16.0)
-
 static double conv_work(const qtts_conv *cv, int64_t T) {
-    return (double)cv->c_out * (double)cv->c_in * (double)cv->k * (double)T * TILE_MAC_WORK;
+    return (double)cv->c_out * (double)cv->c_in * (double)cv->k * (double)T * QTTS_TILE_MAC_WORK;
 }
 
 static void run_tiles(qtts_pool *pool, conv_job *j) {
@@ -484,7 +477,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
     gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, qtts_conv_tile_for(QTTS_CONV_ISA_AUTO), NULL};
     const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
-    const double work = (double)M * (double)K * (double)B->N * TILE_MAC_WORK;
+    const double work = (double)M * (double)K * (double)B->N * QTTS_TILE_MAC_WORK;
     if (B->pbf) { /* pairs need ceil(K/2) of the K floats per row that apack has */
         v.wbf = (uint32_t *)(void *)apack;
         v.bias = apack + v.rows_pad * pairs_of(K);

@@ -18,10 +18,10 @@ static inline __m256i tail_mask(int64_t n) {
  * where the "rows" are time steps). */
 #define CONV_TILE_AVX2(R, NV)                                                                              \
     static void tile_##R##x##NV(const float *wp, const float *x, int64_t ldx, int64_t c_in, int64_t K,     \
-                                int64_t dil, int full, __m256i mlast, __m256 out[4][3], int accumulate) {  \
+                                int64_t dil, int full, __m256i mlast, __m256 out[4][3]) {                  \
         __m256 a[R][NV];                                                                                   \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                \
-            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = accumulate ? out[r][v] : _mm256_setzero_ps();            \
+            _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm256_setzero_ps();                                    \
         if (K == 1 && full) { /* 1-tap (1x1 convs, Winograd products): one flat loop, no tap loop */      \
             _Pragma("GCC unroll 2") for (int64_t ci = 0; ci < c_in; ci++, wp += QTTS_CONV_MR) {           \
                 const float *xp = x + ci * ldx;                                                            \
@@ -32,8 +32,7 @@ static inline __m256i tail_mask(int64_t n) {
                     _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm256_fmadd_ps(w, xv[v], a[r][v]); \
                 }                                                                                          \
             }                                                                                              \
-            c_in = 0;                                                                                      \
-        }                                                                                                  \
+        } else                                                                                             \
         for (int64_t ci = 0; ci < c_in; ci++) {                                                            \
             const float *xr = x + ci * ldx;                                                                \
             for (int64_t kk = 0; kk < K; kk++, wp += QTTS_CONV_MR) {                                       \
@@ -60,46 +59,28 @@ CONV_TILE_AVX2(1, 2)
 CONV_TILE_AVX2(1, 3)
 
 typedef void (*tile_avx2_fn)(const float *, const float *, int64_t, int64_t, int64_t, int64_t, int, __m256i,
-                             __m256[4][3], int);
-
-/* Input channels per pass: each 4-row half streams the x panel, so the
- * channels run in blocks whose panel part (~16 KB) stays in L1 for the
- * second half. Without it a 1-tap conv (a product of the Winograd form, the
- * residual units' 1x1) read every x vector from L2 twice and ran at 60-70%
- * of the FMA peak on a Zen 2; a 7-tap one reuses a row for all its taps. */
-static int64_t channel_block(int64_t K, int64_t dil) {
-    const int64_t row_bytes = (int64_t)sizeof(float) * (24 + (K - 1) * dil), b = 16384 / row_bytes;
-    return b < 16 ? 16 : b;
-}
+                             __m256[4][3]);
 static const tile_avx2_fn k_tiles[2][3] = {{tile_1x1, tile_1x2, tile_1x3}, {tile_4x1, tile_4x2, tile_4x3}};
 
 void qtts_conv_tile_avx2(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb, float *y,
                          int64_t ldy, const float *add, int64_t ldadd) {
     const float *wb = cv->w + (size_t)rb * cv->c_in * cv->k * QTTS_CONV_MR;
-    const int64_t cb = channel_block(cv->k, cv->dil);
     for (int64_t ts = 0; ts < nt; ts += 24) {
         const int64_t n = nt - ts < 24 ? nt - ts : 24;
         const int nv = (int)((n + 7) / 8), full = n % 8 == 0;
         const __m256i mlast = tail_mask(n - 8 * (nv - 1));
-        __m256 acc[2][4][3];
-        for (int64_t c0 = 0; c0 < cv->c_in; c0 += cb)
-            for (int h = 0; h < 2; h++) {
-                const int64_t rows = cv->c_out - (rb * QTTS_CONV_MR + 4 * h);
-                if (rows <= 0) break;
-                k_tiles[rows > 1][nv - 1](wb + 4 * h + c0 * cv->k * QTTS_CONV_MR, x + ts + c0 * ldx, ldx,
-                                          cv->c_in - c0 < cb ? cv->c_in - c0 : cb, cv->k, cv->dil, full, mlast, acc[h],
-                                          c0 > 0);
-            }
         for (int h = 0; h < 2; h++) {
             const int64_t rows = cv->c_out - (rb * QTTS_CONV_MR + 4 * h);
             if (rows <= 0) break;
+            __m256 acc[4][3];
+            k_tiles[rows > 1][nv - 1](wb + 4 * h, x + ts, ldx, cv->c_in, cv->k, cv->dil, full, mlast, acc);
             for (int r = 0; r < 4 && r < rows; r++) {
                 int64_t row = rb * QTTS_CONV_MR + 4 * h + r;
                 __m256 b = _mm256_set1_ps(cv->bias[row]);
                 float *yr = y + row * ldy + ts;
                 const float *ar = add ? add + row * ldadd + ts : NULL;
                 for (int v = 0; v < nv; v++) {
-                    __m256 o = _mm256_add_ps(acc[h][r][v], b);
+                    __m256 o = _mm256_add_ps(acc[r][v], b);
                     if (n - 8 * v >= 8) { /* plain loads and stores where the vector is whole (see above) */
                         if (ar) o = _mm256_add_ps(o, _mm256_loadu_ps(ar + 8 * v));
                         _mm256_storeu_ps(yr + 8 * v, o);

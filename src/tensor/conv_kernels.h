@@ -14,6 +14,21 @@ enum { QTTS_CONV_NT = 48 }; /* time samples per tile */
 typedef void (*qtts_conv_tile_fn)(const qtts_conv *cv, const float *x, int64_t ldx, int64_t nt, int64_t rb,
                                   float *y, int64_t ldy, const float *add, int64_t ldadd);
 
+/* Conv and GEMM tiles are compute-bound: for qtts_parallel_for_work a MAC
+ * of theirs costs about 1/16 of a matrix-vector MAC (register-blocked FMA vs
+ * one weight read per MAC). */
+#define QTTS_TILE_MAC_WORK (1.0 / 16.0)
+
+/* Item i of n_tb time blocks x n_rb row blocks. When the weights are the
+ * larger operand (rows_outer) the time block runs fastest, so each weight
+ * block is read from memory once; otherwise the row block runs fastest (a
+ * thread keeps one input panel hot while it sweeps the weights). */
+static inline void qtts_conv_item_blocks(int64_t i, int64_t n_tb, int64_t n_rb, int rows_outer, int64_t *tb,
+                                         int64_t *rb) {
+    *tb = rows_outer ? i % n_tb : i / n_rb;
+    *rb = rows_outer ? i / n_tb : i % n_rb;
+}
+
 /* The tile of isa (AUTO: the best here; unsupported: scalar), and the path AUTO or isa resolves to. */
 qtts_conv_tile_fn qtts_conv_tile_for(qtts_conv_isa isa);
 qtts_conv_isa qtts_conv_isa_resolve(qtts_conv_isa isa);

@@ -203,8 +203,8 @@ static void input_rows(void *p, int64_t c0, int64_t c1, int tid) {
     }
 }
 
-/* Items (point, panel, row block) of the n products, ordered as conv.c
- * orders a conv's tiles (the larger operand is swept once). */
+/* Items (point, panel, row block) of the n products; within a point in
+ * qtts_conv_item_blocks order, as a conv's tiles. */
 static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const wg_job *j = p;
@@ -212,7 +212,8 @@ static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
     const int64_t per_point = j->n_rb * j->n_tb, c_in = j->cv->c_in;
     for (int64_t i = i0; i < i1; i++) {
         const int64_t q = i / per_point, e = i % per_point;
-        const int64_t tb = j->rows_outer ? e % j->n_tb : e / j->n_rb, rb = j->rows_outer ? e / j->n_tb : e % j->n_rb;
+        int64_t tb, rb;
+        qtts_conv_item_blocks(e, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
         const int64_t t0 = tb * QTTS_WINOGRAD_PANEL;
         const int64_t nt = j->ntp - t0 < QTTS_WINOGRAD_PANEL ? j->ntp - t0 : QTTS_WINOGRAD_PANEL;
         j->tile(&wg->point[q], j->U + q * c_in * j->ntp + t0 * c_in, nt, nt, rb, j->M + q * j->cv->c_out * j->ntp + t0,
@@ -244,7 +245,6 @@ static void output_rows(void *p, int64_t c0, int64_t c1, int tid) {
     }
 }
 
-#define TILE_MAC_WORK (1.0 / 16.0) /* as conv.c: a tile MAC vs a matrix-vector MAC */
 
 int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
@@ -290,10 +290,10 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.n_tb = (j.ntp + QTTS_WINOGRAD_PANEL - 1) / QTTS_WINOGRAD_PANEL;
     j.rows_outer = pt->rows_pad > j.ntp;
     const double tiles = (double)j.ntp;
-    qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * TILE_MAC_WORK, input_rows, &j);
-    qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, n * tiles * cv->c_in * cv->c_out * TILE_MAC_WORK,
+    qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * QTTS_TILE_MAC_WORK, input_rows, &j);
+    qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, n * tiles * cv->c_in * cv->c_out * QTTS_TILE_MAC_WORK,
                            product_items, &j);
-    qtts_parallel_for_work(pool, cv->c_out, 1, cv->c_out * tiles * n * m * TILE_MAC_WORK, output_rows, &j);
+    qtts_parallel_for_work(pool, cv->c_out, 1, cv->c_out * tiles * n * m * QTTS_TILE_MAC_WORK, output_rows, &j);
     free(buf);
     return 0;
 }
