@@ -64,9 +64,9 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
 
 /* The products read U in panels of QTTS_WINOGRAD_PANEL tiles, each panel
  * [c_in][width] (the last one may be narrower, a multiple of 8): the tiles
- * then stream one contiguous block per panel instead of c_in rows far apart
- * (1-tap tiles on plain rows ran at ~60% of the FMA peak on a Zen 2, where
- * the 7-tap conv reaches 95%: it reuses each row for all its taps). */
+ * then stream one contiguous block per panel instead of c_in rows far apart.
+ * (Measured on a Zen 2 it gained little on its own; what lifted the 1-tap
+ * products from ~60% to ~90% of the FMA peak was the tile's flat 1-tap loop.) */
 enum { QTTS_WINOGRAD_PANEL = 24 };
 static inline int64_t qtts_winograd_u_index(int64_t t, int64_t ntp, int64_t c_in, int64_t ci) {
     const int64_t p0 = t / QTTS_WINOGRAD_PANEL * QTTS_WINOGRAD_PANEL;
