@@ -330,6 +330,20 @@ int main(void) {
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
                                (long long)n, st.max_ratio);
                     if (isa != QTTS_ISA_SCALAR) same_with_scalar_pack(pool, &x16, b, x, n, got, (qtts_isa)isa);
+                    if (n == 1 && rows > 16) { /* groups read in step give the bits of groups read alone */
+                        float *one = malloc((size_t)rows * sizeof(float));
+                        for (int64_t r = 0; r < rows; r += 16) {
+                            qtts_mat v = x16;
+                            v.owned = NULL;
+                            v.rows = 16;
+                            v.data = (const uint8_t *)x16.data + (size_t)r * x16.row_bytes;
+                            TEST_CHECK(qtts_linear_isa(pool, &v, b ? b + r : NULL, x, 1, one + r, (qtts_isa)isa, 0) == 0,
+                                       "qtts_linear_isa failed");
+                        }
+                        TEST_CHECK(!memcmp(one, got, (size_t)rows * sizeof(float)), "%s %s x16 %lldx%lld n=1: 16-row groups alone differ from the whole matrix",
+                                   qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols);
+                        free(one);
+                    }
                     if (si == 2 && n == 5)
                         printf("  %-6s %-5s x16 %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,

@@ -372,20 +372,113 @@ static void store_x16(const qtts_mat *w, const float *bias, float *y, int64_t r,
 
 /* One token against X16_STREAMS 16-row groups far apart, read in step: a
  * core streams memory faster from two places than from one (a Zen 2 read
- * 14-15 GB/s from DRAM on one sequential stream, 19-20 on two, with or
- * without software prefetching; four gained nothing more in the kernels),
- * and one token leaves compute to spare. */
+ * 14-15 GB/s from DRAM on one sequential stream, 19-20 on two), and one
+ * token leaves compute to spare. The groups alternate line by line (64
+ * bytes), not super-block by super-block: on the same Zen 2, 3072x1024 Q4_K
+ * from DRAM went from 14.5-15.8 to 18.1-19.3 GB/s on one thread (24.5 ->
+ * 28.7 on two), Q8_0 from 14.6-15.0 to 15.4-16.2; four groups in step gained
+ * nothing more. The operations and their order per group are those of
+ * q4_k_x16_super / q8_0_x8_block, so the results are the same bits. */
 enum { X16_STREAMS = 2 };
+/* Super-block b of the X16_STREAMS groups g[k], 1 token, added to acc[k]. */
+INLINE void q4_k_x16_lockstep(const uint8_t *const *g, const qtts_act *a, int64_t b,
+                              __m256 acc[X16_STREAMS][2][QTTS_TILE_TOKENS]) {
+    enum { S = X16_STREAMS };
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i isum[S][2], imin[S][2];
+    for (int k = 0; k < S; k++)
+        for (int h = 0; h < 2; h++) isum[k][h] = imin[k][h] = _mm256_setzero_si256();
+    const int8_t *xq0 = a->q + 256 * b;
+    for (int p = 0; p < 4; p++) {
+        __m256i da[S][2], db[S][2];
+        for (int k = 0; k < S; k++)
+            for (int h = 0; h < 2; h++) da[k][h] = db[k][h] = _mm256_setzero_si256();
+        for (int gi = 0; gi < 8; gi++) {
+            const __m256i xa = bcast4(xq0 + 64 * p + 4 * gi), xb = bcast4(xq0 + 64 * p + 4 * gi + 32);
+            for (int k = 0; k < S; k++) {
+                const uint8_t *s = g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER, *qs = s + 320 + 512 * p;
+                if (a->prefetch) {
+                    _mm_prefetch((const char *)qs + 64 * gi + PREFETCH_X16, _MM_HINT_NTA);
+                    if (gi == 0) _mm_prefetch((const char *)s + 64 * p + PREFETCH_X16, _MM_HINT_NTA);
+                    if (gi == 1 && p == 0) _mm_prefetch((const char *)s + 256 + PREFETCH_X16, _MM_HINT_NTA);
+                }
+                for (int h = 0; h < 2; h++) {
+                    const __m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 64 * gi + 32 * h));
+                    const __m256i lo = _mm256_and_si256(wv, m4), hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+                    da[k][h] = _mm256_add_epi16(da[k][h], _mm256_maddubs_epi16(lo, xa));
+                    db[k][h] = _mm256_add_epi16(db[k][h], _mm256_maddubs_epi16(hi, xb));
+                }
+            }
+        }
+        int32_t bs;
+        memcpy(&bs, a->bsum + 8 * b + 2 * p, 4);
+        const __m256i bsv = _mm256_set1_epi32(bs);
+        for (int k = 0; k < S; k++) {
+            const uint8_t *s = g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER;
+            for (int h = 0; h < 2; h++) {
+                const __m256i sa = scale_pairs(s + 64 + 32 * p + 8 * h), sb = scale_pairs(s + 64 + 32 * p + 16 + 8 * h);
+                const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
+                isum[k][h] = _mm256_add_epi32(isum[k][h], _mm256_add_epi32(_mm256_madd_epi16(da[k][h], sa),
+                                                                           _mm256_madd_epi16(db[k][h], sb)));
+                imin[k][h] = _mm256_add_epi32(imin[k][h], _mm256_madd_epi16(mp, bsv));
+            }
+        }
+    }
+    const __m256 dx = _mm256_set1_ps(a->qd[b]);
+    for (int k = 0; k < S; k++) {
+        const uint8_t *s = g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER;
+        for (int h = 0; h < 2; h++) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
+            acc[k][h][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[k][h]), _mm256_mul_ps(d, dx), acc[k][h][0]);
+            acc[k][h][0] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[k][h]), _mm256_mul_ps(dmin, dx), acc[k][h][0]);
+        }
+    }
+}
+
+/* The same for block b of interleaved Q8_0. */
+INLINE void q8_0_x16_lockstep(const uint8_t *const *g, const qtts_act *a, int64_t b,
+                              __m256 acc[X16_STREAMS][2][QTTS_TILE_TOKENS]) {
+    enum { S = X16_STREAMS };
+    const int64_t nb = a->nb;
+    const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    __m256i isum[S][2];
+    for (int k = 0; k < S; k++)
+        for (int h = 0; h < 2; h++) isum[k][h] = _mm256_setzero_si256();
+    for (int gi = 0; gi < 8; gi++) {
+        const __m256i xv = bcast4(a->q + 32 * b + 4 * gi);
+        for (int k = 0; k < S; k++) {
+            const uint8_t *qs = g[k] + (size_t)b * 512;
+            if (a->prefetch) {
+                _mm_prefetch((const char *)qs + 64 * gi + PREFETCH_X16, _MM_HINT_NTA);
+                if (gi == 0 && b % 2 == 0)
+                    _mm_prefetch((const char *)(g[k] + (size_t)nb * 512 + 32 * (b + 4)), _MM_HINT_NTA);
+            }
+            for (int h = 0; h < 2; h++) {
+                const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(qs + 64 * gi + 32 * h)), flip);
+                const __m256i xs = _mm256_sign_epi8(xv, w);
+                isum[k][h] = _mm256_add_epi32(isum[k][h], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), xs), ones));
+            }
+        }
+    }
+    const __m256 dx = _mm256_set1_ps(a->qd[b]);
+    for (int k = 0; k < S; k++) {
+        const uint16_t *dw = (const uint16_t *)(g[k] + (size_t)nb * 512);
+        for (int h = 0; h < 2; h++) {
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + 16 * b + 8 * h)));
+            acc[k][h][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[k][h]), _mm256_mul_ps(d, dx), acc[k][h][0]);
+        }
+    }
+}
+
 static void x16_streams_n1(const qtts_mat *w, const qtts_act *a, const uint8_t *const *g,
                            __m256 acc[X16_STREAMS][2][QTTS_TILE_TOKENS]) {
     for (int k = 0; k < X16_STREAMS; k++)
         for (int h = 0; h < 2; h++) acc[k][h][0] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < a->nb; b++)
-        for (int k = 0; k < X16_STREAMS; k++) {
-            if (w->type == QTTS_Q4_K) q4_k_x16_super(g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER, a, 0, 1, b, acc[k]);
-            else
-                for (int h = 0; h < 2; h++) q8_0_x8_block(g[k], h, a, 0, 1, b, acc[k][h]);
-        }
+    for (int64_t b = 0; b < a->nb; b++) {
+        if (w->type == QTTS_Q4_K) q4_k_x16_lockstep(g, a, b, acc);
+        else q8_0_x16_lockstep(g, a, b, acc);
+    }
 }
 
 /* r0, r1: multiples of 16 (the pool splits rows in QTTS_TILE_ROWS = 16). */
