@@ -607,6 +607,8 @@ static void job(qtts_pool *pool, void *arg) {
         r->batch_wall_s = best.wall_s;
         r->batch_frames_out = best.frames_out;
         r->batch_samples_out = best.samples_out;
+        r->batch_decode_steps = best.decode_steps;
+        r->batch_overlapped_steps = best.overlapped_steps;
         r->batch_audio_s = (double)best.samples_out / (double)qtts_codec_decoder_sample_rate(c->dec);
         r->aggregate_xrt = r->batch_wall_s > 0 ? r->batch_audio_s / r->batch_wall_s : 0;
         r->aggregate_xrt_cpu = best.cpu_s > 0 ? r->batch_audio_s / best.cpu_s : 0;
@@ -751,6 +753,10 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     if (r->batch > 1) {
         fprintf(f, "%d streams: %.2f s of audio in %.2f s = %.2fx real time aggregate (cpu %.2fx)\n", r->batch,
                 r->batch_audio_s, r->batch_wall_s, r->aggregate_xrt, r->aggregate_xrt_cpu);
+        if (r->batch_overlapped_steps)
+            fprintf(f, "  %lld of %lld decoder steps ran beside LM steps, one thread each (the stage times below are "
+                       "then one-thread times; %%pk is against the %d-thread peak)\n",
+                    (long long)r->batch_overlapped_steps, (long long)r->batch_decode_steps, r->threads);
         print_header(f, "per step (all streams)");
         print_stage(f, "talker step", &r->talker_b, r, r->peak_gflops);
         print_stage(f, "code predictor", &r->cp_b, r, r->peak_gflops);
@@ -841,6 +847,8 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "aggregate_xrt", r->aggregate_xrt);
     jnum(&j, "aggregate_xrt_cpu", r->aggregate_xrt_cpu);
     jnum(&j, "batch_frames_out", (double)r->batch_frames_out);
+    jnum(&j, "batch_decode_steps", (double)r->batch_decode_steps);
+    jnum(&j, "batch_overlapped_steps", (double)r->batch_overlapped_steps);
     jnum(&j, "batch_samples_out", (double)r->batch_samples_out);
     json_stage(&j, "batch_talker", &r->talker_b, r, r->peak_gflops);
     json_stage(&j, "batch_cp", &r->cp_b, r, r->peak_gflops);

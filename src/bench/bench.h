@@ -83,6 +83,7 @@ typedef struct {
     double batch_wall_s, batch_audio_s, aggregate_xrt; /* audio seconds per wall second, all streams */
     double aggregate_xrt_cpu;                          /* per engine-thread CPU second */
     int64_t batch_frames_out, batch_samples_out;
+    int64_t batch_decode_steps, batch_overlapped_steps; /* as decode_steps / overlapped_steps, for this pass */
     qtts_bench_stage talker_b, cp_b, decoder_b;
     /* memory (MB = 1e6 bytes) */
     double rss_loaded_mb, peak_rss_single_mb, peak_rss_mb;
