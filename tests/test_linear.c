@@ -115,6 +115,34 @@ static errstat check(const qtts_mat *m, const float *deq, const float *x, int64_
 
 /* The SIMD activation packers agree with the scalar ones bit for bit: the
  * same product got again with the scalar packers must be identical. */
+/* One token against an interleaved matrix of several 16-row groups: with
+ * the groups read in lockstep or one after the other, the result has the
+ * bits of each 16-row group computed on its own (which takes neither path). */
+static void same_as_groups_alone(qtts_pool *pool, qtts_mat *x16, const float *bias, const float *x, qtts_isa isa) {
+    const int64_t rows = x16->rows;
+    float *all = malloc((size_t)rows * sizeof(float)), *one = malloc((size_t)rows * sizeof(float));
+    TEST_CHECK(all && one, "out of memory");
+    for (int64_t r = 0; one && r < rows; r += 16) {
+        qtts_mat v = *x16;
+        v.owned = NULL;
+        v.rows = 16;
+        v.data = (const uint8_t *)x16->data + (size_t)r * x16->row_bytes;
+        TEST_CHECK(qtts_linear_isa(pool, &v, bias ? bias + r : NULL, x, 1, one + r, isa, 0) == 0,
+                   "qtts_linear_isa failed");
+    }
+    const int keep = x16->lockstep;
+    for (int ls = 0; all && one && ls < 2; ls++) {
+        x16->lockstep = ls;
+        TEST_CHECK(qtts_linear_isa(pool, x16, bias, x, 1, all, isa, 0) == 0, "qtts_linear_isa failed");
+        TEST_CHECK(!memcmp(one, all, (size_t)rows * sizeof(float)),
+                   "%s %s x16 %lldx%lld n=1%s: 16-row groups alone give other bits", qtts_isa_name(isa),
+                   qtts_dtype_name(x16->type), (long long)rows, (long long)x16->cols, ls ? " (lockstep)" : "");
+    }
+    x16->lockstep = keep;
+    free(all);
+    free(one);
+}
+
 static void same_with_scalar_pack(qtts_pool *pool, const qtts_mat *m, const float *bias, const float *x, int64_t n,
                                   const float *got, qtts_isa isa) {
     float *again = malloc((size_t)(n * m->rows) * sizeof(float));
@@ -330,20 +358,7 @@ int main(void) {
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
                                (long long)n, st.max_ratio);
                     if (isa != QTTS_ISA_SCALAR) same_with_scalar_pack(pool, &x16, b, x, n, got, (qtts_isa)isa);
-                    if (n == 1 && rows > 16) { /* groups read in step give the bits of groups read alone */
-                        float *one = malloc((size_t)rows * sizeof(float));
-                        for (int64_t r = 0; r < rows; r += 16) {
-                            qtts_mat v = x16;
-                            v.owned = NULL;
-                            v.rows = 16;
-                            v.data = (const uint8_t *)x16.data + (size_t)r * x16.row_bytes;
-                            TEST_CHECK(qtts_linear_isa(pool, &v, b ? b + r : NULL, x, 1, one + r, (qtts_isa)isa, 0) == 0,
-                                       "qtts_linear_isa failed");
-                        }
-                        TEST_CHECK(!memcmp(one, got, (size_t)rows * sizeof(float)), "%s %s x16 %lldx%lld n=1: 16-row groups alone differ from the whole matrix",
-                                   qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols);
-                        free(one);
-                    }
+                    if (n == 1 && rows > 16) same_as_groups_alone(pool, &x16, b, x, (qtts_isa)isa);
                     if (si == 2 && n == 5)
                         printf("  %-6s %-5s x16 %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,
@@ -391,7 +406,11 @@ int main(void) {
             TEST_CHECK(ic->measured == qtts_interleave_kernels(), "%s: measured exactly where x86 kernels run",
                        qtts_dtype_name(t));
             const int row_pf = ic->row_pf_gbs >= 1.03 * ic->row_gbs, x16_pf = ic->x16_pf_gbs >= 1.03 * ic->x16_gbs;
-            const double rows_best = row_pf ? ic->row_pf_gbs : ic->row_gbs, x16_best = x16_pf ? ic->x16_pf_gbs : ic->x16_gbs;
+            const int avx2 = qtts_cpu_isa() == QTTS_ISA_AVX2;
+            const double x16_step = x16_pf ? ic->x16_pf_gbs : ic->x16_gbs;
+            const int step = avx2 && x16_step >= 1.03 * ic->x16_blocks_gbs;
+            const double rows_best = row_pf ? ic->row_pf_gbs : ic->row_gbs,
+                         x16_best = step || !avx2 ? x16_step : ic->x16_blocks_gbs;
             const int batch_win = 1.03 * x16_best >= rows_best && ic->x16_batch_gflops >= 1.15 * ic->row_batch_gflops;
             TEST_CHECK(ic->faster == (ic->measured && (x16_best >= 1.03 * rows_best || batch_win)),
                        "%s: choice follows the measurement", qtts_dtype_name(t));
@@ -401,6 +420,8 @@ int main(void) {
                        "%s: the prefetch choice follows the measurement", qtts_dtype_name(t));
             TEST_CHECK(qtts_cpu_isa() == QTTS_ISA_AVX2 || (ic->row_pf_gbs == 0 && ic->x16_pf_gbs == 0),
                        "%s: prefetching measured only where AVX2 kernels run", qtts_dtype_name(t));
+            TEST_CHECK(ic->lockstep == (step && ic->faster) && (avx2 || (ic->x16_blocks_gbs == 0 && !ic->lockstep)),
+                       "%s: the lockstep choice follows the measurement (AVX2 only)", qtts_dtype_name(t));
             qtts_mat m;
             float *deq;
             make_mat(&m, t, 32, 256, &deq);
@@ -409,12 +430,15 @@ int main(void) {
             if (!getenv("QTTS_PREFETCH"))
                 TEST_CHECK((m.prefetch != 0) == (ic->prefetch != 0),
                            "%s: a loaded matrix prefetches iff measured faster", qtts_dtype_name(t));
-            printf("interleave %s: x16 %.1f GB/s (prefetching %.1f), rows %.1f GB/s (prefetching %.1f) (%.0f MB); "
-                   "8 tokens %.0f vs %.0f GFLOP/s (%.0f ms) -> %s%s\n",
-                   qtts_dtype_name(t), ic->x16_gbs, ic->x16_pf_gbs, ic->row_gbs, ic->row_pf_gbs, ic->buffer_mb,
-                   ic->x16_batch_gflops, ic->row_batch_gflops, ic->ms,
-                   ic->faster ? "interleaved" : "rows",
-                   ic->prefetch ? ", prefetching" : "");
+            if (!getenv("QTTS_LOCKSTEP"))
+                TEST_CHECK((m.lockstep != 0) == (ic->lockstep != 0),
+                           "%s: a loaded matrix reads in lockstep iff measured faster", qtts_dtype_name(t));
+            printf("interleave %s: x16 %.1f GB/s (prefetching %.1f; groups by super-block %.1f), rows %.1f GB/s "
+                   "(prefetching %.1f) (%.0f MB); 8 tokens %.0f vs %.0f GFLOP/s (%.0f ms) -> %s%s%s\n",
+                   qtts_dtype_name(t), ic->x16_gbs, ic->x16_pf_gbs, ic->x16_blocks_gbs, ic->row_gbs, ic->row_pf_gbs,
+                   ic->buffer_mb, ic->x16_batch_gflops, ic->row_batch_gflops, ic->ms,
+                   ic->faster ? "interleaved" : "rows", ic->prefetch ? ", prefetching" : "",
+                   ic->lockstep ? ", groups in lockstep" : "");
             qtts_mat_free(&m);
             free(deq);
         }

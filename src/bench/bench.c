@@ -710,11 +710,12 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     const qtts_dtype qt = !strcmp(r->quant, "q8_0") ? QTTS_Q8_0 : !strcmp(r->quant, "q4_k") ? QTTS_Q4_K : QTTS_F32;
     if (qt != QTTS_F32 && qtts_interleave_kernels()) {
         const qtts_interleave_calibration *ic = qtts_interleave_calibrate(qt);
-        fprintf(f, "  %s layout: %s%s (measured at load: 16-row interleaved %.1f GB/s, GGML rows %.1f GB/s", r->quant,
-                ic->faster ? "16-row interleaved" : "GGML rows", ic->prefetch ? ", prefetching" : "", ic->x16_gbs,
-                ic->row_gbs);
+        fprintf(f, "  %s layout: %s%s%s (measured at load: 16-row interleaved %.1f GB/s, GGML rows %.1f GB/s", r->quant,
+                ic->faster ? "16-row interleaved" : "GGML rows", ic->prefetch ? ", prefetching" : "",
+                ic->lockstep ? ", groups in lockstep" : "", ic->x16_gbs, ic->row_gbs);
         if (qtts_cpu_isa() == QTTS_ISA_AVX2)
-            fprintf(f, "; prefetching %.1f / %.1f GB/s", ic->x16_pf_gbs, ic->row_pf_gbs);
+            fprintf(f, "; prefetching %.1f / %.1f GB/s, interleaved groups by super-block %.1f", ic->x16_pf_gbs,
+                    ic->row_pf_gbs, ic->x16_blocks_gbs);
         fprintf(f, " on %d threads; 8 tokens %.0f / %.0f GFLOP/s)\n", ic->threads, ic->x16_batch_gflops,
                 ic->row_batch_gflops);
     }

@@ -186,19 +186,22 @@ static void print_cpu(void) {
     for (int i = 0; i < 2 && qtts_interleave_kernels(); i++) {
         const qtts_dtype t = i ? QTTS_Q4_K : QTTS_Q8_0;
         const qtts_interleave_calibration *ic = qtts_interleave_calibrate(t);
-        const char *env = getenv("QTTS_INTERLEAVE"), *penv = getenv("QTTS_PREFETCH");
-        char pf_x16[48] = "", pf_row[48] = "";
+        const char *env = getenv("QTTS_INTERLEAVE"), *penv = getenv("QTTS_PREFETCH"), *lenv = getenv("QTTS_LOCKSTEP");
+        char pf_x16[96] = "", pf_row[48] = "";
         if (qtts_cpu_isa() == QTTS_ISA_AVX2) {
-            snprintf(pf_x16, sizeof pf_x16, " (prefetching %.1f)", ic->x16_pf_gbs);
+            snprintf(pf_x16, sizeof pf_x16, " (prefetching %.1f; its groups by super-block, not in lockstep, %.1f)",
+                     ic->x16_pf_gbs, ic->x16_blocks_gbs);
             snprintf(pf_row, sizeof pf_row, " (prefetching %.1f)", ic->row_pf_gbs);
         }
         printf("%s weights: 16-row interleaved layout %.1f GB/s%s vs GGML rows %.1f GB/s%s (%d threads, %.0f MB from "
-               "DRAM); 8 tokens %.0f vs %.0f GFLOP/s (%.0f ms) -> %s%s%s%s\n",
+               "DRAM); 8 tokens %.0f vs %.0f GFLOP/s (%.0f ms) -> %s%s%s%s%s%s\n",
                qtts_dtype_name(t), ic->x16_gbs, pf_x16, ic->row_gbs, pf_row, ic->threads, ic->buffer_mb,
                ic->x16_batch_gflops, ic->row_batch_gflops, ic->ms,
                ic->faster ? "interleaved" : "GGML rows", ic->prefetch ? ", prefetching" : "",
+               ic->lockstep ? ", groups in lockstep" : "",
                env && (!strcmp(env, "0") || !strcmp(env, "1")) ? " (overridden by QTTS_INTERLEAVE)" : "",
-               penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "");
+               penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "",
+               lenv && (!strcmp(lenv, "0") || !strcmp(lenv, "1")) ? " (lockstep overridden by QTTS_LOCKSTEP)" : "");
     }
     const qtts_conv_calibration *c = qtts_conv_calibrate();
     printf("decoder convolutions, measured on one thread (%.1f ms, direct-conv FLOPs): f32 %.1f GFLOP/s, "

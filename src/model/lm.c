@@ -35,7 +35,8 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
         int64_t rows = 0;
         for (int i = 0; i < n; i++) rows += parts[i]->rows;
         *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols,
-                          .row_bytes = parts[0]->row_bytes, .data = parts[0]->data, .prefetch = parts[0]->prefetch};
+                          .row_bytes = parts[0]->row_bytes, .data = parts[0]->data, .prefetch = parts[0]->prefetch,
+                          .lockstep = parts[0]->lockstep};
         return 0;
     }
     for (int i = 0; i < n; i++)
@@ -58,7 +59,8 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
         off += bytes;
     }
     *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols, .row_bytes = rb, .data = buf,
-                      .owned = buf, .interleave = parts[0]->interleave, .prefetch = parts[0]->prefetch};
+                      .owned = buf, .interleave = parts[0]->interleave, .prefetch = parts[0]->prefetch,
+                      .lockstep = parts[0]->lockstep};
     return 0;
 }
 

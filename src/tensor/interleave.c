@@ -99,9 +99,20 @@ static int prefetch_for(const qtts_mat *m) {
     return qtts_interleave_calibrate(m->type)->prefetch;
 }
 
+/* Whether m's one-token kernel reads its two groups line by line in step
+ * (AVX2, interleaved): as measured, or as QTTS_LOCKSTEP=0 / 1 forces. */
+static int lockstep_for(const qtts_mat *m) {
+    if (!m->interleave || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
+    const char *env = getenv("QTTS_LOCKSTEP");
+    if (env && !strcmp(env, "0")) return 0;
+    if (env && !strcmp(env, "1")) return 1;
+    return qtts_interleave_calibrate(m->type)->lockstep;
+}
+
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
     if (can_interleave(m) && qtts_mat_interleave_force(m, err)) return -1;
     m->prefetch = prefetch_for(m);
+    m->lockstep = lockstep_for(m);
     return 0;
 }
 

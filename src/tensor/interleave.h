@@ -46,7 +46,8 @@ enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 5
  * it off / on for A/B measurements). Else a no-op. */
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err);
 /* (It also sets m->prefetch for Q8_0/Q4_K on AVX2 as measured for the
- * chosen layout: interleave_calibrate.h; QTTS_PREFETCH=0 / 1 forces it.) */
+ * chosen layout, and m->lockstep for an interleaved one: interleave_calibrate.h;
+ * QTTS_PREFETCH=0 / 1 and QTTS_LOCKSTEP=0 / 1 force them.) */
 
 /* Whether the selected kernel family reads interleaved matrices (AVX-512 or
  * AVX2; elsewhere they would take the scalar path, so they are never made). */

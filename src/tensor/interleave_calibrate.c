@@ -62,11 +62,15 @@ static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x
     return bytes / best * 1e-9;
 }
 
-/* The same with the matrices' prefetch flag set (cleared again after). */
-static double prefetching_gbs(qtts_pool *pool, qtts_mat *m, int n, const float *x, float *y) {
-    for (int i = 0; i < n; i++) m[i].prefetch = 1;
+/* The same with the matrices' prefetch and lockstep flags set as given
+ * (cleared again after). */
+static double flagged_gbs(qtts_pool *pool, qtts_mat *m, int n, int prefetch, int lockstep, const float *x, float *y) {
+    for (int i = 0; i < n; i++) {
+        m[i].prefetch = prefetch;
+        m[i].lockstep = lockstep;
+    }
     double gbs = pass_gbs(pool, m, n, x, y);
-    for (int i = 0; i < n; i++) m[i].prefetch = 0;
+    for (int i = 0; i < n; i++) m[i].prefetch = m[i].lockstep = 0;
     return gbs;
 }
 
@@ -125,26 +129,33 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
         pass_gbs(pool, m, n, x, y); /* warm-up: page faults, frequency */
         const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch */
         c->row_gbs = pass_gbs(pool, m, n, x, y);
-        if (pf) c->row_pf_gbs = prefetching_gbs(pool, m, n, x, y);
+        if (pf) c->row_pf_gbs = flagged_gbs(pool, m, n, 1, 0, x, y);
         const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
         c->row_batch_gflops = batch_gflops(pool, m, row_pf, x, y);
         qtts_err err = {0};
         for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
         if (ok) {
-            pass_gbs(pool, m, n, x, y);
-            c->x16_gbs = pass_gbs(pool, m, n, x, y);
-            if (pf) c->x16_pf_gbs = prefetching_gbs(pool, m, n, x, y);
+            /* AVX2 (pf): the groups in lockstep first, then super-block by super-block at the better
+             * prefetch setting (the flag exists there only) */
+            flagged_gbs(pool, m, n, 0, pf, x, y);
+            c->x16_gbs = flagged_gbs(pool, m, n, 0, pf, x, y);
+            if (pf) c->x16_pf_gbs = flagged_gbs(pool, m, n, 1, 1, x, y);
             const int x16_pf = c->x16_pf_gbs >= CAL_MARGIN * c->x16_gbs;
+            const double x16_step = x16_pf ? c->x16_pf_gbs : c->x16_gbs;
+            if (pf) c->x16_blocks_gbs = flagged_gbs(pool, m, n, x16_pf, 0, x, y);
+            c->lockstep = pf && x16_step >= CAL_MARGIN * c->x16_blocks_gbs;
             c->x16_batch_gflops = batch_gflops(pool, m, x16_pf, x, y);
             c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
             /* each layout at its better setting; a change from the default (rows, no prefetch) needs 1.03x,
              * or a tie at n = 1 and 1.15x on batches (the interleaved kernels load each weight once for
              * 16 rows' worth of multiplies: a Zen 2 ran 8 tokens 1.5x faster, a prefill 1.6x) */
-            const double rows_best = row_pf ? c->row_pf_gbs : c->row_gbs, x16_best = x16_pf ? c->x16_pf_gbs : c->x16_gbs;
+            const double rows_best = row_pf ? c->row_pf_gbs : c->row_gbs,
+                         x16_best = c->lockstep || !pf ? x16_step : c->x16_blocks_gbs;
             c->faster = c->measured && (x16_best >= CAL_MARGIN * rows_best ||
                                         (CAL_MARGIN * x16_best >= rows_best &&
                                          c->x16_batch_gflops >= CAL_BATCH_MARGIN * c->row_batch_gflops));
             c->prefetch = c->measured && (c->faster ? x16_pf : row_pf);
+            c->lockstep = c->lockstep && c->faster;
         }
         c->buffer_mb = (double)n * (double)mat_bytes / 1e6;
     }

@@ -17,8 +17,12 @@ typedef struct qtts_interleave_calibration {
                                  or it was within 1.03x there and at least 1.15x faster on batches */
     int prefetch;             /* AVX2: the chosen layout's kernel prefetches its weights (it read at
                                  least 1.03x the GB/s that way; a Zen 2: +15-40%) */
+    int lockstep;             /* AVX2, interleaved: one token's two groups per thread are read line by
+                                 line in step (qtts_mat.lockstep): they read at least 1.03x the GB/s of
+                                 super-block by super-block (a Zen 2: +20-25%) */
     double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */
-    double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere) */
+    double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere); x16 in lockstep */
+    double x16_blocks_gbs;    /* AVX2: x16 at its prefetch setting, the groups super-block by super-block */
     double row_batch_gflops, x16_batch_gflops; /* n = 8 tokens (a prefill, several streams), in cache */
     int threads;              /* the online CPUs, at most 16 (a temporary pool, joined before returning) */
     double buffer_mb, ms;     /* the buffer measured and what the measurement took */

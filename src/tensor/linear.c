@@ -239,6 +239,7 @@ static int pack_activations(qtts_pool *pool, linear_job *j, void **out) {
     a->cols = j->w->cols;
     a->x = j->x;
     a->prefetch = j->w->prefetch;
+    a->lockstep = j->w->lockstep;
     *out = NULL;
     size_t n = (size_t)j->n, cols = (size_t)j->w->cols;
     size_t bytes = 0;

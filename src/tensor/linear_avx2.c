@@ -373,12 +373,14 @@ static void store_x16(const qtts_mat *w, const float *bias, float *y, int64_t r,
 /* One token against X16_STREAMS 16-row groups far apart, read in step: a
  * core streams memory faster from two places than from one (a Zen 2 read
  * 14-15 GB/s from DRAM on one sequential stream, 19-20 on two), and one
- * token leaves compute to spare. The groups alternate line by line (64
- * bytes), not super-block by super-block: on the same Zen 2, 3072x1024 Q4_K
- * from DRAM went from 14.5-15.8 to 18.1-19.3 GB/s on one thread (24.5 ->
- * 28.7 on two), Q8_0 from 14.6-15.0 to 15.4-16.2; four groups in step gained
- * nothing more. The operations and their order per group are those of
- * q4_k_x16_super / q8_0_x8_block, so the results are the same bits. */
+ * token leaves compute to spare. With a->lockstep the groups alternate line
+ * by line (64 bytes), else super-block by super-block: on the same Zen 2,
+ * 3072x1024 Q4_K from DRAM went from 14.5-15.8 to 18.1-19.3 GB/s on one
+ * thread (24.5 -> 28.7 on two), Q8_0 from 14.6-15.0 to 15.4-16.2, and four
+ * groups in step gained nothing more; an earlier 4-group lockstep lost on a
+ * Zen 4 (AVX-512 kernels), so the load-time measurement decides
+ * (interleave_calibrate.h). The operations and their order per group are
+ * those of q4_k_x16_super / q8_0_x8_block, so the results are the same bits. */
 enum { X16_STREAMS = 2 };
 /* Super-block b of the X16_STREAMS groups g[k], 1 token, added to acc[k]. */
 INLINE void q4_k_x16_lockstep(const uint8_t *const *g, const qtts_act *a, int64_t b,
@@ -476,8 +478,16 @@ static void x16_streams_n1(const qtts_mat *w, const qtts_act *a, const uint8_t *
     for (int k = 0; k < X16_STREAMS; k++)
         for (int h = 0; h < 2; h++) acc[k][h][0] = _mm256_setzero_ps();
     for (int64_t b = 0; b < a->nb; b++) {
-        if (w->type == QTTS_Q4_K) q4_k_x16_lockstep(g, a, b, acc);
-        else q8_0_x16_lockstep(g, a, b, acc);
+        if (a->lockstep) {
+            if (w->type == QTTS_Q4_K) q4_k_x16_lockstep(g, a, b, acc);
+            else q8_0_x16_lockstep(g, a, b, acc);
+            continue;
+        }
+        for (int k = 0; k < X16_STREAMS; k++) {
+            if (w->type == QTTS_Q4_K) q4_k_x16_super(g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER, a, 0, 1, b, acc[k]);
+            else
+                for (int h = 0; h < 2; h++) q8_0_x8_block(g[k], h, a, 0, 1, b, acc[k][h]);
+        }
     }
 }
 

@@ -33,6 +33,7 @@ typedef struct qtts_act {
     int64_t nb;  /* scales per row in qd */
     int64_t nsub; /* bsum entries per row */
     int prefetch; /* the weights' qtts_mat.prefetch (AVX2 kernels) */
+    int lockstep; /* the weights' qtts_mat.lockstep (AVX2 kernels) */
 } qtts_act;
 
 enum { QTTS_TILE_TOKENS = 4, QTTS_TILE_ROWS = 16 };

@@ -52,6 +52,10 @@ typedef struct qtts_mat {
                        of 16 for the x86 kernels (tensor/interleave.h) */
     int prefetch;   /* Q8_0/Q4_K: the AVX2 kernels prefetch the weights ahead
                        of use (set at load where measured faster) */
+    int lockstep;   /* interleaved, AVX2, one token: the two 16-row groups a
+                       thread reads side by side alternate line by line rather
+                       than super-block by super-block (set at load where
+                       measured faster; the same results either way) */
 } qtts_mat;
 
 void qtts_mat_free(qtts_mat *m);
