@@ -221,30 +221,66 @@ static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
     }
 }
 
+/* y[g*P + q*d + r] = ys[q][g*d + r] + b (+ add), the phase rows of one
+ * output channel (row stride ntp) back in time order: every whole period
+ * without bounds checks, the last one with them. As one branchy 1-9 float
+ * copy per run it took 3.7% of the Winograd decoder's time on a Zen 2 (one
+ * thread), 1.9% so (output transform included), ~1 ms per frame less. */
+static void scatter_row(const float *ys, int64_t ntp, int m, int64_t d, int64_t T, int64_t G, float b, float *yr,
+                        const float *ar) {
+    const int64_t P = m * d, whole = T / P;
+    if (d == 1 && m == 4) { /* the common case, unrolled so the compiler can vectorize the 4-way interleave */
+        const float *y0 = ys, *y1 = ys + ntp, *y2 = ys + 2 * ntp, *y3 = ys + 3 * ntp;
+        if (ar)
+            for (int64_t g = 0; g < whole; g++) {
+                yr[4 * g] = y0[g] + b + ar[4 * g];
+                yr[4 * g + 1] = y1[g] + b + ar[4 * g + 1];
+                yr[4 * g + 2] = y2[g] + b + ar[4 * g + 2];
+                yr[4 * g + 3] = y3[g] + b + ar[4 * g + 3];
+            }
+        else
+            for (int64_t g = 0; g < whole; g++) {
+                yr[4 * g] = y0[g] + b;
+                yr[4 * g + 1] = y1[g] + b;
+                yr[4 * g + 2] = y2[g] + b;
+                yr[4 * g + 3] = y3[g] + b;
+            }
+    } else {
+        for (int64_t g = 0; g < whole; g++)
+            for (int q = 0; q < m; q++) {
+                const float *src = ys + q * ntp + g * d;
+                float *o = yr + g * P + q * d;
+                if (ar) {
+                    const float *a = ar + g * P + q * d;
+                    for (int64_t r = 0; r < d; r++) o[r] = src[r] + b + a[r];
+                } else {
+                    for (int64_t r = 0; r < d; r++) o[r] = src[r] + b;
+                }
+            }
+    }
+    for (int64_t g = whole; g < G; g++)
+        for (int q = 0; q < m; q++) {
+            const int64_t t0 = g * P + q * d;
+            if (t0 >= T) break;
+            const int64_t cnt = T - t0 < d ? T - t0 : d;
+            const float *src = ys + q * ntp + g * d;
+            if (ar)
+                for (int64_t r = 0; r < cnt; r++) yr[t0 + r] = src[r] + b + ar[t0 + r];
+            else
+                for (int64_t r = 0; r < cnt; r++) yr[t0 + r] = src[r] + b;
+        }
+}
+
 /* Per output channel: the m output phase rows, then bias (+ add) into y. */
 static void output_rows(void *p, int64_t c0, int64_t c1, int tid) {
     const wg_job *j = p;
-    const int m = j->plan->m;
     float *ys = j->scratch + tid * j->per_thread;
     for (int64_t co = c0; co < c1; co++) {
         j->out(j->plan, j->M + co * j->ntp, j->cv->c_out * j->ntp, j->ntp, ys, j->ntp);
-        const float b = j->cv->bias[co];
-        float *yr = j->y + co * j->ldy;
-        const float *ar = j->add ? j->add + co * j->ldadd : NULL;
-        for (int64_t g = 0; g < j->G; g++)
-            for (int q = 0; q < m; q++) {
-                const int64_t t0 = g * j->P + q * j->d;
-                if (t0 >= j->T) break;
-                const int64_t cnt = j->T - t0 < j->d ? j->T - t0 : j->d;
-                const float *src = ys + q * j->ntp + g * j->d;
-                if (ar)
-                    for (int64_t r = 0; r < cnt; r++) yr[t0 + r] = src[r] + b + ar[t0 + r];
-                else
-                    for (int64_t r = 0; r < cnt; r++) yr[t0 + r] = src[r] + b;
-            }
+        scatter_row(ys, j->ntp, j->plan->m, j->d, j->T, j->G, j->cv->bias[co], j->y + co * j->ldy,
+                    j->add ? j->add + co * j->ldadd : NULL);
     }
 }
-
 
 int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
