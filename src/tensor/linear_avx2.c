@@ -371,11 +371,12 @@ static void store_x16(const qtts_mat *w, const float *bias, float *y, int64_t r,
 }
 
 /* One token against X16_STREAMS 16-row groups far apart, read in step: a
- * core streams memory faster from two places than from one (a Zen 2 read
- * 14-15 GB/s from DRAM on one sequential stream, 19-20 on two), and one
- * token leaves compute to spare. With a->lockstep the groups alternate line
- * by line (64 bytes), else super-block by super-block: on the same Zen 2,
- * 3072x1024 Q4_K from DRAM went from 14.5-15.8 to 18.1-19.3 GB/s on one
+ * core streams memory faster from two places than from one (plain reads on
+ * a Zen 2: 13.7 GB/s from DRAM as one sequential stream, 17.8 as two and
+ * 22.1 as four alternating 64-byte lines, 15.4 as four switching every 2368
+ * bytes), and one token leaves compute to spare. With a->lockstep the groups
+ * alternate line by line, else super-block by super-block: on the same Zen
+ * 2, 3072x1024 Q4_K from DRAM went from 14.5-15.8 to 18.1-19.3 GB/s on one
  * thread (24.5 -> 28.7 on two), Q8_0 from 14.6-15.0 to 15.4-16.2, and four
  * groups in step gained nothing more; an earlier 4-group lockstep lost on a
  * Zen 4 (AVX-512 kernels), so the load-time measurement decides
