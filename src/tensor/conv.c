@@ -364,11 +364,12 @@ int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t
     return 0;
 }
 
-/* Columns per B panel: what one call of this CPU's tile covers, so the tile
+/* Columns per B panel: what one pass of this CPU's tile covers, so the tile
  * streams its panel front to back once. The AVX2 tile takes 24 samples per
  * pass; with 48-column panels it swept each panel twice, reading half of
  * every line (Zen 2, one thread, M = 4..16 rows: 8-14% slower from DRAM,
- * 25% in cache). */
+ * 25% in cache). AVX-512 covers 48; NEON (12 per pass) stays at 48 until an
+ * ARM core measures the change. */
 static int64_t gemm_panel(void) {
     return qtts_conv_isa_resolve(QTTS_CONV_ISA_AUTO) == QTTS_CONV_ISA_AVX2 ? 24 : QTTS_CONV_NT;
 }
