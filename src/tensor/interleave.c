@@ -9,6 +9,15 @@
 
 int qtts_interleave_kernels(void) { return qtts_cpu_isa() == QTTS_ISA_AVX512 || qtts_cpu_isa() == QTTS_ISA_AVX2; }
 
+/* QTTS_INTERLEAVE, QTTS_PREFETCH, QTTS_LOCKSTEP: 0 or 1 forces a choice
+ * (for A/B measurements); -1 when unset or anything else (then measure). */
+static int forced(const char *var) {
+    const char *env = getenv(var);
+    if (env && !strcmp(env, "0")) return 0;
+    if (env && !strcmp(env, "1")) return 1;
+    return -1;
+}
+
 /* Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family selected,
  * and the layout measured faster for the type on this CPU
  * (tensor/interleave_calibrate.h). QTTS_INTERLEAVE=0 / 1 in the environment
@@ -17,10 +26,8 @@ static int can_interleave(const qtts_mat *m) {
     if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
     if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
     if (!qtts_interleave_kernels()) return 0;
-    const char *env = getenv("QTTS_INTERLEAVE");
-    if (env && !strcmp(env, "0")) return 0;
-    if (env && !strcmp(env, "1")) return 1;
-    return qtts_interleave_calibrate(m->type)->faster;
+    const int f = forced("QTTS_INTERLEAVE");
+    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->faster;
 }
 
 static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
@@ -93,20 +100,16 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
  * as measured, or as QTTS_PREFETCH=0 / 1 forces. */
 static int prefetch_for(const qtts_mat *m) {
     if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
-    const char *env = getenv("QTTS_PREFETCH");
-    if (env && !strcmp(env, "0")) return 0;
-    if (env && !strcmp(env, "1")) return 1;
-    return qtts_interleave_calibrate(m->type)->prefetch;
+    const int f = forced("QTTS_PREFETCH");
+    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->prefetch;
 }
 
 /* Whether m's one-token kernel reads its two groups line by line in step
  * (AVX2, interleaved): as measured, or as QTTS_LOCKSTEP=0 / 1 forces. */
 static int lockstep_for(const qtts_mat *m) {
     if (!m->interleave || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
-    const char *env = getenv("QTTS_LOCKSTEP");
-    if (env && !strcmp(env, "0")) return 0;
-    if (env && !strcmp(env, "1")) return 1;
-    return qtts_interleave_calibrate(m->type)->lockstep;
+    const int f = forced("QTTS_LOCKSTEP");
+    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->lockstep;
 }
 
 int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
