@@ -165,7 +165,7 @@ typedef struct {
     const float *x, *add;
     float *y, *U, *M, *scratch; /* scratch: per_thread floats for each pool thread (its phase rows or outputs) */
     int64_t ldx, ldy, ldadd, T, len;   /* len: history + T input samples */
-    int64_t d, P, G, ntp, L, per_thread; /* dilation, period m*d, groups, tiles (padded), phase row length */
+    int64_t d, P, ntp, L, per_thread; /* dilation, period m*d, tiles (padded), phase row length */
     int64_t n_rb, n_tb;
     int rows_outer;
     input_fn in;
@@ -196,15 +196,14 @@ static void input_rows(void *p, int64_t c0, int64_t c1, int tid) {
                 r2[g] = xr[4 * g + 2];
                 r3[g] = xr[4 * g + 3];
             }
+        } else {
+            for (int q = 0; q < m; q++)
+                for (int64_t g = 0; g < whole; g++)
+                    for (int64_t r = 0; r < d; r++) ph[q * j->L + g * d + r] = xr[g * P + q * d + r];
         }
+        /* the rest of each row, bounds-checked */
         for (int q = 0; q < m; q++) {
             float *row = ph + q * j->L;
-            const float *src = xr + q * d;
-            if (d == 1 && m != 4)
-                for (int64_t g = 0; g < whole; g++) row[g] = src[g * P];
-            else if (d > 1)
-                for (int64_t g = 0; g < whole; g++)
-                    for (int64_t r = 0; r < d; r++) row[g * d + r] = src[g * P + r];
             for (int64_t o = whole * d; o < j->L; o++) {
                 const int64_t at = (o / d) * P + q * d + o % d;
                 row[o] = at < j->len ? xr[at] : 0.0f;
@@ -237,9 +236,9 @@ static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
  * without bounds checks, the last one with them. As one branchy 1-9 float
  * copy per run it took 3.7% of the Winograd decoder's time on a Zen 2 (one
  * thread), 1.9% so (output transform included), ~1 ms per frame less. */
-static void scatter_row(const float *ys, int64_t ntp, int m, int64_t d, int64_t T, int64_t G, float b, float *yr,
+static void scatter_row(const float *ys, int64_t ntp, int m, int64_t d, int64_t T, float b, float *yr,
                         const float *ar) {
-    const int64_t P = m * d, whole = T / P;
+    const int64_t P = m * d, whole = T / P, G = (T + P - 1) / P;
     if (d == 1 && m == 4) { /* the common case, unrolled so the compiler can vectorize the 4-way interleave */
         const float *y0 = ys, *y1 = ys + ntp, *y2 = ys + 2 * ntp, *y3 = ys + 3 * ntp;
         if (ar)
@@ -288,7 +287,7 @@ static void output_rows(void *p, int64_t c0, int64_t c1, int tid) {
     float *ys = j->scratch + tid * j->per_thread;
     for (int64_t co = c0; co < c1; co++) {
         j->out(j->plan, j->M + co * j->ntp, j->cv->c_out * j->ntp, j->ntp, ys, j->ntp);
-        scatter_row(ys, j->ntp, j->plan->m, j->d, j->T, j->G, j->cv->bias[co], j->y + co * j->ldy,
+        scatter_row(ys, j->ntp, j->plan->m, j->d, j->T, j->cv->bias[co], j->y + co * j->ldy,
                     j->add ? j->add + co * j->ldadd : NULL);
     }
 }
@@ -302,8 +301,8 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.len = T + qtts_conv_history(cv);
     j.d = cv->dil;
     j.P = m * j.d;
-    j.G = (T + j.P - 1) / j.P;
-    j.ntp = (j.G * j.d + 7) / 8 * 8;
+    const int64_t groups = (T + j.P - 1) / j.P;
+    j.ntp = (groups * j.d + 7) / 8 * 8;
     j.L = j.ntp + (int64_t)((n - 1) / m) * j.d; /* the last tile's last input */
     j.per_thread = m * (j.L > j.ntp ? j.L : j.ntp);
     const int threads = pool ? qtts_pool_size(pool) : 1;
