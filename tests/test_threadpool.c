@@ -103,8 +103,100 @@ static void check_stray_caller_aborts(void) {
                "a tiny job from a non-owner thread must abort (status %d)", st);
 }
 
+/* Lanes (qtts_pool_lane): one thread runs parallel-fors on its lane while
+ * the other is busy, then helps. Every element must run exactly once, in
+ * ranges on grain boundaries, under the owner's tid 0 or the helper's slot
+ * 1, and the helper must end up taking chunks. */
+enum { LANE_N = 3000, LANE_GRAIN = 7 };
+
+typedef struct {
+    atomic_int hits[LANE_N];
+    atomic_long helper_chunks, bad;
+} lane_round;
+
+typedef struct {
+    qtts_pool *pool;
+    int lane_tid; /* the thread whose lane runs the parallel-fors */
+    lane_round r;
+    atomic_int busy_done, owner_done;
+    long rounds;
+} lane_job;
+
+static void lane_range(void *p, int64_t b, int64_t e, int tid) {
+    lane_round *r = p;
+    if (b % LANE_GRAIN || (e % LANE_GRAIN && e != LANE_N) || (tid != 0 && tid != 1)) atomic_fetch_add(&r->bad, 1);
+    if (tid == 1) atomic_fetch_add(&r->helper_chunks, 1);
+    for (int64_t i = b; i < e; i++) {
+        volatile double x = (double)i;
+        for (int k = 0; k < 50; k++) x = x * 1.0000001 + 1e-9;
+        atomic_fetch_add(&r->hits[i], 1);
+    }
+}
+
+static void lane_body(void *p, int tid, int n) {
+    (void)n;
+    lane_job *j = p;
+    if (tid == j->lane_tid) {
+        qtts_pool *lane = qtts_pool_lane(j->pool, tid);
+        /* until the helper took chunks (or long after it should have) */
+        for (j->rounds = 0; j->rounds < 20000; j->rounds++) {
+            qtts_parallel_for(lane, LANE_N, LANE_GRAIN, lane_range, &j->r);
+            if (atomic_load(&j->r.helper_chunks) >= 20) break;
+        }
+        atomic_store(&j->owner_done, 1);
+    } else if (tid == 1 - j->lane_tid) {
+        for (volatile long k = 0; k < 2000000; k++) { /* busy with a job of its own first */
+        }
+        qtts_pool_lane_help(qtts_pool_lane(j->pool, j->lane_tid), 1, &j->owner_done);
+    }
+}
+
+static void check_lanes(void) {
+    qtts_err err = {0};
+    qtts_pool *pool = qtts_pool_create(2, &err);
+    TEST_CHECK(pool != NULL, "pool: %s", err.msg);
+    if (!pool) return;
+    TEST_CHECK(qtts_pool_lane(pool, 2) == NULL && qtts_pool_lane(NULL, 0) == NULL, "lanes out of range");
+    for (int lane_tid = 0; lane_tid < 2; lane_tid++) {
+        lane_job *j = calloc(1, sizeof *j);
+        if (!j) continue;
+        j->pool = pool;
+        j->lane_tid = lane_tid;
+        qtts_pool_run(pool, lane_body, j);
+        long wrong = 0;
+        for (int i = 0; i < LANE_N; i++) wrong += atomic_load(&j->r.hits[i]) != j->rounds + (j->rounds < 20000);
+        TEST_CHECK(wrong == 0, "lane %d: %ld elements not run once per parallel-for (%ld rounds)", lane_tid, wrong,
+                   j->rounds);
+        TEST_CHECK(atomic_load(&j->r.bad) == 0, "lane %d: %ld chunks off the grain or with a wrong tid", lane_tid,
+                   (long)atomic_load(&j->r.bad));
+        TEST_CHECK(atomic_load(&j->r.helper_chunks) > 0, "lane %d: the helper took no chunk in %ld parallel-fors",
+                   lane_tid, j->rounds);
+        free(j);
+    }
+    qtts_pool_free(pool);
+}
+
+/* A lane may only be used by its own thread: the owner using thread 1's lane aborts. */
+static void check_foreign_lane_aborts(void) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        qtts_err e = {0};
+        qtts_pool *pool = qtts_pool_create(2, &e);
+        if (!pool) _exit(3);
+        freopen("/dev/null", "w", stderr);
+        qtts_parallel_for_work(qtts_pool_lane(pool, 1), 4, 1, 1.0, tiny_body, NULL);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    TEST_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "using another thread's lane must abort (status %d)", st);
+}
+
 int main(void) {
     check_stray_caller_aborts();
+    check_foreign_lane_aborts();
+    check_lanes();
     qtts_err err = {0};
     int before_create = count_threads();
     qtts_exec *ex = qtts_exec_create(3, &err);

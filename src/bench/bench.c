@@ -128,7 +128,9 @@ typedef struct {
     int n;
 } bench_lm;
 
-static int bench_lm_step(void *ctx, qtts_err *err) { return qtts_batch_step(((bench_lm *)ctx)->b, NULL, err); }
+static int bench_lm_step(void *ctx, qtts_pool *lane, qtts_err *err) {
+    return qtts_batch_step(((bench_lm *)ctx)->b, lane, err);
+}
 
 static int bench_lm_pause(void *ctx) { /* a frame that could not be kept fails the pass */
     const bench_lm *l = ctx;
@@ -741,8 +743,9 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     fprintf(f, "  RTF %.3f (%.2f s for %.2f s of audio; cpu %.3f), steady-state RTF %.3f (cpu %.3f)\n", r->rtf,
             r->wall_s, r->audio_s, r->rtf_cpu, r->rtf_steady, r->rtf_steady_cpu);
     if (r->overlapped_steps)
-        fprintf(f, "  %lld of %lld decoder steps ran beside LM steps, one thread each (--overlap; the steady-state RTF "
-                   "adds stage times that then overlap, and those are one-thread times)\n",
+        fprintf(f, "  %lld of %lld decoder steps ran beside LM steps, one thread each, the first one done then helping the "
+                   "other (--overlap; the steady-state RTF adds stage times that then overlap, and those are mostly "
+                   "one-thread times)\n",
                 (long long)r->overlapped_steps, (long long)r->decode_steps);
     print_header(f, "per step");
     print_stage(f, "talker step", &r->talker, r, r->peak_gflops);
@@ -755,8 +758,9 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
         fprintf(f, "%d streams: %.2f s of audio in %.2f s = %.2fx real time aggregate (cpu %.2fx)\n", r->batch,
                 r->batch_audio_s, r->batch_wall_s, r->aggregate_xrt, r->aggregate_xrt_cpu);
         if (r->batch_overlapped_steps)
-            fprintf(f, "  %lld of %lld decoder steps ran beside LM steps, one thread each (the stage times below are "
-                       "then one-thread times; %%pk is against the %d-thread peak)\n",
+            fprintf(f, "  %lld of %lld decoder steps ran beside LM steps, one thread each, the first one done then "
+                       "helping the other (the stage times below are then mostly one-thread times; %%pk is against the "
+                       "%d-thread peak)\n",
                     (long long)r->batch_overlapped_steps, (long long)r->batch_decode_steps, r->threads);
         print_header(f, "per step (all streams)");
         print_stage(f, "talker step", &r->talker_b, r, r->peak_gflops);

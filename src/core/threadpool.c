@@ -53,6 +53,19 @@ struct qtts_pool {
     /* Owner-only state of the parallel-for policy (see parallel_for_work). */
     int alone_streak;   /* consecutive parallel-fors whose chunks the owner ran all by itself */
     int inline_budget;  /* parallel-fors still to run inline before probing the workers again */
+
+    /* Lanes (qtts_pool_lane): in a pool, one view per thread (NULL with one
+     * thread); in a view, the pool it belongs to and (owner) its thread. */
+    struct qtts_pool *lanes, *parent;
+    /* A lane's open parallel-for, if any. An odd lane_seq means lane_job is
+     * open to helpers; each new one adds 2. Helpers announce themselves in
+     * lane_inside before reading lane_job, and the owner closes a job by
+     * making lane_seq even and then waiting for lane_inside to drop to 0, so
+     * the job (on the owner's stack) outlives every reader. */
+    struct range_job *lane_job;
+    atomic_uint_fast64_t lane_seq;
+    atomic_int lane_inside;
+    atomic_int lane_helpers; /* threads inside qtts_pool_lane_help on this lane */
 };
 
 /* The kernel's id of the calling thread (Linux: what /proc/<pid>/task lists);
@@ -129,6 +142,18 @@ qtts_pool *qtts_pool_create(int n_threads, qtts_err *err) {
         return NULL;
     }
     while (atomic_load(&pool->ready) != n_threads - 1) sched_yield();
+    if (n_threads > 1) {
+        pool->lanes = qtts_calloc((size_t)n_threads, sizeof *pool->lanes, err);
+        if (!pool->lanes) {
+            qtts_pool_free(pool);
+            return NULL;
+        }
+        for (int i = 0; i < n_threads; i++) {
+            pool->lanes[i].n_threads = n_threads;
+            pool->lanes[i].owner = i ? pool->workers[i] : pool->owner;
+            pool->lanes[i].parent = pool;
+        }
+    }
     return pool;
 }
 
@@ -144,6 +169,7 @@ void qtts_pool_free(qtts_pool *pool) {
     free(pool->workers);
     free(pool->args);
     free(pool->kernel_tids);
+    free(pool->lanes);
     free(pool);
 }
 
@@ -160,7 +186,7 @@ static void check_owner(const qtts_pool *pool) {
 
 void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
     check_owner(pool);
-    if (pool->n_threads == 1) {
+    if (pool->n_threads == 1 || pool->parent) {
         fn(ctx, 0, 1);
         return;
     }
@@ -201,7 +227,7 @@ void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t 
  * of grain, so results do not depend on which thread ran which chunk. */
 enum { CHUNKS_PER_THREAD = 4, ALONE_STREAK_LIMIT = 4, INLINE_RUNS = 64 };
 
-typedef struct {
+typedef struct range_job {
     qtts_range_fn fn;
     void *ctx;
     int64_t n, grain, chunk; /* chunk: elements per hand-out, a multiple of grain */
@@ -221,6 +247,29 @@ static void range_body(void *p, int tid, int n_threads) {
     }
 }
 
+static int64_t chunk_elems(int64_t n, int64_t grain, int n_threads) {
+    int64_t units = (n + grain - 1) / grain;
+    return (units + CHUNKS_PER_THREAD * n_threads - 1) / (CHUNKS_PER_THREAD * n_threads) * grain;
+}
+
+/* A parallel-for on a lane: its thread runs it alone while no helper is
+ * there (no hand-out at all), else opens it to the helpers and takes chunks
+ * beside them. */
+static void lane_parallel_for(qtts_pool *lane, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx) {
+    if (!atomic_load(&lane->lane_helpers)) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    range_job job = {.fn = fn, .ctx = ctx, .n = n, .grain = grain, .chunk = chunk_elems(n, grain, lane->n_threads)};
+    atomic_init(&job.next, 0);
+    lane->lane_job = &job;
+    const uint_fast64_t seq = atomic_load(&lane->lane_seq) + 1;
+    atomic_store(&lane->lane_seq, seq); /* open */
+    range_body(&job, 0, lane->n_threads);
+    atomic_store(&lane->lane_seq, seq + 1); /* closed: no helper starts on it now */
+    while (atomic_load(&lane->lane_inside)) cpu_relax();
+}
+
 void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double work, qtts_range_fn fn, void *ctx) {
     check_owner(pool);
     if (n <= 0) return;
@@ -229,14 +278,16 @@ void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double wo
         fn(ctx, 0, n, 0);
         return;
     }
+    if (pool->parent) {
+        lane_parallel_for(pool, n, grain, fn, ctx);
+        return;
+    }
     if (pool->inline_budget > 0) { /* the workers were late every time lately */
         pool->inline_budget--;
         fn(ctx, 0, n, 0);
         return;
     }
-    int64_t units = (n + grain - 1) / grain, per = (units + CHUNKS_PER_THREAD * pool->n_threads - 1) /
-                                                       (CHUNKS_PER_THREAD * pool->n_threads);
-    range_job job = {.fn = fn, .ctx = ctx, .n = n, .grain = grain, .chunk = per * grain};
+    range_job job = {.fn = fn, .ctx = ctx, .n = n, .grain = grain, .chunk = chunk_elems(n, grain, pool->n_threads)};
     atomic_init(&job.next, 0);
     qtts_pool_run(pool, range_body, &job);
     /* When other processes hold the cores, our workers wake too late to take
@@ -256,8 +307,32 @@ void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn 
     qtts_parallel_for_work(pool, n, grain, HUGE_VAL, fn, ctx);
 }
 
+qtts_pool *qtts_pool_lane(qtts_pool *pool, int tid) {
+    return pool && pool->lanes && tid >= 0 && tid < pool->n_threads ? &pool->lanes[tid] : NULL;
+}
+
+void qtts_pool_lane_help(qtts_pool *lane, int slot, const atomic_int *done) {
+    atomic_fetch_add(&lane->lane_helpers, 1);
+    uint_fast64_t last = 0;
+    int spins = 0;
+    while (!atomic_load_explicit(done, memory_order_acquire)) {
+        const uint_fast64_t seq = atomic_load(&lane->lane_seq);
+        if (!(seq & 1) || seq == last) {
+            if (++spins < BARRIER_SPIN_ITERS) cpu_relax();
+            else sched_yield();
+            continue;
+        }
+        atomic_fetch_add(&lane->lane_inside, 1);
+        if (atomic_load(&lane->lane_seq) == seq) range_body(lane->lane_job, slot, lane->n_threads);
+        atomic_fetch_sub(&lane->lane_inside, 1);
+        last = seq;
+        spins = 0;
+    }
+    atomic_fetch_sub(&lane->lane_helpers, 1);
+}
+
 void qtts_pool_barrier(qtts_pool *pool) {
-    if (pool->n_threads == 1) return;
+    if (pool->n_threads == 1 || pool->parent) return;
     unsigned phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
     if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) == pool->n_threads - 1) {
         atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
@@ -272,12 +347,14 @@ void qtts_pool_barrier(qtts_pool *pool) {
 }
 
 int qtts_pool_thread_ids(const qtts_pool *pool, pid_t *out, int max) {
+    if (pool->parent) pool = pool->parent;
     int n = pool->n_threads < max ? pool->n_threads : max;
     for (int i = 0; i < n; i++) out[i] = pool->kernel_tids[i];
     return n;
 }
 
 int qtts_pool_is_member(const qtts_pool *pool) {
+    if (pool->parent) pool = pool->parent;
     pid_t me = current_tid();
     for (int i = 0; i < pool->n_threads; i++)
         if (pool->kernel_tids[i] == me) return 1;

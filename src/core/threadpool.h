@@ -5,6 +5,7 @@
 #ifndef QTTS_CORE_THREADPOOL_H
 #define QTTS_CORE_THREADPOOL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -41,6 +42,25 @@ void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn 
  * aborts, however small. */
 #define QTTS_POOL_MIN_WORK 65536.0
 void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double work, qtts_range_fn fn, void *ctx);
+
+/* Lanes: for two jobs at once inside one SPMD body (the engine's overlap:
+ * LM steps on the owner beside a decoder step on thread 1), each thread runs
+ * its job with its own lane, qtts_pool_lane(pool, tid), in place of the pool.
+ * A lane's parallel-fors run on its thread alone until another pool thread,
+ * done with its own job, calls qtts_pool_lane_help on it: from then on that
+ * thread takes chunks of each of them too. Chunks follow the pool's rules
+ * (multiples of grain), so results do not depend on whether anyone helped.
+ * Inside a lane's parallel-for, its own thread is tid 0 and a helper is its
+ * slot; qtts_pool_size(lane) is the pool's, so per-thread scratch covers
+ * every slot. SPMD bodies (qtts_pool_run) on a lane run on its thread alone,
+ * as one thread. A lane may only be used by its thread. NULL for a pool of one
+ * thread, no pool, or tid out of range. */
+qtts_pool *qtts_pool_lane(qtts_pool *pool, int tid);
+/* Called inside an SPMD body by a pool thread other than the lane's: takes
+ * chunks of the lane's parallel-fors, as tid slot (1..size-1, one per
+ * helper), until *done becomes nonzero (the lane's thread sets it once its
+ * job is over). Spins meanwhile. */
+void qtts_pool_lane_help(qtts_pool *lane, int slot, const atomic_int *done);
 
 /* Barrier for use inside an SPMD body: spins briefly, then yields. */
 void qtts_pool_barrier(qtts_pool *pool);

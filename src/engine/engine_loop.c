@@ -417,7 +417,7 @@ static int overlap_possible(const qtts_engine *e, const qtts_pool *pool) {
     return 1;
 }
 
-static int lm_step_cb(void *e, qtts_err *err) { return lm_step(e, NULL, err); }
+static int lm_step_cb(void *e, qtts_pool *lane, qtts_err *err) { return lm_step(e, lane, err); }
 static int lm_pause_cb(void *e) { return lm_should_pause(e); }
 
 /* Decodes the due requests' pending frames in one batched step: on the

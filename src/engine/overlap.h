@@ -19,9 +19,10 @@ typedef struct {
     const int64_t *n_frames;
     int n;
     float **out;
-    /* one talker + code-predictor step on the calling thread alone (pool NULL):
-     * returns what qtts_batch_step returns; pause: nonzero stops further steps */
-    int (*lm_step)(void *ctx, qtts_err *err);
+    /* one talker + code-predictor step on the calling thread, with pool its
+     * lane of the pool (qtts_pool_lane): returns what qtts_batch_step returns;
+     * pause: nonzero stops further steps */
+    int (*lm_step)(void *ctx, qtts_pool *pool, qtts_err *err);
     int (*lm_pause)(void *ctx);
     void *lm_ctx;
     /* results */
@@ -32,7 +33,9 @@ typedef struct {
 
 /* Runs the decoder step on pool thread 1 and LM steps on the owner until the
  * decoder is done (or QTTS_OVERLAP_MAX_LM_STEPS, an LM step's result <= 0,
- * lm_pause), as one pool job of a 2-thread pool. 0, or -1 with err set by
+ * lm_pause), as one pool job of a 2-thread pool: each on its own lane of the
+ * pool, and the one done first takes chunks of the other's work
+ * (qtts_pool_lane). 0, or -1 with err set by
  * whichever side failed (the decoder's error first). */
 int qtts_overlap_run(qtts_pool *pool, qtts_overlap_step *s, qtts_err *err);
 
