@@ -132,23 +132,25 @@ int main(void) {
         free(js);
     }
 
-    /* overlap forced (engine/overlap.h): every frame still decoded once, some decoder steps beside LM steps */
-    {
+    /* overlap forced (engine/overlap.h), on 2 threads and on 3 (the third one helps): every frame still
+       decoded once, some decoder steps beside LM steps */
+    for (int threads = 2; threads <= 3; threads++) {
         qtts_bench_options ov = o;
         ov.frames = 12;
         ov.batch = 2;
         ov.probe = 0;
         ov.overlap = 1;
+        ov.threads = threads;
         qtts_bench_result ro;
         rc = qtts_bench_run(&ov, &ro, &err);
-        TEST_CHECK(rc == 0, "bench with overlap: %s", err.msg);
+        TEST_CHECK(rc == 0, "bench with overlap, %d threads: %s", threads, err.msg);
         if (rc == 0) {
             TEST_CHECK(ro.frames_out == 12 && ro.samples_out == 12 * fs && ro.batch_samples_out == 2 * 12 * fs,
-                       "overlap: %lld samples (1 stream), %lld (2)", (long long)ro.samples_out,
+                       "overlap, %d threads: %lld samples (1 stream), %lld (2)", threads, (long long)ro.samples_out,
                        (long long)ro.batch_samples_out);
             TEST_CHECK(ro.overlapped_steps >= 1 && ro.overlapped_steps < ro.decode_steps,
-                       "overlap: %lld of %lld decoder steps overlapped (not the first)", (long long)ro.overlapped_steps,
-                       (long long)ro.decode_steps);
+                       "overlap, %d threads: %lld of %lld decoder steps overlapped (not the first)", threads,
+                       (long long)ro.overlapped_steps, (long long)ro.decode_steps);
         }
     }
 

@@ -290,8 +290,8 @@ static int run_pass(bench_ctx *c, qtts_pool *pool, int n, pass_result *pr) {
             outs[k] = st[i].pcm;
             k++;
         }
-        /* as the engine: with two threads, maybe beside more LM steps (engine/overlap_policy.h) */
-        int possible = k && c->o->overlap != 0 && qtts_pool_size(pool) == 2;
+        /* as the engine: with two threads or more, maybe beside more LM steps (engine/overlap_policy.h) */
+        int possible = k && c->o->overlap != 0 && qtts_pool_size(pool) >= 2;
         for (int i = 0; i < n && possible; i++)
             if (qtts_gen_request_finished(req[i]) || (st[i].due && !st[i].samples_out)) possible = 0;
         const int overlap = possible && (c->o->overlap == 1 || qtts_overlap_choose(&ostats));

@@ -35,7 +35,7 @@ typedef struct {
     uint64_t seed;
     const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
     const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
-    int overlap;            /* decoder steps beside LM steps (2 threads): -1 as measured (the engine's
+    int overlap;            /* decoder steps beside LM steps (2+ threads): -1 as measured (the engine's
                                default), 0 never, 1 wherever possible */
 } qtts_bench_options;
 

@@ -22,7 +22,7 @@ static void bench_usage(FILE *out) {
             "                            with -m default: as stored)\n"
             "      --decoder-precision P auto (with q8_0/q4_k the fastest measured, see info --cpu), f32, winograd, bf16\n"
             "      --overlap MODE        auto (default: as the engine, measured), on, off: decoder steps beside LM\n"
-            "                            steps, one thread each (2 threads only)\n"
+            "                            steps (2 threads or more)\n"
             "  -m, --model PATH          benchmark a model folder instead of random weights\n"
             "      --frames N            frames per stream, 80 ms each (default 40)\n"
             "      --batch B             concurrent streams of the second pass (default 1: none)\n"

@@ -1,7 +1,7 @@
 /* The engine thread's frame loop (continuous batching): admit waiting
  * requests (tokenize, build the prompt) -> one batched talker + code-predictor
  * step for all -> one batched decoder step for every request whose frames are
- * due (with two threads, possibly beside more LM steps: overlap_policy.h)
+ * due (with two threads or more, possibly beside more LM steps: overlap_policy.h)
  * -> PCM into each request's stream. Requests join and leave at frame
  * boundaries; other jobs (voice extraction) run between frames. */
 #include <stdio.h>
@@ -405,11 +405,11 @@ static int lm_should_pause(const qtts_engine *e) {
     return 0;
 }
 
-/* Overlap needs two pool threads (one each), started requests only, and no
+/* Overlap needs two pool threads or more, started requests only, and no
  * first decode (time to first audio gets both threads) or last one among
  * the due requests; incremental-text requests keep their per-step feeding. */
 static int overlap_possible(const qtts_engine *e, const qtts_pool *pool) {
-    if (e->overlap_force == 0 || qtts_pool_size(pool) != 2) return 0;
+    if (e->overlap_force == 0 || qtts_pool_size(pool) < 2) return 0;
     for (const slot *s = e->active; s; s = s->next) {
         if (!s->gen || s->incremental || qtts_gen_request_finished(s->gen)) return 0;
         if (s->decode_now && s->samples_out == 0) return 0;

@@ -18,7 +18,10 @@ typedef struct {
  * other inside its step. Each runs on its own lane of the pool, and the
  * thread that is done first takes chunks of the other's work instead of
  * waiting: thread 1 of the LM step in progress, thread 0 of the rest of the
- * decoder step (after its last LM step). */
+ * decoder step (after its last LM step). Any further threads help the
+ * decoder (compute-bound, it gains most from them) until it is done, then
+ * the LM step in progress. A helper's slot in a lane is its tid, except
+ * thread 0's in the decoder's lane: 1, which that lane's owner leaves free. */
 static void overlap_body(void *ctx, int tid, int n_threads) {
     (void)n_threads;
     overlap_job *j = ctx;
@@ -33,7 +36,11 @@ static void overlap_body(void *ctx, int tid, int n_threads) {
         qtts_pool_lane_help(lm_lane, 1, &j->lm_done);
         return;
     }
-    if (tid != 0) return;
+    if (tid > 1) {
+        qtts_pool_lane_help(dec_lane, tid, &j->decoded);
+        qtts_pool_lane_help(lm_lane, tid, &j->lm_done);
+        return;
+    }
     while (!atomic_load_explicit(&j->decoded, memory_order_acquire) && s->lm_steps < QTTS_OVERLAP_MAX_LM_STEPS &&
            !(s->lm_pause && s->lm_pause(s->lm_ctx))) {
         s->lm_left = s->lm_step(s->lm_ctx, lm_lane, &j->lm_err);
@@ -45,7 +52,7 @@ static void overlap_body(void *ctx, int tid, int n_threads) {
 }
 
 int qtts_overlap_run(qtts_pool *pool, qtts_overlap_step *s, qtts_err *err) {
-    if (qtts_pool_size(pool) != 2) return qtts_fail(err, "overlap needs a pool of 2 threads");
+    if (qtts_pool_size(pool) < 2) return qtts_fail(err, "overlap needs a pool of 2 threads or more");
     overlap_job j = {.s = s, .pool = pool};
     atomic_init(&j.decoded, 0);
     atomic_init(&j.lm_done, 0);

@@ -33,10 +33,11 @@ typedef struct {
 
 /* Runs the decoder step on pool thread 1 and LM steps on the owner until the
  * decoder is done (or QTTS_OVERLAP_MAX_LM_STEPS, an LM step's result <= 0,
- * lm_pause), as one pool job of a 2-thread pool: each on its own lane of the
- * pool, and the one done first takes chunks of the other's work
- * (qtts_pool_lane). 0, or -1 with err set by
- * whichever side failed (the decoder's error first). */
+ * lm_pause), as one pool job of a pool of 2 threads or more: each on its own
+ * lane of the pool, the one done first taking chunks of the other's work
+ * (qtts_pool_lane), and any further threads helping the decoder, then the LM
+ * step in progress. 0, or -1 with err set by whichever side failed (the
+ * decoder's error first). */
 int qtts_overlap_run(qtts_pool *pool, qtts_overlap_step *s, qtts_err *err);
 
 #endif

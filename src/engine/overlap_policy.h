@@ -1,10 +1,10 @@
 /* Whether the engine decodes one stream step's frames while the LMs compute
  * the next ones ("overlap"), decided by measurement.
  *
- * With two pool threads, an overlapped decode step runs as one pool job:
- * the engine thread runs talker + code-predictor steps single-threaded while
- * the other thread runs the decoder step single-threaded, until the decoder
- * is done (src/engine/engine_loop.c). That pays where the LMs scale badly
+ * With two pool threads or more, an overlapped decode step runs as one pool
+ * job: the engine thread runs talker + code-predictor steps while thread 1
+ * runs the decoder step, until the decoder is done, the first one done then
+ * helping the other (engine/overlap.h, with any further threads). That pays where the LMs scale badly
  * with threads (memory-bound: a Zen 2 read 14 GB/s on one thread and only 20
  * on two) and the decoder well (compute-bound): there the LMs cost 75 ms per
  * frame on one thread, the decoder 66 ms on the other, against 47 + 39 ms

@@ -34,7 +34,8 @@ qtts_engine *golden_engine(const char *path, char *err, size_t err_size) {
     qtts_engine_params p;
     qtts_engine_params_default(&p);
     p.model_path = path;
-    p.n_threads = 2;
+    const char *threads = getenv("QTTS_TEST_THREADS"); /* a ctest variant runs 3 (tests/CMakeLists.txt) */
+    p.n_threads = threads && atoi(threads) > 0 ? atoi(threads) : 2;
     qtts_error e = {0};
     qtts_engine *eng = qtts_engine_create(&p, &e);
     if (!eng) snprintf(err, err_size, "%s", e.message);
