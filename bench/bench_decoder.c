@@ -153,9 +153,11 @@ int main(int argc, char **argv) {
         memset(&times, 0, sizeof times);
         for (int k = 0; k < streams; k++) S[k] = qtts_codec_stream_new(dec, &err);
         double tstart = 0, cstart = 0;
+        int64_t measured = frames; /* from the first step at or after the warm-up frames */
         for (int64_t f = 0; f < total; f += chunk) {
             int64_t n = f + chunk <= total ? chunk : total - f;
-            if (f == warm) {
+            if (f >= warm && tstart == 0) {
+                measured = total - f;
                 tstart = now();
                 cstart = cpu_now();
                 memset(&times, 0, sizeof times);
@@ -176,19 +178,19 @@ int main(int argc, char **argv) {
             }
         }
         double dt = now() - tstart, dc = cpu_now() - cstart;
-        double ms = dt * 1e3 / frames / streams, gf = 2 * macs * frames * streams / dt * 1e-9;
-        double cms = dc * 1e3 / frames / streams, cgf = 2 * macs * frames * streams / dc * 1e-9;
+        double ms = dt * 1e3 / measured / streams, gf = 2 * macs * measured * streams / dt * 1e-9;
+        double cms = dc * 1e3 / measured / streams, cgf = 2 * macs * measured * streams / dc * 1e-9;
         double rms = 0;
-        for (int64_t i = (int64_t)warm * fs; i < total * fs; i++) rms += (double)out[i] * out[i];
+        for (int64_t i = (total - measured) * fs; i < total * fs; i++) rms += (double)out[i] * out[i];
         printf("threads %d, %d stream(s), chunk %d: wall %.2f ms per frame (RTF %.3f), %.1f GFLOP/s = %.0f%% of the "
                "FMA peak measured now (%.0f GFLOP/s wall)\n"
                "  cpu time %.2f ms per frame, %.1f GFLOP/s per busy core = %.0f%% of the per-core FMA peak (%.0f GFLOP/s "
                "per cpu second)  [audio rms %.3g]\n",
                threads[ti], streams, chunk, ms, ms / 80.0, gf, peak.wall > 0 ? 100 * gf / peak.wall : 0, peak.wall,
-               cms, cgf, peak.cpu > 0 ? 100 * cgf / peak.cpu : 0, peak.cpu, sqrt(rms / (frames * fs)));
+               cms, cgf, peak.cpu > 0 ? 100 * cgf / peak.cpu : 0, peak.cpu, sqrt(rms / (double)(measured * fs)));
         if (streams == 1) {
             printf("  per-stage ms/frame:");
-            for (int i = 0; i < times.n; i++) printf(" %s %.2f", times.name[i], times.t[i] * 1e3 / frames);
+            for (int i = 0; i < times.n; i++) printf(" %s %.2f", times.name[i], times.t[i] * 1e3 / measured);
             printf("\n");
         }
         for (int k = 0; k < streams; k++) qtts_codec_stream_free(S[k]);
