@@ -193,8 +193,65 @@ static void check_foreign_lane_aborts(void) {
     TEST_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "using another thread's lane must abort (status %d)", st);
 }
 
+/* A worker descheduled while it holds a chunk (simulated: it sleeps in its
+ * chunks) makes the owner wait a scheduler slice per parallel-for: after a
+ * few such runs the pool must run them inline, and use the worker again
+ * once it keeps up. */
+typedef struct {
+    atomic_int stall;
+    atomic_long worker_chunks, sum;
+} stall_job;
+
+static void stall_body(void *p, int64_t b, int64_t e, int tid) {
+    stall_job *j = p;
+    if (tid == 1) {
+        atomic_fetch_add(&j->worker_chunks, 1);
+        if (atomic_load(&j->stall)) usleep(10000);
+    }
+    long acc = 0;
+    for (int64_t i = b; i < e; i++) {
+        volatile double x = (double)i;
+        for (int k = 0; k < 200; k++) x = x * 1.0000001 + 1e-9;
+        acc += i;
+    }
+    atomic_fetch_add(&j->sum, acc);
+}
+
+static void check_stalled_worker(void) {
+    qtts_err err = {0};
+    qtts_pool *pool = qtts_pool_create(2, &err);
+    TEST_CHECK(pool != NULL, "pool: %s", err.msg);
+    if (!pool) return;
+    enum { N = 4000 };
+    stall_job j = {0};
+    atomic_store(&j.stall, 1);
+    /* a few stalled runs in a row (ALONE_STREAK_LIMIT, 4; more on a loaded machine, where the owner may be
+       descheduled itself) and the runs go inline: look for 8 in a row without a worker chunk */
+    long calls = 0, quiet = 0;
+    while (quiet < 8 && calls < 200) {
+        long before = atomic_load(&j.worker_chunks);
+        qtts_parallel_for(pool, N, 1, stall_body, &j);
+        calls++;
+        quiet = atomic_load(&j.worker_chunks) == before ? quiet + 1 : 0;
+    }
+    TEST_CHECK(quiet >= 8, "a stalling worker still got chunks after %ld parallel-fors", calls);
+    atomic_store(&j.stall, 0);
+    long tries = 0;
+    const long seen = atomic_load(&j.worker_chunks);
+    while (atomic_load(&j.worker_chunks) == seen && tries < 5000) {
+        qtts_parallel_for(pool, N, 1, stall_body, &j);
+        tries++, calls++;
+    }
+    TEST_CHECK(atomic_load(&j.worker_chunks) > seen, "the worker was not used again in %ld parallel-fors once it kept up",
+               tries);
+    TEST_CHECK(atomic_load(&j.sum) == calls * ((long)N * (N - 1) / 2), "every index once per parallel-for (%ld calls)",
+               calls);
+    qtts_pool_free(pool);
+}
+
 int main(void) {
     check_stray_caller_aborts();
+    check_stalled_worker();
     check_foreign_lane_aborts();
     check_lanes();
     qtts_err err = {0};

@@ -1,5 +1,7 @@
 #include "core/threadpool.h"
 
+#include "core/clock.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -52,7 +54,10 @@ struct qtts_pool {
 
     /* Owner-only state of the parallel-for policy (see parallel_for_work). */
     int alone_streak;   /* consecutive parallel-fors whose chunks the owner ran all by itself */
+    double own_ms, wait_ms; /* this window: the owner's own shares, and its waits for the workers after them */
     int inline_budget;  /* parallel-fors still to run inline before probing the workers again */
+    int inline_runs;    /* the next inline stretch: doubles while the probes keep failing */
+    int probing;        /* the current window is a probe after an inline stretch */
 
     /* Lanes (qtts_pool_lane): in a pool, one view per thread (NULL with one
      * thread); in a view, the pool it belongs to and (owner) its thread. */
@@ -184,12 +189,9 @@ static void check_owner(const qtts_pool *pool) {
     }
 }
 
-void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
-    check_owner(pool);
-    if (pool->n_threads == 1 || pool->parent) {
-        fn(ctx, 0, 1);
-        return;
-    }
+/* Runs fn on every thread; *owner_ms / *wait_ms (optional): the owner's own
+ * share and its wait for the workers after it. */
+static void run_all(qtts_pool *pool, qtts_spmd_fn fn, void *ctx, double *owner_ms, double *wait_ms) {
     pool->fn = fn;
     pool->ctx = ctx;
     atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
@@ -197,12 +199,27 @@ void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
     atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
+    const double t0 = owner_ms ? qtts_now_ms() : 0;
     fn(ctx, 0, pool->n_threads);
+    const double t1 = owner_ms ? qtts_now_ms() : 0;
     int spins = 0;
     while (atomic_load_explicit(&pool->finished, memory_order_acquire) != pool->n_threads - 1) {
         if (++spins < SPIN_ITERS) cpu_relax();
         else sched_yield();
     }
+    if (owner_ms) {
+        *owner_ms = t1 - t0;
+        *wait_ms = qtts_now_ms() - t1;
+    }
+}
+
+void qtts_pool_run(qtts_pool *pool, qtts_spmd_fn fn, void *ctx) {
+    check_owner(pool);
+    if (pool->n_threads == 1 || pool->parent) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    run_all(pool, fn, ctx, NULL, NULL);
 }
 
 void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t *begin, int64_t *end) {
@@ -224,8 +241,20 @@ void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t 
  * take over its chunks, so a loaded machine costs at most about one chunk of
  * waiting instead of a whole share (with fixed shares, 2 threads on 2 busy
  * cores ran slower than 1). Bodies only see [begin, end) ranges in multiples
- * of grain, so results do not depend on which thread ran which chunk. */
-enum { CHUNKS_PER_THREAD = 4, ALONE_STREAK_LIMIT = 4, INLINE_RUNS = 64 };
+ * of grain, so results do not depend on which thread ran which chunk.
+ *
+ * That one chunk is still a scheduler time slice (milliseconds) when a worker
+ * is descheduled holding it: with one of 2 cores busy elsewhere, 2 threads ran
+ * 0.6B at RTF 3.05 against 1.39 on one, the owner waiting longer for its
+ * workers (1.8 s) than it worked itself (1.5 s); on the idle machine it waited
+ * 6% of its working time. So the owner adds up both over windows of
+ * WINDOW_MS: waiting more than WASTE_RATIO of its work, or ALONE_STREAK_LIMIT
+ * parallel-fors in a row in which no worker took a chunk at all, and the next
+ * parallel-fors run inline; then one window of probing, and the stretch
+ * doubles (up to MAX_INLINE_RUNS) while the probes keep failing. */
+enum { CHUNKS_PER_THREAD = 4, ALONE_STREAK_LIMIT = 4, INLINE_RUNS = 64, MAX_INLINE_RUNS = 8192 };
+#define WINDOW_MS 20.0
+#define WASTE_RATIO 0.5
 
 typedef struct range_job {
     qtts_range_fn fn;
@@ -282,25 +311,34 @@ void qtts_parallel_for_work(qtts_pool *pool, int64_t n, int64_t grain, double wo
         lane_parallel_for(pool, n, grain, fn, ctx);
         return;
     }
-    if (pool->inline_budget > 0) { /* the workers were late every time lately */
-        pool->inline_budget--;
+    if (pool->inline_budget > 0) { /* the workers did not pull their weight lately */
+        if (--pool->inline_budget == 0) {
+            pool->probing = 1;
+            pool->own_ms = pool->wait_ms = 0;
+        }
         fn(ctx, 0, n, 0);
         return;
     }
     range_job job = {.fn = fn, .ctx = ctx, .n = n, .grain = grain, .chunk = chunk_elems(n, grain, pool->n_threads)};
     atomic_init(&job.next, 0);
-    qtts_pool_run(pool, range_body, &job);
-    /* When other processes hold the cores, our workers wake too late to take
-     * any chunk and the owner waits on them for nothing: after a few such
-     * runs in a row, run the next ones inline, then probe the workers again. */
-    if (job.owner_elems == n) {
-        if (++pool->alone_streak >= ALONE_STREAK_LIMIT) {
-            pool->alone_streak = 0;
-            pool->inline_budget = INLINE_RUNS;
-        }
+    double owner_ms = 0, wait_ms = 0;
+    run_all(pool, range_body, &job, &owner_ms, &wait_ms);
+    pool->alone_streak = job.owner_elems == n ? pool->alone_streak + 1 : 0;
+    pool->own_ms += owner_ms;
+    pool->wait_ms += wait_ms;
+    const int late = pool->alone_streak >= ALONE_STREAK_LIMIT;
+    if (!late && pool->own_ms + pool->wait_ms < WINDOW_MS) return;
+    const int bad = late || pool->wait_ms > WASTE_RATIO * pool->own_ms;
+    if (!bad) {
+        if (pool->probing) pool->inline_runs = INLINE_RUNS;
     } else {
+        if (!pool->inline_runs) pool->inline_runs = INLINE_RUNS;
+        else if (pool->probing && pool->inline_runs < MAX_INLINE_RUNS) pool->inline_runs *= 2;
+        pool->inline_budget = pool->inline_runs;
         pool->alone_streak = 0;
     }
+    pool->probing = 0;
+    pool->own_ms = pool->wait_ms = 0;
 }
 
 void qtts_parallel_for(qtts_pool *pool, int64_t n, int64_t grain, qtts_range_fn fn, void *ctx) {
