@@ -84,7 +84,9 @@ static void *stray_caller(void *p) {
     return NULL;
 }
 
-static void check_stray_caller_aborts(void) {
+/* Runs misuse(pool) on a fresh 2-thread pool in a child process; the child's
+ * wait status (an abort is what the owner checks must produce). */
+static int status_of_misuse(void (*misuse)(qtts_pool *)) {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -92,13 +94,22 @@ static void check_stray_caller_aborts(void) {
         qtts_pool *pool = qtts_pool_create(2, &e);
         if (!pool) _exit(3);
         freopen("/dev/null", "w", stderr);
-        pthread_t th;
-        pthread_create(&th, NULL, stray_caller, pool);
-        pthread_join(th, NULL);
-        _exit(0); /* the call above returned: the invariant was not enforced */
+        misuse(pool);
+        _exit(0); /* the misuse returned: the check did not fire */
     }
     int st = 0;
     waitpid(pid, &st, 0);
+    return st;
+}
+
+static void from_stray_thread(qtts_pool *pool) {
+    pthread_t th;
+    pthread_create(&th, NULL, stray_caller, pool);
+    pthread_join(th, NULL);
+}
+
+static void check_stray_caller_aborts(void) {
+    int st = status_of_misuse(from_stray_thread);
     TEST_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
                "a tiny job from a non-owner thread must abort (status %d)", st);
 }
@@ -177,19 +188,12 @@ static void check_lanes(void) {
 }
 
 /* A lane may only be used by its own thread: the owner using thread 1's lane aborts. */
+static void on_foreign_lane(qtts_pool *pool) {
+    qtts_parallel_for_work(qtts_pool_lane(pool, 1), 4, 1, 1.0, tiny_body, NULL);
+}
+
 static void check_foreign_lane_aborts(void) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        qtts_err e = {0};
-        qtts_pool *pool = qtts_pool_create(2, &e);
-        if (!pool) _exit(3);
-        freopen("/dev/null", "w", stderr);
-        qtts_parallel_for_work(qtts_pool_lane(pool, 1), 4, 1, 1.0, tiny_body, NULL);
-        _exit(0);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
+    int st = status_of_misuse(on_foreign_lane);
     TEST_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "using another thread's lane must abort (status %d)", st);
 }
 
@@ -242,8 +246,8 @@ static void check_stalled_worker(void) {
         qtts_parallel_for(pool, N, 1, stall_body, &j);
         tries++, calls++;
     }
-    TEST_CHECK(atomic_load(&j.worker_chunks) > seen, "the worker was not used again in %ld parallel-fors once it kept up",
-               tries);
+    TEST_CHECK(atomic_load(&j.worker_chunks) > seen,
+               "the worker was not used again in %ld parallel-fors once it kept up", tries);
     TEST_CHECK(atomic_load(&j.sum) == calls * ((long)N * (N - 1) / 2), "every index once per parallel-for (%ld calls)",
                calls);
     qtts_pool_free(pool);

@@ -4,8 +4,8 @@
  * With two pool threads or more, an overlapped decode step runs as one pool
  * job: the engine thread runs talker + code-predictor steps while thread 1
  * runs the decoder step, until the decoder is done, the first one done then
- * helping the other (engine/overlap.h, with any further threads). That pays where the LMs scale badly
- * with threads (memory-bound: a Zen 2 read 14 GB/s on one thread and only 20
+ * helping the other (engine/overlap.h, with any further threads). That pays
+ * where the LMs scale badly with threads (memory-bound: a Zen 2 read 14 GB/s on one thread and only 20
  * on two) and the decoder well (compute-bound): there the LMs cost 75 ms per
  * frame on one thread, the decoder 66 ms on the other, against 47 + 39 ms
  * one after the other on both (0.6B q4_k). Elsewhere it may not (a fast bf16
