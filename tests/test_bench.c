@@ -94,8 +94,9 @@ int main(void) {
         TEST_CHECK(r.batch_frames_out == B * F && r.batch_samples_out == B * F * fs, "%d streams: %lld frames", B,
                    (long long)r.batch_frames_out);
         TEST_CHECK(r.frame_ms == 1e3 * (double)fs / (double)sr && r.audio_s == F * r.frame_ms / 1e3, "audio length");
-        /* the first frame is warm-up: F-1 code-predictor frames and decoder steps, F-2 talker steps */
-        TEST_CHECK(r.talker.calls == F - 2 && r.cp.calls == F - 1 && r.decoder.calls == F - 1,
+        /* the first frame (prefill, code predictor) is warm-up: each later frame has its talker step (run
+           after the frame before it was emitted), code-predictor frame and decoder step */
+        TEST_CHECK(r.talker.calls == F - 1 && r.cp.calls == F - 1 && r.decoder.calls == F - 1,
                    "stage calls: talker %lld cp %lld decoder %lld", (long long)r.talker.calls,
                    (long long)r.cp.calls, (long long)r.decoder.calls);
         TEST_CHECK(r.talker.rows == 1 && r.cp.rows == 1 && r.decoder.rows == 1, "1 stream: one row per call");
@@ -125,7 +126,7 @@ int main(void) {
         if (o) {
             check_json_keys(o, "library JSON");
             TEST_CHECK(num(o, "frames_out") == F && num(o, "batch_frames_out") == B * F &&
-                           num(o, "talker_calls") == F - 2 && num(o, "batch_decoder_rows") == B,
+                           num(o, "talker_calls") == F - 1 && num(o, "batch_decoder_rows") == B,
                        "JSON counts match the result");
         }
         cJSON_Delete(o);

@@ -29,11 +29,15 @@ struct qtts_gen_request {
     int64_t n_frames, cap_frames;
     qtts_stop_reason stop;
     qtts_repeat_state repeat;
-    /* incremental text: the trailing rows grow while text_open; a frame whose
-     * next text row is not there yet parks its talker input in stall_x */
-    int text_open, stalled;
+    /* After its frame is emitted a request waits for its next talker step
+     * with that step's input less the text row in next_x (awaiting = 1): the
+     * step runs at the start of the next qtts_batch_step, so a frame reaches
+     * the decoder before the talker step that follows it. With incremental
+     * text the trailing rows grow while text_open, and a request whose next
+     * text row has not arrived stays awaiting (waiting_text). */
+    int text_open, awaiting;
     int64_t cap_trailing;
-    float *eos_row, *stall_x;
+    float *eos_row, *next_x;
     qtts_frame_fn cb;
     void *cb_user;
     qtts_gen_trace trace;
@@ -128,6 +132,7 @@ qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_
     if (qtts_kv_init(&r->kv, &m->cfg.talker, want, prompt->n_rows + p->max_frames + 1, err) ||
         qtts_kv_init(&r->cp_kv, &m->cfg.cp, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
         !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
+        !(r->next_x = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->c0_hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) ||
         !(r->c0_seen = qtts_calloc((size_t)V, 1, err))) {
         qtts_gen_request_free(r);
@@ -168,7 +173,7 @@ void qtts_gen_request_free(qtts_gen_request *r) {
     free(r->c0_seen);
     free(r->codes);
     free(r->eos_row);
-    free(r->stall_x);
+    free(r->next_x);
     free(r);
 }
 
@@ -327,9 +332,7 @@ int qtts_gen_request_open_text(qtts_gen_request *r, qtts_err *err) {
     const int64_t D = r->m->cfg.talker.hidden;
     if (r->prefilled || r->text_open || r->prompt.n_trailing < 1)
         return qtts_fail(err, "incremental text needs a streaming-layout request that has not started");
-    if (!(r->eos_row = qtts_malloc((size_t)D * sizeof(float), err)) ||
-        !(r->stall_x = qtts_malloc((size_t)D * sizeof(float), err)))
-        return -1;
+    if (!(r->eos_row = qtts_malloc((size_t)D * sizeof(float), err))) return -1;
     r->prompt.n_trailing--; /* the streaming layout ends R with EOS: it goes back on at close */
     memcpy(r->eos_row, r->prompt.trailing + r->prompt.n_trailing * D, (size_t)D * sizeof(float));
     r->cap_trailing = r->prompt.n_trailing + 1;
@@ -368,23 +371,69 @@ int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err) {
 }
 
 int qtts_gen_request_waiting_text(const qtts_gen_request *r) {
-    return r->stalled && r->text_open && r->n_frames - 1 >= r->prompt.n_trailing;
+    return r->awaiting && r->text_open && r->n_frames - 1 >= r->prompt.n_trailing;
 }
 
 void qtts_gen_request_set_guard_cap(qtts_gen_request *r, int64_t max_frames) { r->p.guard_max_frames = max_frames; }
 
+/* Samples each stepped request's next codebook-0 token from the hidden rows in b->hid. */
+static void sample_next_c0(qtts_batch *b, int n, const float *hid) {
+    const qtts_model_config *c = &b->m->cfg;
+    const int64_t D = c->talker.hidden, V = c->talker.vocab;
+    for (int k = 0; k < n; k++) {
+        qtts_gen_request *r = b->active[k];
+        memcpy(r->h, hid + k * D, (size_t)D * sizeof(float));
+        if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, r->step, r->h, D);
+        int32_t tok = sample_c0(b, r, b->logits + k * V);
+        if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
+        else r->pending = tok;
+    }
+}
+
+/* One step: the talker step of every request whose last frame was emitted
+ * (its input waits in next_x), the prefill of the requests that joined, then
+ * the code predictor for every pending codebook-0 token, whose frames are
+ * emitted at the end. The talker step that follows a frame thus runs in the
+ * next call, after the caller has had the frame (time to first audio does not
+ * wait for it); per request the computation and its order are unchanged. */
 static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     const qtts_talker_model *m = b->m;
     const qtts_model_config *c = &m->cfg;
     /* n_cp: codes per frame from the code predictor (codebooks 1..G-1) */
-    const int64_t D = c->talker.hidden, V = c->talker.vocab, G = c->num_code_groups, n_cp = G - 1;
+    const int64_t D = c->talker.hidden, G = c->num_code_groups, n_cp = G - 1;
     int nb = b->n;
     int64_t rows = 0;
     for (int i = 0; i < nb; i++)
         if (!b->reqs[i]->prefilled) rows += b->reqs[i]->prompt.n_rows;
     if (batch_reserve(b, rows > nb ? rows : nb, nb, err)) return -1;
 
-    /* 1. prefill the requests that joined */
+    /* 1. one talker step for the requests whose next input is complete (a
+     * request parked for text joins once its row has arrived) */
+    int nt = 0;
+    for (int i = 0; i < nb; i++) {
+        qtts_gen_request *r = b->reqs[i];
+        if (!r->awaiting || r->stop || qtts_gen_request_waiting_text(r)) continue;
+        int64_t fi = r->n_frames - 1;
+        const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
+        float *x = b->x + nt * D;
+        for (int64_t j = 0; j < D; j++) x[j] = r->next_x[j] + text[j]; /* frame embedding + text */
+        if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
+        r->awaiting = 0;
+        b->active[nt] = r;
+        b->caches[nt] = &r->kv;
+        b->ntok[nt] = 1;
+        nt++;
+    }
+    if (nt) {
+        stamp t_tk = stamp_now();
+        if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
+        if (qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits))
+            return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "talker: out of memory in the codec head");
+        sample_next_c0(b, nt, b->hid);
+        stage_add(&b->timing.talker, t_tk, nt);
+    }
+
+    /* 2. prefill the requests that joined */
     int np = 0;
     int64_t off = 0;
     for (int i = 0; i < nb; i++) {
@@ -412,20 +461,13 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         }
         if (qtts_linear(pool, &m->codec_head, NULL, b->h, np, b->logits))
             return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "talker: out of memory in the codec head");
-        for (int k = 0; k < np; k++) {
-            qtts_gen_request *r = b->active[k];
-            memcpy(r->h, b->h + k * D, (size_t)D * sizeof(float));
-            if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, 0, r->h, D);
-            int32_t tok = sample_c0(b, r, b->logits + k * V);
-            if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
-            else r->pending = tok;
-        }
+        sample_next_c0(b, np, b->h);
         stage_add(&b->timing.prefill, t0, np);
     }
 
-    /* 2. code predictor for every pending codebook-0 token (none may be pending:
+    /* 3. code predictor for every pending codebook-0 token (none may be pending:
      * every request may be parked, waiting for text) */
-    int na = 0, nt = 0;
+    int na = 0;
     stamp t_cp = stamp_now();
     for (int i = 0; i < nb; i++) {
         qtts_gen_request *r = b->reqs[i];
@@ -436,83 +478,39 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
         if (qtts_talker_codec_embed(m, r->pending, b->c0_emb + na * D, err)) return -1;
         na++;
     }
-    if (na) {
-        cp_ctx cc = {b};
-        if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->c0_emb, b->caches, sample_cp_code, &cc,
-                                    b->codes, b->cp_emb_sum, NULL, NULL, err))
-            return -1;
-        stage_add(&b->timing.cp, t_cp, na);
+    if (!na) return 0;
+    cp_ctx cc = {b};
+    if (qtts_code_predictor_run(&m->cp, pool, &b->cpw, na, b->h, b->c0_emb, b->caches, sample_cp_code, &cc, b->codes,
+                                b->cp_emb_sum, NULL, NULL, err))
+        return -1;
+    stage_add(&b->timing.cp, t_cp, na);
 
-        /* 3. emit frames, build next talker inputs */
-        int32_t frame[MAX_CODE_GROUPS];
-        for (int k = 0; k < na; k++) {
-            qtts_gen_request *r = b->active[k];
-            frame[0] = r->pending;
-            memcpy(frame + 1, b->codes + k * n_cp, (size_t)n_cp * sizeof(int32_t));
-            int64_t fi = r->n_frames;
-            if (append_frame(r, G, frame, err)) return -1;
-            r->pending = -1;
-            if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
-            if (r->n_frames >= r->p.max_frames) {
-                finish(r, QTTS_STOP_MAX_FRAMES); /* the reference would run one more talker step and drop its token */
-                continue;
-            }
-            if (r->p.guard_max_frames > 0 && r->n_frames >= r->p.guard_max_frames) {
-                finish(r, QTTS_STOP_GUARD_LENGTH);
-                continue;
-            }
-            if (qtts_repeat_feed(&r->repeat, r->codes, G, r->n_frames) && r->p.guard_repetition) {
-                finish(r, QTTS_STOP_GUARD_REPETITION);
-                continue;
-            }
-            const float *e0 = b->c0_emb + k * D, *esum = b->cp_emb_sum + k * D;
-            if (r->text_open && fi >= r->prompt.n_trailing) { /* the text row for this step has not arrived */
-                for (int64_t i = 0; i < D; i++) r->stall_x[i] = e0[i] + esum[i];
-                r->stalled = 1;
-                continue;
-            }
-            const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
-            float *x = b->x + nt * D;
-            for (int64_t i = 0; i < D; i++) x[i] = e0[i] + esum[i] + text[i]; /* next input: frame embedding + text */
-            if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
-            b->active[nt] = r;
-            b->caches[nt] = &r->kv;
-            b->ntok[nt] = 1;
-            nt++;
-        }
-    }
-
-    /* 3b. parked requests whose text row has arrived join this talker step */
-    for (int i = 0; i < nb; i++) {
-        qtts_gen_request *r = b->reqs[i];
-        if (!r->stalled || r->stop || qtts_gen_request_waiting_text(r)) continue;
-        int64_t fi = r->n_frames - 1;
-        const float *text = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
-        float *x = b->x + nt * D;
-        for (int64_t j = 0; j < D; j++) x[j] = r->stall_x[j] + text[j];
-        if (r->trace.step_input) r->trace.step_input(r->trace.user, r->step, x, D);
-        r->stalled = 0;
-        b->active[nt] = r;
-        b->caches[nt] = &r->kv;
-        b->ntok[nt] = 1;
-        nt++;
-    }
-    if (!nt) return 0;
-
-    /* 4. one talker step for all of them */
-    stamp t_tk = stamp_now();
-    if (qtts_lm_forward(&m->lm, pool, &b->work, nt, b->caches, b->ntok, b->x, b->hid, NULL, err)) return -1;
-    if (qtts_linear(pool, &m->codec_head, NULL, b->hid, nt, b->logits))
-        return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "talker: out of memory in the codec head");
-    for (int k = 0; k < nt; k++) {
+    /* 4. emit frames; the next talker input (less its text row) waits in next_x */
+    int32_t frame[MAX_CODE_GROUPS];
+    for (int k = 0; k < na; k++) {
         qtts_gen_request *r = b->active[k];
-        memcpy(r->h, b->hid + k * D, (size_t)D * sizeof(float));
-        if (r->trace.talker_hidden) r->trace.talker_hidden(r->trace.user, r->step, r->h, D);
-        int32_t tok = sample_c0(b, r, b->logits + k * V);
-        if (tok == c->codec_eos) finish(r, QTTS_STOP_EOS);
-        else r->pending = tok;
+        frame[0] = r->pending;
+        memcpy(frame + 1, b->codes + k * n_cp, (size_t)n_cp * sizeof(int32_t));
+        int64_t fi = r->n_frames;
+        if (append_frame(r, G, frame, err)) return -1;
+        r->pending = -1;
+        if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
+        if (r->n_frames >= r->p.max_frames) {
+            finish(r, QTTS_STOP_MAX_FRAMES); /* the reference would run one more talker step and drop its token */
+            continue;
+        }
+        if (r->p.guard_max_frames > 0 && r->n_frames >= r->p.guard_max_frames) {
+            finish(r, QTTS_STOP_GUARD_LENGTH);
+            continue;
+        }
+        if (qtts_repeat_feed(&r->repeat, r->codes, G, r->n_frames) && r->p.guard_repetition) {
+            finish(r, QTTS_STOP_GUARD_REPETITION);
+            continue;
+        }
+        const float *e0 = b->c0_emb + k * D, *esum = b->cp_emb_sum + k * D;
+        for (int64_t i = 0; i < D; i++) r->next_x[i] = e0[i] + esum[i];
+        r->awaiting = 1;
     }
-    stage_add(&b->timing.talker, t_tk, nt);
     return 0;
 }
 

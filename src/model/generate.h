@@ -3,6 +3,9 @@
  * delivered to the frame callback at once -> next talker input (sum of the G
  * codebook embeddings + trailing text row or PAD) -> one talker step ->
  * next codebook-0 token. Stops at EOS (never a frame) or after max_frames.
+ * A qtts_batch_step ends with the frames it emitted: the talker step after a
+ * frame opens the next call, so a caller can decode a frame (the first one
+ * above all) before that step runs.
  *
  * Batching: a qtts_batch steps several requests together, one frame each per
  * qtts_batch_step (talker rows and code-predictor rows batched through every
@@ -105,9 +108,11 @@ int qtts_batch_add(qtts_batch *b, qtts_gen_request *r, qtts_err *err);
 /* Leaves now; an unfinished request is marked CANCELLED. */
 void qtts_batch_remove(qtts_batch *b, qtts_gen_request *r);
 int qtts_batch_size(const qtts_batch *b);
-/* One frame for every request in the batch. Finished requests leave the
- * batch. Returns the number of requests still in it, or -1 (then every
- * request of the batch is stopped with QTTS_STOP_ERROR and removed). */
+/* One frame for every request in the batch (a request's first call is its
+ * prefill and first frame; the call after its last frame only samples EOS).
+ * Finished requests leave the batch. Returns the number of requests still
+ * in it, or -1 (then every request of the batch is stopped with
+ * QTTS_STOP_ERROR and removed). */
 int qtts_batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err);
 
 /* Cumulative time spent in each stage of qtts_batch_step since the batch was
