@@ -38,7 +38,9 @@ int main(void) {
     int64_t cases[][5] = {/* c_out, c_in, k, dil, T */
                           {8, 8, 7, 1, 48},  {5, 3, 3, 1, 1},   {13, 9, 7, 3, 47}, {16, 16, 7, 9, 100},
                           {1, 12, 7, 1, 49}, {24, 32, 1, 1, 17}, {9, 4, 2, 1, 200}, {64, 48, 7, 3, 150},
-                          {12, 5, 3, 2, 60}, {3, 7, 7, 1, 33}};
+                          {12, 5, 3, 2, 60}, {3, 7, 7, 1, 33},
+                          /* 1-tap, several row blocks, T past one 24-sample panel: AVX2 packs x into panels */
+                          {20, 40, 1, 1, 77}, {16, 9, 1, 1, 48}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t co = cases[c][0], ci = cases[c][1], k = cases[c][2], dil = cases[c][3], T = cases[c][4];
         int64_t H = (k - 1) * dil, ldx = H + T + 3, ldy = T + 5;
@@ -303,7 +305,9 @@ int main(void) {
     {
         int64_t wcases[][5] = {/* c_out, c_in, k, dil, T */
                                {16, 16, 7, 9, 1},  {16, 16, 7, 9, 5},   {13, 9, 7, 3, 47}, {64, 48, 7, 1, 150},
-                               {24, 40, 7, 9, 100}, {8, 8, 3, 1, 48},   {5, 3, 2, 2, 33},  {96, 96, 7, 3, 385}};
+                               {24, 40, 7, 9, 100}, {8, 8, 3, 1, 48},   {5, 3, 2, 2, 33},  {96, 96, 7, 3, 385},
+                               /* an odd c_in and panels of 8 tiles (the AVX2 tile's even/odd channel split) */
+                               {16, 9, 7, 1, 32}};
         const int ms[] = {1, 2, 3, 4};
         for (size_t c = 0; c < sizeof wcases / sizeof wcases[0]; c++)
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {

@@ -245,6 +245,8 @@ typedef struct {
     const float *x, *add;
     const uint32_t *xbf;
     int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
+    int64_t nt;          /* samples per time block: QTTS_CONV_NT, or the panel width where x is packed */
+    const float *panels; /* x packed (pack_panels), or NULL: block tb at panels + tb*c_in*ldx */
     int rows_outer;
     float *y;
     qtts_conv_tile_fn tile;
@@ -258,21 +260,25 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     for (int64_t i = i0; i < i1; i++) {
         int64_t tb, rb;
         qtts_conv_item_blocks(i, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
-        int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
+        int64_t t0 = tb * j->nt, nt = j->T - t0 < j->nt ? j->T - t0 : j->nt;
         const float *add = j->add ? j->add + t0 : NULL;
         if (j->xbf) j->tile_bf16(j->cv, j->xbf + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
+        else if (j->panels) j->tile(j->cv, j->panels + tb * j->cv->c_in * j->ldx, j->ldx, nt, rb, j->y + t0, j->ldy, add,
+                                    j->ldadd);
         else j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
     }
 }
 
 static double conv_work(const qtts_conv *cv, int64_t T) {
-    return (double)cv->c_out * (double)cv->c_in * (double)cv->k * (double)T * QTTS_TILE_MAC_WORK;
+    const double weights = (double)cv->c_out * (double)cv->c_in * (double)cv->k;
+    return qtts_tile_work(weights * (double)T, weights);
 }
 
 static void run_tiles(qtts_pool *pool, conv_job *j) {
     const qtts_conv *cv = j->cv;
     j->n_rb = cv->rows_pad / QTTS_CONV_MR;
-    j->n_tb = (j->T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    if (!j->nt) j->nt = QTTS_CONV_NT;
+    j->n_tb = (j->T + j->nt - 1) / j->nt;
     j->rows_outer = cv->rows_pad * cv->k > j->T + qtts_conv_history(cv);
     qtts_parallel_for_work(pool, j->n_tb * j->n_rb, 1, conv_work(cv, j->T), conv_items, j);
 }
@@ -330,6 +336,48 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     return 0;
 }
 
+/* The AVX2 tile sweeps 24 samples per pass (see gemm_panel below). Reading
+ * them out of long channel rows, every pass over c_in rows strides through
+ * memory, and every row block repeats it: x is copied once into panels of 24
+ * samples per channel, contiguous per panel, so each pass reads one stream.
+ * Zen 2, one thread, 1x1 convs of the decoder's shapes (channels x samples):
+ * 96 x 1365 74 -> 84 GFLOP/s, 768 x 128 81 -> 92, 768 x 480 80 -> 97; the
+ * 2-tap convs (transposed, as phases) measured no gain, so only 1-tap convs
+ * are packed. The arithmetic is the same either way. */
+enum { PANEL_AVX2 = 24 };
+
+typedef struct {
+    const float *x;
+    int64_t ldx, c_in, T, hist, P, W; /* W = P + hist: the packed row length */
+    float *dst;
+} pack_job;
+
+static void pack_rows(void *p, int64_t c0, int64_t c1, int tid) {
+    (void)tid;
+    const pack_job *j = p;
+    const int64_t n_tb = (j->T + j->P - 1) / j->P;
+    for (int64_t ci = c0; ci < c1; ci++)
+        for (int64_t tb = 0; tb < n_tb; tb++) {
+            const int64_t t0 = tb * j->P, n = (j->T - t0 < j->P ? j->T - t0 : j->P) + j->hist;
+            memcpy(j->dst + (tb * j->c_in + ci) * j->W, j->x + ci * j->ldx + t0, (size_t)n * sizeof(float));
+        }
+}
+
+/* x in panels for the AVX2 tile where several row blocks read it; NULL
+ * (the tiles then read x in place) where that does not pay or on OOM. */
+static float *pack_panels(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T,
+                          qtts_conv_isa isa, int64_t *ld) {
+    if (qtts_conv_isa_resolve(isa) != QTTS_CONV_ISA_AVX2 || cv->k != 1 || cv->rows_pad <= QTTS_CONV_MR ||
+        T <= PANEL_AVX2)
+        return NULL;
+    pack_job pj = {x, ldx, cv->c_in, T, qtts_conv_history(cv), PANEL_AVX2, PANEL_AVX2 + qtts_conv_history(cv), NULL};
+    const int64_t n_tb = (T + PANEL_AVX2 - 1) / PANEL_AVX2;
+    if (!(pj.dst = malloc((size_t)(n_tb * cv->c_in * pj.W) * sizeof(float)))) return NULL;
+    qtts_parallel_for_work(pool, cv->c_in, 1, (double)cv->c_in * (double)(T + n_tb * pj.hist), pack_rows, &pj);
+    *ld = pj.W;
+    return pj.dst;
+}
+
 int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
     if (T <= 0) return 0;
@@ -337,7 +385,15 @@ int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     if (cv->wg) return qtts_winograd_conv(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
     conv_job j = {.cv = cv, .x = x, .add = add, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
                   .tile = qtts_conv_tile_for(isa)};
+    int64_t ldp = 0;
+    float *panels = pack_panels(pool, cv, x, ldx, T, isa, &ldp);
+    if (panels) {
+        j.panels = panels;
+        j.ldx = ldp;
+        j.nt = PANEL_AVX2;
+    }
     run_tiles(pool, &j);
+    free(panels);
     return 0;
 }
 
@@ -487,7 +543,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
     gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, qtts_conv_tile_for(QTTS_CONV_ISA_AUTO), NULL};
     const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
-    const double work = (double)M * (double)K * (double)B->N * QTTS_TILE_MAC_WORK;
+    const double work = qtts_tile_work((double)M * (double)K * (double)B->N, (double)K * (double)B->N);
     if (B->pbf) { /* pairs need ceil(K/2) of the K floats per row that apack has */
         v.wbf = (uint32_t *)(void *)apack;
         v.bias = apack + v.rows_pad * pairs_of(K);

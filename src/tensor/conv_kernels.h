@@ -19,6 +19,12 @@ typedef void (*qtts_conv_tile_fn)(const qtts_conv *cv, const float *x, int64_t l
  * one weight read per MAC). */
 #define QTTS_TILE_MAC_WORK (1.0 / 16.0)
 
+/* qtts_parallel_for_work units of a tiled product of `macs` MACs that reads
+ * `weights` weights once: with a short other operand (a decoder step of one
+ * frame: one pre-transformer row) reading the weights is the cost, as in a
+ * matrix-vector product, and counting MACs alone kept it on one thread. */
+static inline double qtts_tile_work(double macs, double weights) { return macs * QTTS_TILE_MAC_WORK + weights; }
+
 /* Item i of n_tb time blocks x n_rb row blocks. When the weights are the
  * larger operand (rows_outer) the time block runs fastest, so each weight
  * block is read from memory once; otherwise the row block runs fastest (a
