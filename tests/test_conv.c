@@ -306,7 +306,7 @@ int main(void) {
         int64_t wcases[][5] = {/* c_out, c_in, k, dil, T */
                                {16, 16, 7, 9, 1},  {16, 16, 7, 9, 5},   {13, 9, 7, 3, 47}, {64, 48, 7, 1, 150},
                                {24, 40, 7, 9, 100}, {8, 8, 3, 1, 48},   {5, 3, 2, 2, 33},  {96, 96, 7, 3, 385},
-                               /* an odd c_in and panels of 8 tiles (the AVX2 tile's even/odd channel split) */
+                               /* 32 tiles at F(1, 7): two tail panels of 16 (conv_winograd.h) */
                                {16, 9, 7, 1, 32}};
         const int ms[] = {1, 2, 3, 4};
         for (size_t c = 0; c < sizeof wcases / sizeof wcases[0]; c++)

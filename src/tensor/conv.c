@@ -238,6 +238,25 @@ void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int
     }
 }
 
+/* The AVX2 tile sweeps 24 samples per pass (see gemm_panel below). Reading
+ * them out of long channel rows, every pass over c_in rows strides through
+ * memory, and every row block repeats it: x is copied once into panels of 24
+ * samples per channel, contiguous per panel, so each pass reads one stream.
+ * Zen 2, one thread, 1x1 convs of the decoder's shapes (channels x samples):
+ * 96 x 1365 74 -> 84 GFLOP/s, 768 x 128 81 -> 92, 768 x 480 80 -> 97; the
+ * 2-tap convs (transposed, as phases) measured no gain, so only 1-tap convs
+ * are packed. The arithmetic is the same either way. */
+enum { PANEL_AVX2 = 24 };
+
+/* Time block tb of packed x: its first sample and length. (Splitting a last
+ * block of 8 or fewer as for the Winograd panels, conv_winograd.h, measured
+ * no gain for these convs.) */
+static int64_t packed_blocks(int64_t T) { return (T + PANEL_AVX2 - 1) / PANEL_AVX2; }
+static void packed_block(int64_t T, int64_t tb, int64_t *t0, int64_t *nt) {
+    *t0 = tb * PANEL_AVX2;
+    *nt = T - *t0 < PANEL_AVX2 ? T - *t0 : PANEL_AVX2;
+}
+
 /* One conv call: an f32 conv reads x through tile, a bf16 conv its channel
  * pairs xbf through tile_bf16; everything else is shared. */
 typedef struct {
@@ -245,8 +264,7 @@ typedef struct {
     const float *x, *add;
     const uint32_t *xbf;
     int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
-    int64_t nt;          /* samples per time block: QTTS_CONV_NT, or the panel width where x is packed */
-    const float *panels; /* x packed (pack_panels), or NULL: block tb at panels + tb*c_in*ldx */
+    const float *panels; /* x packed (pack_panels), or NULL: block tb (packed_block) at panels + tb*c_in*ldx */
     int rows_outer;
     float *y;
     qtts_conv_tile_fn tile;
@@ -260,7 +278,8 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     for (int64_t i = i0; i < i1; i++) {
         int64_t tb, rb;
         qtts_conv_item_blocks(i, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
-        int64_t t0 = tb * j->nt, nt = j->T - t0 < j->nt ? j->T - t0 : j->nt;
+        int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
+        if (j->panels) packed_block(j->T, tb, &t0, &nt);
         const float *add = j->add ? j->add + t0 : NULL;
         if (j->xbf) j->tile_bf16(j->cv, j->xbf + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
         else if (j->panels) j->tile(j->cv, j->panels + tb * j->cv->c_in * j->ldx, j->ldx, nt, rb, j->y + t0, j->ldy, add,
@@ -277,8 +296,7 @@ static double conv_work(const qtts_conv *cv, int64_t T) {
 static void run_tiles(qtts_pool *pool, conv_job *j) {
     const qtts_conv *cv = j->cv;
     j->n_rb = cv->rows_pad / QTTS_CONV_MR;
-    if (!j->nt) j->nt = QTTS_CONV_NT;
-    j->n_tb = (j->T + j->nt - 1) / j->nt;
+    j->n_tb = j->panels ? packed_blocks(j->T) : (j->T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
     j->rows_outer = cv->rows_pad * cv->k > j->T + qtts_conv_history(cv);
     qtts_parallel_for_work(pool, j->n_tb * j->n_rb, 1, conv_work(cv, j->T), conv_items, j);
 }
@@ -336,30 +354,21 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     return 0;
 }
 
-/* The AVX2 tile sweeps 24 samples per pass (see gemm_panel below). Reading
- * them out of long channel rows, every pass over c_in rows strides through
- * memory, and every row block repeats it: x is copied once into panels of 24
- * samples per channel, contiguous per panel, so each pass reads one stream.
- * Zen 2, one thread, 1x1 convs of the decoder's shapes (channels x samples):
- * 96 x 1365 74 -> 84 GFLOP/s, 768 x 128 81 -> 92, 768 x 480 80 -> 97; the
- * 2-tap convs (transposed, as phases) measured no gain, so only 1-tap convs
- * are packed. The arithmetic is the same either way. */
-enum { PANEL_AVX2 = 24 };
-
 typedef struct {
     const float *x;
-    int64_t ldx, c_in, T, hist, P, W; /* W = P + hist: the packed row length */
+    int64_t ldx, c_in, T, hist, W; /* W = PANEL_AVX2 + hist: the packed row length */
     float *dst;
 } pack_job;
 
 static void pack_rows(void *p, int64_t c0, int64_t c1, int tid) {
     (void)tid;
     const pack_job *j = p;
-    const int64_t n_tb = (j->T + j->P - 1) / j->P;
+    const int64_t n_tb = packed_blocks(j->T);
     for (int64_t ci = c0; ci < c1; ci++)
         for (int64_t tb = 0; tb < n_tb; tb++) {
-            const int64_t t0 = tb * j->P, n = (j->T - t0 < j->P ? j->T - t0 : j->P) + j->hist;
-            memcpy(j->dst + (tb * j->c_in + ci) * j->W, j->x + ci * j->ldx + t0, (size_t)n * sizeof(float));
+            int64_t t0, nt;
+            packed_block(j->T, tb, &t0, &nt);
+            memcpy(j->dst + (tb * j->c_in + ci) * j->W, j->x + ci * j->ldx + t0, (size_t)(nt + j->hist) * sizeof(float));
         }
 }
 
@@ -370,8 +379,8 @@ static float *pack_panels(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     if (qtts_conv_isa_resolve(isa) != QTTS_CONV_ISA_AVX2 || cv->k != 1 || cv->rows_pad <= QTTS_CONV_MR ||
         T <= PANEL_AVX2)
         return NULL;
-    pack_job pj = {x, ldx, cv->c_in, T, qtts_conv_history(cv), PANEL_AVX2, PANEL_AVX2 + qtts_conv_history(cv), NULL};
-    const int64_t n_tb = (T + PANEL_AVX2 - 1) / PANEL_AVX2;
+    pack_job pj = {x, ldx, cv->c_in, T, qtts_conv_history(cv), PANEL_AVX2 + qtts_conv_history(cv), NULL};
+    const int64_t n_tb = packed_blocks(T);
     if (!(pj.dst = malloc((size_t)(n_tb * cv->c_in * pj.W) * sizeof(float)))) return NULL;
     qtts_parallel_for_work(pool, cv->c_in, 1, (double)cv->c_in * (double)(T + n_tb * pj.hist), pack_rows, &pj);
     *ld = pj.W;
@@ -390,7 +399,6 @@ int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     if (panels) {
         j.panels = panels;
         j.ldx = ldp;
-        j.nt = PANEL_AVX2;
     }
     run_tiles(pool, &j);
     free(panels);

@@ -17,42 +17,6 @@ static inline __m256i tail_mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n > 8 ? 8 : n)), idx);
 }
 
-/* 4 rows x 1 vector of a 1-tap conv (a Winograd product's last panel when
- * its tiles leave 8 past a multiple of 24): four accumulators alone wait on
- * the FMA latency (4 FMAs per 5 cycles on a Zen 2: 40% of the peak), so even
- * and odd channels go to two sets, added at the end. Zen 2, one thread,
- * F(4, 7) conv of 768 channels x 128 samples (32 tiles: panels of 24 and 8):
- * 146 -> 189 GFLOP/s direct-equivalent; the decoder's first block in 4-frame
- * steps 9.4-9.9 -> 8.9-9.0 ms per frame. */
-static inline void one_vector_1tap(const float *wp, const float *x, int64_t ldx, int64_t c_in, __m256 *out) {
-    __m256 e0 = _mm256_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0;
-    int64_t ci = 0;
-    for (; ci + 2 <= c_in; ci += 2, wp += 2 * QTTS_CONV_MR) {
-        const float *xp = x + ci * ldx;
-        _mm_prefetch((const char *)(xp + PREFETCH_ROWS_1TAP * ldx), _MM_HINT_T0);
-        const __m256 xe = _mm256_loadu_ps(xp), xo = _mm256_loadu_ps(xp + ldx);
-        e0 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp), xe, e0);
-        e1 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + 1), xe, e1);
-        e2 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + 2), xe, e2);
-        e3 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + 3), xe, e3);
-        o0 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + QTTS_CONV_MR), xo, o0);
-        o1 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + QTTS_CONV_MR + 1), xo, o1);
-        o2 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + QTTS_CONV_MR + 2), xo, o2);
-        o3 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + QTTS_CONV_MR + 3), xo, o3);
-    }
-    if (ci < c_in) {
-        const __m256 xe = _mm256_loadu_ps(x + ci * ldx);
-        e0 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp), xe, e0);
-        e1 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + 1), xe, e1);
-        e2 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + 2), xe, e2);
-        e3 = _mm256_fmadd_ps(_mm256_broadcast_ss(wp + 3), xe, e3);
-    }
-    out[0] = _mm256_add_ps(e0, o0); /* out[r]: row r's vector */
-    out[1] = _mm256_add_ps(e1, o1);
-    out[2] = _mm256_add_ps(e2, o2);
-    out[3] = _mm256_add_ps(e3, o3);
-}
-
 /* R rows (of half h of the 8-row packed block) x NV vectors of 8 time
  * samples; the last vector is masked to mlast where it is partial (full = 0).
  * Whole vectors use plain loads: vmaskmovps is slow on AMD cores (a Zen 2,
@@ -65,9 +29,7 @@ static inline void one_vector_1tap(const float *wp, const float *x, int64_t ldx,
         __m256 a[R][NV];                                                                                   \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                                \
             _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) a[r][v] = _mm256_setzero_ps();                                    \
-        if (R == 4 && NV == 1 && K == 1 && full) { /* see one_vector_1tap */                              \
-            one_vector_1tap(wp, x, ldx, c_in, &a[0][0]);                                                       \
-        } else if (K == 1 && full) { /* 1-tap (1x1 convs, Winograd products): one flat loop, no tap loop */ \
+        if (K == 1 && full) { /* 1-tap (1x1 convs, Winograd products): one flat loop, no tap loop */      \
             _Pragma("GCC unroll 2") for (int64_t ci = 0; ci < c_in; ci++, wp += QTTS_CONV_MR) {           \
                 const float *xp = x + ci * ldx;                                                            \
                 _mm_prefetch((const char *)(xp + PREFETCH_ROWS_1TAP * ldx), _MM_HINT_T0); /* both ends: 96 bytes */ \

@@ -224,8 +224,8 @@ static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
         const int64_t q = i / per_point, e = i % per_point;
         int64_t tb, rb;
         qtts_conv_item_blocks(e, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
-        const int64_t t0 = tb * QTTS_WINOGRAD_PANEL;
-        const int64_t nt = j->ntp - t0 < QTTS_WINOGRAD_PANEL ? j->ntp - t0 : QTTS_WINOGRAD_PANEL;
+        int64_t t0, nt;
+        qtts_winograd_panel(tb, j->ntp, &t0, &nt);
         j->tile(&wg->point[q], j->U + q * c_in * j->ntp + t0 * c_in, nt, nt, rb, j->M + q * j->cv->c_out * j->ntp + t0,
                 j->ntp, NULL, 0);
     }
@@ -333,7 +333,7 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     }
     const qtts_conv *pt = &cv->wg->point[0];
     j.n_rb = pt->rows_pad / QTTS_CONV_MR;
-    j.n_tb = (j.ntp + QTTS_WINOGRAD_PANEL - 1) / QTTS_WINOGRAD_PANEL;
+    j.n_tb = qtts_winograd_n_panels(j.ntp);
     j.rows_outer = pt->rows_pad > j.ntp;
     const double tiles = (double)j.ntp;
     qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * QTTS_TILE_MAC_WORK, input_rows, &j);
