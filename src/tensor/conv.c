@@ -282,8 +282,8 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
         if (j->panels) packed_block(j->T, tb, &t0, &nt);
         const float *add = j->add ? j->add + t0 : NULL;
         if (j->xbf) j->tile_bf16(j->cv, j->xbf + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
-        else if (j->panels) j->tile(j->cv, j->panels + tb * j->cv->c_in * j->ldx, j->ldx, nt, rb, j->y + t0, j->ldy, add,
-                                    j->ldadd);
+        else if (j->panels)
+            j->tile(j->cv, j->panels + tb * j->cv->c_in * j->ldx, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
         else j->tile(j->cv, j->x + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
     }
 }
@@ -368,7 +368,8 @@ static void pack_rows(void *p, int64_t c0, int64_t c1, int tid) {
         for (int64_t tb = 0; tb < n_tb; tb++) {
             int64_t t0, nt;
             packed_block(j->T, tb, &t0, &nt);
-            memcpy(j->dst + (tb * j->c_in + ci) * j->W, j->x + ci * j->ldx + t0, (size_t)(nt + j->hist) * sizeof(float));
+            const size_t n = (size_t)(nt + j->hist);
+            memcpy(j->dst + (tb * j->c_in + ci) * j->W, j->x + ci * j->ldx + t0, n * sizeof(float));
         }
 }
 
