@@ -248,15 +248,6 @@ void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int
  * are packed. The arithmetic is the same either way. */
 enum { PANEL_AVX2 = 24 };
 
-/* Time block tb of packed x: its first sample and length. (Splitting a last
- * block of 8 or fewer as for the Winograd panels, conv_winograd.h, measured
- * no gain for these convs.) */
-static int64_t packed_blocks(int64_t T) { return (T + PANEL_AVX2 - 1) / PANEL_AVX2; }
-static void packed_block(int64_t T, int64_t tb, int64_t *t0, int64_t *nt) {
-    *t0 = tb * PANEL_AVX2;
-    *nt = T - *t0 < PANEL_AVX2 ? T - *t0 : PANEL_AVX2;
-}
-
 /* One conv call: an f32 conv reads x through tile, a bf16 conv its channel
  * pairs xbf through tile_bf16; everything else is shared. */
 typedef struct {
@@ -264,7 +255,8 @@ typedef struct {
     const float *x, *add;
     const uint32_t *xbf;
     int64_t ldx, ldy, ldadd, T, n_rb, n_tb;
-    const float *panels; /* x packed (pack_panels), or NULL: block tb (packed_block) at panels + tb*c_in*ldx */
+    int64_t nt;          /* samples per time block: QTTS_CONV_NT, or PANEL_AVX2 where x is packed */
+    const float *panels; /* x packed (pack_panels), or NULL: block tb at panels + tb*c_in*ldx */
     int rows_outer;
     float *y;
     qtts_conv_tile_fn tile;
@@ -278,8 +270,7 @@ static void conv_items(void *p, int64_t i0, int64_t i1, int tid) {
     for (int64_t i = i0; i < i1; i++) {
         int64_t tb, rb;
         qtts_conv_item_blocks(i, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
-        int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
-        if (j->panels) packed_block(j->T, tb, &t0, &nt);
+        int64_t t0 = tb * j->nt, nt = j->T - t0 < j->nt ? j->T - t0 : j->nt;
         const float *add = j->add ? j->add + t0 : NULL;
         if (j->xbf) j->tile_bf16(j->cv, j->xbf + t0, j->ldx, nt, rb, j->y + t0, j->ldy, add, j->ldadd);
         else if (j->panels)
@@ -296,7 +287,7 @@ static double conv_work(const qtts_conv *cv, int64_t T) {
 static void run_tiles(qtts_pool *pool, conv_job *j) {
     const qtts_conv *cv = j->cv;
     j->n_rb = cv->rows_pad / QTTS_CONV_MR;
-    j->n_tb = j->panels ? packed_blocks(j->T) : (j->T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    j->n_tb = (j->T + j->nt - 1) / j->nt;
     j->rows_outer = cv->rows_pad * cv->k > j->T + qtts_conv_history(cv);
     qtts_parallel_for_work(pool, j->n_tb * j->n_rb, 1, conv_work(cv, j->T), conv_items, j);
 }
@@ -343,7 +334,7 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     pairs_job pj = {cv, x, ldx, len, pairs, simd};
     qtts_parallel_for_work(pool, c2n, 8, conv_work(cv, T), pairs_rows, &pj);
     conv_job j = {.cv = cv, .xbf = pairs, .add = add, .ldx = len, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
-                  .tile_bf16 = qtts_conv_tile_bf16_scalar};
+                  .nt = QTTS_CONV_NT, .tile_bf16 = qtts_conv_tile_bf16_scalar};
 #if defined(__x86_64__) || defined(_M_X64)
     if (simd) j.tile_bf16 = qtts_conv_tile_bf16_avx512;
 #elif defined(__aarch64__)
@@ -356,35 +347,31 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
 
 typedef struct {
     const float *x;
-    int64_t ldx, c_in, T, hist, W; /* W = PANEL_AVX2 + hist: the packed row length */
+    int64_t ldx, c_in, T;
     float *dst;
 } pack_job;
 
 static void pack_rows(void *p, int64_t c0, int64_t c1, int tid) {
     (void)tid;
     const pack_job *j = p;
-    const int64_t n_tb = packed_blocks(j->T);
     for (int64_t ci = c0; ci < c1; ci++)
-        for (int64_t tb = 0; tb < n_tb; tb++) {
-            int64_t t0, nt;
-            packed_block(j->T, tb, &t0, &nt);
-            const size_t n = (size_t)(nt + j->hist);
-            memcpy(j->dst + (tb * j->c_in + ci) * j->W, j->x + ci * j->ldx + t0, n * sizeof(float));
+        for (int64_t t0 = 0, tb = 0; t0 < j->T; t0 += PANEL_AVX2, tb++) {
+            const int64_t n = j->T - t0 < PANEL_AVX2 ? j->T - t0 : PANEL_AVX2;
+            memcpy(j->dst + (tb * j->c_in + ci) * PANEL_AVX2, j->x + ci * j->ldx + t0, (size_t)n * sizeof(float));
         }
 }
 
 /* x in panels for the AVX2 tile where several row blocks read it; NULL
  * (the tiles then read x in place) where that does not pay or on OOM. */
 static float *pack_panels(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T,
-                          qtts_conv_isa isa, int64_t *ld) {
+                          qtts_conv_isa isa) {
     if (qtts_conv_isa_resolve(isa) != QTTS_CONV_ISA_AVX2 || cv->k != 1 || cv->rows_pad <= QTTS_CONV_MR ||
         T <= PANEL_AVX2)
         return NULL;
-    pack_job pj = {x, ldx, cv->c_in, T, qtts_conv_history(cv), PANEL_AVX2 + qtts_conv_history(cv), NULL};
-    const int64_t n_tb = packed_blocks(T);
-    if (!(pj.dst = malloc((size_t)(n_tb * cv->c_in * pj.W) * sizeof(float)))) return NULL;
-    qtts_parallel_for_work(pool, cv->c_in, 1, (double)cv->c_in * (double)(T + n_tb * pj.hist), pack_rows, &pj);
-    *ld = pj.W;
+    pack_job pj = {x, ldx, cv->c_in, T, NULL};
+    const int64_t n_tb = (T + PANEL_AVX2 - 1) / PANEL_AVX2;
+    if (!(pj.dst = malloc((size_t)(n_tb * cv->c_in * PANEL_AVX2) * sizeof(float)))) return NULL;
+    qtts_parallel_for_work(pool, cv->c_in, 1, (double)cv->c_in * (double)T, pack_rows, &pj);
     return pj.dst;
 }
 
@@ -394,12 +381,11 @@ int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
     if (cv->wg) return qtts_winograd_conv(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
     conv_job j = {.cv = cv, .x = x, .add = add, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
-                  .tile = qtts_conv_tile_for(isa)};
-    int64_t ldp = 0;
-    float *panels = pack_panels(pool, cv, x, ldx, T, isa, &ldp);
-    if (panels) {
+                  .nt = QTTS_CONV_NT, .tile = qtts_conv_tile_for(isa)};
+    float *panels = pack_panels(pool, cv, x, ldx, T, isa);
+    if (panels) { /* each block's rows are PANEL_AVX2 apart */
         j.panels = panels;
-        j.ldx = ldp;
+        j.ldx = j.nt = PANEL_AVX2;
     }
     run_tiles(pool, &j);
     free(panels);

@@ -337,7 +337,8 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.rows_outer = pt->rows_pad > j.ntp;
     const double tiles = (double)j.ntp;
     qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * QTTS_TILE_MAC_WORK, input_rows, &j);
-    qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, qtts_tile_work(n * tiles * cv->c_in * cv->c_out, n * cv->c_in * cv->c_out),
+    const double point_weights = (double)n * (double)cv->c_in * (double)cv->c_out;
+    qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, qtts_tile_work(point_weights * tiles, point_weights),
                            product_items, &j);
     qtts_parallel_for_work(pool, cv->c_out, 1, cv->c_out * tiles * n * m * QTTS_TILE_MAC_WORK, output_rows, &j);
     free(buf);

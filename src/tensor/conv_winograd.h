@@ -71,8 +71,8 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
  * panels of 16 instead: the AVX2 tile of one vector (8 tiles) keeps 4
  * accumulators, which wait on the FMA latency (40% of the peak on a Zen 2),
  * two vectors keep 8. Zen 2, one thread, F(4, 7) over 768 channels x 128
- * samples (32 tiles): 146-158 -> 182 GFLOP/s direct-equivalent. Every split gives
- * the same bits: each tile sums the channels in the same order. */
+ * samples (32 tiles): 146-158 -> 182 GFLOP/s direct-equivalent. Every split
+ * gives the same bits: each tile sums the channels in the same order. */
 enum { QTTS_WINOGRAD_PANEL = 24, QTTS_WINOGRAD_PANEL_TAIL = 16 };
 
 /* First tile of the two tail panels of 16 (ntp when there are none). */
@@ -97,14 +97,9 @@ static inline void qtts_winograd_panel(int64_t tb, int64_t ntp, int64_t *t0, int
 /* Where tile t of channel ci lies in a point's U (t a multiple of 8). */
 static inline int64_t qtts_winograd_u_index(int64_t t, int64_t ntp, int64_t c_in, int64_t ci) {
     const int64_t s = qtts_winograd_tail_start(ntp);
+    const int64_t tb = t < s ? t / QTTS_WINOGRAD_PANEL : s / QTTS_WINOGRAD_PANEL + (t - s) / QTTS_WINOGRAD_PANEL_TAIL;
     int64_t p0, w;
-    if (t >= s) {
-        p0 = s + (t - s) / QTTS_WINOGRAD_PANEL_TAIL * QTTS_WINOGRAD_PANEL_TAIL;
-        w = QTTS_WINOGRAD_PANEL_TAIL;
-    } else {
-        p0 = t / QTTS_WINOGRAD_PANEL * QTTS_WINOGRAD_PANEL;
-        w = ntp - p0 < QTTS_WINOGRAD_PANEL ? ntp - p0 : QTTS_WINOGRAD_PANEL;
-    }
+    qtts_winograd_panel(tb, ntp, &p0, &w);
     return p0 * c_in + ci * w + (t - p0);
 }
 
