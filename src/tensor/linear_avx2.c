@@ -237,6 +237,24 @@ INLINE __m256i scale_pairs(const uint8_t *s8) {
     return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
 }
 
+/* imin[t] += the mins' totals of sub-block pair p, half h of super-block s for
+ * tokens t0..t0+nt: the mins times the tokens' sub-block sums. They depend on no
+ * quant, so the kernels below sum them before their quad loops, which then
+ * keep fewer values live (with them inside, GCC spilled int16 sums, a store
+ * and a reload on every quad). Zen 2, one thread, 1024x3072 and 3072x1024
+ * from L3: 4-8 tokens 116-120 -> 123-127 GFLOP/s, one token without lockstep
+ * 14.6-16.7 -> 17.6-18.4 GB/s, with it unchanged (19-20). Integer sums are
+ * exact: the outputs are bit-identical to the loops before. */
+INLINE void q4_k_add_mins(const uint8_t *s, int p, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
+                          __m256i *imin) {
+    const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
+    for (int t = 0; t < nt; t++) {
+        int32_t bs;
+        memcpy(&bs, a->bsum + (t0 + t) * a->nsub + 8 * b + 2 * p, 4);
+        imin[t] = _mm256_add_epi32(imin[t], _mm256_madd_epi16(mp, _mm256_set1_epi32(bs)));
+    }
+}
+
 /* Super-block b of a 16-row group x nt tokens of interleaved Q4_K, added to
  * acc[half][t] (rows 8 * half ..). The nibbles are the unsigned operand of
  * vpmaddubsw (pair sums <= 2 * 15 * 127), so the 8 quads of a sub-block add
@@ -249,15 +267,8 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
     __m256i isum[2][QTTS_TILE_TOKENS], imin[2][QTTS_TILE_TOKENS];
     for (int h = 0; h < 2; h++)
         for (int t = 0; t < nt; t++) isum[h][t] = imin[h][t] = _mm256_setzero_si256();
-    for (int p = 0; p < 4; p++) /* the mins' totals first (see q4_k_x8_super) */
-        for (int h = 0; h < 2; h++) {
-            const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
-            for (int t = 0; t < nt; t++) {
-                int32_t bs;
-                memcpy(&bs, a->bsum + (t0 + t) * a->nsub + 8 * b + 2 * p, 4);
-                imin[h][t] = _mm256_add_epi32(imin[h][t], _mm256_madd_epi16(mp, _mm256_set1_epi32(bs)));
-            }
-        }
+    for (int p = 0; p < 4; p++)
+        for (int h = 0; h < 2; h++) q4_k_add_mins(s, p, h, a, t0, nt, b, imin[h]);
     for (int p = 0; p < 4; p++) {
         const uint8_t *qs = s + 320 + 512 * p;
         __m256i da[2][QTTS_TILE_TOKENS], db[2][QTTS_TILE_TOKENS];
@@ -303,14 +314,7 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
 }
 
 /* The same for 8 rows (half h) only: with 3-4 tokens both halves' sums
- * would not fit in the 16 registers (spills cost batches 10-15%). The mins'
- * totals depend on no quant and are summed in a loop of their own (here, in
- * q4_k_x16_super and in q4_k_x16_lockstep), so the quad loop keeps fewer
- * values live: with them inside, GCC spilled int16 sums, a store and a
- * reload on every quad. Zen 2, one thread, 1024x3072 and 3072x1024 from L3:
- * 4-8 tokens 116-120 -> 123-127 GFLOP/s, one token without lockstep 14.6-16.7
- * -> 17.6-18.4 GB/s, with it unchanged (19-20). Integer sums are exact: the
- * outputs are bit-identical to the loops before (checked for 1-8 tokens). */
+ * would not fit in the 16 registers (spills cost batches 10-15%). */
 INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
                           __m256 *acc) {
     const int64_t nb = a->nb, cols = a->cols;
@@ -318,14 +322,7 @@ INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t 
     const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
     __m256i isum[QTTS_TILE_TOKENS], imin[QTTS_TILE_TOKENS];
     for (int t = 0; t < nt; t++) isum[t] = imin[t] = _mm256_setzero_si256();
-    for (int p = 0; p < 4; p++) {
-        const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
-        for (int t = 0; t < nt; t++) {
-            int32_t bs;
-            memcpy(&bs, a->bsum + (t0 + t) * a->nsub + 8 * b + 2 * p, 4);
-            imin[t] = _mm256_add_epi32(imin[t], _mm256_madd_epi16(mp, _mm256_set1_epi32(bs)));
-        }
-    }
+    for (int p = 0; p < 4; p++) q4_k_add_mins(s, p, h, a, t0, nt, b, imin);
     for (int p = 0; p < 4; p++) {
         const uint8_t *qs = s + 320 + 512 * p + 32 * h;
         __m256i da[QTTS_TILE_TOKENS], db[QTTS_TILE_TOKENS];
@@ -405,17 +402,10 @@ INLINE void q4_k_x16_lockstep(const uint8_t *const *g, const qtts_act *a, int64_
     __m256i isum[S][2], imin[S][2];
     for (int k = 0; k < S; k++)
         for (int h = 0; h < 2; h++) isum[k][h] = imin[k][h] = _mm256_setzero_si256();
-    for (int p = 0; p < 4; p++) { /* the mins' totals first (see q4_k_x8_super) */
-        int32_t bs;
-        memcpy(&bs, a->bsum + 8 * b + 2 * p, 4);
-        const __m256i bsv = _mm256_set1_epi32(bs);
+    for (int p = 0; p < 4; p++) /* 1 token: row 0 of the activations */
         for (int k = 0; k < S; k++)
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *s = g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER;
-                const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
-                imin[k][h] = _mm256_add_epi32(imin[k][h], _mm256_madd_epi16(mp, bsv));
-            }
-    }
+            for (int h = 0; h < 2; h++)
+                q4_k_add_mins(g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER, p, h, a, 0, 1, b, &imin[k][h]);
     const int8_t *xq0 = a->q + 256 * b;
     for (int p = 0; p < 4; p++) {
         __m256i da[S][2], db[S][2];
