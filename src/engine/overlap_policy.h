@@ -5,15 +5,16 @@
  * job: the engine thread runs talker + code-predictor steps while thread 1
  * runs the decoder step, until the decoder is done, the first one done then
  * helping the other (engine/overlap.h, with any further threads). That pays
- * where the LMs scale badly with threads (memory-bound: a Zen 2 read 14 GB/s on one thread and only 20
- * on two) and the decoder well (compute-bound): there the LMs cost 75 ms per
- * frame on one thread, the decoder 66 ms on the other, against 47 + 39 ms
- * one after the other on both (0.6B q4_k). Elsewhere it may not (a fast bf16
- * decoder next to LMs that scale), so the engine measures both ways: the
- * wall time per generated frame of each decode cycle (from the end of one
- * decoder step to the end of the next, prefill-free cycles only) goes into a
- * running average per mode, the faster mode is used, and the other one is
- * tried again every QTTS_OVERLAP_PROBE_EVERY cycles. Pure functions, so the
+ * where the LMs scale badly with threads (memory-bound: a Zen 2 read 14 GB/s
+ * on one thread and only 20 on two) and the decoder well (compute-bound):
+ * there the LMs cost 75 ms per frame on one thread, the decoder 66 ms on
+ * the other, against 47 + 39 ms one after the other on both (0.6B q4_k).
+ * Elsewhere it may not (a fast bf16 decoder next to LMs that scale), so the
+ * engine measures both ways: the wall time per generated frame of each
+ * decode cycle (from the end of one decoder step to the end of the next,
+ * prefill-free cycles only) goes into a running average per mode, the faster
+ * mode is used, and the other one is tried again every
+ * QTTS_OVERLAP_PROBE_EVERY cycles. Pure functions, so the
  * choice is testable without a model. */
 #ifndef QTTS_ENGINE_OVERLAP_POLICY_H
 #define QTTS_ENGINE_OVERLAP_POLICY_H
