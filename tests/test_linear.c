@@ -143,6 +143,25 @@ static void same_as_groups_alone(qtts_pool *pool, qtts_mat *x16, const float *bi
     free(one);
 }
 
+/* Each token of a batched call gives the bits of a call with that token
+ * alone: the interleaved kernels' token tiles (1, 2, 3 or 4 wide) sum the
+ * same integers and apply the same float steps, and the engine relies on it
+ * (a request's audio must not depend on how many others share its step). */
+static void same_as_tokens_alone(qtts_pool *pool, const qtts_mat *x16, const float *bias, const float *x, int64_t n,
+                                 const float *got, qtts_isa isa) {
+    const int64_t rows = x16->rows, cols = x16->cols;
+    float *one = malloc((size_t)rows * sizeof(float));
+    TEST_CHECK(one != NULL, "out of memory");
+    int same = 1;
+    for (int64_t t = 0; one && t < n; t++) {
+        TEST_CHECK(qtts_linear_isa(pool, x16, bias, x + t * cols, 1, one, isa, 0) == 0, "qtts_linear_isa failed");
+        same &= !memcmp(one, got + t * rows, (size_t)rows * sizeof(float));
+    }
+    TEST_CHECK(same, "%s %s x16 %lldx%lld n=%lld: a token alone gives other bits than in the batch",
+               qtts_isa_name(isa), qtts_dtype_name(x16->type), (long long)rows, (long long)cols, (long long)n);
+    free(one);
+}
+
 static void same_with_scalar_pack(qtts_pool *pool, const qtts_mat *m, const float *bias, const float *x, int64_t n,
                                   const float *got, qtts_isa isa) {
     float *again = malloc((size_t)(n * m->rows) * sizeof(float));
@@ -359,6 +378,7 @@ int main(void) {
                                (long long)n, st.max_ratio);
                     if (isa != QTTS_ISA_SCALAR) same_with_scalar_pack(pool, &x16, b, x, n, got, (qtts_isa)isa);
                     if (n == 1 && rows > 16) same_as_groups_alone(pool, &x16, b, x, (qtts_isa)isa);
+                    if (n > 1 && isa != QTTS_ISA_SCALAR) same_as_tokens_alone(pool, &x16, b, x, n, got, (qtts_isa)isa);
                     if (si == 2 && n == 5)
                         printf("  %-6s %-5s x16 %lldx%lld n=%lld: max err/bound %.3f, rel rms err %.2e\n",
                                qtts_isa_name((qtts_isa)isa), qtts_dtype_name(type), (long long)rows, (long long)cols,

@@ -190,6 +190,12 @@ DEFINE_STANDARD_ROWS()
 /* ---- interleaved weights (tensor/interleave.h): one row per 32-bit lane,
  * each 16-row group as two halves of 8 rows (one ymm register each) ---- */
 
+/* An empty asm that takes and gives back v in a register: each integer sum
+ * then stays one chain of adds. GCC otherwise reassociates the unrolled
+ * adds into trees whose partial results spill (integer adds are exact, so
+ * the order changes no bit). */
+#define KEEP_CHAIN(v) __asm__("" : "+x"(v))
+
 INLINE __m256i bcast4(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
@@ -292,6 +298,10 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
                 for (int t = 0; t < nt; t++) {
                     da[h][t] = _mm256_add_epi16(da[h][t], _mm256_maddubs_epi16(lo, xa[t]));
                     db[h][t] = _mm256_add_epi16(db[h][t], _mm256_maddubs_epi16(hi, xb[t]));
+                    if (nt > 1) { /* at nt = 1 (no lockstep) the chains cost 40% */
+                        KEEP_CHAIN(da[h][t]);
+                        KEEP_CHAIN(db[h][t]);
+                    }
                 }
             }
         }
@@ -339,6 +349,8 @@ INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t 
                 const int8_t *xq = a->q + (t0 + t) * cols + 256 * b + 64 * p + 4 * g;
                 da[t] = _mm256_add_epi16(da[t], _mm256_maddubs_epi16(lo, bcast4(xq)));
                 db[t] = _mm256_add_epi16(db[t], _mm256_maddubs_epi16(hi, bcast4(xq + 32)));
+                KEEP_CHAIN(da[t]);
+                KEEP_CHAIN(db[t]);
             }
         }
         const __m256i sa = scale_pairs(s + 64 + 32 * p + 8 * h), sb = scale_pairs(s + 64 + 32 * p + 16 + 8 * h);
@@ -355,11 +367,69 @@ INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t 
     }
 }
 
+/* q4_k_x8_super for exactly 4 tokens, written out so that GCC keeps the 8
+ * int16 sums, the weights and the broadcasts in the 16 registers: the loop
+ * form spilled sums, copied registers and tested the prefetch flag on every
+ * quad (~13 cycles per quad where its 28 instructions need ~5). The
+ * prefetches of a pair's 8 lines are issued together before its quads. Same
+ * integer sums and the same float operations per row and token as
+ * q4_k_x8_super, so the results are the same bits. */
+INLINE void q4_k_x8_super4(const uint8_t *grp, int h, const qtts_act *a, int64_t t0, int64_t b, __m256 *acc) {
+    const int64_t nb = a->nb, cols = a->cols;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
+    const int8_t *x0 = a->q + t0 * cols + 256 * b, *x1 = x0 + cols, *x2 = x1 + cols, *x3 = x2 + cols;
+    __m256i isum[4], imin[4];
+    for (int t = 0; t < 4; t++) isum[t] = imin[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) q4_k_add_mins(s, p, h, a, t0, 4, b, imin);
+    for (int p = 0; p < 4; p++) {
+        const uint8_t *qs = s + 320 + 512 * p + 32 * h;
+        if (a->prefetch && h == 0) { /* the same lines as q4_k_x8_super, per pair */
+            for (int g = 0; g < 8; g++) _mm_prefetch((const char *)qs + 64 * g + PREFETCH_X16, _MM_HINT_NTA);
+            _mm_prefetch((const char *)s + 64 * p + PREFETCH_X16, _MM_HINT_NTA);
+            if (p == 0) _mm_prefetch((const char *)s + 256 + PREFETCH_X16, _MM_HINT_NTA);
+        }
+        __m256i da0 = _mm256_setzero_si256(), da1 = da0, da2 = da0, da3 = da0;
+        __m256i db0 = da0, db1 = da0, db2 = da0, db3 = da0;
+        const int64_t o = 64 * p;
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            const __m256i wv = _mm256_loadu_si256((const __m256i *)(qs + 64 * g));
+            const __m256i lo = _mm256_and_si256(wv, m4), hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), m4);
+            const int64_t k = o + 4 * g;
+            da0 = _mm256_add_epi16(da0, _mm256_maddubs_epi16(lo, bcast4(x0 + k)));
+            da1 = _mm256_add_epi16(da1, _mm256_maddubs_epi16(lo, bcast4(x1 + k)));
+            da2 = _mm256_add_epi16(da2, _mm256_maddubs_epi16(lo, bcast4(x2 + k)));
+            da3 = _mm256_add_epi16(da3, _mm256_maddubs_epi16(lo, bcast4(x3 + k)));
+            db0 = _mm256_add_epi16(db0, _mm256_maddubs_epi16(hi, bcast4(x0 + k + 32)));
+            db1 = _mm256_add_epi16(db1, _mm256_maddubs_epi16(hi, bcast4(x1 + k + 32)));
+            db2 = _mm256_add_epi16(db2, _mm256_maddubs_epi16(hi, bcast4(x2 + k + 32)));
+            db3 = _mm256_add_epi16(db3, _mm256_maddubs_epi16(hi, bcast4(x3 + k + 32)));
+            /* keeps each sum a chain: GCC otherwise reassociates the unrolled adds into trees of live temps */
+            __asm__("" : "+x"(da0), "+x"(da1), "+x"(da2), "+x"(da3), "+x"(db0), "+x"(db1), "+x"(db2), "+x"(db3));
+        }
+        const __m256i sa = scale_pairs(s + 64 + 32 * p + 8 * h), sb = scale_pairs(s + 64 + 32 * p + 16 + 8 * h);
+        isum[0] = _mm256_add_epi32(isum[0], _mm256_add_epi32(_mm256_madd_epi16(da0, sa), _mm256_madd_epi16(db0, sb)));
+        isum[1] = _mm256_add_epi32(isum[1], _mm256_add_epi32(_mm256_madd_epi16(da1, sa), _mm256_madd_epi16(db1, sb)));
+        isum[2] = _mm256_add_epi32(isum[2], _mm256_add_epi32(_mm256_madd_epi16(da2, sa), _mm256_madd_epi16(db2, sb)));
+        isum[3] = _mm256_add_epi32(isum[3], _mm256_add_epi32(_mm256_madd_epi16(da3, sa), _mm256_madd_epi16(db3, sb)));
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
+    for (int t = 0; t < 4; t++) {
+        const __m256 dx = _mm256_set1_ps(a->qd[(t0 + t) * nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+    }
+}
+
 INLINE void q4_k_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int nt, __m256 acc[2][QTTS_TILE_TOKENS]) {
     for (int h = 0; h < 2; h++)
         for (int t = 0; t < nt; t++) acc[h][t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < a->nb; b++) {
         if (nt <= 2) q4_k_x16_super(grp + (size_t)b * QTTS_Q4_K_X16_SUPER, a, t0, nt, b, acc);
+        else if (nt == 4)
+            for (int h = 0; h < 2; h++) q4_k_x8_super4(grp, h, a, t0, b, acc[h]);
         else
             for (int h = 0; h < 2; h++) q4_k_x8_super(grp, h, a, t0, nt, b, acc[h]);
     }
