@@ -224,6 +224,7 @@ INLINE void q8_0_x8_block(const uint8_t *grp, int h, const qtts_act *a, int64_t 
         for (int t = 0; t < nt; t++) {
             __m256i xs = _mm256_sign_epi8(bcast4(a->q + (t0 + t) * cols + 32 * b + 4 * g), w);
             isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), ones));
+            if (nt > 1) KEEP_CHAIN(isum[t]);
         }
     }
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + 16 * b + 8 * h)));
