@@ -16,7 +16,7 @@
  * talker's are twice that), alternating; enough of them to overflow the last-level cache. A single
  * 1024x2048 shape ranked the layouts as close where the engine found the interleaved Q8_0 kernel 20%
  * slower (a Zen 2): per-row overheads differ between 1024 and 3072 columns. */
-enum { CAL_SHORT = 1024, CAL_LONG = 3072, CAL_PASSES = 5, CAL_MAX_THREADS = 16 };
+enum { CAL_SHORT = 1024, CAL_LONG = 3072, CAL_MAX_THREADS = 16 };
 #define CAL_MIN_BYTES (64.0 * 1024 * 1024)
 #define CAL_MAX_BYTES (96.0 * 1024 * 1024) /* bounds the time; a larger cache then holds part of it */
 #define CAL_MARGIN 1.03
@@ -46,51 +46,70 @@ static void fill(qtts_dtype type, uint8_t *p, size_t bytes, uint32_t *seed) {
     }
 }
 
-/* Best GB/s over CAL_PASSES passes of y = W x (n = 1) over every matrix. */
-/* Best weight GB/s over CAL_PASSES passes of y = W x (n = 1) over every matrix. */
-static double pass_gbs(qtts_pool *pool, const qtts_mat *m, int n, const float *x, float *y) {
-    double best = 1e30;
-    for (int p = 0; p < CAL_PASSES; p++) {
-        double t0 = qtts_now_s();
-        for (int i = 0; i < n; i++)
-            if (qtts_linear(pool, &m[i], NULL, x, 1, y)) return 0;
-        double dt = qtts_now_s() - t0;
-        if (dt < best) best = dt;
-    }
-    double bytes = 0;
-    for (int i = 0; i < n; i++) bytes += (double)m[i].rows * (double)m[i].row_bytes;
-    return bytes / best * 1e-9;
-}
+/* Every figure is the best of CAL_ROUNDS rounds, and each round measures
+ * every variant of a layout once, in an order that rotates from round to
+ * round (the rows layout first, then the interleaved one: converting between
+ * them costs more than all the passes). Measured one variant after the other
+ * (5 passes each), a shared host's bursts of memory traffic from other
+ * tenants (a Zen 3 VM: passes 20-30% slow, for a few hundred ms) fell on one
+ * variant and flipped the choices: `qtts info --cpu` six times in a row chose
+ * the GGML rows for Q8_0 three times, though the interleaved layout read
+ * 28-33 GB/s against their 21-28. Interference only slows a pass, so the
+ * best of rounds spread over the measurement is what the kernel can do. */
+enum { CAL_ROUNDS = 5 };
 
-/* The same with the matrices' prefetch and lockstep flags set as given
- * (cleared again after). */
-static double flagged_gbs(qtts_pool *pool, qtts_mat *m, int n, int prefetch, int lockstep, const float *x, float *y) {
+/* Weight GB/s of one pass of y = W x (n = 1) over every matrix, with their
+ * prefetch and lockstep flags set as given (cleared again after). */
+static double pass_gbs(qtts_pool *pool, qtts_mat *m, int n, int prefetch, int lockstep, const float *x, float *y) {
     for (int i = 0; i < n; i++) {
         m[i].prefetch = prefetch;
         m[i].lockstep = lockstep;
     }
-    double gbs = pass_gbs(pool, m, n, x, y);
-    for (int i = 0; i < n; i++) m[i].prefetch = m[i].lockstep = 0;
-    return gbs;
+    double t0 = qtts_now_s(), bytes = 0;
+    int ok = 1;
+    for (int i = 0; ok && i < n; i++) ok = qtts_linear(pool, &m[i], NULL, x, 1, y) == 0;
+    double dt = qtts_now_s() - t0;
+    for (int i = 0; i < n; i++) {
+        m[i].prefetch = m[i].lockstep = 0;
+        bytes += (double)m[i].rows * (double)m[i].row_bytes;
+    }
+    return ok && dt > 0 ? bytes / dt * 1e-9 : 0;
 }
 
-/* Best GFLOP/s over CAL_PASSES passes of Y = W X (n = CAL_BATCH) over the
- * first two matrices (one of each shape; compute-bound, so cache is fine). */
+/* Best GFLOP/s of CAL_BATCH_PASSES passes of Y = W X (n = CAL_BATCH) over
+ * the first two matrices (one of each shape; compute-bound, so cache is fine:
+ * a first pass warms it). */
+enum { CAL_BATCH_PASSES = 3 };
 static double batch_gflops(qtts_pool *pool, qtts_mat *m, int pf, const float *x, float *y) {
-    double best = 1e30, flop = 0;
+    double flop = 0, best = 0;
     for (int i = 0; i < 2; i++) {
         m[i].prefetch = pf;
         flop += 2.0 * CAL_BATCH * (double)m[i].rows * (double)m[i].cols;
     }
-    for (int p = 0; p <= CAL_PASSES; p++) { /* pass 0 warms the cache */
+    int ok = 1;
+    for (int p = 0; ok && p <= CAL_BATCH_PASSES; p++) {
         double t0 = qtts_now_s();
-        for (int i = 0; i < 2; i++)
-            if (qtts_linear(pool, &m[i], NULL, x, CAL_BATCH, y)) return 0;
+        for (int i = 0; ok && i < 2; i++) ok = qtts_linear(pool, &m[i], NULL, x, CAL_BATCH, y) == 0;
         double dt = qtts_now_s() - t0;
-        if (p && dt < best) best = dt;
+        if (ok && p && dt > 0 && flop / dt * 1e-9 > best) best = flop / dt * 1e-9;
     }
     for (int i = 0; i < 2; i++) m[i].prefetch = 0;
-    return flop / best * 1e-9;
+    return best;
+}
+
+/* The variants of one layout, each once, starting at a rotating offset.
+ * Rows: plain, prefetching. Interleaved: {in lockstep, super-block by
+ * super-block} x {plain, prefetching}. Without the AVX2 flags, plain only. */
+enum { V_PLAIN, V_PF, V_BLOCKS, V_BLOCKS_PF, V_COUNT };
+static void measure_round(qtts_pool *pool, qtts_mat *m, int n, int x16, int flags, int round, const float *x, float *y,
+                          double best[V_COUNT]) {
+    const int nv = !flags ? 1 : x16 ? 4 : 2;
+    for (int k = 0; k < nv; k++) {
+        const int v = (k + round) % nv;
+        const int pf = v == V_PF || v == V_BLOCKS_PF, lockstep = x16 && flags && v < V_BLOCKS;
+        const double gbs = pass_gbs(pool, m, n, pf, lockstep, x, y);
+        if (gbs > best[v]) best[v] = gbs;
+    }
 }
 
 static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
@@ -126,25 +145,30 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     if (ok) {
         c->threads = qtts_pool_size(pool);
         for (int i = 0; i < CAL_LONG * CAL_BATCH; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
-        pass_gbs(pool, m, n, x, y); /* warm-up: page faults, frequency */
-        const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch */
-        c->row_gbs = pass_gbs(pool, m, n, x, y);
-        if (pf) c->row_pf_gbs = flagged_gbs(pool, m, n, 1, 0, x, y);
-        const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
-        c->row_batch_gflops = batch_gflops(pool, m, row_pf, x, y);
+        pass_gbs(pool, m, n, 0, 0, x, y); /* warm-up: page faults, frequency */
+        const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch and step in lockstep */
+        double rows[V_COUNT] = {0}, x16[V_COUNT] = {0}, row_batch[2] = {0}, x16_batch[2] = {0};
         qtts_err err = {0};
+        for (int r = 0; r < CAL_ROUNDS; r++) measure_round(pool, m, n, 0, pf, r, x, y, rows);
+        for (int p = 0; p <= pf; p++) row_batch[p] = batch_gflops(pool, m, p, x, y);
         for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
+        if (ok) pass_gbs(pool, m, n, 0, 0, x, y); /* warm-up of the new buffers */
+        for (int r = 0; ok && r < CAL_ROUNDS; r++) measure_round(pool, m, n, 1, pf, r, x, y, x16);
+        for (int p = 0; ok && p <= pf; p++) x16_batch[p] = batch_gflops(pool, m, p, x, y);
         if (ok) {
-            /* AVX2 (pf): the groups in lockstep first, then super-block by super-block at the better
-             * prefetch setting (the flag exists there only) */
-            flagged_gbs(pool, m, n, 0, pf, x, y);
-            c->x16_gbs = flagged_gbs(pool, m, n, 0, pf, x, y);
-            if (pf) c->x16_pf_gbs = flagged_gbs(pool, m, n, 1, 1, x, y);
+            c->row_gbs = rows[V_PLAIN];
+            c->row_pf_gbs = rows[V_PF];
+            const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
+            c->row_batch_gflops = row_batch[row_pf];
+            /* AVX2 (pf): x16_gbs and x16_pf_gbs are the groups in lockstep; x16_blocks_gbs super-block by
+             * super-block at the better prefetch setting (the flags exist there only) */
+            c->x16_gbs = x16[V_PLAIN];
+            c->x16_pf_gbs = x16[V_PF];
             const int x16_pf = c->x16_pf_gbs >= CAL_MARGIN * c->x16_gbs;
             const double x16_step = x16_pf ? c->x16_pf_gbs : c->x16_gbs;
-            if (pf) c->x16_blocks_gbs = flagged_gbs(pool, m, n, x16_pf, 0, x, y);
+            c->x16_blocks_gbs = x16[x16_pf ? V_BLOCKS_PF : V_BLOCKS];
             c->lockstep = pf && x16_step >= CAL_MARGIN * c->x16_blocks_gbs;
-            c->x16_batch_gflops = batch_gflops(pool, m, x16_pf, x, y);
+            c->x16_batch_gflops = x16_batch[x16_pf];
             c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
             /* each layout at its better setting; a change from the default (rows, no prefetch) needs 1.03x,
              * or a tie at n = 1 and 1.15x on batches (the interleaved kernels load each weight once for
