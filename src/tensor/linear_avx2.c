@@ -262,6 +262,22 @@ INLINE void q4_k_add_mins(const uint8_t *s, int p, int h, const qtts_act *a, int
     }
 }
 
+/* acc[t] += the super-block's float result for half h (8 rows) and tokens
+ * t0..t0+nt: the quad sums times d * dx, less the mins' totals times
+ * dmin * dx. One function for every Q4_K kernel, so each applies the same
+ * float steps in the same order and a token's bits do not depend on the
+ * kernel its tile ran through. */
+INLINE void q4_k_add_scaled(const uint8_t *s, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
+                            const __m256i *isum, const __m256i *imin, __m256 *acc) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
+    for (int t = 0; t < nt; t++) {
+        const __m256 dx = _mm256_set1_ps(a->qd[(t0 + t) * a->nb + b]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+    }
+}
+
 /* Super-block b of a 16-row group x nt tokens of interleaved Q4_K, added to
  * acc[half][t] (rows 8 * half ..). The nibbles are the unsigned operand of
  * vpmaddubsw (pair sums <= 2 * 15 * 127), so the 8 quads of a sub-block add
@@ -269,7 +285,7 @@ INLINE void q4_k_add_mins(const uint8_t *s, int p, int h, const qtts_act *a, int
  * Both halves of a line are read together, so one prefetch serves both. */
 INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int nt, int64_t b,
                            __m256 acc[2][QTTS_TILE_TOKENS]) {
-    const int64_t nb = a->nb, cols = a->cols;
+    const int64_t cols = a->cols;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i isum[2][QTTS_TILE_TOKENS], imin[2][QTTS_TILE_TOKENS];
     for (int h = 0; h < 2; h++)
@@ -313,22 +329,14 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
                                                                            _mm256_madd_epi16(db[h][t], sb)));
         }
     }
-    for (int h = 0; h < 2; h++) {
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
-        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
-        for (int t = 0; t < nt; t++) {
-            const __m256 dx = _mm256_set1_ps(a->qd[(t0 + t) * nb + b]);
-            acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][t]), _mm256_mul_ps(d, dx), acc[h][t]);
-            acc[h][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[h][t]), _mm256_mul_ps(dmin, dx), acc[h][t]);
-        }
-    }
+    for (int h = 0; h < 2; h++) q4_k_add_scaled(s, h, a, t0, nt, b, isum[h], imin[h], acc[h]);
 }
 
 /* The same for 8 rows (half h) only: with 3-4 tokens both halves' sums
  * would not fit in the 16 registers (spills cost batches 10-15%). */
 INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
                           __m256 *acc) {
-    const int64_t nb = a->nb, cols = a->cols;
+    const int64_t cols = a->cols;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
     __m256i isum[QTTS_TILE_TOKENS], imin[QTTS_TILE_TOKENS];
@@ -359,13 +367,7 @@ INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t 
             isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(da[t], sa),
                                                                  _mm256_madd_epi16(db[t], sb)));
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
-    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
-    for (int t = 0; t < nt; t++) {
-        const __m256 dx = _mm256_set1_ps(a->qd[(t0 + t) * nb + b]);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[t]), _mm256_mul_ps(dmin, dx), acc[t]);
-    }
+    q4_k_add_scaled(s, h, a, t0, nt, b, isum, imin, acc);
 }
 
 /* q4_k_x8_super for exactly 4 tokens, written out so that GCC keeps the 8
@@ -376,7 +378,7 @@ INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t 
  * integer sums and the same float operations per row and token as
  * q4_k_x8_super, so the results are the same bits. */
 INLINE void q4_k_x8_super4(const uint8_t *grp, int h, const qtts_act *a, int64_t t0, int64_t b, __m256 *acc) {
-    const int64_t nb = a->nb, cols = a->cols;
+    const int64_t cols = a->cols;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
     const int8_t *x0 = a->q + t0 * cols + 256 * b, *x1 = x0 + cols, *x2 = x1 + cols, *x3 = x2 + cols;
@@ -406,8 +408,14 @@ INLINE void q4_k_x8_super4(const uint8_t *grp, int h, const qtts_act *a, int64_t
             db1 = _mm256_add_epi16(db1, _mm256_maddubs_epi16(hi, bcast4(x1 + k + 32)));
             db2 = _mm256_add_epi16(db2, _mm256_maddubs_epi16(hi, bcast4(x2 + k + 32)));
             db3 = _mm256_add_epi16(db3, _mm256_maddubs_epi16(hi, bcast4(x3 + k + 32)));
-            /* keeps each sum a chain: GCC otherwise reassociates the unrolled adds into trees of live temps */
-            __asm__("" : "+x"(da0), "+x"(da1), "+x"(da2), "+x"(da3), "+x"(db0), "+x"(db1), "+x"(db2), "+x"(db3));
+            KEEP_CHAIN(da0);
+            KEEP_CHAIN(da1);
+            KEEP_CHAIN(da2);
+            KEEP_CHAIN(da3);
+            KEEP_CHAIN(db0);
+            KEEP_CHAIN(db1);
+            KEEP_CHAIN(db2);
+            KEEP_CHAIN(db3);
         }
         const __m256i sa = scale_pairs(s + 64 + 32 * p + 8 * h), sb = scale_pairs(s + 64 + 32 * p + 16 + 8 * h);
         isum[0] = _mm256_add_epi32(isum[0], _mm256_add_epi32(_mm256_madd_epi16(da0, sa), _mm256_madd_epi16(db0, sb)));
@@ -415,13 +423,7 @@ INLINE void q4_k_x8_super4(const uint8_t *grp, int h, const qtts_act *a, int64_t
         isum[2] = _mm256_add_epi32(isum[2], _mm256_add_epi32(_mm256_madd_epi16(da2, sa), _mm256_madd_epi16(db2, sb)));
         isum[3] = _mm256_add_epi32(isum[3], _mm256_add_epi32(_mm256_madd_epi16(da3, sa), _mm256_madd_epi16(db3, sb)));
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
-    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 32 + 16 * h)));
-    for (int t = 0; t < 4; t++) {
-        const __m256 dx = _mm256_set1_ps(a->qd[(t0 + t) * nb + b]);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(imin[t]), _mm256_mul_ps(dmin, dx), acc[t]);
-    }
+    q4_k_add_scaled(s, h, a, t0, 4, b, isum, imin, acc);
 }
 
 INLINE void q4_k_x16_tile(const uint8_t *grp, const qtts_act *a, int64_t t0, int nt, __m256 acc[2][QTTS_TILE_TOKENS]) {
@@ -508,6 +510,8 @@ INLINE void q4_k_x16_lockstep(const uint8_t *const *g, const qtts_act *a, int64_
             }
         }
     }
+    /* the steps of q4_k_add_scaled, written out: through it (dx loaded per group half) this kernel ran ~4%
+     * slower from cache (Zen 3) */
     const __m256 dx = _mm256_set1_ps(a->qd[b]);
     for (int k = 0; k < S; k++) {
         const uint8_t *s = g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER;
