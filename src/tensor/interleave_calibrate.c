@@ -147,19 +147,17 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
         for (int i = 0; i < CAL_LONG * CAL_BATCH; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
         pass_gbs(pool, m, n, 0, 0, x, y); /* warm-up: page faults, frequency */
         const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch and step in lockstep */
-        double rows[V_COUNT] = {0}, x16[V_COUNT] = {0}, row_batch[2] = {0}, x16_batch[2] = {0};
+        double rows[V_COUNT] = {0}, x16[V_COUNT] = {0};
         qtts_err err = {0};
         for (int r = 0; r < CAL_ROUNDS; r++) measure_round(pool, m, n, 0, pf, r, x, y, rows);
-        for (int p = 0; p <= pf; p++) row_batch[p] = batch_gflops(pool, m, p, x, y);
+        c->row_gbs = rows[V_PLAIN];
+        c->row_pf_gbs = rows[V_PF];
+        const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
+        c->row_batch_gflops = batch_gflops(pool, m, row_pf, x, y);
         for (int i = 0; ok && i < n; i++) ok = qtts_mat_interleave_force(&m[i], &err) == 0;
         if (ok) pass_gbs(pool, m, n, 0, 0, x, y); /* warm-up of the new buffers */
         for (int r = 0; ok && r < CAL_ROUNDS; r++) measure_round(pool, m, n, 1, pf, r, x, y, x16);
-        for (int p = 0; ok && p <= pf; p++) x16_batch[p] = batch_gflops(pool, m, p, x, y);
         if (ok) {
-            c->row_gbs = rows[V_PLAIN];
-            c->row_pf_gbs = rows[V_PF];
-            const int row_pf = c->row_pf_gbs >= CAL_MARGIN * c->row_gbs;
-            c->row_batch_gflops = row_batch[row_pf];
             /* AVX2 (pf): x16_gbs and x16_pf_gbs are the groups in lockstep; x16_blocks_gbs super-block by
              * super-block at the better prefetch setting (the flags exist there only) */
             c->x16_gbs = x16[V_PLAIN];
@@ -168,7 +166,7 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
             const double x16_step = x16_pf ? c->x16_pf_gbs : c->x16_gbs;
             c->x16_blocks_gbs = x16[x16_pf ? V_BLOCKS_PF : V_BLOCKS];
             c->lockstep = pf && x16_step >= CAL_MARGIN * c->x16_blocks_gbs;
-            c->x16_batch_gflops = x16_batch[x16_pf];
+            c->x16_batch_gflops = batch_gflops(pool, m, x16_pf, x, y);
             c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
             /* each layout at its better setting; a change from the default (rows, no prefetch) needs 1.03x,
              * or a tie at n = 1 and 1.15x on batches (the interleaved kernels load each weight once for

@@ -264,9 +264,9 @@ INLINE void q4_k_add_mins(const uint8_t *s, int p, int h, const qtts_act *a, int
 
 /* acc[t] += the super-block's float result for half h (8 rows) and tokens
  * t0..t0+nt: the quad sums times d * dx, less the mins' totals times
- * dmin * dx. One function for every Q4_K kernel, so each applies the same
- * float steps in the same order and a token's bits do not depend on the
- * kernel its tile ran through. */
+ * dmin * dx. One function for the token tiles (the lockstep kernel writes
+ * the same steps out), so each applies the same float steps in the same
+ * order and a token's bits do not depend on the tile it ran through. */
 INLINE void q4_k_add_scaled(const uint8_t *s, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
                             const __m256i *isum, const __m256i *imin, __m256 *acc) {
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
