@@ -354,17 +354,20 @@ int main(void) {
                 qtts_conv_free(&cv);
                 free(w), free(b), free(x), free(add), free(want), free(got), free(ref);
             }
-        /* the transforms' SIMD twins give the scalar twins' bits */
+        /* the transforms' SIMD twins give the scalar twins' bits: the unrolled bodies (F(4, 7), F(2, 7),
+         * F(4, 2)) and the generic loop (F(3, 3)) */
         qtts_winograd_plan pl;
-        TEST_CHECK(qtts_winograd_plan_init(&pl, 4, 7, &err) == 0, "plan F(4,7): %s", err.msg);
         TEST_CHECK(qtts_winograd_plan_init(&pl, 8, 7, &err) == -1 && strstr(err.msg, "points"), "F(8,7) refused");
-        TEST_CHECK(qtts_winograd_plan_init(&pl, 4, 7, &err) == 0, "plan F(4,7): %s", err.msg);
-        {
-            const int64_t d = 3, ntp = 24, L = ntp + 2 * d;
+        const int plans[][2] = {{4, 7}, {2, 7}, {4, 2}, {3, 3}};
+        for (size_t pi = 0; pi < sizeof plans / sizeof plans[0]; pi++) {
+            TEST_CHECK(qtts_winograd_plan_init(&pl, plans[pi][0], plans[pi][1], &err) == 0, "plan F(%d,%d): %s",
+                       plans[pi][0], plans[pi][1], err.msg);
+            const int64_t d = 3, ntp = 24, L = ntp + ((pl.n - 1) / pl.m) * d;
             float *ph = rand_buf(pl.m * L, &seed, 1.0f), *u0 = calloc(pl.n * ntp, sizeof(float));
             float *u1 = calloc(pl.n * ntp, sizeof(float)), *y0 = calloc(pl.m * ntp, sizeof(float));
             float *y1 = calloc(pl.m * ntp, sizeof(float));
-            const float *X[4] = {ph, ph + L, ph + 2 * L, ph + 3 * L};
+            const float *X[QTTS_WINOGRAD_NMAX];
+            for (int q = 0; q < pl.m; q++) X[q] = ph + q * L;
             qtts_winograd_input_scalar(&pl, X, d, ntp, u0, ntp, 1, 0);
             qtts_winograd_output_scalar(&pl, u0, ntp, ntp, y0, ntp);
 #if defined(__x86_64__) || defined(_M_X64)
@@ -372,13 +375,13 @@ int main(void) {
                 qtts_winograd_input_avx2(&pl, X, d, ntp, u1, ntp, 1, 0);
                 qtts_winograd_output_avx2(&pl, u1, ntp, ntp, y1, ntp);
                 TEST_CHECK(!memcmp(u0, u1, sizeof(float) * pl.n * ntp) && !memcmp(y0, y1, sizeof(float) * pl.m * ntp),
-                           "winograd transforms: AVX2 differs from the scalar twin");
+                           "winograd F(%d,%d) transforms: AVX2 differs from the scalar twin", pl.m, pl.k);
             }
 #elif defined(__aarch64__)
             qtts_winograd_input_neon(&pl, X, d, ntp, u1, ntp, 1, 0);
             qtts_winograd_output_neon(&pl, u1, ntp, ntp, y1, ntp);
             TEST_CHECK(!memcmp(u0, u1, sizeof(float) * pl.n * ntp) && !memcmp(y0, y1, sizeof(float) * pl.m * ntp),
-                       "winograd transforms: NEON differs from the scalar twin");
+                       "winograd F(%d,%d) transforms: NEON differs from the scalar twin", pl.m, pl.k);
 #endif
             free(ph), free(u0), free(u1), free(y0), free(y1);
         }

@@ -687,8 +687,17 @@ static int lin_to_bf16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
 /* Outputs per Winograd tile of the residual units' 7-tap convs: F(4, 7)
  * multiplies 2.5 times per output and weight (F(2, 7): 4, the direct conv
  * 7) at ~100 dB SNR against f32, and its transforms stay a small share at
- * 96 channels; longer tiles lose accuracy fast (F(6, 7) needs 12 points). */
-enum { WINOGRAD_M = 4 };
+ * 96 channels; longer tiles lose accuracy fast (F(6, 7) needs 12 points).
+ *
+ * The channel-major transposed convs are 2-tap convs over their phases;
+ * F(4, 2) multiplies 1.25 times per output and weight instead of 2, but
+ * holds 5 point matrices where the conv had 2 taps. That pays where the
+ * conv's input runs at WINOGRAD_TCONV_MIN_SPF samples per frame or more, so
+ * each weight serves many tiles: on a Zen 3 (one thread, 4-frame steps) the
+ * 384- and 192-channel blocks' convs (160 and 640 input samples per frame)
+ * went from 6.7-7.0 to 5.5-5.6 ms per frame for +4 MB, while the 768-channel
+ * one (32 per frame, weight-bound) gained 0.2 ms for +18 MB. */
+enum { WINOGRAD_M = 4, WINOGRAD_TCONV_M = 4, WINOGRAD_TCONV_MIN_SPF = 96 };
 
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
     const qtts_decoder_precision now = qtts_codec_decoder_precision(d);
@@ -699,6 +708,12 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
         for (int64_t b = 0; b < d->n_blocks; b++)
             for (int r = 0; r < N_RES; r++)
                 if (qtts_conv_to_winograd(&d->blk[b].ru[r].c1, WINOGRAD_M, err)) return -1;
+        for (int64_t b = 0; b < d->n_blocks; b++) {
+            dblock *bk = &d->blk[b];
+            if (!bk->tm && bk->spf_in >= WINOGRAD_TCONV_MIN_SPF &&
+                qtts_conv_to_winograd(&bk->tconv_cm, WINOGRAD_TCONV_M, err))
+                return -1;
+        }
         return 0;
     }
     /* Time-major layers in bf16: the transformer and the upsampling stages,

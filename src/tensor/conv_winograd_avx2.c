@@ -1,10 +1,10 @@
 /* AVX2+FMA twins of the Winograd transforms (conv_winograd.c has the scalar
  * ones): 8 tiles per vector, the same fused multiply-adds in the same order,
  * so the results are the scalar twins' bits. The decoder's F(4, 7) (10
- * points) and F(2, 7) (8) get fully unrolled bodies, which keep a tile
- * block's inputs in registers and take each coefficient from memory inside
- * the FMA (about a quarter of the generic loop's instructions); other sizes
- * run the generic loop. Only called after a cpuid check. */
+ * points), F(2, 7) (8) and F(4, 2) (5: its transposed convs) get fully
+ * unrolled bodies, which keep a tile block's inputs in registers and take
+ * each coefficient from memory inside the FMA (about a quarter of the
+ * generic loop's instructions); other sizes run the generic loop. Only called after a cpuid check. */
 #include <immintrin.h>
 
 #include "tensor/conv_winograd.h"
@@ -40,6 +40,8 @@ void qtts_winograd_input_avx2(const qtts_winograd_plan *p, const float *const *X
     for (int i = 0; i < p->n; i++) src[i] = X[i % p->m] + (i / p->m) * dil;
     if (p->n == 10) {
         WG_INPUT_BODY(10)
+    } else if (p->n == 5) {
+        WG_INPUT_BODY(5)
     } else if (p->n == 8) {
         WG_INPUT_BODY(8)
     } else {
@@ -61,6 +63,8 @@ void qtts_winograd_output_avx2(const qtts_winograd_plan *p, const float *M, int6
         WG_OUTPUT_BODY(10, 4)
     } else if (p->n == 8 && p->m == 2) {
         WG_OUTPUT_BODY(8, 2)
+    } else if (p->n == 5 && p->m == 4) {
+        WG_OUTPUT_BODY(5, 4)
     } else {
         for (int64_t t = 0; t < ntp; t += 8)
             for (int j = 0; j < p->m; j++) {
