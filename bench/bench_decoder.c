@@ -1,6 +1,7 @@
 /* Speech-tokenizer decoder speed at the REAL dimensions with random weights
  * (same loading path as a checkpoint): streaming ms per 80 ms frame, GFLOP/s,
- * per-stage times, and the machine's measured f32 FMA peak for comparison.
+ * per-stage times, the channel-major tail's time by operation, and the
+ * machine's measured f32 FMA peak for comparison.
  *
  *   bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16 | --winograd]
  *
@@ -151,6 +152,8 @@ int main(int argc, char **argv) {
         qtts_codec_stream *S[64];
         stage_times times;
         memset(&times, 0, sizeof times);
+        qtts_decoder_op_times ops;
+        memset(&ops, 0, sizeof ops);
         for (int k = 0; k < streams; k++) S[k] = qtts_codec_stream_new(dec, &err);
         double tstart = 0, cstart = 0;
         int64_t measured = frames; /* from the first step at or after the warm-up frames */
@@ -161,6 +164,8 @@ int main(int argc, char **argv) {
                 tstart = now();
                 cstart = cpu_now();
                 memset(&times, 0, sizeof times);
+                memset(&ops, 0, sizeof ops);
+                qtts_codec_decoder_set_op_times(dec, &ops);
                 if (streams == 1) qtts_codec_stream_set_debug(S[0], on_stage, &times);
                 times.last = tstart;
             }
@@ -178,6 +183,7 @@ int main(int argc, char **argv) {
             }
         }
         double dt = now() - tstart, dc = cpu_now() - cstart;
+        qtts_codec_decoder_set_op_times(dec, NULL);
         double ms = dt * 1e3 / measured / streams, gf = 2 * macs * measured * streams / dt * 1e-9;
         double cms = dc * 1e3 / measured / streams, cgf = 2 * macs * measured * streams / dc * 1e-9;
         double rms = 0;
@@ -188,6 +194,10 @@ int main(int argc, char **argv) {
                "per cpu second)  [audio rms %.3g]\n",
                threads[ti], streams, chunk, ms, ms / 80.0, gf, peak.wall > 0 ? 100 * gf / peak.wall : 0, peak.wall,
                cms, cgf, peak.cpu > 0 ? 100 * cgf / peak.cpu : 0, peak.cpu, sqrt(rms / (double)(measured * fs)));
+        printf("  channel-major tail by operation, ms/frame:");
+        for (int op = 0; op < QTTS_DECODER_OP_COUNT; op++)
+            printf(" %s %.2f", qtts_decoder_op_name((qtts_decoder_op)op), ops.ms[op] / (double)(measured * streams));
+        printf("\n");
         if (streams == 1) {
             printf("  per-stage ms/frame:");
             for (int i = 0; i < times.n; i++) printf(" %s %.2f", times.name[i], times.t[i] * 1e3 / measured);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/clock.h"
 #include "tensor/conv.h"
 #include "tensor/conv_winograd.h"
 #include "tensor/conv_calibrate.h"
@@ -167,6 +168,7 @@ struct qtts_codec_decoder {
     /* tuning: */
     int64_t max_chunk; /* frames per step (longer feeds are split) */
     int64_t cm_budget; /* bytes of a block output kept cache-resident (see cm_chain) */
+    qtts_decoder_op_times *op_times; /* NULL, or where cm_chain adds its operations' times */
     /* memory: */
     void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
@@ -798,6 +800,14 @@ void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *d, int64_t frames) {
     d->max_chunk = frames < 1 ? 1 : frames > MAX_CHUNK_LIMIT ? MAX_CHUNK_LIMIT : frames;
 }
 
+const char *qtts_decoder_op_name(qtts_decoder_op op) {
+    static const char *const names[QTTS_DECODER_OP_COUNT] = {"pad", "tconv", "interleave", "res_conv",
+                                                            "snake", "point_conv", "output"};
+    return op >= 0 && op < QTTS_DECODER_OP_COUNT ? names[op] : "?";
+}
+
+void qtts_codec_decoder_set_op_times(qtts_codec_decoder *d, qtts_decoder_op_times *times) { d->op_times = times; }
+
 void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
     d->cm_budget = bytes < 1 ? 1 : bytes;
 }
@@ -1109,6 +1119,14 @@ static int conv_oom(qtts_err *err) {
     return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "speech tokenizer decoder: out of memory (convolution work buffers)");
 }
 
+/* Runs stmt, adding its wall time to operation op's total when timing is on. */
+#define OP_TIMED(d, op, stmt)                                                                                 \
+    do {                                                                                                      \
+        const double op_t0_ = (d)->op_times ? qtts_now_ms() : 0;                                             \
+        stmt;                                                                                                 \
+        if ((d)->op_times) (d)->op_times->ms[op] += qtts_now_ms() - op_t0_;                                  \
+    } while (0)
+
 /* Blocks b.. of the channel-major tail and the output conv for one stream:
  * in holds C channels x T samples (row stride ldin; for a block whose
  * transposed conv already ran time-major it is that conv's output and is
@@ -1136,9 +1154,11 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             float *xp = scratch(d, WS_XP, bk->in * (H + T), err), *ph = scratch(d, WS_PH, bk->rate * bk->out * T, err);
             cur = scratch(d, WS_BLK + (int)b, bk->out * Tout, err);
             if (!xp || !ph || !cur) return -1;
-            cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act);
-            if (qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0)) return conv_oom(err);
-            qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout);
+            OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act));
+            int rc;
+            OP_TIMED(d, QTTS_DECODER_OP_TCONV, rc = qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0));
+            if (rc) return conv_oom(err);
+            OP_TIMED(d, QTTS_DECODER_OP_INTERLEAVE, qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout));
             ld = T = Tout;
         }
         for (int r = 0; r < N_RES; r++) {
@@ -1146,10 +1166,13 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             int64_t H = qtts_conv_history(&ru->c1);
             float *xp = scratch(d, WS_XP, bk->out * (H + T), err), *tmp = scratch(d, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
-            cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1);
-            if (qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0)) return conv_oom(err);
-            qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib);
-            if (qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld)) return conv_oom(err);
+            int rc;
+            OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1));
+            OP_TIMED(d, QTTS_DECODER_OP_RES_CONV, rc = qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0));
+            if (rc) return conv_oom(err);
+            OP_TIMED(d, QTTS_DECODER_OP_SNAKE, qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib));
+            OP_TIMED(d, QTTS_DECODER_OP_POINT_CONV, rc = qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld));
+            if (rc) return conv_oom(err);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
         emit_cm(s, name, cur, ld, bk->out, T);
@@ -1160,6 +1183,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
     int64_t H = qtts_conv_history(&d->fin_conv);
     float *xp = scratch(d, WS_XP, d->out_dim * (H + T), err);
     if (!xp) return -1;
+    const double t0 = d->op_times ? qtts_now_ms() : 0;
     cm_pad(pool, in, ldin, xp, s->fin_hist, d->out_dim, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 1);
     emit_cm(s, name, xp + H, H + T, d->out_dim, T);
@@ -1167,6 +1191,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 2);
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];
+    if (d->op_times) d->op_times->ms[QTTS_DECODER_OP_OUTPUT] += qtts_now_ms() - t0;
     return 0;
 }
 

@@ -74,6 +74,25 @@ void qtts_codec_decoder_set_max_chunk(qtts_codec_decoder *dec, int64_t frames);
  * tuning and tests). Default 512 KiB. */
 void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *dec, int64_t bytes);
 
+/* Where the channel-major tail's time goes (for benchmarks): while a table
+ * is set, every step adds each operation's wall time to it, in ms. */
+typedef enum {
+    QTTS_DECODER_OP_PAD,        /* SnakeBeta into a conv's padded input (history + step) */
+    QTTS_DECODER_OP_TCONV,      /* the blocks' transposed convs (as phases) */
+    QTTS_DECODER_OP_INTERLEAVE, /* their phases back into time order */
+    QTTS_DECODER_OP_RES_CONV,   /* the residual units' dilated convs */
+    QTTS_DECODER_OP_SNAKE,      /* the residual units' second SnakeBeta */
+    QTTS_DECODER_OP_POINT_CONV, /* the residual units' 1x1 convs (with the residual add) */
+    QTTS_DECODER_OP_OUTPUT,     /* final SnakeBeta, output conv and clamp */
+    QTTS_DECODER_OP_COUNT
+} qtts_decoder_op;
+typedef struct {
+    double ms[QTTS_DECODER_OP_COUNT];
+} qtts_decoder_op_times;
+const char *qtts_decoder_op_name(qtts_decoder_op op);
+/* NULL stops the timing. The table must outlive the steps it times. */
+void qtts_codec_decoder_set_op_times(qtts_codec_decoder *dec, qtts_decoder_op_times *times);
+
 /* A stream's state; starts at frame 0 with zero history. */
 qtts_codec_stream *qtts_codec_stream_new(const qtts_codec_decoder *dec, qtts_err *err);
 void qtts_codec_stream_reset(qtts_codec_stream *s);
