@@ -1,7 +1,8 @@
 /* GGUF: a store with f32/f16/bf16/q8_0/q4_k tensors and every metadata kind
  * round-trips byte-exactly through qtts_gguf_write / qtts_gguf_load /
  * qtts_store_open; every prefix of the file and a set of hand-made corrupt
- * files fail with one clear message. */
+ * files fail with one clear message. Lookups into a mapped table (an
+ * embedding) leave none of its pages in the RSS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "harness.h"
 #include "io/gguf.h"
 #include "io/store.h"
+#include "model/talker.h"
 #include "tensor/quant.h"
 
 /* ---- a tiny GGUF builder for hand-made (corrupt) files ---- */
@@ -209,9 +211,85 @@ static void huge_shapes(void) {
     qtts_gguf_free(g);
 }
 
+/* Pages of [p, p+len) mapped into this process (/proc/self/pagemap bit 63); -1 where that cannot be read. */
+static long present_pages(const void *p, size_t len) {
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+    if (!f) return -1;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    long n = 0;
+    for (uintptr_t a = (uintptr_t)p & ~(page - 1); a < (uintptr_t)p + len; a += page) {
+        uint64_t v = 0;
+        if (fseek(f, (long)(a / page * 8), SEEK_SET) || fread(&v, 8, 1, f) != 1) {
+            n = -1;
+            break;
+        }
+        n += (long)(v >> 63 & 1);
+    }
+    fclose(f);
+    return n;
+}
+
+/* An embedding lookup (qtts_tensor_row_f32) into a mapped table reads the
+ * right row and then drops what the read mapped in (the kernel maps the
+ * 64 KiB around a fault); into an in-memory table it changes nothing. */
+static void lookup_release(void) {
+    qtts_err err = {0};
+    enum { ROWS = 256, COLS = 1024 }; /* bf16: 2 KiB rows, 512 KiB */
+    uint16_t *emb = malloc(sizeof(uint16_t) * ROWS * COLS);
+    float *row = malloc(sizeof(float) * COLS);
+    TEST_CHECK(emb && row, "alloc");
+    if (!emb || !row) return;
+    for (int i = 0; i < ROWS * COLS; i++) emb[i] = qtts_f32_to_bf16((float)(i % 977) * 0.01f - 4.0f);
+    qtts_store *st = qtts_store_new(&err);
+    int64_t shape[2] = {ROWS, COLS};
+    TEST_CHECK(st && qtts_store_add(st, "emb", QTTS_BF16, 2, shape, emb, 0, &err) == 0, "%s", err.msg);
+    const qtts_tensor *mem = qtts_store_find(st, "emb");
+    TEST_CHECK(mem && qtts_tensor_row_f32(mem, 7, row, &err) == 0 && row[3] == qtts_bf16_to_f32(emb[7 * COLS + 3]),
+               "in-memory lookup: %s", err.msg);
+    char dir[] = "/tmp/qtts_gguf_XXXXXX";
+    TEST_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    snprintf(path, sizeof path, "%s/emb.gguf", dir);
+    TEST_CHECK(qtts_gguf_write(path, st, NULL, 0, &err) == 0, "write: %s", err.msg);
+    qtts_store *mapped = qtts_gguf_open(path, &err);
+    TEST_CHECK(mapped != NULL, "open: %s", err.msg);
+    const qtts_tensor *t = mapped ? qtts_store_find(mapped, "emb") : NULL;
+    TEST_CHECK(t && t->mapped, "the table lies in the file mapping");
+    if (t) {
+        qtts_store_release_pages(mapped);
+        volatile const uint16_t *d = t->data;
+        (void)d[100 * COLS]; /* a plain read: the control */
+        const long touched = present_pages(t->data, t->nbytes);
+        if (touched <= 0) {
+            printf("  note: /proc/self/pagemap shows no page after a read (unreadable or emulated); residency not checked\n");
+        }
+        qtts_tensor_release_around(t, (const char *)t->data + 100 * COLS * 2, COLS * 2);
+        int right = 1;
+        const int rows[] = {0, 1, 100, 131, 200, ROWS - 1};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            TEST_CHECK(qtts_tensor_row_f32(t, rows[i], row, &err) == 0, "lookup: %s", err.msg);
+            for (int c = 0; c < COLS; c++) right &= row[c] == qtts_bf16_to_f32(emb[rows[i] * COLS + c]);
+        }
+        TEST_CHECK(right, "mapped lookups read the stored rows");
+        const long left = present_pages(t->data, t->nbytes);
+        if (touched > 0) {
+            /* only the tensor's first and last page may be shared with other data and kept */
+            TEST_CHECK(touched >= 2 && left <= 2, "pages of the table mapped: %ld after one read, %ld after lookups",
+                       touched, left);
+        }
+    }
+    qtts_store_free(mapped);
+    qtts_store_free(st);
+    unlink(path);
+    rmdir(dir);
+    free(emb);
+    free(row);
+}
+
 int main(void) {
     corrupt_files();
     huge_shapes();
+    lookup_release();
 
     /* ---- round trip ---- */
     qtts_err err = {0};

@@ -491,15 +491,18 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
             !(c->dec = qtts_codec_decoder_load(c->codec_store, &cc, err)))
             return -1;
     }
+    /* as the engine does after load: mapped originals that were converted leave the RSS, and the heap's
+     * holes go back to the system before and after the decoder's conversion (engine_load.c) */
+    qtts_store_release_pages(c->m->store);
+    qtts_store_release_pages(c->codec_store);
+    qtts_store_release_pages(qtts_codec_decoder_owned_store(c->dec));
+    qtts_heap_trim();
     qtts_decoder_precision prec;
     if (qtts_decoder_precision_choose(o->decoder_precision, c->m->lm.layers[0].q.type, &prec, err) ||
         qtts_codec_decoder_set_precision(c->dec, prec, err))
         return -1;
     snprintf(r->decoder_precision, sizeof r->decoder_precision, "%s", qtts_decoder_precision_name(prec));
-    /* as the engine does after load: mapped originals that were converted leave the RSS */
-    qtts_store_release_pages(c->m->store);
-    qtts_store_release_pages(c->codec_store);
-    qtts_store_release_pages(qtts_codec_decoder_owned_store(c->dec));
+    qtts_heap_trim();
     r->load_s = (qtts_now_ms() - t0) * 1e-3;
     const qtts_model_config *cfg = &c->m->cfg;
     snprintf(r->variant, sizeof r->variant, "%s", qtts_variant_name(cfg->variant));

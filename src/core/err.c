@@ -3,6 +3,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string.h>
 
 static void vfail(qtts_err *e, qtts_status status, const char *fmt, va_list ap) {
@@ -47,6 +50,12 @@ void *qtts_malloc(size_t size, qtts_err *e) {
     void *p = malloc(size ? size : 1);
     if (!p) qtts_fail_as(e, QTTS_ERR_NO_MEMORY, "out of memory allocating %zu bytes", size);
     return p;
+}
+
+void qtts_heap_trim(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
 }
 
 void *qtts_calloc(size_t count, size_t size, qtts_err *e) {

@@ -13,8 +13,9 @@ int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err 
                          (long long)(t->ndim ? t->shape[0] : 0));
     size_t rb = qtts_dtype_row_bytes(t->type, t->shape[1]);
     if (!rb) return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));
-    if (qtts_convert_to_f32(t->type, (const char *)t->data + (size_t)row * rb, out, t->shape[1], err))
-        return qtts_fail_prefix(err, "tensor '%s'", t->name);
+    const char *src = (const char *)t->data + (size_t)row * rb;
+    if (qtts_convert_to_f32(t->type, src, out, t->shape[1], err)) return qtts_fail_prefix(err, "tensor '%s'", t->name);
+    qtts_tensor_release_around(t, src, rb);
     return 0;
 }
 
