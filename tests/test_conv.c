@@ -387,6 +387,53 @@ int main(void) {
         }
     }
 
+    /* One work memory kept across calls of different convs and lengths (as the decoder keeps it) gives the
+     * bits of memory allocated per call: Winograd tiles, 1x1 input panels, a direct conv (none), bf16 pairs. */
+    {
+        qtts_conv cvs[4];
+        const int64_t shapes[4][4] = {/* c, k, dil, winograd m */ {48, 7, 3, 4}, {40, 1, 1, 0}, {24, 7, 9, 0}, {32, 2, 1, 4}};
+        int ok = 1;
+        for (int i = 0; i < 4; i++) {
+            const int64_t c = shapes[i][0], k = shapes[i][1];
+            float *w = rand_buf(c * c * k, &seed, 0.5f), *b = rand_buf(c, &seed, 0.1f);
+            ok &= qtts_conv_init(&cvs[i], w, b, c, c, k, shapes[i][2], &err) == 0;
+            if (ok && shapes[i][3]) ok &= qtts_conv_to_winograd(&cvs[i], (int)shapes[i][3], &err) == 0;
+            free(w), free(b);
+        }
+        TEST_CHECK(ok, "work memory convs: %s", err.msg);
+        qtts_conv_ws ws = {0};
+        const int64_t lens[] = {200, 9, 64, 333, 30};
+        for (int round = 0; ok && round < 2; round++)
+            for (int i = 0; i < 4; i++)
+                for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+                    const int64_t c = cvs[i].c_in, T = lens[(li + (size_t)round) % 5], ldx = T + qtts_conv_history(&cvs[i]);
+                    float *x = rand_buf(c * ldx, &seed, 1.0f), *a = malloc(sizeof(float) * (size_t)(c * T)),
+                          *g = malloc(sizeof(float) * (size_t)(c * T));
+                    TEST_CHECK(qtts_conv1d_cm(pool, &cvs[i], x, ldx, T, a, T, NULL, 0) == 0 &&
+                                   qtts_conv1d_cm_ws(pool, &cvs[i], x, ldx, T, g, T, NULL, 0, &ws) == 0,
+                               "conv with and without work memory");
+                    TEST_CHECK(!memcmp(a, g, sizeof(float) * (size_t)(c * T)),
+                               "kept work memory changes the result (conv %d, T %lld)", i, (long long)T);
+                    free(x), free(a), free(g);
+                }
+        TEST_CHECK(ws.cap > 0, "the work memory was used");
+#if defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__)
+        if (qtts_conv_bf16_supported()) {
+            float *w = rand_buf(16 * 16 * 3, &seed, 0.5f), *b = rand_buf(16, &seed, 0.1f), *x = rand_buf(16 * 104, &seed, 1.0f);
+            float *a = malloc(sizeof(float) * 16 * 100), *g = malloc(sizeof(float) * 16 * 100);
+            qtts_conv bf;
+            TEST_CHECK(qtts_conv_init(&bf, w, b, 16, 16, 3, 2, &err) == 0 && qtts_conv_to_bf16(&bf, &err) == 0, "bf16");
+            qtts_conv1d_cm(pool, &bf, x, 104, 100, a, 100, NULL, 0);
+            qtts_conv1d_cm_ws(pool, &bf, x, 104, 100, g, 100, NULL, 0, &ws);
+            TEST_CHECK(!memcmp(a, g, sizeof(float) * 16 * 100), "bf16 conv: kept work memory changes the result");
+            qtts_conv_free(&bf);
+            free(w), free(b), free(x), free(a), free(g);
+        }
+#endif
+        qtts_conv_ws_free(&ws);
+        for (int i = 0; i < 4; i++) qtts_conv_free(&cvs[i]);
+    }
+
     qtts_pool_free(pool);
     return test_finish("test_conv");
 }

@@ -820,6 +820,10 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jstr(&j, "variant", r->variant);
     jstr(&j, "quant", r->quant);
     jstr(&j, "decoder_precision", r->decoder_precision);
+    const qtts_conv_calibration *cc = qtts_conv_calibrate(); /* what decided "auto" (measured once per process) */
+    jnum(&j, "conv_cal_f32_gflops", cc->f32_gflops);
+    jnum(&j, "conv_cal_winograd_gflops", cc->winograd_gflops);
+    jnum(&j, "conv_cal_bf16_gflops", cc->bf16_gflops);
     jstr(&j, "isa", r->isa);
     jnum(&j, "threads", r->threads);
     jnum(&j, "frames", r->frames);

@@ -173,6 +173,7 @@ struct qtts_codec_decoder {
     void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
     float *scratch_buf[WS_COUNT]; /* scratch slots (see scratch()) */
+    qtts_conv_ws conv_ws;         /* the channel-major convs' work memory (Winograd tiles, bf16 input, panels) */
     size_t scratch_cap[WS_COUNT]; /* their capacity in floats */
 };
 
@@ -787,6 +788,7 @@ void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     for (int i = 0; i < d->n_allocs; i++) free(d->allocs[i]);
     free(d->allocs);
     for (int i = 0; i < WS_COUNT; i++) free(d->scratch_buf[i]);
+    qtts_conv_ws_free(&d->conv_ws);
     qtts_store_free(d->owned_store);
     free(d);
 }
@@ -1156,7 +1158,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             if (!xp || !ph || !cur) return -1;
             OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act));
             int rc;
-            OP_TIMED(d, QTTS_DECODER_OP_TCONV, rc = qtts_conv1d_cm(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0));
+            OP_TIMED(d, QTTS_DECODER_OP_TCONV, rc = qtts_conv1d_cm_ws(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0, &d->conv_ws));
             if (rc) return conv_oom(err);
             OP_TIMED(d, QTTS_DECODER_OP_INTERLEAVE, qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout));
             ld = T = Tout;
@@ -1168,10 +1170,10 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             if (!xp || !tmp) return -1;
             int rc;
             OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1));
-            OP_TIMED(d, QTTS_DECODER_OP_RES_CONV, rc = qtts_conv1d_cm(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0));
+            OP_TIMED(d, QTTS_DECODER_OP_RES_CONV, rc = qtts_conv1d_cm_ws(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0, &d->conv_ws));
             if (rc) return conv_oom(err);
             OP_TIMED(d, QTTS_DECODER_OP_SNAKE, qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib));
-            OP_TIMED(d, QTTS_DECODER_OP_POINT_CONV, rc = qtts_conv1d_cm(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld));
+            OP_TIMED(d, QTTS_DECODER_OP_POINT_CONV, rc = qtts_conv1d_cm_ws(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld, &d->conv_ws));
             if (rc) return conv_oom(err);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
@@ -1187,7 +1189,7 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
     cm_pad(pool, in, ldin, xp, s->fin_hist, d->out_dim, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 1);
     emit_cm(s, name, xp + H, H + T, d->out_dim, T);
-    if (qtts_conv1d_cm(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0)) return conv_oom(err);
+    if (qtts_conv1d_cm_ws(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0, &d->conv_ws)) return conv_oom(err);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 2);
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];

@@ -324,9 +324,10 @@ static void pairs_rows(void *p, int64_t c0, int64_t c1, int tid) {
 }
 
 static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                          int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+                          int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
     const int64_t len = T + qtts_conv_history(cv), c2n = pairs_of(cv->c_in);
-    uint32_t *pairs = malloc((size_t)(c2n * len) * sizeof *pairs);
+    int owned;
+    uint32_t *pairs = qtts_conv_ws_get(ws, (size_t)(c2n * len) * sizeof *pairs, &owned);
     if (!pairs) return -1;
     /* the SIMD bf16 tile where the CPU has it and isa asks for SIMD */
     const qtts_conv_isa path = qtts_conv_isa_resolve(isa);
@@ -341,7 +342,7 @@ static int conv1d_cm_bf16(qtts_pool *pool, const qtts_conv *cv, const float *x, 
     if (simd) j.tile_bf16 = qtts_conv_tile_bf16_neon;
 #endif
     run_tiles(pool, &j);
-    free(pairs);
+    if (owned) free(pairs);
     return 0;
 }
 
@@ -364,43 +365,72 @@ static void pack_rows(void *p, int64_t c0, int64_t c1, int tid) {
 /* x in panels for the AVX2 tile where several row blocks read it; NULL
  * (the tiles then read x in place) where that does not pay or on OOM. */
 static float *pack_panels(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T,
-                          qtts_conv_isa isa) {
+                          qtts_conv_isa isa, qtts_conv_ws *ws, int *owned) {
     if (qtts_conv_isa_resolve(isa) != QTTS_CONV_ISA_AVX2 || cv->k != 1 || cv->rows_pad <= QTTS_CONV_MR ||
         T <= PANEL_AVX2)
         return NULL;
     pack_job pj = {x, ldx, cv->c_in, T, NULL};
     const int64_t n_tb = (T + PANEL_AVX2 - 1) / PANEL_AVX2;
-    if (!(pj.dst = malloc((size_t)(n_tb * cv->c_in * PANEL_AVX2) * sizeof(float)))) return NULL;
+    if (!(pj.dst = qtts_conv_ws_get(ws, (size_t)(n_tb * cv->c_in * PANEL_AVX2) * sizeof(float), owned))) return NULL;
     qtts_parallel_for_work(pool, cv->c_in, 1, (double)cv->c_in * (double)T, pack_rows, &pj);
     return pj.dst;
 }
 
-int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+void *qtts_conv_ws_get(qtts_conv_ws *ws, size_t bytes, int *owned) {
+    *owned = !ws;
+    if (!ws) return malloc(bytes ? bytes : 1);
+    if (bytes > ws->cap) {
+        free(ws->buf); /* contents need not survive: one call's scratch */
+        ws->buf = malloc(bytes);
+        ws->cap = ws->buf ? bytes : 0;
+    }
+    return ws->buf;
+}
+
+void qtts_conv_ws_free(qtts_conv_ws *ws) {
+    if (!ws) return;
+    free(ws->buf);
+    ws->buf = NULL;
+    ws->cap = 0;
+}
+
+static int conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                     int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
     if (T <= 0) return 0;
-    if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
-    if (cv->wg) return qtts_winograd_conv(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa);
+    if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa, ws);
+    if (cv->wg) return qtts_winograd_conv(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa, ws);
     conv_job j = {.cv = cv, .x = x, .add = add, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
                   .nt = QTTS_CONV_NT, .tile = qtts_conv_tile_for(isa)};
-    float *panels = pack_panels(pool, cv, x, ldx, T, isa);
+    int owned = 0;
+    float *panels = pack_panels(pool, cv, x, ldx, T, isa, ws, &owned);
     if (panels) { /* each block's rows are PANEL_AVX2 apart */
         j.panels = panels;
         j.ldx = j.nt = PANEL_AVX2;
     }
     run_tiles(pool, &j);
-    free(panels);
+    if (owned) free(panels);
     return 0;
+}
+
+int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+    return conv1d_cm(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa, NULL);
 }
 
 int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                    int64_t ldy, const float *add, int64_t ldadd) {
-    return qtts_conv1d_cm_isa(pool, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_AUTO);
+    return conv1d_cm(pool, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_AUTO, NULL);
+}
+
+int qtts_conv1d_cm_ws(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                      int64_t ldy, const float *add, int64_t ldadd, qtts_conv_ws *ws) {
+    return conv1d_cm(pool, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_AUTO, ws);
 }
 
 int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                        const float *add, int64_t ldadd) {
-    if (cv->wbf) return conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
-    if (cv->wg) return qtts_winograd_conv(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR);
+    if (cv->wbf) return conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR, NULL);
+    if (cv->wg) return qtts_winograd_conv(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR, NULL);
     for (int64_t row = 0; row < cv->c_out; row++) {
         int64_t rb = row / QTTS_CONV_MR, rr = row % QTTS_CONV_MR;
         for (int64_t t = 0; t < T; t++) {

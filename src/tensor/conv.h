@@ -67,6 +67,20 @@ static inline int64_t qtts_conv_history(const qtts_conv *cv) { return (cv->k - 1
  * Returns 0, or -1 when a bf16 conv could not allocate its input pairs (y untouched). */
 int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                     int64_t ldy, const float *add, int64_t ldadd);
+/* Work memory a caller keeps across conv calls: a Winograd conv's
+ * transformed tiles, a bf16 conv's rounded input, a 1x1 conv's input panels.
+ * Allocated per call otherwise, where glibc serves a few MB from fresh pages
+ * whenever its heap was trimmed (after load): the load-time measurement of a
+ * Winograd conv then ran at 125 instead of 195 GFLOP/s. Grows to the largest
+ * call; one per thread of use; zero-initialise, free with qtts_conv_ws_free. */
+typedef struct {
+    void *buf;
+    size_t cap; /* bytes */
+} qtts_conv_ws;
+void qtts_conv_ws_free(qtts_conv_ws *ws);
+/* qtts_conv1d_cm with its work memory from ws (NULL: allocated per call). */
+int qtts_conv1d_cm_ws(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                      int64_t ldy, const float *add, int64_t ldadd, qtts_conv_ws *ws);
 /* Scalar single-thread twin of qtts_conv1d_cm, for tests (what the SIMD
  * paths are tested against); for a bf16 conv it rounds x the same way. */
 int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
@@ -148,6 +162,9 @@ int qtts_conv_isa_supported(qtts_conv_isa isa);
 /* Explicit-ISA forms for tests and benchmarks (an unsupported isa falls back to scalar). */
 int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                         int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa);
+/* The work memory of one call: ws's buffer grown to bytes, or (ws NULL) a new
+ * one that *owned says to free. NULL when out of memory. */
+void *qtts_conv_ws_get(qtts_conv_ws *ws, size_t bytes, int *owned);
 void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv_b, qtts_conv_isa isa);
 
 #endif

@@ -293,7 +293,7 @@ static void output_rows(void *p, int64_t c0, int64_t c1, int tid) {
 }
 
 int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa) {
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
     if (T <= 0) return 0;
     const qtts_winograd_plan *pl = &cv->wg->plan;
     const int m = pl->m, n = pl->n;
@@ -308,7 +308,8 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     const int threads = pool ? qtts_pool_size(pool) : 1;
     const size_t floats = (size_t)n * (size_t)(cv->c_in + cv->c_out) * (size_t)j.ntp +
                           (size_t)threads * (size_t)j.per_thread;
-    float *buf = malloc(floats * sizeof(float));
+    int owned;
+    float *buf = qtts_conv_ws_get(ws, floats * sizeof(float), &owned);
     if (!buf) return -1;
     j.U = buf;
     j.M = j.U + (size_t)n * cv->c_in * j.ntp;
@@ -341,6 +342,6 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, qtts_tile_work(point_weights * tiles, point_weights),
                            product_items, &j);
     qtts_parallel_for_work(pool, cv->c_out, 1, cv->c_out * tiles * n * m * QTTS_TILE_MAC_WORK, output_rows, &j);
-    free(buf);
+    if (owned) free(buf);
     return 0;
 }

@@ -58,9 +58,10 @@ int qtts_conv_to_winograd(qtts_conv *cv, int m, qtts_err *err);
 void qtts_winograd_free(struct qtts_winograd *wg);
 
 /* The conv of qtts_conv1d_cm through cv->wg, on the transforms and tiles of
- * isa. -1 when the call's work buffers could not be allocated (y untouched). */
+ * isa, with its work memory from ws (NULL: allocated for the call). -1 when
+ * that memory could not be allocated (y untouched). */
 int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
-                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa);
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws);
 
 /* The products read U in panels of QTTS_WINOGRAD_PANEL tiles, each panel
  * [c_in][width]: the tiles then stream one contiguous block per panel instead
