@@ -263,7 +263,7 @@ static void lookup_release(void) {
         if (touched <= 0) {
             printf("  note: /proc/self/pagemap shows no page after a read (unreadable or emulated); residency not checked\n");
         }
-        qtts_tensor_release_around(t, (const char *)t->data + 100 * COLS * 2, COLS * 2);
+        qtts_tensor_release_lookup(t);
         int right = 1;
         const int rows[] = {0, 1, 100, 131, 200, ROWS - 1};
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

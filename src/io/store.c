@@ -67,9 +67,8 @@ static void release_tensor_pages(const qtts_tensor *t) {
     if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
-void qtts_tensor_release_around(const qtts_tensor *t, const void *p, size_t len) {
-    (void)p;
-    if (!t->mapped || t->viewed || !len) return;
+void qtts_tensor_release_lookup(const qtts_tensor *t) {
+    if (!t->mapped || t->viewed) return;
     /* the whole table, not a window around the row: how much one fault maps is the kernel's choice (64 KiB of
      * fault-around, or a whole large folio: ~390 KiB for one 2 KiB row on Linux 6.18), and where little is
      * mapped the page-table walk is short */

@@ -45,14 +45,14 @@ int qtts_spans_check_disjoint(qtts_span *spans, size_t n, const char *label, qtt
  * packed into other memory stop counting toward the process's RSS, while
  * weights used in place are not faulted in a second time. */
 void qtts_store_release_pages(qtts_store *st);
-/* After a lookup of len bytes at p in a mapped lookup table (an embedding
- * row): drops the table's pages from the RSS again. A read fault on a file
- * mapping maps more than the row (the kernel's fault-around, 64 KiB, or a
- * whole large folio; MADV_RANDOM turns neither off), so every row ever read
- * would otherwise stay resident: after 40 frames the code predictor's 15
- * embeddings were 62 of 63 MB resident, and over a server's life most of the
- * 622 MB text embedding would be. No-op for in-memory tensors and views in use. */
-void qtts_tensor_release_around(const qtts_tensor *t, const void *p, size_t len);
+/* After a lookup into a mapped lookup table (an embedding row): drops the
+ * table's pages from the RSS again. A read fault on a file mapping maps more
+ * than the row (the kernel's fault-around, 64 KiB, or a whole large folio;
+ * MADV_RANDOM turns neither off), so every row ever read would otherwise
+ * stay resident: after 40 frames the code predictor's 15 embeddings were 62
+ * of 63 MB resident, and over a server's life most of the 622 MB text
+ * embedding would be. No-op for in-memory tensors and views in use. */
+void qtts_tensor_release_lookup(const qtts_tensor *t);
 
 const qtts_tensor *qtts_store_find(const qtts_store *st, const char *name);
 int qtts_store_count(const qtts_store *st);

@@ -173,8 +173,8 @@ struct qtts_codec_decoder {
     void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
     float *scratch_buf[WS_COUNT]; /* scratch slots (see scratch()) */
-    qtts_conv_ws conv_ws;         /* the channel-major convs' work memory (Winograd tiles, bf16 input, panels) */
     size_t scratch_cap[WS_COUNT]; /* their capacity in floats */
+    qtts_conv_ws conv_ws;         /* the channel-major convs' work memory (Winograd tiles, bf16 input, panels) */
 };
 
 /* A stream's history: everything a causal layer needs from earlier steps. */
@@ -1158,9 +1158,11 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             if (!xp || !ph || !cur) return -1;
             OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act));
             int rc;
-            OP_TIMED(d, QTTS_DECODER_OP_TCONV, rc = qtts_conv1d_cm_ws(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0, &d->conv_ws));
+            OP_TIMED(d, QTTS_DECODER_OP_TCONV,
+                     rc = qtts_conv1d_cm_ws(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0, &d->conv_ws));
             if (rc) return conv_oom(err);
-            OP_TIMED(d, QTTS_DECODER_OP_INTERLEAVE, qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout));
+            OP_TIMED(d, QTTS_DECODER_OP_INTERLEAVE,
+                     qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout));
             ld = T = Tout;
         }
         for (int r = 0; r < N_RES; r++) {
@@ -1170,10 +1172,12 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             if (!xp || !tmp) return -1;
             int rc;
             OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1));
-            OP_TIMED(d, QTTS_DECODER_OP_RES_CONV, rc = qtts_conv1d_cm_ws(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0, &d->conv_ws));
+            OP_TIMED(d, QTTS_DECODER_OP_RES_CONV,
+                     rc = qtts_conv1d_cm_ws(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0, &d->conv_ws));
             if (rc) return conv_oom(err);
             OP_TIMED(d, QTTS_DECODER_OP_SNAKE, qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib));
-            OP_TIMED(d, QTTS_DECODER_OP_POINT_CONV, rc = qtts_conv1d_cm_ws(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld, &d->conv_ws));
+            OP_TIMED(d, QTTS_DECODER_OP_POINT_CONV,
+                     rc = qtts_conv1d_cm_ws(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld, &d->conv_ws));
             if (rc) return conv_oom(err);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);

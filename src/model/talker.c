@@ -15,7 +15,7 @@ int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err 
     if (!rb) return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));
     const char *src = (const char *)t->data + (size_t)row * rb;
     if (qtts_convert_to_f32(t->type, src, out, t->shape[1], err)) return qtts_fail_prefix(err, "tensor '%s'", t->name);
-    qtts_tensor_release_around(t, src, rb);
+    qtts_tensor_release_lookup(t);
     return 0;
 }
 
