@@ -391,7 +391,11 @@ int main(void) {
      * bits of memory allocated per call: Winograd tiles, 1x1 input panels, a direct conv (none), bf16 pairs. */
     {
         qtts_conv cvs[4];
-        const int64_t shapes[4][4] = {/* c, k, dil, winograd m */ {48, 7, 3, 4}, {40, 1, 1, 0}, {24, 7, 9, 0}, {32, 2, 1, 4}};
+        const int64_t shapes[4][4] = {/* c, k, dil, winograd m */
+                                      {48, 7, 3, 4},
+                                      {40, 1, 1, 0},
+                                      {24, 7, 9, 0},
+                                      {32, 2, 1, 4}};
         int ok = 1;
         for (int i = 0; i < 4; i++) {
             const int64_t c = shapes[i][0], k = shapes[i][1];
@@ -406,7 +410,8 @@ int main(void) {
         for (int round = 0; ok && round < 2; round++)
             for (int i = 0; i < 4; i++)
                 for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-                    const int64_t c = cvs[i].c_in, T = lens[(li + (size_t)round) % 5], ldx = T + qtts_conv_history(&cvs[i]);
+                    const int64_t c = cvs[i].c_in, T = lens[(li + (size_t)round) % 5];
+                    const int64_t ldx = T + qtts_conv_history(&cvs[i]);
                     float *x = rand_buf(c * ldx, &seed, 1.0f), *a = malloc(sizeof(float) * (size_t)(c * T)),
                           *g = malloc(sizeof(float) * (size_t)(c * T));
                     TEST_CHECK(qtts_conv1d_cm(pool, &cvs[i], x, ldx, T, a, T, NULL, 0) == 0 &&
@@ -419,7 +424,8 @@ int main(void) {
         TEST_CHECK(ws.cap > 0, "the work memory was used");
 #if defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__)
         if (qtts_conv_bf16_supported()) {
-            float *w = rand_buf(16 * 16 * 3, &seed, 0.5f), *b = rand_buf(16, &seed, 0.1f), *x = rand_buf(16 * 104, &seed, 1.0f);
+            float *w = rand_buf(16 * 16 * 3, &seed, 0.5f), *b = rand_buf(16, &seed, 0.1f);
+            float *x = rand_buf(16 * 104, &seed, 1.0f);
             float *a = malloc(sizeof(float) * 16 * 100), *g = malloc(sizeof(float) * 16 * 100);
             qtts_conv bf;
             TEST_CHECK(qtts_conv_init(&bf, w, b, 16, 16, 3, 2, &err) == 0 && qtts_conv_to_bf16(&bf, &err) == 0, "bf16");

@@ -261,7 +261,8 @@ static void lookup_release(void) {
         (void)d[100 * COLS]; /* a plain read: the control */
         const long touched = present_pages(t->data, t->nbytes);
         if (touched <= 0) {
-            printf("  note: /proc/self/pagemap shows no page after a read (unreadable or emulated); residency not checked\n");
+            printf("  note: /proc/self/pagemap shows no page after a read (unreadable or emulated): "
+                   "residency not checked\n");
         }
         qtts_tensor_release_lookup(t);
         int right = 1;
