@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "harness.h"
 #include "model/codec_decoder.h"
 #include "tensor/conv.h"
@@ -171,6 +172,27 @@ static void other_sizes(qtts_pool *pool) {
     qtts_codec_decoder_set_cache_budget(dec, 300);
     feed_chunks(dec, pool, codes, T, NULL, 0, w);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: tail in pieces vs one forward");
+    /* the operation timers (bench_decoder's table): every operation counted while set, none after */
+    {
+        qtts_decoder_op_times ops;
+        memset(&ops, 0, sizeof ops);
+        qtts_codec_decoder_set_op_times(dec, &ops);
+        const double t0 = qtts_now_ms();
+        feed_chunks(dec, pool, codes, T, NULL, 0, w);
+        const double wall = qtts_now_ms() - t0;
+        qtts_codec_decoder_set_op_times(dec, NULL);
+        double sum = 0;
+        int all = 1;
+        for (int op = 0; op < QTTS_DECODER_OP_COUNT; op++) {
+            all &= ops.ms[op] > 0 && strcmp(qtts_decoder_op_name((qtts_decoder_op)op), "?") != 0;
+            sum += ops.ms[op];
+        }
+        TEST_CHECK(all && sum <= wall, "operation times: each > 0 and %.3f ms in all within the %.3f ms wall", sum,
+                   wall);
+        const qtts_decoder_op_times before = ops;
+        feed_chunks(dec, pool, codes, T, NULL, 0, w);
+        TEST_CHECK(!memcmp(&before, &ops, sizeof ops), "operation times still counted after the table was unset");
+    }
     /* official chunking with a context reaching back to frame 0 re-decodes everything: exact */
     TEST_CHECK(qtts_codec_decode_offline(dec, pool, codes, T, 4, 1000, w, &err) == 0, "offline: %s", err.msg);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: chunk 4 + full context vs one forward");
