@@ -162,9 +162,6 @@ int qtts_conv_isa_supported(qtts_conv_isa isa);
 /* Explicit-ISA forms for tests and benchmarks (an unsupported isa falls back to scalar). */
 int qtts_conv1d_cm_isa(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                         int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa);
-/* The work memory of one call: ws's buffer grown to bytes, or (ws NULL) a new
- * one that *owned says to free. NULL when out of memory. */
-void *qtts_conv_ws_get(qtts_conv_ws *ws, size_t bytes, int *owned);
 void qtts_snake_row_isa(const float *x, float *y, int64_t n, float ea, float inv_b, qtts_conv_isa isa);
 
 #endif

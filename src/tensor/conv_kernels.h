@@ -35,6 +35,10 @@ static inline void qtts_conv_item_blocks(int64_t i, int64_t n_tb, int64_t n_rb, 
     *rb = rows_outer ? i / n_tb : i % n_rb;
 }
 
+/* The work memory of one conv call: ws's buffer grown to bytes, or (ws NULL)
+ * a new one that *owned says to free. NULL when out of memory. */
+void *qtts_conv_ws_get(qtts_conv_ws *ws, size_t bytes, int *owned);
+
 /* The tile of isa (AUTO: the best here; unsupported: scalar), and the path AUTO or isa resolves to. */
 qtts_conv_tile_fn qtts_conv_tile_for(qtts_conv_isa isa);
 qtts_conv_isa qtts_conv_isa_resolve(qtts_conv_isa isa);
