@@ -47,8 +47,8 @@ static int bench(qtts_talker_model *m, int threads, int steps, int B, const char
     int32_t *codes = malloc(sizeof(int32_t) * (size_t)(B * 15));
     for (int64_t i = 0; i < P * B * D; i++) x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (int b = 0; b < B; b++) {
-        qtts_kv_init(&kv[b], &m->cfg.talker, P + steps + 1, 0, &err);
-        qtts_kv_init(&ckv[b], &m->cfg.cp, 16, 16, &err);
+        qtts_kv_init(&kv[b], &m->cfg.talker, m->kv_type, P + steps + 1, 0, &err);
+        qtts_kv_init(&ckv[b], &m->cfg.cp, QTTS_F32, 16, 16, &err);
         kp[b] = &kv[b];
         ckp[b] = &ckv[b];
         nt[b] = P;

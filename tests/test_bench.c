@@ -3,6 +3,7 @@
  * frames, streams and weights it ran on, the JSON well-formed, the CLI's
  * errors clear. Timings are not asserted (the machine is shared). */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 
 static const char *const keys[] = {
     "source", "model", "variant", "quant", "isa", "threads", "frames", "batch", "runs", "load_s", "prompt_tokens",
-    "prompt_rows", "talker_weight_bytes", "cp_weight_bytes", "decoder_gflop_per_frame", "frame_ms", "prompt_ms",
+    "prompt_rows", "talker_weight_bytes", "talker_kv_bytes", "kv_cache", "cp_weight_bytes", "decoder_gflop_per_frame", "frame_ms", "prompt_ms",
     "prefill_ms", "prefill_cpu_ms", "talker_ms", "talker_cpu_ms", "talker_gbs", "talker_pct_bw", "talker_gflops",
     "talker_pct_peak", "talker_gbs_cpu", "cp_ms", "cp_gbs", "cp_pct_bw", "cp_gflops", "decoder_ms", "decoder_gflops",
     "decoder_pct_peak", "decoder_gflops_cpu", "ttfa_ms", "ttfa_cpu_ms", "wall_s", "audio_s", "rtf", "rtf_steady",
@@ -36,6 +37,17 @@ static void check_json_keys(const cJSON *o, const char *what) {
         TEST_CHECK(v != NULL, "%s: key %s missing", what, keys[i]);
         if (cJSON_IsNumber(v)) TEST_CHECK(v->valuedouble >= 0, "%s: %s = %g", what, keys[i], v->valuedouble);
     }
+}
+
+/* f32 KV cache bytes per position of the talker: 2 (K, V) x layers x k_proj's rows. */
+static double talker_kv_bytes_per_position(const qtts_store *st) {
+    double b = 0;
+    for (int i = 0; i < qtts_store_count(st); i++) {
+        const qtts_tensor *t = qtts_store_at(st, i);
+        const char *rest = !strncmp(t->name, "talker.model.layers.", 20) ? strchr(t->name + 20, '.') : NULL;
+        if (rest && !strcmp(rest, ".self_attn.k_proj.weight")) b += 2.0 * 4.0 * (double)t->shape[0];
+    }
+    return b;
 }
 
 /* Sum of the bytes of the talker's decoder-layer matrices and codec_head in the store. */
@@ -110,7 +122,12 @@ int main(void) {
         TEST_CHECK(tb > 0 && r.talker_weight_bytes == tb, "talker weight bytes %.0f, store %.0f",
                    r.talker_weight_bytes, tb);
         TEST_CHECK(r.cp_weight_bytes > 0 && r.decoder_flop_per_frame > 0, "cp bytes and decoder FLOP");
-        TEST_CHECK(r.talker.gbs > 0 && r.talker.gbs == r.talker_weight_bytes / r.talker.ms * 1e-6, "talker GB/s");
+        /* f32 weights: an f32 KV cache (auto), read at the measured steps' middle position on average */
+        const double kvb = talker_kv_bytes_per_position(st) * ((double)r.prompt_rows + 0.5 * F);
+        TEST_CHECK(!strcmp(r.kv_cache, "f32") && kvb > 0 && fabs(r.talker_kv_bytes - kvb) <= 1e-9 * kvb,
+                   "KV cache %s, %.0f bytes read per step, expected %.0f", r.kv_cache, r.talker_kv_bytes, kvb);
+        TEST_CHECK(r.talker.gbs > 0 && r.talker.gbs == (r.talker_weight_bytes + r.talker_kv_bytes) / r.talker.ms * 1e-6,
+                   "talker GB/s: weights and KV cache");
         TEST_CHECK(r.decoder.gflops > 0 && r.decoder.flop == r.decoder_flop_per_frame, "decoder GFLOP/s");
         TEST_CHECK(r.decoder_b.flop == B * r.decoder_flop_per_frame, "batched decoder FLOP per step");
         TEST_CHECK(r.rss_loaded_mb > 0 && r.peak_rss_single_mb >= r.rss_loaded_mb &&
@@ -158,7 +175,7 @@ int main(void) {
     /* the command line: --json is one object on stdout */
     static char out[1 << 16];
     char args[1400];
-    snprintf(args, sizeof args, "-m %s --frames 3 --batch 2 --threads 1 --probe-mib 2 --json", dir);
+    snprintf(args, sizeof args, "-m %s --frames 3 --batch 2 --threads 1 --probe-mib 2 --kv-cache f16 --json", dir);
     rc = run_cli(args, out, sizeof out);
     TEST_CHECK(rc == 0, "qtts bench --json exit %d", rc);
     cJSON *j = cJSON_Parse(out);
@@ -168,6 +185,13 @@ int main(void) {
         TEST_CHECK(num(j, "frames_out") == 3 && num(j, "batch_frames_out") == 6 && num(j, "threads") == 1 &&
                        num(j, "samples_out") == 3.0 * (double)fs,
                    "CLI counts");
+        /* --kv-cache f16 over f32 weights: half the bytes per position of the library run's f32 cache */
+        const cJSON *kv = cJSON_GetObjectItemCaseSensitive(j, "kv_cache");
+        const double per_pos = talker_kv_bytes_per_position(st) / 2;
+        TEST_CHECK(cJSON_IsString(kv) && !strcmp(kv->valuestring, "f16") &&
+                       fabs(num(j, "talker_kv_bytes") - per_pos * (num(j, "prompt_rows") + 1.5)) <= 1e-6 * per_pos,
+                   "CLI --kv-cache f16: %s, %.0f bytes per step", cJSON_IsString(kv) ? kv->valuestring : "?",
+                   num(j, "talker_kv_bytes"));
     }
     cJSON_Delete(j);
     snprintf(args, sizeof args, "-m %s --frames 2 --no-probe", dir);
@@ -181,6 +205,7 @@ int main(void) {
     TEST_CHECK(run_cli("--size 3b", out, sizeof out) == 2, "--size 3b");
     TEST_CHECK(run_cli("--batch", out, sizeof out) == 2, "--batch without value");
     TEST_CHECK(run_cli("--overlap sometimes", out, sizeof out) == 2, "--overlap sometimes");
+    TEST_CHECK(run_cli("--kv-cache bf16", out, sizeof out) == 2, "--kv-cache bf16");
     TEST_CHECK(run_cli("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");
     o.frames = 0;
     TEST_CHECK(qtts_bench_run(&o, &r, &err) == -1 && strstr(err.msg, "frames"), "library: %s", err.msg);

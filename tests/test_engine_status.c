@@ -23,7 +23,38 @@ int main(void) {
     TEST_CHECK(!qtts_engine_create(&p, &err) && err.status == QTTS_ERR_INVALID, "bad weight type: %s (%s)",
                qtts_status_name(err.status), err.message);
     p.weight_type = NULL;
+    p.kv_cache = "bf16";
+    TEST_CHECK(!qtts_engine_create(&p, &err) && err.status == QTTS_ERR_INVALID && strstr(err.message, "bf16"),
+               "bad KV cache type: %s (%s)", qtts_status_name(err.status), err.message);
     p.n_threads = 1;
+    /* the KV cache's type: auto follows the weights (f32 for the reference, f16 for q8_0); f16 on request */
+    const struct {
+        const char *weights, *kv, *want;
+    } kv_cases[] = {{NULL, NULL, "f32"}, {"q8_0", "auto", "f16"}, {NULL, "f16", "f16"}};
+    for (size_t i = 0; i < sizeof kv_cases / sizeof kv_cases[0]; i++) {
+        p.weight_type = kv_cases[i].weights;
+        p.kv_cache = kv_cases[i].kv;
+        qtts_engine *ek = qtts_engine_create(&p, &err);
+        TEST_CHECK(ek != NULL, "engine: %s", err.message);
+        if (!ek) continue;
+        const qtts_model_info *mi = qtts_engine_info(ek);
+        TEST_CHECK(mi->kv_cache && !strcmp(mi->kv_cache, kv_cases[i].want), "weights %s, --kv-cache %s: %s, want %s",
+                   mi->weight_type, kv_cases[i].kv ? kv_cases[i].kv : "(default)", mi->kv_cache ? mi->kv_cache : "?",
+                   kv_cases[i].want);
+        if (kv_cases[i].kv && !strcmp(kv_cases[i].kv, "f16")) { /* and it synthesizes */
+            qtts_request rk;
+            qtts_request_default(&rk);
+            rk.text = "Hello there.";
+            rk.speaker = "ryan";
+            rk.greedy = 1;
+            rk.max_frames = 4;
+            TEST_CHECK(qtts_synthesize(ek, &rk, NULL, NULL, NULL, &err) == QTTS_OK, "f16 KV synthesis: %s",
+                       err.message);
+        }
+        qtts_engine_free(ek);
+    }
+    p.weight_type = NULL;
+    p.kv_cache = NULL;
     qtts_engine *e = qtts_engine_create(&p, &err);
     TEST_CHECK(e != NULL, "engine: %s", err.message);
     if (!e) return test_finish("test_engine_status");

@@ -6,14 +6,15 @@
 #include "harness.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
+#include "tensor/tensor.h"
 
 static float frand(unsigned *s) {
     *s = *s * 1664525u + 1013904223u;
     return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
 }
 
-/* Naive attention in double with an explicit mask. */
-static void attention_naive(const qtts_attn_args *a, float *out) {
+/* Naive attention in double with an explicit mask, keys and values f32 (k, v). */
+static void attention_naive(const qtts_attn_args *a, const float *k, const float *v, float *out) {
     int64_t hd = a->head_dim, group = a->n_heads / a->n_kv_heads;
     for (int64_t t = 0; t < a->n_q; t++)
         for (int64_t h = 0; h < a->n_heads; h++) {
@@ -22,16 +23,16 @@ static void attention_naive(const qtts_attn_args *a, float *out) {
             for (int64_t j = 0; j <= qi; j++) {
                 if (a->window > 0 && qi - j >= a->window) { w[j] = -INFINITY; continue; }
                 double d = 0;
-                for (int64_t k = 0; k < hd; k++)
-                    d += (double)a->q[t * a->q_stride + h * hd + k] * a->k[j * a->kv_stride + (h / group) * hd + k];
+                for (int64_t e = 0; e < hd; e++)
+                    d += (double)a->q[t * a->q_stride + h * hd + e] * k[j * a->kv_stride + (h / group) * hd + e];
                 w[j] = d * a->scale;
                 if (w[j] > mx) mx = w[j];
             }
             for (int64_t j = 0; j <= qi; j++) { w[j] = w[j] == -INFINITY ? 0 : exp(w[j] - mx); sum += w[j]; }
-            for (int64_t k = 0; k < hd; k++) {
+            for (int64_t e = 0; e < hd; e++) {
                 double acc = 0;
-                for (int64_t j = 0; j <= qi; j++) acc += w[j] * a->v[j * a->kv_stride + (h / group) * hd + k];
-                out[t * a->out_stride + h * hd + k] = (float)(acc / sum);
+                for (int64_t j = 0; j <= qi; j++) acc += w[j] * v[j * a->kv_stride + (h / group) * hd + e];
+                out[t * a->out_stride + h * hd + e] = (float)(acc / sum);
             }
             free(w);
         }
@@ -63,28 +64,82 @@ int main(void) {
         float *o = malloc(sizeof(float) * no), *o_scalar = malloc(sizeof(float) * no), *o1 = malloc(sizeof(float) * no);
         for (int64_t i = 0; i < a.n_q * a.q_stride; i++) q[i] = frand(&seed) * 2;
         for (int64_t i = 0; i < nk * a.kv_stride; i++) { k[i] = frand(&seed) * 2; v[i] = frand(&seed); }
-        a.q = q; a.k = k; a.v = v; a.scale = 1.0f / sqrtf((float)a.head_dim);
-        attention_naive(&a, want);
+        a.q = q; a.scale = 1.0f / sqrtf((float)a.head_dim);
+        /* the same keys and values as an f16 KV cache holds them, and as f32 again */
+        const size_t nkv = (size_t)(nk * a.kv_stride);
+        uint16_t *k16 = malloc(sizeof(uint16_t) * nkv), *v16 = malloc(sizeof(uint16_t) * nkv);
+        float *kr = malloc(sizeof(float) * nkv), *vr = malloc(sizeof(float) * nkv), *want32 = malloc(sizeof(float) * no);
+        qtts_f32_to_f16_row_isa(k, k16, (int64_t)nkv, QTTS_ISA_SCALAR);
+        qtts_f32_to_f16_row_isa(v, v16, (int64_t)nkv, QTTS_ISA_SCALAR);
+        for (size_t i = 0; i < nkv; i++) { kr[i] = qtts_f16_to_f32(k16[i]); vr[i] = qtts_f16_to_f32(v16[i]); }
+        attention_naive(&a, k, v, want32);
+        for (int f16 = 0; f16 < 2; f16++) {
+        a.kv_f16 = f16;
+        a.k = f16 ? (const void *)k16 : k;
+        a.v = f16 ? (const void *)v16 : v;
+        if (f16) {
+            /* what half precision costs: keys in [-2, 2], values in [-1, 1] */
+            attention_naive(&a, kr, vr, want);
+            double worst = 0;
+            for (size_t i = 0; i < no; i++) worst = fmax(worst, fabs((double)want[i] - want32[i]));
+            TEST_CHECK(worst < 1e-3, "attention case %zu: f16 keys and values moved the output by %g", c, worst);
+        } else {
+            memcpy(want, want32, sizeof(float) * no);
+        }
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
             if (!qtts_isa_supported(qtts_cpu_features_get(), isas[i])) continue;
             char what[96];
             a.out = o;
             qtts_attention_isa(pool, &a, isas[i]);
-            snprintf(what, sizeof what, "attention case %zu %s", c, qtts_isa_name(isas[i]));
+            snprintf(what, sizeof what, "attention case %zu %s%s", c, qtts_isa_name(isas[i]), f16 ? " f16 KV" : "");
             TEST_NEAR(o, want, no, 1e-5, what);
             if (isas[i] == QTTS_ISA_SCALAR) memcpy(o_scalar, o, sizeof(float) * no);
             else {
-                snprintf(what, sizeof what, "attention case %zu %s = scalar twin", c, qtts_isa_name(isas[i]));
+                snprintf(what, sizeof what, "attention case %zu %s%s = scalar twin", c, qtts_isa_name(isas[i]),
+                         f16 ? " f16 KV" : "");
                 TEST_NEAR(o, o_scalar, no, 2e-6, what);
             }
             /* inline (one item per KV group) and 2 threads (items per head where groups are
              * too few) must give the same bits */
             a.out = o1;
             qtts_attention_isa(NULL, &a, isas[i]);
-            TEST_CHECK(!memcmp(o, o1, sizeof(float) * no), "attention case %zu %s: grouping changed the bits", c,
-                       qtts_isa_name(isas[i]));
+            TEST_CHECK(!memcmp(o, o1, sizeof(float) * no), "attention case %zu %s%s: grouping changed the bits", c,
+                       qtts_isa_name(isas[i]), f16 ? " f16 KV" : "");
+        }
         }
         free(q); free(k); free(v); free(want); free(o); free(o_scalar); free(o1);
+        free(k16); free(v16); free(kr); free(vr); free(want32);
+    }
+
+    /* f32 -> f16 rows, every kernel family bit for bit against the scalar twin: ties to
+     * even, subnormals, the saturation at +-65504 (no infinity), lengths with tails */
+    {
+        enum { N = 83 };
+        float x[N];
+        uint16_t want[N], got[N];
+        const float special[] = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -(1.0f + 1.0f / 2048), 6.0e-8f, 3.0e-5f,
+                                 -2.9802322e-8f, 65504.0f, 65519.0f, 65520.0f, 1e9f, -1e9f, INFINITY, -INFINITY,
+                                 0.0f, -0.0f, 5.96e-8f, 1e-10f};
+        const int ns = (int)(sizeof special / sizeof special[0]);
+        for (int i = 0; i < N; i++) x[i] = i < ns ? special[i] : frand(&seed) * (i % 3 ? 4.0f : 3e4f);
+        qtts_f32_to_f16_row_isa(x, want, N, QTTS_ISA_SCALAR);
+        TEST_CHECK(want[0] == 0x3c00 && want[1] == 0x3c02 && want[2] == 0xbc00, "f16 ties to even: %04x %04x %04x",
+                   want[0], want[1], want[2]);
+        TEST_CHECK(want[7] == 0x7bff && want[8] == 0x7bff && want[9] == 0x7bff && want[10] == 0xfbff &&
+                       want[11] == 0x7bff && want[12] == 0xfbff,
+                   "f16 saturation: %04x %04x %04x %04x %04x %04x", want[7], want[8], want[9], want[10], want[11],
+                   want[12]);
+        TEST_CHECK(want[3] == 0x0001 && want[16] == 0x0000, "f16 subnormals: %04x %04x", want[3], want[16]);
+        for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+            if (!qtts_isa_supported(qtts_cpu_features_get(), isas[i])) continue;
+            for (int n = N; n >= N - 17; n -= 1) {
+                memset(got, 0xee, sizeof got);
+                qtts_f32_to_f16_row_isa(x, got, n, isas[i]);
+                TEST_CHECK(!memcmp(got, want, sizeof(uint16_t) * (size_t)n) &&
+                               (n == N || got[n] == 0xeeee),
+                           "f32 -> f16 %s, %d values: not the scalar twin's bits", qtts_isa_name(isas[i]), n);
+            }
+        }
     }
 
     /* SwiGLU, every kernel family, against double formulas: a length with a tail, typical

@@ -502,6 +502,8 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
         qtts_codec_decoder_set_precision(c->dec, prec, err))
         return -1;
     snprintf(r->decoder_precision, sizeof r->decoder_precision, "%s", qtts_decoder_precision_name(prec));
+    if (qtts_kv_type_choose(o->kv_cache, c->m->lm.layers[0].q.type, &c->m->kv_type, err)) return -1;
+    snprintf(r->kv_cache, sizeof r->kv_cache, "%s", qtts_dtype_name(c->m->kv_type));
     qtts_heap_trim();
     r->load_s = (qtts_now_ms() - t0) * 1e-3;
     const qtts_model_config *cfg = &c->m->cfg;
@@ -623,11 +625,17 @@ static void job(qtts_pool *pool, void *arg) {
     }
     r->peak_rss_mb = rss_mb("VmHWM");
 
-    /* rates, then the machine's limits (after the RSS reading: the probe's buffer is not the workload's) */
-    stage_rates(&r->talker, r->talker_weight_bytes, r->talker_flop_per_row);
+    /* rates, then the machine's limits (after the RSS reading: the probe's buffer is not the workload's).
+     * A talker step reads its weights once and each stream's KV cache, on average at the middle
+     * position of the measured steps. */
+    const qtts_lm_config *tc = &c->m->cfg.talker;
+    const double kv_per_pos = (double)tc->layers * 2.0 * (double)(tc->kv_heads * tc->head_dim) *
+                              (c->m->kv_type == QTTS_F16 ? 2.0 : 4.0);
+    r->talker_kv_bytes = kv_per_pos * ((double)r->prompt_rows + 0.5 * (double)r->frames);
+    stage_rates(&r->talker, r->talker_weight_bytes + r->talker_kv_bytes, r->talker_flop_per_row);
     stage_rates(&r->cp, r->cp_weight_bytes, r->cp_flop_per_row);
     stage_rates(&r->decoder, 0, r->decoder_flop_per_frame);
-    stage_rates(&r->talker_b, r->talker_weight_bytes, r->talker_flop_per_row);
+    stage_rates(&r->talker_b, r->talker_weight_bytes + r->talker_b.rows * r->talker_kv_bytes, r->talker_flop_per_row);
     stage_rates(&r->cp_b, r->cp_weight_bytes, r->cp_flop_per_row);
     stage_rates(&r->decoder_b, 0, r->decoder_flop_per_frame);
     if (o->probe) {
@@ -704,12 +712,14 @@ static void print_header(FILE *f, const char *title) {
 }
 
 void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
-    fprintf(f, "qtts bench: %s %s %s, weights %s, decoder %s, %d thread(s), kernels %s, %d frames/stream, best of %d "
-               "run(s)\n",
-            r->source, r->model, r->variant, r->quant, r->decoder_precision, r->threads, r->isa, r->frames, r->runs);
-    fprintf(f, "  weights built/loaded in %.1f s; weights read per talker step %.1f MB, per code-predictor frame "
-               "%.1f MB; decoder %.2f GFLOP/frame\n",
-            r->load_s, r->talker_weight_bytes * 1e-6, r->cp_weight_bytes * 1e-6, r->decoder_flop_per_frame * 1e-9);
+    fprintf(f, "qtts bench: %s %s %s, weights %s, decoder %s, KV cache %s, %d thread(s), kernels %s, %d frames/stream, "
+               "best of %d run(s)\n",
+            r->source, r->model, r->variant, r->quant, r->decoder_precision, r->kv_cache, r->threads, r->isa,
+            r->frames, r->runs);
+    fprintf(f, "  weights built/loaded in %.1f s; weights read per talker step %.1f MB (+ %.1f MB of KV cache per "
+               "stream, on average), per code-predictor frame %.1f MB; decoder %.2f GFLOP/frame\n",
+            r->load_s, r->talker_weight_bytes * 1e-6, r->talker_kv_bytes * 1e-6, r->cp_weight_bytes * 1e-6,
+            r->decoder_flop_per_frame * 1e-9);
     if (r->weights_note) fprintf(f, "  note: %s\n", r->weights_note);
     /* the choices made by measurement at load (tensor/interleave_calibrate.h, conv_calibrate.h) */
     const qtts_dtype qt = !strcmp(r->quant, "q8_0") ? QTTS_Q8_0 : !strcmp(r->quant, "q4_k") ? QTTS_Q4_K : QTTS_F32;
@@ -820,6 +830,7 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jstr(&j, "variant", r->variant);
     jstr(&j, "quant", r->quant);
     jstr(&j, "decoder_precision", r->decoder_precision);
+    jstr(&j, "kv_cache", r->kv_cache);
     const qtts_conv_calibration *cc = qtts_conv_calibrate(); /* what decided "auto" (measured once per process) */
     jnum(&j, "conv_cal_f32_gflops", cc->f32_gflops);
     jnum(&j, "conv_cal_winograd_gflops", cc->winograd_gflops);
@@ -833,6 +844,7 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "prompt_tokens", (double)r->prompt_tokens);
     jnum(&j, "prompt_rows", (double)r->prompt_rows);
     jnum(&j, "talker_weight_bytes", r->talker_weight_bytes);
+    jnum(&j, "talker_kv_bytes", r->talker_kv_bytes);
     jnum(&j, "cp_weight_bytes", r->cp_weight_bytes);
     jnum(&j, "decoder_gflop_per_frame", r->decoder_flop_per_frame * 1e-9);
     jnum(&j, "frame_ms", r->frame_ms);

@@ -35,6 +35,7 @@ typedef struct {
     uint64_t seed;
     const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
     const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
+    const char *kv_cache;          /* "auto" (NULL), "f32", "f16": as qtts_engine_params */
     int overlap;            /* decoder steps beside LM steps (2+ threads): -1 as measured (the engine's
                                default), 0 never, 1 wherever possible */
 } qtts_bench_options;
@@ -59,11 +60,13 @@ typedef struct {
     char model[512]; /* size or path */
     char variant[24], quant[16], isa[16];
     char decoder_precision[16]; /* "f32", "winograd" or "bf16" */
+    char kv_cache[8];           /* the talker's KV cache entries: "f32" or "f16" */
     const char *weights_note;  /* NULL, or why random weights stayed in memory */
     int threads, frames, batch, runs;
     double load_s;                            /* weights built/loaded */
     int64_t prompt_tokens, prompt_rows;       /* text ids of the template, talker prefill rows */
     double talker_weight_bytes;               /* per step: decoder layers + codec_head */
+    double talker_kv_bytes;                   /* per step and stream: the KV cache read back, on average */
     double cp_weight_bytes;                   /* per frame: 15 forwards (+ projection) + heads */
     double talker_flop_per_row, cp_flop_per_row, decoder_flop_per_frame;
     double frame_ms;                          /* audio per frame (80 ms) */

@@ -29,6 +29,8 @@ const char *cli_model_path(const char *given);
 const char *cli_resolve_model(const char *given, char *buf, size_t size);
 /* --decoder-precision: 0 for auto, f32, winograd or bf16; otherwise prints one error line and returns -1. */
 int cli_check_decoder_precision(const char *value);
+/* --kv-cache: auto, f32 or f16; otherwise prints one error line and returns -1. */
+int cli_check_kv_cache(const char *value);
 
 /* The voices directory (registered voices, as `qtts serve --voices-dir`):
  * the given value, else $QTTS_VOICES_DIR; NULL if neither (cmd_voices.c). */

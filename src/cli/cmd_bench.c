@@ -21,6 +21,7 @@ static void bench_usage(FILE *out) {
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
             "                            with -m default: as stored)\n"
             "      --decoder-precision P auto (with q8_0/q4_k the fastest measured, see info --cpu), f32, winograd, bf16\n"
+            "      --kv-cache T          the talker's KV cache: auto (f16 with q8_0/q4_k, else f32), f32, f16\n"
             "      --overlap MODE        auto (default: as the engine, measured), on, off: decoder steps beside LM\n"
             "                            steps (2 threads or more)\n"
             "  -m, --model PATH          benchmark a model folder instead of random weights\n"
@@ -36,7 +37,7 @@ static void bench_usage(FILE *out) {
 }
 
 enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
-       O_JSON, O_HELP, O_DECPREC, O_OVERLAP };
+       O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE };
 
 static const struct option bench_options[] = {
     {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
@@ -48,6 +49,7 @@ static const struct option bench_options[] = {
     {"json", no_argument, 0, O_JSON},             {"help", no_argument, 0, O_HELP},
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"overlap", required_argument, 0, O_OVERLAP},
+    {"kv-cache", required_argument, 0, O_KVCACHE},
     {0, 0, 0, 0}};
 
 static int parse_size(const char *v) {
@@ -81,6 +83,7 @@ static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const 
         switch (ch) {
         case 'm': *model = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->decoder_precision = optarg; break;
+        case O_KVCACHE: bad = cli_check_kv_cache(optarg); o->kv_cache = optarg; break;
         case O_OVERLAP:
             if (!strcmp(optarg, "auto")) o->overlap = -1;
             else if (!strcmp(optarg, "on")) o->overlap = 1;

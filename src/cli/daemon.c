@@ -33,8 +33,9 @@ int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *
 
 void daemon_banner(const char *cmd, const qtts_engine *e, const char *scheme, const char *host, int port) {
     const qtts_model_info *info = qtts_engine_info(e);
-    fprintf(stderr, "qtts %s: %s %s model (weights %s, decoder %s), %d threads, batch %d; listening on %s://%s:%d\n",
-            cmd, info->size, info->variant, info->weight_type, info->decoder_precision, info->n_threads,
+    fprintf(stderr,
+            "qtts %s: %s %s model (weights %s, decoder %s, KV cache %s), %d threads, batch %d; listening on %s://%s:%d\n",
+            cmd, info->size, info->variant, info->weight_type, info->decoder_precision, info->kv_cache, info->n_threads,
             info->max_batch, scheme, host, port);
     fflush(stderr);
 }

@@ -42,6 +42,12 @@ int cli_check_decoder_precision(const char *value) {
     return -1;
 }
 
+int cli_check_kv_cache(const char *value) {
+    if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "f16")) return 0;
+    cli_error("--kv-cache: expected auto, f32 or f16, got '%s'", value);
+    return -1;
+}
+
 const char *cli_model_path(const char *given) {
     if (given && *given) return given;
     const char *env = getenv("QTTS_MODEL");

@@ -101,6 +101,11 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
             return;
         }
     }
+    qtts_dtype kv_type; /* checked before the load (its "auto" is settled once the weights are known) */
+    if (qtts_kv_type_choose(j->p->kv_cache, QTTS_F32, &kv_type, &j->err)) {
+        j->err.status = QTTS_ERR_INVALID;
+        return;
+    }
     const char *path = j->p->model_path;
     int rc = qtts_gguf_is_path(path) ? load_packed(e, path, &topt, &j->err) : load_folder(e, path, &topt, &j->err);
     if (rc) return;
@@ -121,6 +126,8 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
     qtts_heap_trim(); /* the direct weights a Winograd or bf16 conversion freed */
     e->info.weight_type = qtts_dtype_name(e->talker->lm.layers[0].q.type);
     e->info.decoder_precision = qtts_decoder_precision_name(prec);
+    if (qtts_kv_type_choose(j->p->kv_cache, e->talker->lm.layers[0].q.type, &e->talker->kv_type, &j->err)) return;
+    e->info.kv_cache = qtts_dtype_name(e->talker->kv_type);
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
     j->rc = 0;

@@ -129,8 +129,8 @@ qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_
     r->pending = -1;
     const int64_t D = m->cfg.talker.hidden, V = m->cfg.talker.vocab;
     int64_t want = prompt->n_rows + (p->max_frames < 256 ? p->max_frames : 256);
-    if (qtts_kv_init(&r->kv, &m->cfg.talker, want, prompt->n_rows + p->max_frames + 1, err) ||
-        qtts_kv_init(&r->cp_kv, &m->cfg.cp, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
+    if (qtts_kv_init(&r->kv, &m->cfg.talker, m->kv_type, want, prompt->n_rows + p->max_frames + 1, err) ||
+        qtts_kv_init(&r->cp_kv, &m->cfg.cp, QTTS_F32, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
         !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->next_x = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->c0_hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) ||

@@ -132,8 +132,12 @@ void qtts_lm_free(qtts_lm *lm) {
 
 /* ---- KV cache ---- */
 
-int qtts_kv_init(qtts_kv_cache *c, const qtts_lm_config *cfg, int64_t initial_cap, int64_t max_cap, qtts_err *err) {
+int qtts_kv_init(qtts_kv_cache *c, const qtts_lm_config *cfg, qtts_dtype type, int64_t initial_cap, int64_t max_cap,
+                 qtts_err *err) {
     memset(c, 0, sizeof *c);
+    if (type != QTTS_F32 && type != QTTS_F16)
+        return qtts_fail(err, "KV cache: %s entries are not supported (f32 or f16)", qtts_dtype_name(type));
+    c->type = type;
     c->n_layers = cfg->layers;
     c->kv_dim = cfg->kv_heads * cfg->head_dim;
     c->max_cap = max_cap;
@@ -159,11 +163,11 @@ int qtts_kv_reserve(qtts_kv_cache *c, int64_t need, qtts_err *err) {
     while (cap < need) cap *= 2;
     if (c->max_cap > 0 && cap > c->max_cap) cap = c->max_cap;
     for (int64_t l = 0; l < c->n_layers; l++) {
-        size_t bytes = (size_t)cap * (size_t)c->kv_dim * sizeof(float);
-        float *k = realloc(c->k[l], bytes);
+        size_t bytes = (size_t)cap * (size_t)c->kv_dim * qtts_kv_elem_size(c);
+        void *k = realloc(c->k[l], bytes);
         if (!k) return qtts_fail(err, "KV cache: out of memory growing to %lld positions", (long long)cap);
         c->k[l] = k;
-        float *v = realloc(c->v[l], bytes);
+        void *v = realloc(c->v[l], bytes);
         if (!v) return qtts_fail(err, "KV cache: out of memory growing to %lld positions", (long long)cap);
         c->v[l] = v;
     }
@@ -172,6 +176,18 @@ int qtts_kv_reserve(qtts_kv_cache *c, int64_t need, qtts_err *err) {
 }
 
 void qtts_kv_reset(qtts_kv_cache *c) { c->len = 0; }
+
+int qtts_kv_type_choose(const char *opt, qtts_dtype lm_weights, qtts_dtype *out, qtts_err *err) {
+    if (!opt || !*opt || !strcmp(opt, "auto"))
+        *out = lm_weights == QTTS_Q8_0 || lm_weights == QTTS_Q4_K ? QTTS_F16 : QTTS_F32;
+    else if (!strcmp(opt, "f32"))
+        *out = QTTS_F32;
+    else if (!strcmp(opt, "f16"))
+        *out = QTTS_F16;
+    else
+        return qtts_fail(err, "unknown KV cache type \"%s\" (auto, f32, f16)", opt);
+    return 0;
+}
 
 void qtts_kv_free(qtts_kv_cache *c) {
     if (!c) return;
@@ -182,6 +198,18 @@ void qtts_kv_free(qtts_kv_cache *c) {
     free(c->k);
     free(c->v);
     memset(c, 0, sizeof *c);
+}
+
+/* Stores n tokens' keys and values (rows of kv_dim) at positions len.. of layer l. */
+static void kv_append(qtts_kv_cache *c, int64_t l, const float *k, const float *v, int64_t n) {
+    const size_t count = (size_t)n * (size_t)c->kv_dim, at = (size_t)c->len * (size_t)c->kv_dim;
+    if (c->type == QTTS_F16) {
+        qtts_f32_to_f16_row(k, (uint16_t *)c->k[l] + at, (int64_t)count);
+        qtts_f32_to_f16_row(v, (uint16_t *)c->v[l] + at, (int64_t)count);
+    } else {
+        memcpy((float *)c->k[l] + at, k, count * sizeof(float));
+        memcpy((float *)c->v[l] + at, v, count * sizeof(float));
+    }
 }
 
 /* ---- forward ---- */
@@ -234,7 +262,8 @@ typedef struct {
     const float *q;
     float *att;
     const int64_t *row_seq, *row_pos;
-    const float *const *kc, *const *vc; /* per sequence, this layer */
+    qtts_kv_cache *const *caches; /* per sequence */
+    int64_t layer;
     float scale;
     int64_t per_row; /* items per row: kv_heads or heads */
 } attn_job;
@@ -245,13 +274,16 @@ static void attn_items(void *p, int64_t i0, int64_t i1, int tid) {
     const int64_t H = j->cfg->heads, hd = j->cfg->head_dim, KH = j->cfg->kv_heads, group = H / KH;
     const int64_t qd = H * hd, kvd = KH * hd, gh = H / j->per_row;
     for (int64_t it = i0; it < i1; it++) {
-        const int64_t r = it / j->per_row, h0 = it % j->per_row * gh, s = j->row_seq[r];
+        const int64_t r = it / j->per_row, h0 = it % j->per_row * gh;
+        const qtts_kv_cache *kv = j->caches[j->row_seq[r]];
+        const size_t first = (size_t)(h0 / group * hd) * qtts_kv_elem_size(kv);
         qtts_attn_args a = {
             .q = j->q + r * qd + h0 * hd,
             .q_stride = qd,
-            .k = j->kc[s] + h0 / group * hd,
-            .v = j->vc[s] + h0 / group * hd,
+            .k = (const char *)kv->k[j->layer] + first,
+            .v = (const char *)kv->v[j->layer] + first,
             .kv_stride = kvd,
+            .kv_f16 = kv->type == QTTS_F16,
             .out = j->att + r * qd + h0 * hd,
             .out_stride = qd,
             .n_q = 1,
@@ -280,17 +312,14 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
     if (rows == 0) return 0;
     if (work_reserve(w, c, rows, err)) return -1;
     int64_t *row_seq = qtts_malloc((size_t)rows * 2 * sizeof(int64_t), err);
-    const float **kc = qtts_malloc((size_t)n_seq * 2 * sizeof(float *), err);
     /* each row's RoPE cos | sin, computed once here rather than twice per layer (libm trig) */
     float *rope = qtts_malloc((size_t)rows * (size_t)hd * sizeof(float), err);
-    if (!row_seq || !kc || !rope) {
+    if (!row_seq || !rope) {
         free(row_seq);
-        free(kc);
         free(rope);
         return -1;
     }
     int64_t *row_pos = row_seq + rows;
-    const float **vc = kc + n_seq;
     for (int s = 0, r = 0; s < n_seq; s++)
         for (int64_t t = 0; t < n_tok[s]; t++, r++) {
             row_seq[r] = s;
@@ -328,13 +357,10 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
                 qtts_rope_neox_rotate(w->q + t * qd, c->heads, hd, cs, sn);
                 qtts_rope_neox_rotate(w->k + t * kvd, c->kv_heads, hd, cs, sn);
             }
-            memcpy(kv->k[l] + kv->len * kvd, w->k + r * kvd, (size_t)n_tok[s] * (size_t)kvd * sizeof(float));
-            memcpy(kv->v[l] + kv->len * kvd, w->v + r * kvd, (size_t)n_tok[s] * (size_t)kvd * sizeof(float));
-            kc[s] = kv->k[l];
-            vc[s] = kv->v[l];
+            kv_append(kv, l, w->k + r * kvd, w->v + r * kvd, n_tok[s]);
         }
         const int64_t per_row = qtts_attention_group_items(pool, rows * c->kv_heads) ? c->kv_heads : c->heads;
-        attn_job aj = {c, w->q, w->att, row_seq, row_pos, kc, vc, 1.0f / sqrtf((float)hd), per_row};
+        attn_job aj = {c, w->q, w->att, row_seq, row_pos, caches, l, 1.0f / sqrtf((float)hd), per_row};
         qtts_parallel_for(pool, rows * per_row, 1, attn_items, &aj);
         if (qtts_linear(pool, &L->o, NULL, w->att, rows, w->h)) goto oom;
         for (int64_t i = 0; i < rows * D; i++) x[i] += w->h[i];
@@ -355,12 +381,10 @@ int qtts_lm_forward(const qtts_lm *lm, qtts_pool *pool, qtts_lm_work *w, int n_s
     qtts_rmsnorm(pool, x, lm->norm, rows, D, eps, out);
     if (layer_in) memcpy(layer_in + c->layers * rows * D, out, (size_t)rows * (size_t)D * sizeof(float));
     free(row_seq);
-    free(kc);
     free(rope);
     return 0;
 oom: /* the caches' lengths are unchanged: what this call wrote past them is ignored */
     free(row_seq);
-    free(kc);
     free(rope);
     return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "decoder: out of memory in a dense layer (%lld rows)",
                         (long long)rows);

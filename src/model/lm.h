@@ -40,15 +40,26 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
                  qtts_err *err);
 void qtts_lm_free(qtts_lm *lm);
 
-/* Per-sequence KV cache: one K and one V array per layer, [cap][kv_heads*head_dim].
- * Grows on demand (doubling) up to max_cap (0 = unlimited); exceeding max_cap
- * is an error naming the limit. */
+/* Per-sequence KV cache: one K and one V array per layer, [cap][kv_heads*head_dim],
+ * of f32 or f16 entries (type). Grows on demand (doubling) up to max_cap
+ * (0 = unlimited); exceeding max_cap is an error naming the limit. f16 halves
+ * what each step reads back (at 700 positions the 0.6B talker's f32 cache is
+ * 160 MB, beside 256 MB of q4_k weights) and a stream's memory; entries past
+ * +-65504 saturate. */
 typedef struct {
     int64_t len, cap, max_cap, n_layers, kv_dim;
-    float **k, **v;
+    qtts_dtype type; /* QTTS_F32 or QTTS_F16 */
+    void **k, **v;
 } qtts_kv_cache;
 
-int qtts_kv_init(qtts_kv_cache *c, const qtts_lm_config *cfg, int64_t initial_cap, int64_t max_cap, qtts_err *err);
+int qtts_kv_init(qtts_kv_cache *c, const qtts_lm_config *cfg, qtts_dtype type, int64_t initial_cap, int64_t max_cap,
+                 qtts_err *err);
+static inline size_t qtts_kv_elem_size(const qtts_kv_cache *c) { return c->type == QTTS_F16 ? 2 : 4; }
+
+/* The KV entry type for an option: NULL, "" or "auto" (f16 with q8_0 / q4_k
+ * LM weights, whose rounding already dwarfs f16's; f32 with f32 or bf16
+ * weights, which ask for the reference), "f32" or "f16". */
+int qtts_kv_type_choose(const char *opt, qtts_dtype lm_weights, qtts_dtype *out, qtts_err *err);
 int qtts_kv_reserve(qtts_kv_cache *c, int64_t need, qtts_err *err);
 void qtts_kv_reset(qtts_kv_cache *c); /* len = 0; keeps memory */
 void qtts_kv_free(qtts_kv_cache *c);

@@ -42,6 +42,7 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
     }
     m->store = st;
     m->cfg = *cfg;
+    m->kv_type = QTTS_F32;
     if (gen) m->gen = *gen;
     else qtts_generation_config_defaults(&m->gen);
     qtts_dtype wt = opt ? opt->weight_type : QTTS_DTYPE_INVALID;

@@ -26,6 +26,10 @@ typedef struct qtts_talker_model {
     qtts_mat codec_head;
     qtts_lm lm;
     qtts_code_predictor cp;
+    /* The talker's KV cache entries: QTTS_F32 (as loaded) or QTTS_F16, which
+     * the engine sets by qtts_kv_type_choose. The code predictor's 16-position
+     * cache stays f32. */
+    qtts_dtype kv_type;
 } qtts_talker_model;
 
 /* dir: model folder (config.json, generation_config.json, model.safetensors[.index.json]). */

@@ -3,17 +3,23 @@
 #include <math.h>
 
 #include "tensor/attention_kernels.h"
+#include "tensor/tensor.h"
+
+/* Element i of a key or value row as f32. */
+static inline float kv_elem(const void *row, int64_t i, int f16) {
+    return f16 ? qtts_f16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
+}
 
 /* q.k with 16 independent partial sums in a fixed order (the compiler keeps
  * the lanes in vector registers, where one running sum would stay scalar). */
-static float dot_lanes(const float *q, const float *k, int64_t n) {
+static float dot_lanes(const float *q, const void *k, int64_t n, int f16) {
     enum { LANES = 16 };
     float acc[LANES] = {0};
     int64_t d = 0;
     for (; d + LANES <= n; d += LANES)
-        for (int i = 0; i < LANES; i++) acc[i] += q[d + i] * k[d + i];
+        for (int i = 0; i < LANES; i++) acc[i] += q[d + i] * kv_elem(k, d + i, f16);
     float tail = 0.0f;
-    for (; d < n; d++) tail += q[d] * k[d];
+    for (; d < n; d++) tail += q[d] * kv_elem(k, d, f16);
     for (int w = LANES / 2; w > 0; w /= 2)
         for (int i = 0; i < w; i++) acc[i] += acc[i + w];
     return acc[0] + tail;
@@ -21,9 +27,9 @@ static float dot_lanes(const float *q, const float *k, int64_t n) {
 
 /* The scalar twin, with libm's expf: the reference the SIMD kernels are
  * compared against. Same blocks and order as theirs. */
-void qtts_attn_item_scalar(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) {
+static inline void attn_item_scalar(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh, int f16) {
     const int64_t hd = a->head_dim, kvh = h0 / (a->n_heads / a->n_kv_heads), qi = a->q_first + t;
-    const float *kbase = a->k + kvh * hd, *vbase = a->v + kvh * hd;
+    const void *kbase = qtts_attn_kv_at(a->k, kvh * hd, f16), *vbase = qtts_attn_kv_at(a->v, kvh * hd, f16);
     float s[QTTS_ATTN_BLOCK];
     for (int64_t g = 0; g < gh; g++) {
         const float *q = a->q + t * a->q_stride + (h0 + g) * hd;
@@ -34,7 +40,7 @@ void qtts_attn_item_scalar(const qtts_attn_args *a, int64_t t, int64_t h0, int64
             const int64_t nb = qi - jb + 1 < QTTS_ATTN_BLOCK ? qi - jb + 1 : QTTS_ATTN_BLOCK;
             float bm = -INFINITY;
             for (int64_t j = 0; j < nb; j++) {
-                s[j] = dot_lanes(q, kbase + (jb + j) * a->kv_stride, hd) * a->scale;
+                s[j] = dot_lanes(q, qtts_attn_kv_at(kbase, (jb + j) * a->kv_stride, f16), hd, f16) * a->scale;
                 bm = s[j] > bm ? s[j] : bm;
             }
             const float nm = bm > m ? bm : m, corr = expf(m - nm);
@@ -42,15 +48,22 @@ void qtts_attn_item_scalar(const qtts_attn_args *a, int64_t t, int64_t h0, int64
             for (int64_t d = 0; d < hd; d++) o[d] *= corr;
             for (int64_t j = 0; j < nb; j++) {
                 const float e = expf(s[j] - nm);
-                const float *v = vbase + (jb + j) * a->kv_stride;
+                const void *v = qtts_attn_kv_at(vbase, (jb + j) * a->kv_stride, f16);
                 l += e;
-                for (int64_t d = 0; d < hd; d++) o[d] += e * v[d];
+                for (int64_t d = 0; d < hd; d++) o[d] += e * kv_elem(v, d, f16);
             }
             m = nm;
         }
         const float inv = l > 0 ? 1.0f / l : 0.0f;
         for (int64_t d = 0; d < hd; d++) o[d] *= inv;
     }
+}
+
+void qtts_attn_item_scalar(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) {
+    if (a->kv_f16)
+        attn_item_scalar(a, t, h0, gh, 1);
+    else
+        attn_item_scalar(a, t, h0, gh, 0);
 }
 
 /* The best kernel of `isa` (or below it) that takes this head_dim. */

@@ -5,6 +5,8 @@
  *
  * The heads that share a KV head are computed together, so each key and
  * value row is read once per group (the talker's GQA halves its KV reads).
+ * Keys and values are f32 or f16 (kv_f16: the talker's KV cache, which a
+ * long utterance reads once per step); either way the arithmetic is f32.
  * Kernels: scalar twin, AVX2+FMA, AVX-512, NEON (attention_*.c), chosen at
  * run time; each head's result does not depend on the thread count or on how
  * heads are grouped into work items. */
@@ -19,8 +21,9 @@
 typedef struct {
     const float *q;
     int64_t q_stride; /* floats between consecutive query tokens */
-    const float *k, *v;
-    int64_t kv_stride; /* floats between consecutive key positions */
+    const void *k, *v; /* f32, or f16 bits where kv_f16 (a KV cache kept in half precision) */
+    int64_t kv_stride; /* elements between consecutive key positions */
+    int kv_f16;
     float *out;
     int64_t out_stride;
     int64_t n_q, q_first;

@@ -19,21 +19,27 @@ static inline __m256 hsum8(const __m256 v[8]) {
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+/* Eight key or value elements from index i: f32, or f16 widened exactly (F16C). */
+static inline __m256 load_kv(const void *p, int64_t i, int f16) {
+    return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)p + i)))
+               : _mm256_loadu_ps((const float *)p + i);
+}
+
 /* scale * q.k for n <= 8 key rows (stride apart): one FMA chain per key, so
  * eight keys keep eight chains in flight; a key's sum does not depend on n. */
-static inline void scores(const float *q, const float *k, int64_t stride, int64_t n, int64_t hd, float scale,
-                          float *out) {
+static inline void scores(const float *q, const void *k, int64_t stride, int64_t n, int64_t hd, float scale,
+                          float *out, int f16) {
     __m256 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
     if (n == 8) {
         for (int64_t d = 0; d < hd; d += 8) {
             const __m256 qv = _mm256_loadu_ps(q + d);
-            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + i * stride + d), acc[i]);
+            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(qv, load_kv(k, i * stride + d, f16), acc[i]);
         }
     } else {
         for (int64_t i = 0; i < n; i++)
             for (int64_t d = 0; d < hd; d += 8)
-                acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + i * stride + d), acc[i]);
+                acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load_kv(k, i * stride + d, f16), acc[i]);
     }
     _Alignas(32) float r[8];
     _mm256_store_ps(r, _mm256_mul_ps(hsum8(acc), _mm256_set1_ps(scale)));
@@ -48,22 +54,23 @@ static inline void scale_row(float *o, int64_t hd, float c) {
 /* o += sum_j w[j] * v_j over nb value rows, 64 columns at a time in eight
  * registers: eight independent FMA chains hide the FMA latency, where four
  * left the loop waiting on it. */
-static inline void add_values(float *o, const float *w, const float *v, int64_t stride, int64_t nb, int64_t hd) {
+static inline void add_values(float *o, const float *w, const void *v, int64_t stride, int64_t nb, int64_t hd,
+                              int f16) {
     int64_t d = 0;
     for (; d + 64 <= hd; d += 64) {
         __m256 acc[8];
         for (int i = 0; i < 8; i++) acc[i] = _mm256_loadu_ps(o + d + 8 * i);
         for (int64_t j = 0; j < nb; j++) {
-            const float *vr = v + j * stride + d;
+            const int64_t vr = j * stride + d;
             const __m256 wj = _mm256_broadcast_ss(w + j);
-            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(vr + 8 * i), acc[i]);
+            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(wj, load_kv(v, vr + 8 * i, f16), acc[i]);
         }
         for (int i = 0; i < 8; i++) _mm256_storeu_ps(o + d + 8 * i, acc[i]);
     }
     for (; d < hd; d += 8) {
         __m256 a0 = _mm256_loadu_ps(o + d);
         for (int64_t j = 0; j < nb; j++)
-            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), _mm256_loadu_ps(v + j * stride + d), a0);
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + j), load_kv(v, j * stride + d, f16), a0);
         _mm256_storeu_ps(o + d, a0);
     }
 }
@@ -80,6 +87,5 @@ static inline float exp_shifted_sum(float *s, int64_t n, float m) {
 }
 
 #define ATTN_VW 8
+#define ATTN_ITEM_FN qtts_attn_item_avx2
 #include "tensor/attention_item.h"
-
-void qtts_attn_item_avx2(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh) { attn_item(a, t, h0, gh); }

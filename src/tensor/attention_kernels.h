@@ -18,6 +18,11 @@ void qtts_attn_item_avx2(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t
 void qtts_attn_item_avx512(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh); /* head_dim % 16 == 0 */
 void qtts_attn_item_neon(const qtts_attn_args *a, int64_t t, int64_t h0, int64_t gh); /* head_dim % 4 == 0 */
 
+/* Element i of a key or value array (f32, or f16 where f16). */
+static inline const void *qtts_attn_kv_at(const void *base, int64_t i, int f16) {
+    return (const char *)base + i * (f16 ? 2 : 4);
+}
+
 /* The first key query t sees (the window's start, else 0). */
 static inline int64_t qtts_attn_first_key(const qtts_attn_args *a, int64_t t) {
     const int64_t qi = a->q_first + t;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tensor/ops_kernels.h"
+#include "tensor/tensor.h"
 
 typedef struct {
     const float *x, *w, *b;
@@ -125,6 +126,32 @@ void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa) {
 }
 
 void qtts_swiglu(float *gate, const float *up, int64_t n) { qtts_swiglu_isa(gate, up, n, qtts_cpu_isa()); }
+
+/* The scalar twin of the f16 row conversion: clamp, then tensor.c's
+ * round-to-nearest-even conversion (the bits F16C and NEON produce). */
+static inline uint16_t f16_saturated(float x) {
+    const float lim = 65504.0f;
+    return qtts_f32_to_f16(x > lim ? lim : x < -lim ? -lim : x);
+}
+
+void qtts_f32_to_f16_row_isa(const float *x, uint16_t *y, int64_t n, qtts_isa isa) {
+    switch (qtts_isa_usable(isa)) {
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_ISA_AVX512: qtts_f32_to_f16_row_avx512(x, y, n); return;
+    case QTTS_ISA_AVX2: qtts_f32_to_f16_row_avx2(x, y, n); return;
+#endif
+#if defined(__aarch64__)
+    case QTTS_ISA_NEON:
+    case QTTS_ISA_NEON_DOTPROD:
+    case QTTS_ISA_NEON_BF16: qtts_f32_to_f16_row_neon(x, y, n); return;
+#endif
+    default:
+        for (int64_t i = 0; i < n; i++) y[i] = f16_saturated(x[i]);
+        return;
+    }
+}
+
+void qtts_f32_to_f16_row(const float *x, uint16_t *y, int64_t n) { qtts_f32_to_f16_row_isa(x, y, n, qtts_cpu_isa()); }
 
 typedef struct {
     const float *fused;

@@ -39,4 +39,11 @@ void qtts_swiglu_isa(float *gate, const float *up, int64_t n, qtts_isa isa);
  * (rows x 2*inter floats); out is rows x inter. Rows split over the pool. */
 void qtts_swiglu_fused(qtts_pool *pool, const float *fused, int64_t rows, int64_t inter, float *out);
 
+/* y[i] = x[i] in f16 bits, rounded to nearest even, with magnitudes past
+ * the largest finite f16 (65504) saturated to it rather than made infinite
+ * (a KV cache entry that overflowed would turn its scores into NaN). */
+void qtts_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
+/* The same with the kernels of `isa` or the next family down that this CPU runs (tests). */
+void qtts_f32_to_f16_row_isa(const float *x, uint16_t *y, int64_t n, qtts_isa isa);
+
 #endif

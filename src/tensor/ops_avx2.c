@@ -14,3 +14,20 @@ void qtts_swiglu_avx2(float *gate, const float *up, int64_t n) {
     }
     for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
+
+void qtts_f32_to_f16_row_avx2(const float *x, uint16_t *y, int64_t n) {
+    const __m256 lim = _mm256_set1_ps(65504.0f), nlim = _mm256_set1_ps(-65504.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(x + i), lim), nlim);
+        _mm_storeu_si128((__m128i *)(void *)(y + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    if (i < n) { /* the tail through a padded vector: the same rounding as the body */
+        _Alignas(32) float t[8] = {0};
+        _Alignas(16) uint16_t h[8];
+        for (int64_t j = i; j < n; j++) t[j - i] = x[j];
+        const __m256 v = _mm256_max_ps(_mm256_min_ps(_mm256_load_ps(t), lim), nlim);
+        _mm_store_si128((__m128i *)(void *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        for (int64_t j = i; j < n; j++) y[j] = h[j - i];
+    }
+}

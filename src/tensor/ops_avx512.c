@@ -14,3 +14,17 @@ void qtts_swiglu_avx512(float *gate, const float *up, int64_t n) {
     }
     for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
+
+void qtts_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n) {
+    const __m512 lim = _mm512_set1_ps(65504.0f), nlim = _mm512_set1_ps(-65504.0f);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_max_ps(_mm512_min_ps(_mm512_loadu_ps(x + i), lim), nlim);
+        _mm256_storeu_si256((__m256i *)(void *)(y + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    if (i < n) { /* the tail under a mask: the same rounding as the body */
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 v = _mm512_max_ps(_mm512_min_ps(_mm512_maskz_loadu_ps(m, x + i), lim), nlim);
+        _mm256_mask_storeu_epi16((void *)(y + i), m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+}

@@ -10,4 +10,9 @@ void qtts_swiglu_avx2(float *gate, const float *up, int64_t n);
 void qtts_swiglu_avx512(float *gate, const float *up, int64_t n);
 void qtts_swiglu_neon(float *gate, const float *up, int64_t n);
 
+/* y[i] = f16 bits of x[i] clamped to [-65504, 65504], round to nearest even */
+void qtts_f32_to_f16_row_avx2(const float *x, uint16_t *y, int64_t n);
+void qtts_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n);
+void qtts_f32_to_f16_row_neon(const float *x, uint16_t *y, int64_t n);
+
 #endif

@@ -14,3 +14,19 @@ void qtts_swiglu_neon(float *gate, const float *up, int64_t n) {
     }
     for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
+
+void qtts_f32_to_f16_row_neon(const float *x, uint16_t *y, int64_t n) {
+    const float32x4_t lim = vdupq_n_f32(65504.0f), nlim = vdupq_n_f32(-65504.0f);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) { /* vcvt rounds as FPCR says: to nearest even unless changed */
+        const float32x4_t v = vmaxq_f32(vminq_f32(vld1q_f32(x + i), lim), nlim);
+        vst1_u16(y + i, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+    }
+    if (i < n) {
+        float t[4] = {0};
+        uint16_t h[4];
+        for (int64_t j = i; j < n; j++) t[j - i] = x[j];
+        vst1_u16(h, vreinterpret_u16_f16(vcvt_f16_f32(vmaxq_f32(vminq_f32(vld1q_f32(t), lim), nlim))));
+        for (int64_t j = i; j < n; j++) y[j] = h[j - i];
+    }
+}
