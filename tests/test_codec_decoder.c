@@ -420,7 +420,9 @@ int main(void) {
             float *op[NS];
             int left = 0;
             for (int i = 0; i < NS; i++) {
-                nf[i] = rnd(4); /* 0..3 frames, streams at different positions */
+                /* first 12 frames each (36: past max_chunk and the frames one internal step takes, so
+                 * the streams are split over steps), then 0..3 frames, streams at different positions */
+                nf[i] = round == 0 ? 12 : rnd(4);
                 if (nf[i] > T20 - done[i]) nf[i] = T20 - done[i];
                 cp[i] = src[i] + done[i] * nq;
                 op[i] = bat[i] + done[i] * fs;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -272,6 +273,22 @@ static void lookup_release(void) {
             for (int c = 0; c < COLS; c++) right &= row[c] == qtts_bf16_to_f32(emb[rows[i] * COLS + c]);
         }
         TEST_CHECK(right, "mapped lookups read the stored rows");
+        /* several rows in one call (the text embedding's prompt), released once; a bad row fails the call */
+        const int32_t many[] = {5, 250, 5, 64, 129};
+        const int nm = (int)(sizeof many / sizeof many[0]);
+        float *rows_out = malloc(sizeof(float) * COLS * nm);
+        TEST_CHECK(rows_out && qtts_tensor_rows_f32(t, many, nm, rows_out, &err) == 0, "rows lookup: %s", err.msg);
+        if (rows_out) {
+            right = 1;
+            for (int i = 0; i < nm; i++)
+                for (int c = 0; c < COLS; c++)
+                    right &= rows_out[i * COLS + c] == qtts_bf16_to_f32(emb[many[i] * COLS + c]);
+            TEST_CHECK(right, "a rows lookup reads each stored row in order");
+            const int32_t bad[] = {3, ROWS};
+            TEST_CHECK(qtts_tensor_rows_f32(t, bad, 2, rows_out, &err) == -1 && strstr(err.msg, "out of range"),
+                       "a row past the table: %s", err.msg);
+        }
+        free(rows_out);
         const long left = present_pages(t->data, t->nbytes);
         if (touched > 0) {
             /* only the tensor's first and last page may be shared with other data and kept */
@@ -287,10 +304,42 @@ static void lookup_release(void) {
     free(row);
 }
 
+/* A table in an anonymous mapping the store keeps (the benchmark's random
+ * text embedding) is not `mapped`: releasing pages after lookups must not
+ * drop it, which would zero its rows. */
+static void anonymous_mapping_kept(void) {
+    qtts_err err = {0};
+    enum { ROWS = 64, COLS = 1024 };
+    const size_t bytes = sizeof(uint16_t) * ROWS * COLS;
+    uint16_t *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    TEST_CHECK(map != MAP_FAILED, "mmap");
+    if (map == MAP_FAILED) return;
+    for (int i = 0; i < ROWS * COLS; i++) map[i] = qtts_f32_to_bf16(1.0f + (float)(i % 13));
+    qtts_store *st = qtts_store_new(&err);
+    int64_t shape[2] = {ROWS, COLS};
+    TEST_CHECK(st && qtts_store_keep_mapping(st, map, bytes, 0, &err) == 0 &&
+                   qtts_store_add(st, "emb", QTTS_BF16, 2, shape, map, 0, &err) == 0,
+               "store: %s", err.msg);
+    const qtts_tensor *t = st ? qtts_store_find(st, "emb") : NULL;
+    TEST_CHECK(t && !t->mapped, "an anonymous mapping's tensor is not marked droppable");
+    if (t) {
+        float row[COLS];
+        int right = 1;
+        for (int pass = 0; pass < 2; pass++) {
+            qtts_store_release_pages(st);
+            TEST_CHECK(qtts_tensor_row_f32(t, 9, row, &err) == 0, "lookup: %s", err.msg);
+            for (int c = 0; c < COLS; c++) right &= row[c] == 1.0f + (float)((9 * COLS + c) % 13);
+        }
+        TEST_CHECK(right, "rows of an anonymous table survive releases and lookups");
+    }
+    qtts_store_free(st); /* unmaps it */
+}
+
 int main(void) {
     corrupt_files();
     huge_shapes();
     lookup_release();
+    anonymous_mapping_kept();
 
     /* ---- round trip ---- */
     qtts_err err = {0};

@@ -5,6 +5,7 @@
  * matrices) and (b) converted to f32 at load (owned, fused; the values are
  * the same since bf16 -> f32 is exact). Greedy codes must be identical and
  * logits agree to 1e-4. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,21 @@ int main(void) {
             for (int64_t j = 0; j < p.n_rows * p.dim; j++) finite &= p.rows[j] == p.rows[j];
             TEST_CHECK(finite && p.dim == m->cfg.talker.hidden, "random %s prompt values", sizes[i]);
             qtts_prompt_free(&p);
+        }
+        /* the text embedding keeps its values when its pages are dropped (as a checkpoint's would) */
+        {
+            const int64_t TH = m->cfg.text_hidden;
+            float *r0 = malloc(sizeof(float) * (size_t)TH * 2), *r1 = r0 ? r0 + TH : NULL;
+            int same = r0 && !qtts_tensor_row_f32(m->text_emb, 1879, r0, &err);
+            qtts_store_release_pages(m->store);
+            same = same && !qtts_tensor_row_f32(m->text_emb, 1879, r1, &err);
+            double mag = 0;
+            for (int64_t j = 0; same && j < TH; j++) {
+                same &= r0[j] == r1[j];
+                mag += fabs(r0[j]);
+            }
+            TEST_CHECK(same && mag > 0, "random %s: text embedding row after a page release (%s)", sizes[i], err.msg);
+            free(r0);
         }
         qtts_talker_model_free(m);
     }

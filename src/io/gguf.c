@@ -435,7 +435,7 @@ qtts_store *qtts_gguf_open(const char *path, qtts_err *err) {
         return NULL;
     }
     qtts_store_set_source(st, path);
-    if (qtts_gguf_add_to_store(g, st, err) || qtts_store_keep_mapping(st, g->map, g->map_len, err)) {
+    if (qtts_gguf_add_to_store(g, st, err) || qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) {
         qtts_store_free(st);
         qtts_gguf_free(g);
         return NULL;

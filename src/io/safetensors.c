@@ -136,7 +136,7 @@ static int add_file(qtts_store *st, const char *path, qtts_err *err) {
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return qtts_fail(err, "%s: mmap failed: %s", path, strerror(errno));
-    if (qtts_store_keep_mapping(st, map, size, err)) {
+    if (qtts_store_keep_mapping(st, map, size, 1, err)) {
         munmap(map, size);
         return -1;
     }

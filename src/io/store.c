@@ -12,6 +12,7 @@
 typedef struct {
     void *addr;
     size_t len;
+    int file_backed; /* its pages can be dropped and re-read */
 } mapping;
 
 struct qtts_store {
@@ -50,9 +51,10 @@ void qtts_store_free(qtts_store *st) {
     free(st);
 }
 
+/* 1 where p lies in one of the store's file mappings. */
 static int in_mapping(const qtts_store *st, const void *p) {
     for (int i = 0; i < st->n_maps; i++)
-        if ((const char *)p >= (const char *)st->maps[i].addr &&
+        if (st->maps[i].file_backed && (const char *)p >= (const char *)st->maps[i].addr &&
             (const char *)p < (const char *)st->maps[i].addr + st->maps[i].len)
             return 1;
     return 0;
@@ -126,7 +128,7 @@ static int keep_owned(qtts_store *st, void *p, qtts_err *err) {
     return 0;
 }
 
-int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err) {
+int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_backed, qtts_err *err) {
     if (st->n_maps == st->cap_maps) {
         int cap = st->cap_maps ? st->cap_maps * 2 : 4;
         mapping *n = realloc(st->maps, (size_t)cap * sizeof *n);
@@ -134,7 +136,7 @@ int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *er
         st->maps = n;
         st->cap_maps = cap;
     }
-    st->maps[st->n_maps++] = (mapping){addr, len};
+    st->maps[st->n_maps++] = (mapping){addr, len, file_backed};
     for (int i = 0; i < st->count; i++) st->tensors[i].mapped |= in_mapping(st, st->tensors[i].data);
     return 0;
 }

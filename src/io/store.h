@@ -26,8 +26,11 @@ int qtts_store_parse_safetensors(qtts_store *st, const char *label, const unsign
  * take_ownership is set (then it is free()d with the store). */
 int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, const int64_t *shape,
                    const void *data, int take_ownership, qtts_err *err);
-/* Keeps a mapping (or other resource) alive as long as the store. */
-int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, qtts_err *err);
+/* Keeps a mapping alive as long as the store (munmap()ed with it). Tensors
+ * in a file_backed mapping are `mapped`: their pages may be dropped from the
+ * RSS and re-read from the file. An anonymous mapping's never are (dropping
+ * them would zero its contents). */
+int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_backed, qtts_err *err);
 
 /* For the file readers: the bytes [begin, end) of one tensor's data. */
 typedef struct qtts_span {

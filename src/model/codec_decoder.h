@@ -118,8 +118,10 @@ int qtts_codec_decode_feed(qtts_codec_decoder *dec, qtts_pool *pool, qtts_codec_
 
 /* One step for several streams at once (each with its own codes and frame
  * count, which may be 0): the low-rate layers run as one batched weight pass
- * over all streams' rows. out[i] gets n_frames[i]*frame_samples samples.
- * Streams must be distinct. Equal to feeding each stream separately. */
+ * over all streams' rows (internally in steps of at most 16 frames in all,
+ * max_chunk per stream, which bounds the scratch memory). out[i] gets
+ * n_frames[i]*frame_samples samples. Streams must be distinct. Equal to
+ * feeding each stream separately. */
 int qtts_codec_decode_step_batch(qtts_codec_decoder *dec, qtts_pool *pool, qtts_codec_stream *const *streams,
                                  const int32_t *const *codes, const int64_t *n_frames, int n_streams,
                                  float *const *out, qtts_err *err);

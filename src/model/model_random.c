@@ -205,7 +205,9 @@ static int add_text_embedding(qtts_store *st, const qtts_model_config *c, uint64
     size_t rb = (size_t)c->text_hidden * 2, bytes = rb * (size_t)c->text_vocab;
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) return qtts_fail(err, "random model: cannot map %zu bytes for the text embedding", bytes);
-    if (qtts_store_keep_mapping(st, map, bytes, err)) {
+    /* anonymous: never `mapped`, since dropping its pages would zero the rows (the bench maps its copy
+     * of this store from a file, where they may be dropped) */
+    if (qtts_store_keep_mapping(st, map, bytes, 0, err)) {
         munmap(map, bytes);
         return -1;
     }

@@ -1,5 +1,6 @@
 #include "model/talker.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,16 +8,30 @@
 #include "tensor/linear.h"
 #include "tensor/ops.h"
 
+int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err) {
+    size_t rb = t->ndim == 2 ? qtts_dtype_row_bytes(t->type, t->shape[1]) : 0;
+    if (t->ndim == 2 && !rb)
+        return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));
+    int rc = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        if (t->ndim != 2 || rows[i] < 0 || rows[i] >= t->shape[0]) {
+            rc = qtts_fail(err, "tensor '%s': row %lld out of range (%lld rows)", t->name, (long long)rows[i],
+                           (long long)(t->ndim ? t->shape[0] : 0));
+            break;
+        }
+        const char *src = (const char *)t->data + (size_t)rows[i] * rb;
+        if (qtts_convert_to_f32(t->type, src, out + i * t->shape[1], t->shape[1], err))
+            rc = qtts_fail_prefix(err, "tensor '%s'", t->name);
+    }
+    qtts_tensor_release_lookup(t); /* once per call: ~7 us each, 1.4 ms over a 200-token prompt row by row */
+    return rc;
+}
+
 int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err) {
-    if (t->ndim != 2 || row < 0 || row >= t->shape[0])
-        return qtts_fail(err, "tensor '%s': row %lld out of range (%lld rows)", t->name, (long long)row,
-                         (long long)(t->ndim ? t->shape[0] : 0));
-    size_t rb = qtts_dtype_row_bytes(t->type, t->shape[1]);
-    if (!rb) return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));
-    const char *src = (const char *)t->data + (size_t)row * rb;
-    if (qtts_convert_to_f32(t->type, src, out, t->shape[1], err)) return qtts_fail_prefix(err, "tensor '%s'", t->name);
-    qtts_tensor_release_lookup(t);
-    return 0;
+    if (row < INT32_MIN || row > INT32_MAX)
+        return qtts_fail(err, "tensor '%s': row %lld out of range", t->name, (long long)row);
+    const int32_t r = (int32_t)row;
+    return qtts_tensor_rows_f32(t, &r, 1, out, err);
 }
 
 void qtts_talker_model_free(qtts_talker_model *m) {
@@ -96,16 +111,15 @@ int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const in
     float *raw = qtts_malloc((size_t)n * (size_t)(TH + mid) * sizeof(float), err);
     if (!raw) return -1;
     float *hid = raw + n * TH;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= m->cfg.text_vocab) {
             free(raw);
             return qtts_fail(err, "text token id %d is outside the text vocabulary (%lld)", ids[i],
                              (long long)m->cfg.text_vocab);
         }
-        if (qtts_tensor_row_f32(m->text_emb, ids[i], raw + i * TH, err)) {
-            free(raw);
-            return -1;
-        }
+    if (qtts_tensor_rows_f32(m->text_emb, ids, n, raw, err)) {
+        free(raw);
+        return -1;
     }
     int rc = qtts_linear(pool, &m->fc1, m->fc1_b, raw, n, hid);
     if (!rc) {
