@@ -9,8 +9,8 @@
  *   add_values(o, w, v, stride, nb, hd, f16)       o += sum_j w[j] * v_j
  * (keys and values f32, or f16 where f16) and gets attn_item(), the body of
  * its qtts_attn_item_<isa>, and qtts_attn_item_<isa> itself (named by
- * ATTN_ITEM_FN). Each is inlined with a constant f16, so the f32 and f16
- * loops are separate code. The order of operations is the scalar twin's
+ * ATTN_ITEM_FN). That calls attn_item with a constant f16, so the compiler
+ * makes the f32 and f16 loops separate code (two constprop clones). The order of operations is the scalar twin's
  * (qtts_attn_item_scalar); an f16 element converts to f32 exactly. */
 #ifndef QTTS_TENSOR_ATTENTION_ITEM_H
 #define QTTS_TENSOR_ATTENTION_ITEM_H
