@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "tensor/conv.h"
+#include "tensor/ops.h"
 #include "tensor/conv_kernels.h"
 #include "tensor/conv_winograd.h"
 #include "tensor/cpu.h"
@@ -224,6 +225,36 @@ int main(void) {
             qtts_gemm_ref(M, N, K, A, lda, W, want, N, NULL, 0);
             qtts_gemm(pool, M, A, lda, &B, got, N, NULL, 0, pack);
             TEST_NEAR(got, want, (size_t)(M * N), 1e-5 * (1 + sqrt((double)K)), what);
+            /* f16 form: the bits of the f32 product over the f16-rounded weights (the same tiles run on
+             * each panel widened exactly), on 2 threads, inline and on a pool of 1 */
+            {
+                float *Wr = malloc(sizeof(float) * (size_t)(N * K)), *want16 = malloc(sizeof(float) * (size_t)(M * N));
+                uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(N * K));
+                qtts_f32_to_f16_row(W, h, N * K);
+                qtts_f16_to_f32_row(h, Wr, N * K);
+                qtts_gemm_b Br, B16 = B;
+                TEST_CHECK(qtts_gemm_b_init(&Br, Wr, N, K, &err) == 0, "gemm b: %s", err.msg);
+                float *pack16 = malloc(sizeof(float) * qtts_gemm_work_size(M, &B, pool));
+                B16.ph = qtts_gemm_b_f16_panels(&B, &err);
+                B16.p = NULL;
+                TEST_CHECK(B16.ph != NULL && qtts_gemm_work_size(M, &B16, pool) > qtts_gemm_pack_size(M, K),
+                           "gemm f16 panels: %s", err.msg);
+                free(pack16);
+                pack16 = malloc(sizeof(float) * qtts_gemm_work_size(M, &B16, pool));
+                qtts_gemm(pool, M, A, lda, &Br, want16, N, bias, 0, pack);
+                for (int pass = 0; pass < 2; pass++) {
+                    memset(got, 0, sizeof(float) * (size_t)(M * N));
+                    qtts_gemm(pass ? NULL : pool, M, A, lda, &B16, got, N, bias, 0, pack16);
+                    TEST_CHECK(!memcmp(got, want16, sizeof(float) * (size_t)(M * N)),
+                               "gemm f16 %lldx%lldx%lld (%s): not the bits of f32 on rounded weights", (long long)M,
+                               (long long)N, (long long)K, pass ? "inline" : "2 threads");
+                }
+                qtts_gemm_ref(M, N, K, A, lda, W, want, N, bias, 0); /* f16 weights: within their rounding */
+                TEST_NEAR(got, want, (size_t)(M * N), 1e-3 * (1 + sqrt((double)K)), "gemm f16 near f32");
+                free(B16.ph);
+                qtts_gemm_b_free(&Br);
+                free(Wr); free(want16); free(h); free(pack16);
+            }
             /* bf16 form: against a double reference on the bf16-rounded operands (their products are exact
              * in f32: only the sums' rounding differs) */
             if (qtts_conv_bf16_supported()) {

@@ -142,6 +142,35 @@ int main(void) {
         }
     }
 
+    /* f16 -> f32 rows, every kernel family against the scalar conversion, all 65536 bit patterns
+     * (NaNs: NaN), in lengths with tails */
+    {
+        enum { N = 65536 };
+        uint16_t *h = malloc(sizeof(uint16_t) * N);
+        float *want = malloc(sizeof(float) * N), *got = malloc(sizeof(float) * (N + 1));
+        TEST_CHECK(h && want && got, "alloc");
+        if (h && want && got) {
+            for (int i = 0; i < N; i++) h[i] = (uint16_t)i;
+            qtts_f16_to_f32_row_isa(h, want, N, QTTS_ISA_SCALAR);
+            TEST_CHECK(want[0x3c00] == 1.0f && want[0xc000] == -2.0f && want[0x0001] == ldexpf(1.0f, -24) &&
+                           want[0x7bff] == 65504.0f && isinf(want[0x7c00]) && isnan(want[0x7e00]),
+                       "f16 -> f32 scalar: known values");
+            for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+                if (!qtts_isa_supported(qtts_cpu_features_get(), isas[i])) continue;
+                for (int n = N; n >= N - 13; n -= 13) {
+                    got[n] = -7.0f;
+                    qtts_f16_to_f32_row_isa(h, got, n, isas[i]);
+                    int same = got[n] == -7.0f;
+                    for (int k = 0; k < n && same; k++)
+                        same = isnan(want[k]) ? isnan(got[k]) : !memcmp(&got[k], &want[k], sizeof(float));
+                    TEST_CHECK(same, "f16 -> f32 %s, %d values: not the scalar conversion's bits", qtts_isa_name(isas[i]),
+                               n);
+                }
+            }
+        }
+        free(h); free(want); free(got);
+    }
+
     /* SwiGLU, every kernel family, against double formulas: a length with a tail, typical
      * activations and the exp clamps (|gate| up to 100) */
     {

@@ -764,7 +764,7 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     print_stage(f, "talker step", &r->talker, r, r->peak_gflops);
     print_stage(f, "code predictor frame", &r->cp, r, r->peak_gflops);
     print_stage(f, "decoder frame", &r->decoder, r, r->peak_gflops_decoder);
-    if (!strcmp(r->decoder_precision, "winograd"))
+    if (!strncmp(r->decoder_precision, "winograd", 8))
         fprintf(f, "  (decoder GFLOP/s count the direct convolution's FLOPs; its Winograd form does fewer, so %%pk can "
                    "pass 100)\n");
     if (r->batch > 1) {

@@ -75,7 +75,8 @@ static void say_usage(FILE *out) {
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (default: as stored)\n"
             "      --decoder-precision P auto (default: with q8_0/q4_k weights the fastest measured\n"
             "                            here, see info --cpu; else f32), f32, winograd (f32, ~100 dB\n"
-            "                            SNR) or bf16 (~38 dB SNR)\n"
+            "                            SNR), winograd-f16 (+ f16 time-major weights, ~53 dB) or bf16\n"
+            "                            (~33 dB SNR)\n"
             "      --kv-cache T          the talker's KV cache: auto (default: f16 with q8_0/q4_k\n"
             "                            weights, else f32), f32 or f16 (half the memory)\n"
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");

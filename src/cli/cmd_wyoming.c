@@ -27,7 +27,7 @@ static void wyoming_usage(FILE *out) {
             "  --max-batch N          concurrent synthesis slots (engine default if 0)\n"
             "  --max-queue N          requests waiting beyond the slots; more get an error\n"
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
-            "  --decoder-precision P  auto|f32|winograd|bf16 (default auto)\n"
+            "  --decoder-precision P  auto|f32|winograd|winograd-f16|bf16 (default auto)\n"
             "  --kv-cache T           auto|f32|f16 (default auto: f16 with q8_0/q4_k weights)\n"
             "  --max-connections N    concurrent connections (default 16); more get an error event\n"
             "  --idle-timeout S       close a connection that sends nothing for S seconds (default 60)\n"

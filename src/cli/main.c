@@ -36,9 +36,10 @@ void cli_error(const char *fmt, ...) {
 }
 
 int cli_check_decoder_precision(const char *value) {
-    if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "winograd") || !strcmp(value, "bf16"))
+    if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "winograd") ||
+        !strcmp(value, "winograd-f16") || !strcmp(value, "bf16"))
         return 0;
-    cli_error("--decoder-precision: expected auto, f32, winograd or bf16, got '%s'", value);
+    cli_error("--decoder-precision: expected auto, f32, winograd, winograd-f16 or bf16, got '%s'", value);
     return -1;
 }
 

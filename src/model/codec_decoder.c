@@ -690,6 +690,37 @@ static int lin_to_bf16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
     return 0;
 }
 
+/* A dense layer's weight to f16 panels (qtts_gemm widens them per panel); the f32 panels are freed. */
+static int lin_to_f16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
+    if (l->w.ph || !l->w.p) return 0;
+    uint16_t *ph = own(d, qtts_gemm_b_f16_panels(&l->w, err), err);
+    if (!ph) return -1;
+    disown_free(d, l->w.p);
+    l->w.p = NULL;
+    l->w.ph = ph;
+    return 0;
+}
+
+/* Every time-major layer's weights to f16 (QTTS_DECODER_WINOGRAD_F16). */
+static int time_major_to_f16(qtts_codec_decoder *d, qtts_err *err) {
+    if (lin_to_f16(d, &d->p_first, err) || lin_to_f16(d, &d->p_rest, err) || lin_to_f16(d, &d->pre.l, err) ||
+        lin_to_f16(d, &d->in_proj, err) || lin_to_f16(d, &d->out_proj, err) || lin_to_f16(d, &d->dec0.l, err))
+        return -1;
+    for (int64_t l = 0; l < d->n_layers; l++) {
+        tlayer *ly = &d->layers[l];
+        if (lin_to_f16(d, &ly->qkv, err) || lin_to_f16(d, &ly->o, err) || lin_to_f16(d, &ly->gate_up, err) ||
+            lin_to_f16(d, &ly->down, err))
+            return -1;
+    }
+    for (int64_t u = 0; u < d->n_up_stages; u++)
+        if (lin_to_f16(d, &d->up[u].tconv.l, err) || lin_to_f16(d, &d->up[u].pw1, err) ||
+            lin_to_f16(d, &d->up[u].pw2, err))
+            return -1;
+    for (int64_t b = 0; b < d->n_blocks; b++)
+        if (d->blk[b].tm && lin_to_f16(d, &d->blk[b].tconv_tm.l, err)) return -1;
+    return 0;
+}
+
 /* Outputs per Winograd tile of the residual units' 7-tap convs: F(4, 7)
  * multiplies 2.5 times per output and weight (F(2, 7): 4, the direct conv
  * 7) at ~100 dB SNR against f32, and its transforms stay a small share at
@@ -710,7 +741,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
     if (p == now) return 0;
     if (now != QTTS_DECODER_F32)
         return qtts_fail(err, "the decoder's f32 weights were already dropped for %s", qtts_decoder_precision_name(now));
-    if (p == QTTS_DECODER_WINOGRAD) {
+    if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16) {
         for (int64_t b = 0; b < d->n_blocks; b++)
             for (int r = 0; r < N_RES; r++)
                 if (qtts_conv_to_winograd(&d->blk[b].ru[r].c1, WINOGRAD_M, err)) return -1;
@@ -720,7 +751,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
                 qtts_conv_to_winograd(&bk->tconv_cm, WINOGRAD_TCONV_M, err))
                 return -1;
         }
-        return 0;
+        return p == QTTS_DECODER_WINOGRAD_F16 ? time_major_to_f16(d, err) : 0;
     }
     /* Time-major layers in bf16: the transformer and the upsampling stages,
      * whose weights (~70 MB in f32 at the real size) are read once per
@@ -759,23 +790,30 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_d
         }
         /* another path only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
         const qtts_conv_calibration *c = qtts_conv_calibrate();
+        /* not WINOGRAD_F16: widening its panels made 8 streams' 16-frame steps ~5% slower (Zen 3), a memory
+         * saving to be asked for */
         *out = c->bf16_faster ? QTTS_DECODER_BF16 : c->winograd_faster ? QTTS_DECODER_WINOGRAD : QTTS_DECODER_F32;
         return 0;
     }
     if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;
     else if (!strcmp(opt, "winograd")) *out = QTTS_DECODER_WINOGRAD;
+    else if (!strcmp(opt, "winograd-f16")) *out = QTTS_DECODER_WINOGRAD_F16;
     else if (!strcmp(opt, "bf16")) *out = QTTS_DECODER_BF16;
-    else return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, bf16)", opt);
+    else return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, winograd-f16, bf16)", opt);
     return 0;
 }
 
 const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
-    return p == QTTS_DECODER_BF16 ? "bf16" : p == QTTS_DECODER_WINOGRAD ? "winograd" : "f32";
+    return p == QTTS_DECODER_BF16           ? "bf16"
+           : p == QTTS_DECODER_WINOGRAD     ? "winograd"
+           : p == QTTS_DECODER_WINOGRAD_F16 ? "winograd-f16"
+                                            : "f32";
 }
 
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) {
     if (d->fin_conv.wbf) return QTTS_DECODER_BF16;
-    return d->n_blocks > 0 && d->blk[0].ru[0].c1.wg ? QTTS_DECODER_WINOGRAD : QTTS_DECODER_F32;
+    if (d->n_blocks == 0 || !d->blk[0].ru[0].c1.wg) return QTTS_DECODER_F32;
+    return d->dec0.l.w.ph ? QTTS_DECODER_WINOGRAD_F16 : QTTS_DECODER_WINOGRAD;
 }
 
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {
@@ -971,7 +1009,7 @@ static void emit_cm(qtts_codec_stream *s, const char *stage, const float *x, int
 /* y [M][N] = x [M][K] through layer l (+ bias); the activations are packed into WS_PACK. */
 static int lin_run(qtts_codec_decoder *d, qtts_pool *pool, const lin *l, const float *x, int64_t M, float *y,
                    qtts_err *err) {
-    float *pack = scratch(d, WS_PACK, (int64_t)qtts_gemm_pack_size(M, l->K), err);
+    float *pack = scratch(d, WS_PACK, (int64_t)qtts_gemm_work_size(M, &l->w, pool), err);
     if (!pack) return -1;
     qtts_gemm(pool, M, x, l->K, &l->w, y, l->N, l->bias, 0, pack);
     return 0;

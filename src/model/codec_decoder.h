@@ -50,15 +50,27 @@ void qtts_codec_decoder_free(qtts_codec_decoder *dec);
  * 7-tap convolutions (~70% of the FLOPs) as Winograd F(4, 7)
  * (tensor/conv_winograd.h): 2.5 instead of 7 multiply-adds per output and
  * weight, ~100 dB SNR against f32 (test_codec_decoder reports it); one-way
- * too (their tap weights are freed), any CPU. */
-typedef enum { QTTS_DECODER_F32 = 0, QTTS_DECODER_BF16 = 1, QTTS_DECODER_WINOGRAD = 2 } qtts_decoder_precision;
+ * too (their tap weights are freed), any CPU. WINOGRAD_F16 is WINOGRAD with
+ * every time-major layer's weights (the RVQ projections, pre_conv, the
+ * transformer, the upsampling stages, decoder.0 and a low-rate block's
+ * transposed conv) stored in f16 and widened exactly per panel: f32
+ * arithmetic on f16-rounded weights, half their memory and half the bytes a
+ * streaming step reads (at 1-4 frames per step those layers are bound by
+ * reading their weights). */
+typedef enum {
+    QTTS_DECODER_F32 = 0,
+    QTTS_DECODER_BF16 = 1,
+    QTTS_DECODER_WINOGRAD = 2,
+    QTTS_DECODER_WINOGRAD_F16 = 3
+} qtts_decoder_precision;
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_err *err);
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);
-/* The precision for a user option: "f32", "winograd", "bf16", or
+/* The precision for a user option: "f32", "winograd", "winograd-f16", "bf16", or
  * NULL/""/"auto": with quantized LM weights (q8_0/q4_k: speed was asked
- * for, and their own error is far larger) the fastest of the three as
- * measured on this CPU at first use (tensor/conv_calibrate.h; bf16 only
- * where it beats the faster f32 path by a margin), else f32. */
+ * for, and their own error is far larger) the fastest conv path as measured
+ * on this CPU at first use (tensor/conv_calibrate.h; bf16 only where it
+ * beats the faster f32 path by a margin), else f32. WINOGRAD_F16 only when
+ * asked for. */
 int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err);
 const char *qtts_decoder_precision_name(qtts_decoder_precision p);
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */

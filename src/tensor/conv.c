@@ -7,6 +7,7 @@
 #include "tensor/conv_kernels.h"
 #include "tensor/conv_winograd.h"
 #include "tensor/cpu.h"
+#include "tensor/ops.h"
 #include "tensor/tensor.h"
 
 /* ---- weights ------------------------------------------------------------ */
@@ -476,6 +477,7 @@ void qtts_gemm_b_free(qtts_gemm_b *b) {
     if (!b) return;
     free(b->p);
     free(b->pbf);
+    free(b->ph);
     memset(b, 0, sizeof *b);
 }
 
@@ -501,9 +503,30 @@ uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err) {
     return pbf;
 }
 
+uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err) {
+    if (!b->p) {
+        qtts_fail(err, "gemm: no f32 panels to convert");
+        return NULL;
+    }
+    const size_t n = (size_t)((b->N + b->panel - 1) / b->panel * b->K * b->panel);
+    uint16_t *ph = qtts_malloc(n * sizeof *ph, err);
+    if (ph) qtts_f32_to_f16_row(b->p, ph, (int64_t)n);
+    return ph;
+}
+
 size_t qtts_gemm_pack_size(int64_t M, int64_t K) {
     int64_t mp = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
     return (size_t)(mp * K + mp);
+}
+
+/* apack with f16 panels: the packed A and its bias row, then (from a 64-byte
+ * multiple) one widened panel per thread, then each thread's panel index. */
+static size_t gemm_wide_offset(int64_t M, int64_t K) { return (qtts_gemm_pack_size(M, K) + 15) / 16 * 16; }
+
+size_t qtts_gemm_work_size(int64_t M, const qtts_gemm_b *B, const qtts_pool *pool) {
+    if (!B->ph) return qtts_gemm_pack_size(M, B->K);
+    const size_t threads = (size_t)(pool ? qtts_pool_size(pool) : 1);
+    return gemm_wide_offset(M, B->K) + threads * (size_t)(B->K * B->panel) + 2 * threads; /* + int64 indices */
 }
 
 typedef struct {
@@ -514,6 +537,8 @@ typedef struct {
     int64_t ldy, ldadd, n_rb;
     qtts_conv_tile_fn tile;
     qtts_conv_tile_bf16_fn tile_bf16; /* B->pbf */
+    float *wide;      /* B->ph: [thread][K][panel] widened panels */
+    int64_t *wide_pb; /* B->ph: the panel each thread's copy holds (-1: none) */
 } gemm_job;
 
 /* Items (column panel, row block), row block fastest: each B panel is
@@ -526,9 +551,18 @@ static void gemm_items(void *p, int64_t i0, int64_t i1, int tid) {
         int64_t pb = i / j->n_rb, rb = i % j->n_rb, n0 = pb * P;
         int64_t nt = j->B->N - n0 < P ? j->B->N - n0 : P;
         const float *add = j->add ? j->add + n0 : NULL;
-        if (j->B->pbf)
+        if (j->B->pbf) {
             j->tile_bf16(j->va, j->B->pbf + pb * pairs_of(j->B->K) * P, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
-        else j->tile(j->va, j->B->p + pb * j->B->K * P, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
+        } else if (j->B->ph) { /* items run row block fastest: a thread widens each panel once */
+            float *w = j->wide + (size_t)tid * (size_t)(j->B->K * P);
+            if (j->wide_pb[tid] != pb) {
+                qtts_f16_to_f32_row(j->B->ph + pb * j->B->K * P, w, j->B->K * P);
+                j->wide_pb[tid] = pb;
+            }
+            j->tile(j->va, w, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
+        } else {
+            j->tile(j->va, j->B->p + pb * j->B->K * P, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
+        }
     }
 }
 
@@ -566,7 +600,14 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     int64_t K = B->K;
     qtts_conv v = {.c_in = K, .c_out = M, .k = 1, .dil = 1};
     v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
-    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, qtts_conv_tile_for(QTTS_CONV_ISA_AUTO), NULL};
+    gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, qtts_conv_tile_for(QTTS_CONV_ISA_AUTO), NULL,
+                  NULL, NULL};
+    if (B->ph) {
+        const int threads = pool ? qtts_pool_size(pool) : 1;
+        j.wide = apack + gemm_wide_offset(M, K);
+        j.wide_pb = (int64_t *)(void *)(j.wide + (size_t)threads * (size_t)(K * B->panel));
+        for (int t = 0; t < threads; t++) j.wide_pb[t] = -1;
+    }
     const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
     const double work = qtts_tile_work((double)M * (double)K * (double)B->N, (double)K * (double)B->N);
     if (B->pbf) { /* pairs need ceil(K/2) of the K floats per row that apack has */

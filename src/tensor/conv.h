@@ -93,11 +93,16 @@ int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t
  * column panels so each tile streams contiguous memory. This is how the
  * time-major (low-rate) layers run: A = activations or im2col rows. */
 typedef struct {
-    float *p; /* [ceil(N/panel)][K][panel]; NULL when the weight is in bf16 */
+    float *p; /* [ceil(N/panel)][K][panel]; NULL when the weight is in bf16 or f16 */
     /* bf16 form (qtts_gemm_b_bf16_panels): rows of B in pairs, one uint32 per
      * pair (low half = even k), [ceil(N/panel)][ceil(K/2)][panel]. qtts_gemm
      * then rounds A to bf16 too and runs the bf16 conv tiles. */
     uint32_t *pbf;
+    /* f16 form (qtts_gemm_b_f16_panels): p's layout in half precision.
+     * qtts_gemm widens each panel exactly into a per-thread f32 copy and runs
+     * the f32 tiles on it: f32 arithmetic on f16-rounded weights, half the
+     * bytes from memory where a step has few rows (weight-bound). */
+    uint16_t *ph;
     int64_t K, N, panel;
 } qtts_gemm_b;
 
@@ -109,7 +114,14 @@ void qtts_gemm_b_free(qtts_gemm_b *b);
  * caller stores it in b->pbf and frees b->p). NULL on OOM or where the CPU
  * has no bf16 convolutions (qtts_conv_bf16_supported). */
 uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err);
+/* The f16 panels of b's f32 panels (a new buffer, rounded to nearest even;
+ * b is unchanged: the caller stores it in b->ph and frees b->p). NULL on OOM. */
+uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err);
+/* Floats of apack for an f32 or bf16 B; qtts_gemm_work_size for any B. */
 size_t qtts_gemm_pack_size(int64_t M, int64_t K);
+/* Floats of apack for qtts_gemm(pool, M, ..., B, ...): with f16 panels it
+ * also holds one widened panel per pool thread. */
+size_t qtts_gemm_work_size(int64_t M, const qtts_gemm_b *B, const qtts_pool *pool);
 void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qtts_gemm_b *B, float *Y, int64_t ldy,
                const float *add, int64_t ldadd, float *apack);
 /* Scalar reference, for tests: Y = A W^T (+ add), W [N][K] unpacked. */

@@ -153,6 +153,25 @@ void qtts_f32_to_f16_row_isa(const float *x, uint16_t *y, int64_t n, qtts_isa is
 
 void qtts_f32_to_f16_row(const float *x, uint16_t *y, int64_t n) { qtts_f32_to_f16_row_isa(x, y, n, qtts_cpu_isa()); }
 
+void qtts_f16_to_f32_row_isa(const uint16_t *x, float *y, int64_t n, qtts_isa isa) {
+    switch (qtts_isa_usable(isa)) {
+#if defined(__x86_64__) || defined(_M_X64)
+    case QTTS_ISA_AVX512: qtts_f16_to_f32_row_avx512(x, y, n); return;
+    case QTTS_ISA_AVX2: qtts_f16_to_f32_row_avx2(x, y, n); return;
+#endif
+#if defined(__aarch64__)
+    case QTTS_ISA_NEON:
+    case QTTS_ISA_NEON_DOTPROD:
+    case QTTS_ISA_NEON_BF16: qtts_f16_to_f32_row_neon(x, y, n); return;
+#endif
+    default:
+        for (int64_t i = 0; i < n; i++) y[i] = qtts_f16_to_f32(x[i]);
+        return;
+    }
+}
+
+void qtts_f16_to_f32_row(const uint16_t *x, float *y, int64_t n) { qtts_f16_to_f32_row_isa(x, y, n, qtts_cpu_isa()); }
+
 typedef struct {
     const float *fused;
     int64_t inter;

@@ -45,5 +45,8 @@ void qtts_swiglu_fused(qtts_pool *pool, const float *fused, int64_t rows, int64_
 void qtts_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
 /* The same with the kernels of `isa` or the next family down that this CPU runs (tests). */
 void qtts_f32_to_f16_row_isa(const float *x, uint16_t *y, int64_t n, qtts_isa isa);
+/* y[i] = the f32 value of the f16 bits x[i] (exact: every ISA gives the same bits). */
+void qtts_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
+void qtts_f16_to_f32_row_isa(const uint16_t *x, float *y, int64_t n, qtts_isa isa);
 
 #endif

@@ -31,3 +31,16 @@ void qtts_f32_to_f16_row_avx2(const float *x, uint16_t *y, int64_t n) {
         for (int64_t j = i; j < n; j++) y[j] = h[j - i];
     }
 }
+
+void qtts_f16_to_f32_row_avx2(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(x + i))));
+    if (i < n) {
+        _Alignas(16) uint16_t h[8] = {0};
+        _Alignas(32) float f[8];
+        for (int64_t j = i; j < n; j++) h[j - i] = x[j];
+        _mm256_store_ps(f, _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)h)));
+        for (int64_t j = i; j < n; j++) y[j] = f[j - i];
+    }
+}

@@ -28,3 +28,13 @@ void qtts_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n) {
         _mm256_mask_storeu_epi16((void *)(y + i), m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
 }
+
+void qtts_f16_to_f32_row_avx512(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(x + i))));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const void *)(x + i))));
+    }
+}

@@ -14,5 +14,9 @@ void qtts_swiglu_neon(float *gate, const float *up, int64_t n);
 void qtts_f32_to_f16_row_avx2(const float *x, uint16_t *y, int64_t n);
 void qtts_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n);
 void qtts_f32_to_f16_row_neon(const float *x, uint16_t *y, int64_t n);
+/* y[i] = f32 of the f16 bits x[i] (exact) */
+void qtts_f16_to_f32_row_avx2(const uint16_t *x, float *y, int64_t n);
+void qtts_f16_to_f32_row_avx512(const uint16_t *x, float *y, int64_t n);
+void qtts_f16_to_f32_row_neon(const uint16_t *x, float *y, int64_t n);
 
 #endif

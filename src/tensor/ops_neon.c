@@ -30,3 +30,15 @@ void qtts_f32_to_f16_row_neon(const float *x, uint16_t *y, int64_t n) {
         for (int64_t j = i; j < n; j++) y[j] = h[j - i];
     }
 }
+
+void qtts_f16_to_f32_row_neon(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(x + i))));
+    if (i < n) {
+        uint16_t h[4] = {0};
+        float f[4];
+        for (int64_t j = i; j < n; j++) h[j - i] = x[j];
+        vst1q_f32(f, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))));
+        for (int64_t j = i; j < n; j++) y[j] = f[j - i];
+    }
+}
