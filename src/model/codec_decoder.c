@@ -701,23 +701,25 @@ static int lin_to_f16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
     return 0;
 }
 
-/* Every time-major layer's weights to f16 (QTTS_DECODER_WINOGRAD_F16). */
-static int time_major_to_f16(qtts_codec_decoder *d, qtts_err *err) {
-    if (lin_to_f16(d, &d->p_first, err) || lin_to_f16(d, &d->p_rest, err) || lin_to_f16(d, &d->pre.l, err) ||
-        lin_to_f16(d, &d->in_proj, err) || lin_to_f16(d, &d->out_proj, err) || lin_to_f16(d, &d->dec0.l, err))
-        return -1;
+/* Applies fn to the time-major dense layers: the transformer's (with its in
+ * and out projections) and the upsampling stages', and where all is set also
+ * the RVQ projections, pre_conv, decoder.0 and a low-rate block's transposed
+ * conv. Stops at the first failure. */
+static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_codec_decoder *, lin *, qtts_err *),
+                               qtts_err *err) {
+    if (fn(d, &d->in_proj, err) || fn(d, &d->out_proj, err)) return -1;
     for (int64_t l = 0; l < d->n_layers; l++) {
         tlayer *ly = &d->layers[l];
-        if (lin_to_f16(d, &ly->qkv, err) || lin_to_f16(d, &ly->o, err) || lin_to_f16(d, &ly->gate_up, err) ||
-            lin_to_f16(d, &ly->down, err))
+        if (fn(d, &ly->qkv, err) || fn(d, &ly->o, err) || fn(d, &ly->gate_up, err) || fn(d, &ly->down, err))
             return -1;
     }
     for (int64_t u = 0; u < d->n_up_stages; u++)
-        if (lin_to_f16(d, &d->up[u].tconv.l, err) || lin_to_f16(d, &d->up[u].pw1, err) ||
-            lin_to_f16(d, &d->up[u].pw2, err))
-            return -1;
+        if (fn(d, &d->up[u].tconv.l, err) || fn(d, &d->up[u].pw1, err) || fn(d, &d->up[u].pw2, err)) return -1;
+    if (!all) return 0;
+    if (fn(d, &d->p_first, err) || fn(d, &d->p_rest, err) || fn(d, &d->pre.l, err) || fn(d, &d->dec0.l, err))
+        return -1;
     for (int64_t b = 0; b < d->n_blocks; b++)
-        if (d->blk[b].tm && lin_to_f16(d, &d->blk[b].tconv_tm.l, err)) return -1;
+        if (d->blk[b].tm && fn(d, &d->blk[b].tconv_tm.l, err)) return -1;
     return 0;
 }
 
@@ -751,7 +753,8 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
                 qtts_conv_to_winograd(&bk->tconv_cm, WINOGRAD_TCONV_M, err))
                 return -1;
         }
-        return p == QTTS_DECODER_WINOGRAD_F16 ? time_major_to_f16(d, err) : 0;
+        /* QTTS_DECODER_WINOGRAD_F16: every time-major layer's weights to f16 */
+        return p == QTTS_DECODER_WINOGRAD_F16 ? each_time_major_lin(d, 1, lin_to_f16, err) : 0;
     }
     /* Time-major layers in bf16: the transformer and the upsampling stages,
      * whose weights (~70 MB in f32 at the real size) are read once per
@@ -761,17 +764,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
      * 33.4; the RVQ projections, pre_conv, decoder.0 and a time-major block
      * conv would each cost 0.5-1.5 dB more (31.3 dB with all) for ~1 ms per
      * step, too close to the 30 dB floor. */
-    if (lin_to_bf16(d, &d->in_proj, err) || lin_to_bf16(d, &d->out_proj, err)) return -1;
-    for (int64_t l = 0; l < d->n_layers; l++) {
-        tlayer *ly = &d->layers[l];
-        if (lin_to_bf16(d, &ly->qkv, err) || lin_to_bf16(d, &ly->o, err) || lin_to_bf16(d, &ly->gate_up, err) ||
-            lin_to_bf16(d, &ly->down, err))
-            return -1;
-    }
-    for (int64_t u = 0; u < d->n_up_stages; u++)
-        if (lin_to_bf16(d, &d->up[u].tconv.l, err) || lin_to_bf16(d, &d->up[u].pw1, err) ||
-            lin_to_bf16(d, &d->up[u].pw2, err))
-            return -1;
+    if (each_time_major_lin(d, 0, lin_to_bf16, err)) return -1;
     for (int64_t b = 0; b < d->n_blocks; b++) {
         dblock *bk = &d->blk[b];
         if (!bk->tm && qtts_conv_to_bf16(&bk->tconv_cm, err)) return -1;
