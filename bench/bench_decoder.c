@@ -3,7 +3,7 @@
  * per-stage times, the channel-major tail's time by operation, and the
  * machine's measured f32 FMA peak for comparison.
  *
- *   bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16 | --winograd | --winograd-f16]
+ *   bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] [--bf16 | --winograd | --winograd-f16 | --winograd-i16]
  *
  * --check first verifies at the real size that streaming in 1-frame steps and
  * in pieces equals one forward over 10 frames (max abs difference printed).
@@ -86,9 +86,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--bf16")) bf16 = 1;
         else if (!strcmp(argv[i], "--winograd")) winograd = 1;
         else if (!strcmp(argv[i], "--winograd-f16")) winograd = 2;
+        else if (!strcmp(argv[i], "--winograd-i16")) winograd = 3;
         else {
             fprintf(stderr, "usage: bench_decoder [--frames N] [--chunk C] [--threads 1,2] [--streams S] [--check] "
-                            "[--bf16 | --winograd | --winograd-f16]\n");
+                            "[--bf16 | --winograd | --winograd-f16 | --winograd-i16]\n");
             return 2;
         }
     }
@@ -102,6 +103,7 @@ int main(int argc, char **argv) {
     if (dec && (bf16 || winograd) &&
         qtts_codec_decoder_set_precision(dec,
                                          bf16            ? QTTS_DECODER_BF16
+                                         : winograd == 3 ? QTTS_DECODER_WINOGRAD_I16
                                          : winograd == 2 ? QTTS_DECODER_WINOGRAD_F16
                                                          : QTTS_DECODER_WINOGRAD,
                                          &err)) {

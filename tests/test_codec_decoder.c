@@ -230,6 +230,8 @@ static void other_sizes(qtts_pool *pool) {
 #define WINOGRAD_MIN_SNR_DB 80.0
 /* The same with f16 time-major weights: each weight rounded to 11 bits (53 dB on the golden decoders). */
 #define WINOGRAD_F16_MIN_SNR_DB 45.0
+/* Winograd with its 1-tap products in int16 (14-bit weights and inputs). */
+#define WINOGRAD_I16_MIN_SNR_DB 40.0
 
 int main(void) {
     qtts_err err = {0};
@@ -465,12 +467,16 @@ int main(void) {
     }
 
     /* ---- bf16 high-rate convs and the Winograd form: fidelity against the official f32 output ---- */
-    for (int pi = 0; pi < 3; pi++) {
-        const qtts_decoder_precision prec = pi == 2 ? QTTS_DECODER_WINOGRAD_F16
-                                            : pi    ? QTTS_DECODER_WINOGRAD
-                                                    : QTTS_DECODER_BF16;
+    for (int pi = 0; pi < 4; pi++) {
+        const qtts_decoder_precision prec = pi == 3   ? QTTS_DECODER_WINOGRAD_I16
+                                            : pi == 2 ? QTTS_DECODER_WINOGRAD_F16
+                                            : pi      ? QTTS_DECODER_WINOGRAD
+                                                      : QTTS_DECODER_BF16;
         const char *pname = qtts_decoder_precision_name(prec);
-        const double floor_db = pi == 2 ? WINOGRAD_F16_MIN_SNR_DB : pi ? WINOGRAD_MIN_SNR_DB : BF16_MIN_SNR_DB;
+        const double floor_db = pi == 3   ? WINOGRAD_I16_MIN_SNR_DB
+                                : pi == 2 ? WINOGRAD_F16_MIN_SNR_DB
+                                : pi      ? WINOGRAD_MIN_SNR_DB
+                                          : BF16_MIN_SNR_DB;
         qtts_codec_decoder *db = qtts_codec_decoder_open(dir, &err);
         TEST_CHECK(db != NULL, "open for %s: %s", pname, err.msg);
         int rc = db ? qtts_codec_decoder_set_precision(db, prec, &err) : -1;
@@ -503,9 +509,10 @@ int main(void) {
                 free(w);
             }
         } else if (db) {
-            TEST_CHECK(!pi && !qtts_conv_bf16_supported() && strstr(err.msg, "BF16"), "%s refused: %s", pname,
-                       err.msg);
-            printf("  bf16 decoder not available on this CPU: %s\n", err.msg);
+            TEST_CHECK((!pi && !qtts_conv_bf16_supported() && strstr(err.msg, "BF16")) ||
+                           (pi == 3 && !qtts_conv_i16_supported() && strstr(err.msg, "AVX2")),
+                       "%s refused: %s", pname, err.msg);
+            printf("  %s decoder not available on this CPU: %s\n", pname, err.msg);
         }
         /* one-way: the other arithmetic cannot be had back */
         if (db && rc == 0)
@@ -521,9 +528,11 @@ int main(void) {
         TEST_CHECK(qtts_decoder_precision_choose("auto", QTTS_Q8_0, &pq, &err) == 0 &&
                        qtts_decoder_precision_choose(NULL, QTTS_BF16, &pb, &err) == 0,
                    "auto precision: %s", err.msg);
-        const qtts_decoder_precision expect = cal->bf16_faster       ? QTTS_DECODER_BF16
-                                              : cal->winograd_faster ? QTTS_DECODER_WINOGRAD
-                                                                     : QTTS_DECODER_F32;
+        const qtts_conv_path best = qtts_conv_calibration_best(cal);
+        const qtts_decoder_precision expect = best == QTTS_CONV_PATH_BF16           ? QTTS_DECODER_BF16
+                                              : best == QTTS_CONV_PATH_WINOGRAD_I16 ? QTTS_DECODER_WINOGRAD_I16
+                                              : best == QTTS_CONV_PATH_WINOGRAD     ? QTTS_DECODER_WINOGRAD
+                                                                                    : QTTS_DECODER_F32;
         TEST_CHECK(pq == expect && pb == QTTS_DECODER_F32,
                    "auto precision follows the measurement (q8_0: %s, bf16 weights: %s)",
                    qtts_decoder_precision_name(pq), qtts_decoder_precision_name(pb));
@@ -532,10 +541,14 @@ int main(void) {
         TEST_CHECK(!cal->winograd_faster || cal->winograd_gflops >= 1.1 * cal->f32_gflops * 0.999,
                    "Winograd chosen only when measured faster (%.1f vs %.1f GFLOP/s)", cal->winograd_gflops,
                    cal->f32_gflops);
-        printf("  decoder precision auto (q8_0/q4_k weights): %s; bf16 convs %s, f32 %.1f / Winograd %.1f / bf16 %.1f "
-               "GFLOP/s measured in %.1f ms\n", qtts_decoder_precision_name(pq),
-               cal->bf16_available ? "available" : "not available", cal->f32_gflops, cal->winograd_gflops,
-               cal->bf16_gflops, cal->ms);
+        TEST_CHECK(!cal->i16_faster || (cal->i16_available && cal->winograd_faster &&
+                                        cal->i16_gflops >= 1.1 * cal->winograd_gflops * 0.999),
+                   "int16 chosen only when measured faster than Winograd (%.1f vs %.1f GFLOP/s)", cal->i16_gflops,
+                   cal->winograd_gflops);
+        printf("  decoder precision auto (q8_0/q4_k weights): %s; bf16 convs %s, int16 %s, f32 %.1f / Winograd %.1f / "
+               "bf16 %.1f / Winograd int16 %.1f GFLOP/s measured in %.1f ms\n", qtts_decoder_precision_name(pq),
+               cal->bf16_available ? "available" : "not available", cal->i16_available ? "available" : "not available",
+               cal->f32_gflops, cal->winograd_gflops, cal->bf16_gflops, cal->i16_gflops, cal->ms);
     }
 
     free(w20);

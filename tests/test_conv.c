@@ -471,6 +471,103 @@ int main(void) {
         for (int i = 0; i < 4; i++) qtts_conv_free(&cvs[i]);
     }
 
+    /* int16 convs (1-tap and Winograd points): every path gives the scalar twin's bits, the scalar twin is
+     * within the 12-bit quantization of the f32 result, the sums cannot overflow, and other CPUs refuse */
+    if (qtts_conv_i16_supported()) {
+        const int64_t icases[][5] = {/* c_out, c_in, k, dil, T (k = 1: a 1x1 conv, else Winograd F(4, k)) */
+                                     {20, 40, 1, 1, 77}, {16, 9, 1, 1, 48}, {5, 3, 1, 1, 1},  {24, 600, 1, 1, 33},
+                                     {13, 9, 7, 3, 47},  {16, 16, 7, 9, 100}, {64, 48, 7, 1, 150}, {12, 7, 2, 1, 61}};
+        for (size_t c = 0; c < sizeof icases / sizeof icases[0]; c++) {
+            const int64_t co = icases[c][0], ci = icases[c][1], k = icases[c][2], dil = icases[c][3], T = icases[c][4];
+            const int64_t H = (k - 1) * dil, ldx = H + T + 3, ldy = T + 5;
+            float *w = rand_buf(co * ci * k, &seed, 0.5f), *b = rand_buf(co, &seed, 0.1f);
+            float *x = rand_buf(ci * ldx, &seed, 1.0f), *add = rand_buf(co * ldy, &seed, 1.0f);
+            for (int64_t i = 0; i < ci * ldx; i += 5) x[i] *= 0.01f; /* a spread of magnitudes within a sample */
+            float *ref = malloc(sizeof(float) * (size_t)(co * ldy)), *got = malloc(sizeof(float) * (size_t)(co * ldy));
+            float *f32 = calloc((size_t)(co * ldy), sizeof(float));
+            qtts_conv cf, cv;
+            TEST_CHECK(qtts_conv_init(&cf, w, b, co, ci, k, dil, &err) == 0 &&
+                           qtts_conv_init(&cv, w, b, co, ci, k, dil, &err) == 0 &&
+                           (k == 1 || qtts_conv_to_winograd(&cv, 4, &err) == 0) && qtts_conv_to_i16(&cv, &err) == 0,
+                       "to i16: %s", err.msg);
+            TEST_CHECK(k == 1 ? cv.wi16 && !cv.w : cv.wg && cv.wg->point[0].wi16 != NULL, "i16 weights set");
+            qtts_conv1d_cm_ref(&cf, x, ldx, T, f32, ldy, add, ldy);
+            for (int64_t i = 0; i < co * ldy; i++) ref[i] = i % ldy < T ? 0.0f : 7.0f; /* padding sentinel */
+            qtts_conv1d_cm_ref(&cv, x, ldx, T, ref, ldy, add, ldy);
+            double num = 0, den = 0;
+            int pad_ok = 1;
+            for (int64_t o = 0; o < co; o++)
+                for (int64_t t = 0; t < ldy; t++) {
+                    if (t >= T) {
+                        pad_ok &= ref[o * ldy + t] == 7.0f;
+                        continue;
+                    }
+                    const double e = (double)ref[o * ldy + t] - f32[o * ldy + t], v = (double)f32[o * ldy + t] - add[o * ldy + t];
+                    num += e * e;
+                    den += v * v;
+                }
+            const double snr = 10 * log10(den / (num > 0 ? num : 1e-300));
+            char what[160];
+            snprintf(what, sizeof what, "i16 %s %lldx%lld k%lld d%lld T%lld", k == 1 ? "1x1" : "winograd", (long long)co,
+                     (long long)ci, (long long)k, (long long)dil, (long long)T);
+            /* 12-bit weights and inputs: ~60 dB on random data, less with the spread of magnitudes above */
+            TEST_CHECK(snr >= 45 && pad_ok, "%s: SNR %.1f dB against f32 (floor 45), padding kept %d", what, snr, pad_ok);
+            printf("%s: SNR %.1f dB against f32\n", what, snr);
+            for (size_t s = 0; s < sizeof k_isas / sizeof k_isas[0]; s++) {
+                if (!qtts_conv_isa_supported(k_isas[s])) continue;
+                memcpy(got, add, sizeof(float) * (size_t)(co * ldy)); /* add aliasing y: the residual form */
+                for (int64_t i = 0; i < co * ldy; i++)
+                    if (i % ldy >= T) got[i] = 7.0f;
+                TEST_CHECK(qtts_conv1d_cm_isa(pool, &cv, x, ldx, T, got, ldy, got, ldy, k_isas[s]) == 0, "%s runs", what);
+                TEST_CHECK(!memcmp(got, ref, sizeof(float) * (size_t)(co * ldy)), "%s: %s differs from the scalar twin",
+                           what, qtts_conv_isa_name(k_isas[s]));
+            }
+            qtts_conv_free(&cf);
+            qtts_conv_free(&cv);
+            free(w), free(b), free(x), free(add), free(ref), free(got), free(f32);
+        }
+        { /* worst case for the int32 sums: every weight and input at full scale, 1100 channels (5 flushes) */
+            const int64_t co = 8, ci = 1100, T = 16;
+            float *w = malloc(sizeof(float) * (size_t)(co * ci)), *x = malloc(sizeof(float) * (size_t)(ci * T));
+            float *y = malloc(sizeof(float) * (size_t)(co * T));
+            for (int64_t i = 0; i < co * ci; i++) w[i] = i % 8 == 3 ? -1.0f : 1.0f;
+            for (int64_t i = 0; i < ci * T; i++) x[i] = (i / T) % 8 == 3 ? -2.0f : 2.0f;
+            qtts_conv cv;
+            TEST_CHECK(qtts_conv_init(&cv, w, NULL, co, ci, 1, 1, &err) == 0 && qtts_conv_to_i16(&cv, &err) == 0,
+                       "full-scale i16: %s", err.msg);
+            for (size_t s = 0; s < sizeof k_isas / sizeof k_isas[0]; s++) {
+                if (!qtts_conv_isa_supported(k_isas[s])) continue;
+                qtts_conv1d_cm_isa(pool, &cv, x, T, T, y, T, NULL, 0, k_isas[s]);
+                int ok = 1;
+                for (int64_t o = 0; o < co; o++)
+                    for (int64_t t = 0; t < T; t++) {
+                        double want = 0;
+                        for (int64_t i = 0; i < ci; i++) want += (double)w[o * ci + i] * x[i * T + t];
+                        ok &= fabs(y[o * T + t] - want) <= 1e-5 * ci * 2;
+                    }
+                TEST_CHECK(ok, "full-scale i16 (%s): the int32 sums overflowed", qtts_conv_isa_name(k_isas[s]));
+            }
+            /* non-finite inputs: defined (if meaningless) outputs, no trap */
+            x[5] = NAN;
+            x[T + 2] = INFINITY;
+            TEST_CHECK(qtts_conv1d_cm(pool, &cv, x, T, T, y, T, NULL, 0) == 0, "i16 with NaN input runs");
+            TEST_CHECK(qtts_conv_to_i16(&cv, &err) == 0, "converting twice is a no-op");
+            qtts_conv_free(&cv);
+            free(w), free(x), free(y);
+        }
+        qtts_conv c3;
+        float w3[8 * 4 * 3] = {0};
+        TEST_CHECK(qtts_conv_init(&c3, w3, NULL, 8, 4, 3, 1, &err) == 0, "init");
+        TEST_CHECK(qtts_conv_to_i16(&c3, &err) == -1 && strstr(err.msg, "1-tap"), "a 3-tap conv refused clearly");
+        qtts_conv_free(&c3);
+    } else {
+        qtts_conv c1;
+        float w1[8 * 4] = {0};
+        TEST_CHECK(qtts_conv_init(&c1, w1, NULL, 8, 4, 1, 1, &err) == 0, "init");
+        TEST_CHECK(qtts_conv_to_i16(&c1, &err) == -1 && strstr(err.msg, "AVX2"), "i16 refused clearly here");
+        qtts_conv_free(&c1);
+    }
+
     qtts_pool_free(pool);
     return test_finish("test_conv");
 }

@@ -738,6 +738,7 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     fprintf(f, "  decoder convolutions measured at load (1 thread, direct-conv FLOPs): f32 %.0f, Winograd %.0f", cc->f32_gflops,
             cc->winograd_gflops);
     if (cc->bf16_available) fprintf(f, ", bf16 %.0f", cc->bf16_gflops);
+    if (cc->i16_available) fprintf(f, ", Winograd int16 %.0f", cc->i16_gflops);
     fprintf(f, " GFLOP/s (auto takes another path than f32 with quantized weights only at >= 1.1x)\n");
     if (r->probed)
         fprintf(f, "machine (probe, %s, %.0f MiB buffer): read %.1f GB/s on 1 thread, %.1f GB/s on %d; f32 FMA peak "
@@ -835,6 +836,7 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jnum(&j, "conv_cal_f32_gflops", cc->f32_gflops);
     jnum(&j, "conv_cal_winograd_gflops", cc->winograd_gflops);
     jnum(&j, "conv_cal_bf16_gflops", cc->bf16_gflops);
+    jnum(&j, "conv_cal_i16_gflops", cc->i16_gflops);
     jstr(&j, "isa", r->isa);
     jnum(&j, "threads", r->threads);
     jnum(&j, "frames", r->frames);

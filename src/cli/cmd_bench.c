@@ -21,7 +21,7 @@ static void bench_usage(FILE *out) {
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
             "                            with -m default: as stored)\n"
             "      --decoder-precision P auto (with q8_0/q4_k the fastest measured, see info --cpu), f32, winograd,\n"
-            "                            winograd-f16, bf16\n"
+            "                            winograd-f16, winograd-i16, bf16\n"
             "      --kv-cache T          the talker's KV cache: auto (f16 with q8_0/q4_k, else f32), f32, f16\n"
             "      --overlap MODE        auto (default: as the engine, measured), on, off: decoder steps beside LM\n"
             "                            steps (2 threads or more)\n"

@@ -211,9 +211,15 @@ static void print_cpu(void) {
         printf(", bf16 %.1f (x%.2f)", c->bf16_gflops, c->f32_gflops > 0 ? c->bf16_gflops / c->f32_gflops : 0);
     else
         printf("; no bf16 convolutions with these kernels");
+    if (c->i16_available)
+        printf(", Winograd with int16 products %.1f (x%.2f)", c->i16_gflops,
+               c->f32_gflops > 0 ? c->i16_gflops / c->f32_gflops : 0);
+    else
+        printf("; no int16 convolutions with these kernels");
+    static const char *const names[] = {"f32", "winograd", "winograd-i16", "bf16"};
     printf("\ndecoder precision auto: %s with q8_0/q4_k weights (a path that changes the arithmetic only when at "
-           "least 1.1x faster), f32 otherwise\n",
-           c->bf16_faster ? "bf16" : c->winograd_faster ? "winograd" : "f32");
+           "least 1.1x faster than its f32 form), f32 otherwise\n",
+           names[qtts_conv_calibration_best(c)]);
 }
 
 int cmd_info(int argc, char **argv) {

@@ -37,9 +37,9 @@ void cli_error(const char *fmt, ...) {
 
 int cli_check_decoder_precision(const char *value) {
     if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "winograd") ||
-        !strcmp(value, "winograd-f16") || !strcmp(value, "bf16"))
+        !strcmp(value, "winograd-f16") || !strcmp(value, "winograd-i16") || !strcmp(value, "bf16"))
         return 0;
-    cli_error("--decoder-precision: expected auto, f32, winograd, winograd-f16 or bf16, got '%s'", value);
+    cli_error("--decoder-precision: expected auto, f32, winograd, winograd-f16, winograd-i16 or bf16, got '%s'", value);
     return -1;
 }
 

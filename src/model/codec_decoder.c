@@ -743,7 +743,10 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
     if (p == now) return 0;
     if (now != QTTS_DECODER_F32)
         return qtts_fail(err, "the decoder's f32 weights were already dropped for %s", qtts_decoder_precision_name(now));
-    if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16) {
+    if (p == QTTS_DECODER_WINOGRAD_I16 && !qtts_conv_i16_supported())
+        return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
+                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16 || p == QTTS_DECODER_WINOGRAD_I16) {
         for (int64_t b = 0; b < d->n_blocks; b++)
             for (int r = 0; r < N_RES; r++)
                 if (qtts_conv_to_winograd(&d->blk[b].ru[r].c1, WINOGRAD_M, err)) return -1;
@@ -752,6 +755,15 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
             if (!bk->tm && bk->spf_in >= WINOGRAD_TCONV_MIN_SPF &&
                 qtts_conv_to_winograd(&bk->tconv_cm, WINOGRAD_TCONV_M, err))
                 return -1;
+        }
+        if (p == QTTS_DECODER_WINOGRAD_I16) { /* every channel-major 1-tap product in int16 */
+            for (int64_t b = 0; b < d->n_blocks; b++) {
+                dblock *bk = &d->blk[b];
+                if (!bk->tm && bk->tconv_cm.wg && qtts_conv_to_i16(&bk->tconv_cm, err)) return -1;
+                for (int r = 0; r < N_RES; r++)
+                    if (qtts_conv_to_i16(&bk->ru[r].c1, err) || qtts_conv_to_i16(&bk->ru[r].c2, err)) return -1;
+            }
+            return 0;
         }
         /* QTTS_DECODER_WINOGRAD_F16: every time-major layer's weights to f16 */
         return p == QTTS_DECODER_WINOGRAD_F16 ? each_time_major_lin(d, 1, lin_to_f16, err) : 0;
@@ -785,14 +797,22 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_d
         const qtts_conv_calibration *c = qtts_conv_calibrate();
         /* not WINOGRAD_F16: widening its panels made 8 streams' 16-frame steps ~5% slower (Zen 3), a memory
          * saving to be asked for */
-        *out = c->bf16_faster ? QTTS_DECODER_BF16 : c->winograd_faster ? QTTS_DECODER_WINOGRAD : QTTS_DECODER_F32;
+        switch (qtts_conv_calibration_best(c)) {
+        case QTTS_CONV_PATH_BF16: *out = QTTS_DECODER_BF16; break;
+        case QTTS_CONV_PATH_WINOGRAD_I16: *out = QTTS_DECODER_WINOGRAD_I16; break;
+        case QTTS_CONV_PATH_WINOGRAD: *out = QTTS_DECODER_WINOGRAD; break;
+        default: *out = QTTS_DECODER_F32; break;
+        }
         return 0;
     }
     if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;
     else if (!strcmp(opt, "winograd")) *out = QTTS_DECODER_WINOGRAD;
     else if (!strcmp(opt, "winograd-f16")) *out = QTTS_DECODER_WINOGRAD_F16;
+    else if (!strcmp(opt, "winograd-i16")) *out = QTTS_DECODER_WINOGRAD_I16;
     else if (!strcmp(opt, "bf16")) *out = QTTS_DECODER_BF16;
-    else return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, winograd-f16, bf16)", opt);
+    else
+        return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, winograd-f16, winograd-i16, bf16)",
+                         opt);
     return 0;
 }
 
@@ -800,12 +820,14 @@ const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
     return p == QTTS_DECODER_BF16           ? "bf16"
            : p == QTTS_DECODER_WINOGRAD     ? "winograd"
            : p == QTTS_DECODER_WINOGRAD_F16 ? "winograd-f16"
+           : p == QTTS_DECODER_WINOGRAD_I16 ? "winograd-i16"
                                             : "f32";
 }
 
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) {
     if (d->fin_conv.wbf) return QTTS_DECODER_BF16;
     if (d->n_blocks == 0 || !d->blk[0].ru[0].c1.wg) return QTTS_DECODER_F32;
+    if (d->blk[0].ru[0].c2.wi16) return QTTS_DECODER_WINOGRAD_I16;
     return d->dec0.l.w.ph ? QTTS_DECODER_WINOGRAD_F16 : QTTS_DECODER_WINOGRAD;
 }
 

@@ -72,6 +72,8 @@ void qtts_conv_free(qtts_conv *cv) {
     if (!cv) return;
     free(cv->w);
     free(cv->wbf);
+    free(cv->wi16);
+    free(cv->wscale);
     free(cv->bias);
     qtts_winograd_free(cv->wg);
     memset(cv, 0, sizeof *cv);
@@ -399,6 +401,7 @@ static int conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64
                      int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
     if (T <= 0) return 0;
     if (cv->wbf) return conv1d_cm_bf16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa, ws);
+    if (cv->wi16) return qtts_conv1d_cm_i16(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa, ws);
     if (cv->wg) return qtts_winograd_conv(pool, cv, x, ldx, T, y, ldy, add, ldadd, isa, ws);
     conv_job j = {.cv = cv, .x = x, .add = add, .ldx = ldx, .ldy = ldy, .ldadd = ldadd, .T = T, .y = y,
                   .nt = QTTS_CONV_NT, .tile = qtts_conv_tile_for(isa)};
@@ -431,6 +434,7 @@ int qtts_conv1d_cm_ws(qtts_pool *pool, const qtts_conv *cv, const float *x, int6
 int qtts_conv1d_cm_ref(const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y, int64_t ldy,
                        const float *add, int64_t ldadd) {
     if (cv->wbf) return conv1d_cm_bf16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR, NULL);
+    if (cv->wi16) return T > 0 ? qtts_conv1d_cm_i16(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR, NULL) : 0;
     if (cv->wg) return qtts_winograd_conv(NULL, cv, x, ldx, T, y, ldy, add, ldadd, QTTS_CONV_ISA_SCALAR, NULL);
     for (int64_t row = 0; row < cv->c_out; row++) {
         int64_t rb = row / QTTS_CONV_MR, rr = row % QTTS_CONV_MR;

@@ -50,11 +50,12 @@ out:
 static void measure(qtts_conv_calibration *c) {
     memset(c, 0, sizeof *c);
     c->bf16_available = qtts_conv_bf16_supported();
+    c->i16_available = qtts_conv_i16_supported();
     const double t0 = qtts_now_ms();
     const int64_t ldx = CAL_T + (CAL_K - 1) * CAL_DIL;
     float *w = malloc(sizeof(float) * CAL_C * CAL_C * CAL_K), *x = malloc(sizeof(float) * CAL_C * ldx);
     float *y = malloc(sizeof(float) * CAL_C * CAL_T);
-    qtts_conv f32 = {0}, wg = {0}, bf = {0};
+    qtts_conv f32 = {0}, wg = {0}, bf = {0}, wi = {0};
     qtts_err err = {0};
     if (!w || !x || !y) goto done;
     uint32_t s = 12345;
@@ -69,11 +70,18 @@ static void measure(qtts_conv_calibration *c) {
     if (c->bf16_available &&
         (qtts_conv_init(&bf, w, NULL, CAL_C, CAL_C, CAL_K, CAL_DIL, &err) || qtts_conv_to_bf16(&bf, &err)))
         goto done;
-    const qtts_conv *paths[3] = {&f32, &wg, &bf};
-    double best[3] = {0, 0, 0};
-    if (best_ms(paths, c->bf16_available ? 3 : 2, x, ldx, y, best)) goto done;
-    const double tf = best[0], tw = best[1], tb = best[2];
-    if (tf <= 0 || tw <= 0 || (c->bf16_available && tb <= 0)) goto done;
+    if (c->i16_available &&
+        (qtts_conv_init(&wi, w, NULL, CAL_C, CAL_C, CAL_K, CAL_DIL, &err) ||
+         qtts_conv_to_winograd(&wi, CAL_WINOGRAD_M, &err) || qtts_conv_to_i16(&wi, &err)))
+        goto done;
+    const qtts_conv *paths[4] = {&f32, &wg, NULL, NULL};
+    int n = 2, ib = -1, ii = -1;
+    if (c->bf16_available) paths[ib = n++] = &bf;
+    if (c->i16_available) paths[ii = n++] = &wi;
+    double best[4] = {0, 0, 0, 0};
+    if (best_ms(paths, n, x, ldx, y, best)) goto done;
+    const double tf = best[0], tw = best[1], tb = ib >= 0 ? best[ib] : 0, ti = ii >= 0 ? best[ii] : 0;
+    if (tf <= 0 || tw <= 0 || (ib >= 0 && tb <= 0) || (ii >= 0 && ti <= 0)) goto done;
     const double flop = 2.0 * CAL_C * CAL_C * CAL_K * CAL_T;
     c->f32_gflops = flop / (tf * 1e6);
     c->winograd_gflops = flop / (tw * 1e6);
@@ -82,14 +90,25 @@ static void measure(qtts_conv_calibration *c) {
         c->bf16_gflops = flop / (tb * 1e6);
         c->bf16_faster = tb * CAL_MARGIN <= (c->winograd_faster ? tw : tf);
     }
+    if (c->i16_available) {
+        c->i16_gflops = flop / (ti * 1e6);
+        c->i16_faster = c->winograd_faster && ti * CAL_MARGIN <= tw;
+    }
 done:
     qtts_conv_free(&f32);
     qtts_conv_free(&wg);
     qtts_conv_free(&bf);
+    qtts_conv_free(&wi);
     free(w);
     free(x);
     free(y);
     c->ms = qtts_now_ms() - t0;
+}
+
+qtts_conv_path qtts_conv_calibration_best(const qtts_conv_calibration *c) {
+    if (c->bf16_faster && (!c->i16_faster || c->bf16_gflops >= c->i16_gflops)) return QTTS_CONV_PATH_BF16;
+    if (c->i16_faster) return QTTS_CONV_PATH_WINOGRAD_I16;
+    return c->winograd_faster ? QTTS_CONV_PATH_WINOGRAD : QTTS_CONV_PATH_F32;
 }
 
 /* Written once under pthread_once, read-only afterwards. */

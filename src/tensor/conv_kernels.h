@@ -69,6 +69,44 @@ void qtts_bf16_pairs_row_scalar(const float *x0, const float *x1, uint32_t *pair
 void qtts_bf16_pairs_row_avx512(const float *x0, const float *x1, uint32_t *pairs, int64_t n);
 void qtts_bf16_pairs_row_neon(const float *x0, const float *x1, uint32_t *pairs, int64_t n);
 
+/* int16 tiles (1-tap convs only): x is the input in int16 channel pairs
+ * (uint32 per pair, low half = even channel; row stride ldx pairs, readable
+ * up to nt rounded up to 8), xs its per-sample scales, weights cv->wi16:
+ * y = sum_c w_q x_q * wscale[row] * xs[t] + bias (+ add), the sums exact in
+ * int32 per QTTS_CONV_I16_FLUSH pairs and added in f32 in that order, so
+ * every path gives the scalar twin's bits. */
+typedef void (*qtts_conv_tile_i16_fn)(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx,
+                                      int64_t nt, int64_t rb, float *y, int64_t ldy, const float *add,
+                                      int64_t ldadd);
+void qtts_conv_tile_i16_scalar(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
+                               int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_i16_avx2(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
+                             int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
+/* Quantizes samples [t0, t1) of C channel rows (x, row stride ldx) to int16
+ * pairs (pairs[c2*ldp + t], c2 < ceil(C/2); an absent odd channel is 0) with
+ * xs[t] = max_c |x[c][t]| / QTTS_CONV_I16_XMAX and q = round-to-even(x *
+ * (QTTS_CONV_I16_XMAX / max)) clamped to +-QTTS_CONV_I16_XMAX (a NaN becomes
+ * -QTTS_CONV_I16_XMAX: garbage in, but defined). t1 - t0 a multiple of 8 for
+ * the AVX2 one (x readable there). Bit-identical twins. */
+void qtts_i16_quantize_scalar(const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, uint32_t *pairs,
+                              int64_t ldp, float *xs);
+void qtts_i16_quantize_avx2(const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, uint32_t *pairs,
+                            int64_t ldp, float *xs);
+/* qtts_i16_quantize_* over [t0, t1) of rows holding T samples: q where
+ * whole vectors are inside T, the scalar twin for the rest of T, then zero
+ * pairs and scales up to min(t1, ldp). */
+void qtts_i16_quantize_range(void (*q)(const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, int64_t,
+                                       float *),
+                             const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, int64_t T,
+                             uint32_t *pairs, int64_t ldp, float *xs);
+/* qtts_conv1d_cm for an int16 conv (cv->wi16): -1 when its work memory could not be allocated. */
+int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws);
+/* The int16 tile and quantizer for isa (the AVX2 ones serve AVX-512 too). */
+qtts_conv_tile_i16_fn qtts_conv_tile_i16_for(qtts_conv_isa isa);
+typedef void (*qtts_i16_quantize_fn)(const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, int64_t, float *);
+qtts_i16_quantize_fn qtts_i16_quantize_for(qtts_conv_isa isa);
+
 void qtts_snake_row_avx2(const float *x, float *y, int64_t n, float ea, float inv_b);
 void qtts_snake_row_avx512(const float *x, float *y, int64_t n, float ea, float inv_b);
 void qtts_snake_row_neon(const float *x, float *y, int64_t n, float ea, float inv_b);

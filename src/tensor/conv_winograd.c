@@ -164,6 +164,8 @@ typedef struct {
     const qtts_winograd_plan *plan;
     const float *x, *add;
     float *y, *U, *M, *scratch; /* scratch: per_thread floats for each pool thread (its phase rows or outputs) */
+    uint32_t *Ui16;             /* int16 points: U quantized, [n][c_in/2 pairs][ntp] in U's panels */
+    float *Us;                  /* and its scales, [n][ntp] */
     int64_t ldx, ldy, ldadd, T, len;   /* len: history + T input samples */
     int64_t d, P, ntp, L, per_thread; /* dilation, period m*d, tiles (padded), phase row length */
     int64_t n_rb, n_tb;
@@ -171,6 +173,8 @@ typedef struct {
     input_fn in;
     output_fn out;
     qtts_conv_tile_fn tile;
+    qtts_conv_tile_i16_fn tile_i16;
+    qtts_i16_quantize_fn quantize;
 } wg_job;
 
 /* Per input channel: its phase rows, then the n transformed rows. */
@@ -226,8 +230,28 @@ static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
         qtts_conv_item_blocks(e, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
         int64_t t0, nt;
         qtts_winograd_panel(tb, j->ntp, &t0, &nt);
+        if (j->Ui16) {
+            const int64_t c2n = (c_in + 1) / 2;
+            j->tile_i16(&wg->point[q], j->Ui16 + q * c2n * j->ntp + t0 * c2n, j->Us + q * j->ntp + t0, nt, nt, rb,
+                        j->M + q * j->cv->c_out * j->ntp + t0, j->ntp, NULL, 0);
+            continue;
+        }
         j->tile(&wg->point[q], j->U + q * c_in * j->ntp + t0 * c_in, nt, nt, rb, j->M + q * j->cv->c_out * j->ntp + t0,
                 j->ntp, NULL, 0);
+    }
+}
+
+/* int16 points: each (point, panel) of U quantized with its own per-tile scales. */
+static void quantize_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const wg_job *j = p;
+    const int64_t c_in = j->cv->c_in, c2n = (c_in + 1) / 2, n_panels = qtts_winograd_n_panels(j->ntp);
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t q = i / n_panels;
+        int64_t t0, nt;
+        qtts_winograd_panel(i % n_panels, j->ntp, &t0, &nt);
+        qtts_i16_quantize_range(j->quantize, j->U + q * c_in * j->ntp + t0 * c_in, nt, c_in, 0, nt, nt,
+                                j->Ui16 + q * c2n * j->ntp + t0 * c2n, nt, j->Us + q * j->ntp + t0);
     }
 }
 
@@ -306,14 +330,22 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.L = j.ntp + (int64_t)((n - 1) / m) * j.d; /* the last tile's last input */
     j.per_thread = m * (j.L > j.ntp ? j.L : j.ntp);
     const int threads = pool ? qtts_pool_size(pool) : 1;
+    const int i16 = cv->wg->point[0].wi16 != NULL;
+    const size_t i16_words = i16 ? (size_t)n * (size_t)((cv->c_in + 1) / 2 + 1) * (size_t)j.ntp : 0;
     const size_t floats = (size_t)n * (size_t)(cv->c_in + cv->c_out) * (size_t)j.ntp +
-                          (size_t)threads * (size_t)j.per_thread;
+                          (size_t)threads * (size_t)j.per_thread + i16_words;
     int owned;
     float *buf = qtts_conv_ws_get(ws, floats * sizeof(float), &owned);
     if (!buf) return -1;
     j.U = buf;
     j.M = j.U + (size_t)n * cv->c_in * j.ntp;
     j.scratch = j.M + (size_t)n * cv->c_out * j.ntp;
+    if (i16) {
+        j.Ui16 = (uint32_t *)(j.scratch + (size_t)threads * (size_t)j.per_thread);
+        j.Us = (float *)(j.Ui16 + (size_t)n * (size_t)((cv->c_in + 1) / 2) * (size_t)j.ntp);
+        j.tile_i16 = qtts_conv_tile_i16_for(isa);
+        j.quantize = qtts_i16_quantize_for(isa);
+    }
     j.tile = qtts_conv_tile_for(isa);
     j.in = qtts_winograd_input_scalar;
     j.out = qtts_winograd_output_scalar;
@@ -338,6 +370,8 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.rows_outer = pt->rows_pad > j.ntp;
     const double tiles = (double)j.ntp;
     qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * QTTS_TILE_MAC_WORK, input_rows, &j);
+    if (i16)
+        qtts_parallel_for_work(pool, n * j.n_tb, 1, (double)n * (double)cv->c_in * tiles, quantize_items, &j);
     const double point_weights = (double)n * (double)cv->c_in * (double)cv->c_out;
     qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, qtts_tile_work(point_weights * tiles, point_weights),
                            product_items, &j);

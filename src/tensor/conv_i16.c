@@ -1,0 +1,217 @@
+/* The int16 form of 1-tap channel-major convs (tensor/conv.h,
+ * qtts_conv_to_i16): weight conversion, the per-call input quantization, the
+ * scalar twins of the tile and the quantizer, and the conv call. The AVX2
+ * kernels are in conv_i16_avx2.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/conv.h"
+#include "tensor/conv_kernels.h"
+#include "tensor/conv_winograd.h"
+#include "tensor/cpu.h"
+#include "tensor/tensor.h"
+
+int qtts_conv_i16_supported(void) {
+#if defined(__x86_64__) || defined(_M_X64)
+    return qtts_cpu_isa() == QTTS_ISA_AVX2 || qtts_cpu_isa() == QTTS_ISA_AVX512;
+#else
+    return 0; /* a NEON twin (vmlal_s16) is not written yet: the scalar tile alone would be slower than f32 */
+#endif
+}
+
+static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
+
+/* q = round-to-even(v) clamped to +-QTTS_CONV_I16_XMAX, with the AVX2
+ * quantizer's NaN rule (max then min, each keeping its second operand when
+ * the first is NaN). */
+static inline int32_t quantize_one(float v) {
+    v = v > (float)-QTTS_CONV_I16_XMAX ? v : (float)-QTTS_CONV_I16_XMAX;
+    v = v < (float)QTTS_CONV_I16_XMAX ? v : (float)QTTS_CONV_I16_XMAX;
+    return (int32_t)nearbyintf(v);
+}
+
+static inline uint32_t pair_of(int32_t lo, int32_t hi) { return (uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16; }
+
+int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err) {
+    if (cv->wg) {
+        for (int q = 0; q < cv->wg->plan.n; q++)
+            if (qtts_conv_to_i16(&cv->wg->point[q], err)) return -1;
+        return 0;
+    }
+    if (cv->wi16) return 0;
+    if (!qtts_conv_i16_supported())
+        return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
+                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (cv->k != 1) return qtts_fail(err, "int16: only 1-tap convolutions (this one has %lld taps)", (long long)cv->k);
+    if (!cv->w) return qtts_fail(err, "int16: the conv has no f32 weights (already bf16?)");
+    const int64_t nrb = cv->rows_pad / QTTS_CONV_MR, c2n = pairs_of(cv->c_in);
+    uint32_t *wq = qtts_calloc((size_t)(nrb * c2n * QTTS_CONV_MR), sizeof *wq, err);
+    float *ws = qtts_calloc((size_t)cv->rows_pad, sizeof *ws, err);
+    if (!wq || !ws) {
+        free(wq);
+        free(ws);
+        return -1;
+    }
+    for (int64_t rb = 0; rb < nrb; rb++)
+        for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+            const float *w = cv->w + (size_t)rb * cv->c_in * QTTS_CONV_MR + rr; /* stride MR over ci */
+            double mx = 0;
+            for (int64_t ci = 0; ci < cv->c_in; ci++) mx = fmax(mx, fabs((double)w[ci * QTTS_CONV_MR]));
+            if (!(mx > 0) || !isfinite(mx)) continue; /* a zero (or padding) row stays zero */
+            const double inv = QTTS_CONV_I16_WMAX / mx;
+            ws[rb * QTTS_CONV_MR + rr] = (float)(mx / QTTS_CONV_I16_WMAX);
+            for (int64_t c2 = 0; c2 < c2n; c2++) {
+                const int32_t lo = (int32_t)lrint(w[2 * c2 * QTTS_CONV_MR] * inv);
+                const int32_t hi = 2 * c2 + 1 < cv->c_in ? (int32_t)lrint(w[(2 * c2 + 1) * QTTS_CONV_MR] * inv) : 0;
+                wq[(rb * c2n + c2) * QTTS_CONV_MR + rr] = pair_of(lo, hi);
+            }
+        }
+    free(cv->w);
+    cv->w = NULL;
+    cv->wi16 = wq;
+    cv->wscale = ws;
+    return 0;
+}
+
+/* ---- scalar twins ------------------------------------------------------------ */
+
+void qtts_i16_quantize_scalar(const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, uint32_t *pairs,
+                              int64_t ldp, float *xs) {
+    for (int64_t t = t0; t < t1; t++) {
+        float mx = 0.0f;
+        for (int64_t c = 0; c < C; c++) {
+            const float a = fabsf(x[c * ldx + t]);
+            mx = a > mx ? a : mx; /* as vmaxps(a, mx): mx when a is NaN */
+        }
+        const float inv = mx > 0.0f ? (float)QTTS_CONV_I16_XMAX / mx : 0.0f;
+        xs[t] = mx / (float)QTTS_CONV_I16_XMAX;
+        for (int64_t c2 = 0; c2 < pairs_of(C); c2++) {
+            const int32_t lo = quantize_one(x[2 * c2 * ldx + t] * inv);
+            const int32_t hi = 2 * c2 + 1 < C ? quantize_one(x[(2 * c2 + 1) * ldx + t] * inv) : 0;
+            pairs[c2 * ldp + t] = pair_of(lo, hi);
+        }
+    }
+}
+
+static inline int32_t lo16(uint32_t p) { return (int16_t)(uint16_t)(p & 0xFFFFu); }
+static inline int32_t hi16(uint32_t p) { return (int16_t)(uint16_t)(p >> 16); }
+
+void qtts_conv_tile_i16_scalar(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
+                               int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const int64_t c2n = pairs_of(cv->c_in);
+    const uint32_t *wb = cv->wi16 + (size_t)rb * c2n * QTTS_CONV_MR;
+    for (int r = 0; r < QTTS_CONV_MR; r++) {
+        const int64_t row = rb * QTTS_CONV_MR + r;
+        if (row >= cv->c_out) break;
+        for (int64_t t = 0; t < nt; t++) {
+            float facc = 0.0f;
+            for (int64_t c0 = 0; c0 < c2n; c0 += QTTS_CONV_I16_FLUSH) {
+                const int64_t c1 = c0 + QTTS_CONV_I16_FLUSH < c2n ? c0 + QTTS_CONV_I16_FLUSH : c2n;
+                int32_t s = 0;
+                for (int64_t c2 = c0; c2 < c1; c2++) {
+                    const uint32_t w = wb[c2 * QTTS_CONV_MR + r], v = x[c2 * ldx + t];
+                    s += lo16(w) * lo16(v) + hi16(w) * hi16(v);
+                }
+                facc += (float)s;
+            }
+            float o = facc * cv->wscale[row];
+            o = o * xs[t];
+            o = o + cv->bias[row];
+            if (add) o = o + add[row * ldadd + t];
+            y[row * ldy + t] = o;
+        }
+    }
+}
+
+qtts_conv_tile_i16_fn qtts_conv_tile_i16_for(qtts_conv_isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+    const qtts_conv_isa r = qtts_conv_isa_resolve(isa);
+    if (r == QTTS_CONV_ISA_AVX2 || r == QTTS_CONV_ISA_AVX512) return qtts_conv_tile_i16_avx2;
+#else
+    (void)isa;
+#endif
+    return qtts_conv_tile_i16_scalar;
+}
+
+qtts_i16_quantize_fn qtts_i16_quantize_for(qtts_conv_isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+    const qtts_conv_isa r = qtts_conv_isa_resolve(isa);
+    if (r == QTTS_CONV_ISA_AVX2 || r == QTTS_CONV_ISA_AVX512) return qtts_i16_quantize_avx2;
+#else
+    (void)isa;
+#endif
+    return qtts_i16_quantize_scalar;
+}
+
+/* ---- one conv call ------------------------------------------------------------ */
+
+/* Samples per quantization item: each item reads all channels of its samples twice (the maximum, then the
+ * pairs), so the block stays in cache between the two passes. */
+enum { QUANT_BLOCK = 64 };
+
+typedef struct {
+    const qtts_conv *cv;
+    const float *x, *add;
+    float *y, *xs;
+    uint32_t *pairs;
+    int64_t ldx, ldy, ldadd, T, ldp, n_rb, n_tb;
+    int rows_outer;
+    qtts_i16_quantize_fn quantize;
+    qtts_conv_tile_i16_fn tile;
+} i16_job;
+
+/* Quantizes samples [t0, t1) of C rows: whole vectors with q, the tail with the scalar twin (the same bits),
+ * and zero pairs and scales up to the row's padded end. */
+void qtts_i16_quantize_range(qtts_i16_quantize_fn q, const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1,
+                             int64_t T, uint32_t *pairs, int64_t ldp, float *xs) {
+    const int64_t tv = t1 < T ? t1 : t0 + (T - t0) / 8 * 8;
+    if (tv > t0) q(x, ldx, C, t0, tv, pairs, ldp, xs);
+    const int64_t te = t1 < T ? t1 : T;
+    if (te > tv) qtts_i16_quantize_scalar(x, ldx, C, tv, te, pairs, ldp, xs);
+    for (int64_t t = te; t < t1 && t < ldp; t++) {
+        xs[t] = 0.0f;
+        for (int64_t c2 = 0; c2 < pairs_of(C); c2++) pairs[c2 * ldp + t] = 0;
+    }
+}
+
+static void quant_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const i16_job *j = p;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t t0 = i * QUANT_BLOCK, t1 = t0 + QUANT_BLOCK < j->ldp ? t0 + QUANT_BLOCK : j->ldp;
+        qtts_i16_quantize_range(j->quantize, j->x, j->ldx, j->cv->c_in, t0, t1, j->T, j->pairs, j->ldp, j->xs);
+    }
+}
+
+static void tile_items(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const i16_job *j = p;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t tb, rb;
+        qtts_conv_item_blocks(i, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
+        const int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
+        j->tile(j->cv, j->pairs + t0, j->xs + t0, j->ldp, nt, rb, j->y + t0, j->ldy, j->add ? j->add + t0 : NULL,
+                j->ldadd);
+    }
+}
+
+int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
+                       int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
+    const int64_t ldp = (T + 7) / 8 * 8, c2n = pairs_of(cv->c_in);
+    int owned;
+    uint32_t *buf = qtts_conv_ws_get(ws, (size_t)(c2n + 1) * (size_t)ldp * sizeof(uint32_t), &owned);
+    if (!buf) return -1;
+    i16_job j = {.cv = cv, .x = x, .add = add, .y = y, .xs = (float *)(buf + c2n * ldp), .pairs = buf, .ldx = ldx,
+                 .ldy = ldy, .ldadd = ldadd, .T = T, .ldp = ldp, .quantize = qtts_i16_quantize_for(isa),
+                 .tile = qtts_conv_tile_i16_for(isa)};
+    const double weights = (double)cv->c_out * (double)cv->c_in;
+    qtts_parallel_for_work(pool, (ldp + QUANT_BLOCK - 1) / QUANT_BLOCK, 1, (double)cv->c_in * (double)T, quant_items,
+                           &j);
+    j.n_rb = cv->rows_pad / QTTS_CONV_MR;
+    j.n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
+    j.rows_outer = cv->rows_pad > T;
+    qtts_parallel_for_work(pool, j.n_tb * j.n_rb, 1, qtts_tile_work(weights * (double)T, weights), tile_items, &j);
+    if (owned) free(buf);
+    return 0;
+}

@@ -1,0 +1,120 @@
+/* AVX2 twins of the int16 conv tile and input quantizer (conv_i16.c has the
+ * scalar ones; the same integer sums and the same f32 operations in the same
+ * order, so the same bits). Only called after a cpuid check. */
+#include <immintrin.h>
+
+#include "tensor/conv_kernels.h"
+
+static inline __m256i tail_mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Integer adds are associative, so GCC regroups the unrolled sums into
+ * trees and copies registers (as in linear_avx2.c): an empty asm per channel
+ * pair keeps each sum one chain, and the 16 pairs between flushes are
+ * unrolled whole. Zen 3, one thread, 4-frame steps, three alternating runs
+ * of bench_decoder --winograd-i16: residual convs 16.4-19.9 ms per frame with
+ * neither, 16.1-16.6 with both (21-26 with the full unroll alone). */
+#define KEEP_CHAIN(v) __asm__("" : "+x"(v))
+
+/* 4 rows (of half h of the packed block) x NV vectors of 8 samples, each
+ * vector 8 samples x 2 channels: per channel pair one vpmaddwd + vpaddd per
+ * accumulator. The integer sums depend on vpaddd (latency 1), not on the
+ * multiply, so 4-8 accumulators keep the multipliers busy; with the
+ * broadcast weight and the product that is at most 14 of the 16 registers. */
+#define I16_TILE(NV)                                                                                         \
+    static void tile_4x##NV(const uint32_t *wp, const uint32_t *x, int64_t ldx, int64_t c2n, __m256 out[4][2]) { \
+        __m256 f[4][2];                                                                                      \
+        for (int r = 0; r < 4; r++)                                                                          \
+            for (int v = 0; v < NV; v++) f[r][v] = _mm256_setzero_ps();                                     \
+        for (int64_t c0 = 0; c0 < c2n; c0 += QTTS_CONV_I16_FLUSH) {                                         \
+            const int64_t c1 = c0 + QTTS_CONV_I16_FLUSH < c2n ? c0 + QTTS_CONV_I16_FLUSH : c2n;             \
+            __m256i a[4][NV];                                                                                \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
+                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) a[r][v] = _mm256_setzero_si256();      \
+            _Pragma("GCC unroll 16") for (int64_t c2 = c0; c2 < c1; c2++) {                                  \
+                const uint32_t *xp = x + c2 * ldx, *w = wp + c2 * QTTS_CONV_MR;                             \
+                __m256i xv[NV];                                                                              \
+                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                        \
+                    xv[v] = _mm256_loadu_si256((const __m256i *)(xp + 8 * v));                               \
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                       \
+                    const __m256i wv = _mm256_set1_epi32((int)w[r]);                                        \
+                    _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                    \
+                        a[r][v] = _mm256_add_epi32(a[r][v], _mm256_madd_epi16(xv[v], wv));                   \
+                }                                                                                            \
+                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                         \
+                    _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) KEEP_CHAIN(a[r][v]);               \
+            }                                                                                                \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
+                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                        \
+                    f[r][v] = _mm256_add_ps(f[r][v], _mm256_cvtepi32_ps(a[r][v]));                           \
+        }                                                                                                    \
+        for (int r = 0; r < 4; r++)                                                                          \
+            for (int v = 0; v < NV; v++) out[r][v] = f[r][v];                                               \
+    }
+
+I16_TILE(1)
+I16_TILE(2)
+
+void qtts_conv_tile_i16_avx2(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
+                             int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd) {
+    const int64_t c2n = (cv->c_in + 1) / 2;
+    const uint32_t *wb = cv->wi16 + (size_t)rb * c2n * QTTS_CONV_MR;
+    for (int64_t ts = 0; ts < nt; ts += 16) {
+        const int64_t n = nt - ts < 16 ? nt - ts : 16;
+        const int nv = (int)((n + 7) / 8);
+        for (int h = 0; h < 2; h++) {
+            const int64_t rows = cv->c_out - (rb * QTTS_CONV_MR + 4 * h);
+            if (rows <= 0) break;
+            __m256 acc[4][2];
+            if (nv == 2) tile_4x2(wb + 4 * h, x + ts, ldx, c2n, acc);
+            else tile_4x1(wb + 4 * h, x + ts, ldx, c2n, acc);
+            for (int r = 0; r < 4 && r < rows; r++) {
+                const int64_t row = rb * QTTS_CONV_MR + 4 * h + r;
+                const __m256 sw = _mm256_set1_ps(cv->wscale[row]), b = _mm256_set1_ps(cv->bias[row]);
+                float *yr = y + row * ldy + ts;
+                const float *ar = add ? add + row * ldadd + ts : NULL;
+                for (int v = 0; v < nv; v++) {
+                    const int64_t left = n - 8 * v;
+                    __m256 o = _mm256_mul_ps(acc[r][v], sw);
+                    o = _mm256_mul_ps(o, _mm256_loadu_ps(xs + ts + 8 * v)); /* xs is padded to whole vectors */
+                    o = _mm256_add_ps(o, b);
+                    if (left >= 8) {
+                        if (ar) o = _mm256_add_ps(o, _mm256_loadu_ps(ar + 8 * v));
+                        _mm256_storeu_ps(yr + 8 * v, o);
+                        continue;
+                    }
+                    const __m256i m = tail_mask(left);
+                    if (ar) o = _mm256_add_ps(o, _mm256_maskload_ps(ar + 8 * v, m));
+                    _mm256_maskstore_ps(yr + 8 * v, m, o);
+                }
+            }
+        }
+    }
+}
+
+static inline __m256i quantize8(__m256 v) {
+    v = _mm256_max_ps(v, _mm256_set1_ps((float)-QTTS_CONV_I16_XMAX));
+    v = _mm256_min_ps(v, _mm256_set1_ps((float)QTTS_CONV_I16_XMAX));
+    return _mm256_cvtps_epi32(v); /* round to nearest even (the default MXCSR mode) */
+}
+
+void qtts_i16_quantize_avx2(const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, uint32_t *pairs,
+                            int64_t ldp, float *xs) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), qmax = _mm256_set1_ps((float)QTTS_CONV_I16_XMAX);
+    for (int64_t t = t0; t < t1; t += 8) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int64_t c = 0; c < C; c++) mx = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + c * ldx + t)), mx);
+        const __m256 pos = _mm256_cmp_ps(mx, _mm256_setzero_ps(), _CMP_GT_OQ);
+        const __m256 inv = _mm256_and_ps(pos, _mm256_div_ps(qmax, mx));
+        _mm256_storeu_ps(xs + t, _mm256_div_ps(mx, qmax));
+        for (int64_t c2 = 0; 2 * c2 < C; c2++) {
+            const __m256i lo = quantize8(_mm256_mul_ps(_mm256_loadu_ps(x + 2 * c2 * ldx + t), inv));
+            const __m256i hi = 2 * c2 + 1 < C ? quantize8(_mm256_mul_ps(_mm256_loadu_ps(x + (2 * c2 + 1) * ldx + t), inv))
+                                              : _mm256_setzero_si256();
+            /* |q| <= 2047: the low 16 bits of lo, the high 16 of hi */
+            const __m256i p = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(hi, 16));
+            _mm256_storeu_si256((__m256i *)(pairs + c2 * ldp + t), p);
+        }
+    }
+}
