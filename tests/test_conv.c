@@ -255,6 +255,49 @@ int main(void) {
                 qtts_gemm_b_free(&Br);
                 free(Wr); free(want16); free(h); free(pack16);
             }
+            /* int16 form: against the exact integer products (A quantized per row, B per column) scaled in
+             * double, and within the 14-bit quantization of the f32 result; 2 threads and inline agree */
+            if (qtts_conv_i16_supported()) {
+                qtts_gemm_b Bi = B;
+                TEST_CHECK(qtts_gemm_b_i16_panels(&B, &Bi.pi16, &Bi.si16, &err) == 0, "gemm i16 panels: %s", err.msg);
+                Bi.p = NULL;
+                const int64_t mp = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR, c2n = (K + 1) / 2;
+                float *packi = malloc(sizeof(float) * qtts_gemm_work_size(M, &Bi, pool)), *sa = malloc(sizeof(float) * (size_t)mp);
+                uint32_t *qa = malloc(sizeof(uint32_t) * (size_t)(mp * c2n));
+                float *inl = malloc(sizeof(float) * (size_t)(M * N));
+                qtts_i16_quantize_rows(A, lda, M, K, mp, qa, sa);
+                double worst = 0, num = 0, den = 0;
+                qtts_gemm(pool, M, A, lda, &Bi, got, N, bias, 0, packi);
+                qtts_gemm(NULL, M, A, lda, &Bi, inl, N, bias, 0, packi);
+                qtts_gemm_ref(M, N, K, A, lda, W, want, N, bias, 0);
+                const int64_t P = B.panel;
+                for (int64_t m = 0; m < M; m++)
+                    for (int64_t n = 0; n < N; n++) {
+                        int64_t isum = 0;
+                        for (int64_t c2 = 0; c2 < c2n; c2++) {
+                            const uint32_t a = qa[(m / QTTS_CONV_MR * c2n + c2) * QTTS_CONV_MR + m % QTTS_CONV_MR];
+                            const uint32_t w = Bi.pi16[((n / P) * c2n + c2) * P + n % P];
+                            isum += (int64_t)(int16_t)(a & 0xFFFF) * (int16_t)(w & 0xFFFF) +
+                                    (int64_t)(int16_t)(a >> 16) * (int16_t)(w >> 16);
+                        }
+                        const double exact = (double)isum * sa[m] * Bi.si16[n] + bias[n];
+                        worst = fmax(worst, fabs(got[m * N + n] - exact) / (1 + fabs(exact)));
+                        const double e = (double)got[m * N + n] - want[m * N + n], v = (double)want[m * N + n] - bias[n];
+                        num += e * e;
+                        den += v * v;
+                    }
+                const double snr = 10 * log10((den + 1e-30) / (num + 1e-30));
+                TEST_CHECK(worst <= 1e-5 && snr >= 60 && !memcmp(got, inl, sizeof(float) * (size_t)(M * N)),
+                           "gemm i16 %lldx%lldx%lld: %.3g off the integer products, SNR %.1f dB against f32 (floor 60), "
+                           "pool and inline %s", (long long)M, (long long)N, (long long)K, worst, snr,
+                           memcmp(got, inl, sizeof(float) * (size_t)(M * N)) ? "differ" : "agree");
+                free(Bi.pi16); free(Bi.si16); free(packi); free(sa); free(qa); free(inl);
+            } else {
+                uint32_t *pi;
+                float *si;
+                TEST_CHECK(qtts_gemm_b_i16_panels(&B, &pi, &si, &err) == -1 && strstr(err.msg, "AVX2"),
+                           "i16 gemm refused clearly: %s", err.msg);
+            }
             /* bf16 form: against a double reference on the bf16-rounded operands (their products are exact
              * in f32: only the sums' rounding differs) */
             if (qtts_conv_bf16_supported()) {

@@ -56,11 +56,12 @@ void qtts_codec_decoder_free(qtts_codec_decoder *dec);
  * transposed conv) stored in f16 and widened exactly per panel: f32
  * arithmetic on f16-rounded weights, half their memory and half the bytes a
  * streaming step reads (at 1-4 frames per step those layers are bound by
- * reading their weights). WINOGRAD_I16 is WINOGRAD with the channel-major
- * 1-tap products (the Winograd points of the residual and transposed
- * convs, the residual units' 1x1 convs: most of the decoder's
- * multiply-adds) in int16 (tensor/conv.h, qtts_conv_to_i16): x86-64 with
- * AVX2 only. */
+ * reading their weights). WINOGRAD_I16 is WINOGRAD with every 1-tap
+ * product in int16 (tensor/conv.h, qtts_conv_to_i16, qtts_gemm_b_i16_panels):
+ * the channel-major ones (the Winograd points of the residual and
+ * transposed convs, the residual units' 1x1 convs: most of the decoder's
+ * multiply-adds) and the time-major layers of WINOGRAD_F16 (half their f32
+ * memory); x86-64 with AVX2 only. */
 typedef enum {
     QTTS_DECODER_F32 = 0,
     QTTS_DECODER_BF16 = 1,

@@ -482,6 +482,8 @@ void qtts_gemm_b_free(qtts_gemm_b *b) {
     free(b->p);
     free(b->pbf);
     free(b->ph);
+    free(b->pi16);
+    free(b->si16);
     memset(b, 0, sizeof *b);
 }
 
@@ -518,6 +520,29 @@ uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err) {
     return ph;
 }
 
+int qtts_gemm_b_i16_panels(const qtts_gemm_b *b, uint32_t **pairs, float **scales, qtts_err *err) {
+    *pairs = NULL;
+    *scales = NULL;
+    if (!qtts_conv_i16_supported())
+        return qtts_fail(err, "int16 products need an x86-64 CPU with AVX2 (this one: %s kernels)",
+                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (!b->p) return qtts_fail(err, "gemm: no f32 panels to convert");
+    const int64_t P = b->panel, nb = (b->N + P - 1) / P, c2n = pairs_of(b->K);
+    uint32_t *pi = qtts_calloc((size_t)(nb * c2n * P), sizeof *pi, err);
+    float *si = qtts_calloc((size_t)(nb * P), sizeof *si, err);
+    if (!pi || !si) {
+        free(pi);
+        free(si);
+        return -1;
+    }
+    /* a panel is the "input" of the int16 conv tile, whose "samples" are B's columns: one scale per column */
+    for (int64_t pb = 0; pb < nb; pb++)
+        qtts_i16_quantize_weights(b->p + pb * b->K * P, P, b->K, P, pi + pb * c2n * P, P, si + pb * P);
+    *pairs = pi;
+    *scales = si;
+    return 0;
+}
+
 size_t qtts_gemm_pack_size(int64_t M, int64_t K) {
     int64_t mp = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
     return (size_t)(mp * K + mp);
@@ -528,6 +553,10 @@ size_t qtts_gemm_pack_size(int64_t M, int64_t K) {
 static size_t gemm_wide_offset(int64_t M, int64_t K) { return (qtts_gemm_pack_size(M, K) + 15) / 16 * 16; }
 
 size_t qtts_gemm_work_size(int64_t M, const qtts_gemm_b *B, const qtts_pool *pool) {
+    if (B->pi16) { /* A's int16 pairs, its row scales and a zero bias */
+        const int64_t mp = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
+        return (size_t)(mp * pairs_of(B->K) + 2 * mp);
+    }
     if (!B->ph) return qtts_gemm_pack_size(M, B->K);
     const size_t threads = (size_t)(pool ? qtts_pool_size(pool) : 1);
     return gemm_wide_offset(M, B->K) + threads * (size_t)(B->K * B->panel) + 2 * threads; /* + int64 indices */
@@ -541,6 +570,7 @@ typedef struct {
     int64_t ldy, ldadd, n_rb;
     qtts_conv_tile_fn tile;
     qtts_conv_tile_bf16_fn tile_bf16; /* B->pbf */
+    qtts_conv_tile_i16_fn tile_i16;   /* B->pi16 */
     float *wide;      /* B->ph: [thread][K][panel] widened panels */
     int64_t *wide_pb; /* B->ph: the panel each thread's copy holds (-1: none) */
 } gemm_job;
@@ -555,7 +585,10 @@ static void gemm_items(void *p, int64_t i0, int64_t i1, int tid) {
         int64_t pb = i / j->n_rb, rb = i % j->n_rb, n0 = pb * P;
         int64_t nt = j->B->N - n0 < P ? j->B->N - n0 : P;
         const float *add = j->add ? j->add + n0 : NULL;
-        if (j->B->pbf) {
+        if (j->B->pi16) {
+            j->tile_i16(j->va, j->B->pi16 + pb * pairs_of(j->B->K) * P, j->B->si16 + n0, P, nt, rb, j->y + n0, j->ldy,
+                        add, j->ldadd);
+        } else if (j->B->pbf) {
             j->tile_bf16(j->va, j->B->pbf + pb * pairs_of(j->B->K) * P, P, nt, rb, j->y + n0, j->ldy, add, j->ldadd);
         } else if (j->B->ph) { /* items run row block fastest: a thread widens each panel once */
             float *w = j->wide + (size_t)tid * (size_t)(j->B->K * P);
@@ -605,7 +638,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     qtts_conv v = {.c_in = K, .c_out = M, .k = 1, .dil = 1};
     v.rows_pad = (M + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
     gemm_job j = {&v, B, Y, add, ldy, ldadd, v.rows_pad / QTTS_CONV_MR, qtts_conv_tile_for(QTTS_CONV_ISA_AUTO), NULL,
-                  NULL, NULL};
+                  NULL, NULL, NULL};
     if (B->ph) {
         const int threads = pool ? qtts_pool_size(pool) : 1;
         j.wide = apack + gemm_wide_offset(M, K);
@@ -614,6 +647,16 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
     }
     const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
     const double work = qtts_tile_work((double)M * (double)K * (double)B->N, (double)K * (double)B->N);
+    if (B->pi16) { /* A per row (time step) in 14-bit int16 pairs: the int16 conv's weights */
+        v.wi16 = (uint32_t *)(void *)apack;
+        v.wscale = apack + v.rows_pad * pairs_of(K);
+        v.bias = v.wscale + v.rows_pad;
+        qtts_i16_quantize_rows(A, lda, M, K, v.rows_pad, v.wi16, v.wscale);
+        memset(v.bias, 0, sizeof(float) * (size_t)v.rows_pad);
+        j.tile_i16 = qtts_conv_tile_i16_for(QTTS_CONV_ISA_AUTO);
+        qtts_parallel_for_work(pool, items, 1, work, gemm_items, &j);
+        return;
+    }
     if (B->pbf) { /* pairs need ceil(K/2) of the K floats per row that apack has */
         v.wbf = (uint32_t *)(void *)apack;
         v.bias = apack + v.rows_pad * pairs_of(K);

@@ -124,6 +124,12 @@ typedef struct {
      * the f32 tiles on it: f32 arithmetic on f16-rounded weights, half the
      * bytes from memory where a step has few rows (weight-bound). */
     uint16_t *ph;
+    /* int16 form (qtts_gemm_b_to_i16): rows of B in int16 pairs, p's panels
+     * ([ceil(N/panel)][ceil(K/2)][panel], low half = even k), each column n
+     * scaled by si16[n] (padded to whole panels). qtts_gemm then quantizes A
+     * per row and runs the int16 conv tiles with A as their weights. */
+    uint32_t *pi16;
+    float *si16;
     int64_t K, N, panel;
 } qtts_gemm_b;
 
@@ -138,6 +144,12 @@ uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err);
 /* The f16 panels of b's f32 panels (a new buffer, rounded to nearest even;
  * b is unchanged: the caller stores it in b->ph and frees b->p). NULL on OOM. */
 uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err);
+/* The int16 form of b's f32 panels (the int16 convs above: 14 bits, one
+ * scale per column of B, i.e. per output channel) as new buffers; b is
+ * unchanged (the caller stores them in b->pi16 / b->si16 and frees b->p).
+ * -1 (nothing allocated) where qtts_conv_i16_supported() does not hold, or
+ * on OOM. */
+int qtts_gemm_b_i16_panels(const qtts_gemm_b *b, uint32_t **pairs, float **scales, qtts_err *err);
 /* Floats of apack for an f32 or bf16 B; qtts_gemm_work_size for any B. */
 size_t qtts_gemm_pack_size(int64_t M, int64_t K);
 /* Floats of apack for qtts_gemm(pool, M, ..., B, ...): with f16 panels it

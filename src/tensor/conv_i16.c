@@ -53,25 +53,59 @@ int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err) {
         free(ws);
         return -1;
     }
+    /* a row block is [c_in][MR]: its MR rows are the columns */
     for (int64_t rb = 0; rb < nrb; rb++)
-        for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
-            const float *w = cv->w + (size_t)rb * cv->c_in * QTTS_CONV_MR + rr; /* stride MR over ci */
-            double mx = 0;
-            for (int64_t ci = 0; ci < cv->c_in; ci++) mx = fmax(mx, fabs((double)w[ci * QTTS_CONV_MR]));
-            if (!(mx > 0) || !isfinite(mx)) continue; /* a zero (or padding) row stays zero */
-            const double inv = QTTS_CONV_I16_WMAX / mx;
-            ws[rb * QTTS_CONV_MR + rr] = (float)(mx / QTTS_CONV_I16_WMAX);
-            for (int64_t c2 = 0; c2 < c2n; c2++) {
-                const int32_t lo = (int32_t)lrint(w[2 * c2 * QTTS_CONV_MR] * inv);
-                const int32_t hi = 2 * c2 + 1 < cv->c_in ? (int32_t)lrint(w[(2 * c2 + 1) * QTTS_CONV_MR] * inv) : 0;
-                wq[(rb * c2n + c2) * QTTS_CONV_MR + rr] = pair_of(lo, hi);
-            }
-        }
+        qtts_i16_quantize_weights(cv->w + rb * cv->c_in * QTTS_CONV_MR, QTTS_CONV_MR, cv->c_in, QTTS_CONV_MR,
+                                  wq + rb * c2n * QTTS_CONV_MR, QTTS_CONV_MR, ws + rb * QTTS_CONV_MR);
     free(cv->w);
     cv->w = NULL;
     cv->wi16 = wq;
     cv->wscale = ws;
     return 0;
+}
+
+void qtts_i16_quantize_weights(const float *w, int64_t ldw, int64_t C, int64_t n, uint32_t *pairs, int64_t ldp,
+                               float *scale) {
+    for (int64_t col = 0; col < n; col++) {
+        double mx = 0;
+        for (int64_t c = 0; c < C; c++) mx = fmax(mx, fabs((double)w[c * ldw + col]));
+        if (!(mx > 0) || !isfinite(mx)) { /* a zero (or padding) column stays zero */
+            scale[col] = 0.0f;
+            for (int64_t c2 = 0; c2 < pairs_of(C); c2++) pairs[c2 * ldp + col] = 0;
+            continue;
+        }
+        const double inv = QTTS_CONV_I16_WMAX / mx;
+        scale[col] = (float)(mx / QTTS_CONV_I16_WMAX);
+        for (int64_t c2 = 0; c2 < pairs_of(C); c2++) {
+            const int32_t lo = (int32_t)lrint(w[2 * c2 * ldw + col] * inv);
+            const int32_t hi = 2 * c2 + 1 < C ? (int32_t)lrint(w[(2 * c2 + 1) * ldw + col] * inv) : 0;
+            pairs[c2 * ldp + col] = pair_of(lo, hi);
+        }
+    }
+}
+
+void qtts_i16_quantize_rows(const float *A, int64_t lda, int64_t M, int64_t K, int64_t rows_pad, uint32_t *pairs,
+                            float *scale) {
+    const int64_t c2n = pairs_of(K);
+    for (int64_t m = 0; m < rows_pad; m++) {
+        uint32_t *d = pairs + (m / QTTS_CONV_MR) * c2n * QTTS_CONV_MR + m % QTTS_CONV_MR;
+        float mx = 0.0f;
+        for (int64_t k = 0; m < M && k < K; k++) {
+            const float a = fabsf(A[m * lda + k]);
+            mx = a > mx ? a : mx;
+        }
+        const float inv = mx > 0.0f ? (float)QTTS_CONV_I16_XMAX / mx : 0.0f;
+        scale[m] = mx / (float)QTTS_CONV_I16_XMAX;
+        for (int64_t c2 = 0; c2 < c2n; c2++) {
+            if (m >= M) {
+                d[c2 * QTTS_CONV_MR] = 0;
+                continue;
+            }
+            const float *src = A + m * lda;
+            const int32_t lo = quantize_one(src[2 * c2] * inv), hi = 2 * c2 + 1 < K ? quantize_one(src[2 * c2 + 1] * inv) : 0;
+            d[c2 * QTTS_CONV_MR] = pair_of(lo, hi);
+        }
+    }
 }
 
 /* ---- scalar twins ------------------------------------------------------------ */

@@ -92,6 +92,17 @@ void qtts_i16_quantize_scalar(const float *x, int64_t ldx, int64_t C, int64_t t0
                               int64_t ldp, float *xs);
 void qtts_i16_quantize_avx2(const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, uint32_t *pairs,
                             int64_t ldp, float *xs);
+/* Weights to int16 pairs, one scale per column: column col of C rows (w,
+ * row stride ldw) -> pairs[c2*ldp + col], scale[col] = max |w| / WMAX
+ * (rounded in double; a zero column gets scale 0). */
+void qtts_i16_quantize_weights(const float *w, int64_t ldw, int64_t C, int64_t n, uint32_t *pairs, int64_t ldp,
+                               float *scale);
+/* A GEMM's A (M rows of K, row stride lda) as the int16 conv's weights:
+ * pairs in qtts_conv.wi16's layout for rows_pad rows (padding rows zero),
+ * one scale per row, quantized as the per-sample inputs (XMAX). One C
+ * implementation for every ISA, so every path sees the same integers. */
+void qtts_i16_quantize_rows(const float *A, int64_t lda, int64_t M, int64_t K, int64_t rows_pad, uint32_t *pairs,
+                            float *scale);
 /* qtts_i16_quantize_* over [t0, t1) of rows holding T samples: q where
  * whole vectors are inside T, the scalar twin for the rest of T, then zero
  * pairs and scales up to min(t1, ldp). */
