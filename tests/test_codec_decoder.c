@@ -230,7 +230,7 @@ static void other_sizes(qtts_pool *pool) {
 #define WINOGRAD_MIN_SNR_DB 80.0
 /* The same with f16 time-major weights: each weight rounded to 11 bits (53 dB on the golden decoders). */
 #define WINOGRAD_F16_MIN_SNR_DB 45.0
-/* Winograd with its 1-tap products in int16 (14-bit weights and inputs). */
+/* Winograd with every 1-tap product in int16 (14-bit weights and inputs: 43.5 dB on the golden decoders). */
 #define WINOGRAD_I16_MIN_SNR_DB 40.0
 
 int main(void) {

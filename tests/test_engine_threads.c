@@ -31,7 +31,10 @@ static double thread_cpu(int tid) {
     unsigned long ut = 0, st = 0;
     /* fields after ')': state(3) ... utime(14) stime(15) */
     int field = 2;
-    for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " ")) {
+    /* strtok_r: the caller threads read their own times at once, and strtok's one hidden cursor, shared by
+     * them, made this parse other threads' fields (a caller once "used" 94 CPU s in a 1 s run) */
+    char *save = NULL;
+    for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         field++;
         if (field == 14) ut = strtoul(tok, NULL, 10);
         if (field == 15) {

@@ -94,7 +94,7 @@ void qtts_i16_quantize_avx2(const float *x, int64_t ldx, int64_t C, int64_t t0, 
                             int64_t ldp, float *xs);
 /* Weights to int16 pairs, one scale per column: column col of C rows (w,
  * row stride ldw) -> pairs[c2*ldp + col], scale[col] = max |w| / WMAX
- * (rounded in double; a zero column gets scale 0). */
+ * (a zero column gets scale 0). */
 void qtts_i16_quantize_weights(const float *w, int64_t ldw, int64_t C, int64_t n, uint32_t *pairs, int64_t ldp,
                                float *scale);
 /* A GEMM's A (M rows of K, row stride lda) as the int16 conv's weights:
