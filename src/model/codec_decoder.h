@@ -71,12 +71,13 @@ typedef enum {
 } qtts_decoder_precision;
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_err *err);
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);
-/* The precision for a user option: "f32", "winograd", "winograd-f16", "bf16", or
- * NULL/""/"auto": with quantized LM weights (q8_0/q4_k: speed was asked
- * for, and their own error is far larger) the fastest conv path as measured
- * on this CPU at first use (tensor/conv_calibrate.h; bf16 only where it
- * beats the faster f32 path by a margin), else f32. WINOGRAD_F16 only when
- * asked for. */
+/* The precision for a user option: "f32", "winograd", "winograd-f16",
+ * "winograd-i16", "bf16", or NULL/""/"auto": with quantized LM weights
+ * (q8_0/q4_k: speed was asked for, and their own error is far larger) the
+ * fastest conv path as measured on this CPU at first use
+ * (tensor/conv_calibrate.h: each of winograd, winograd-i16 and bf16 only
+ * where it beats its f32 form by a margin), else f32. WINOGRAD_F16 only
+ * when asked for. */
 int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err);
 const char *qtts_decoder_precision_name(qtts_decoder_precision p);
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */
