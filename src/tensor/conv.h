@@ -71,11 +71,12 @@ int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err);
  * (2 * 8191^2 * 16 < 2^31), so the sums are flushed to f32 every
  * QTTS_CONV_I16_FLUSH pairs and no input can overflow. The bits: 12 each
  * gave the golden decoders 32 dB against the f32 reference, 14 each 43.8
- * (one Winograd F(4, 7) conv alone: 44 -> 54 dB). Only 1-tap convs (1x1
- * convs and the products of a Winograd conv, whose points are 1-tap convs:
- * converting a Winograd conv converts its points); the f32 weights are
- * freed. Where qtts_conv_i16_supported() (x86-64 with AVX2); elsewhere it
- * fails with a clear message. */
+ * (43.5 with the time-major layers too; one Winograd F(4, 7) conv alone:
+ * 44 -> 54 dB). Only 1-tap convs (1x1 convs and the products of a Winograd
+ * conv, whose points are 1-tap convs: converting a Winograd conv converts
+ * all its points or, on failure, none); the f32 weights are freed. Where
+ * qtts_conv_i16_supported() (x86-64 with AVX2); elsewhere it fails with a
+ * clear message. */
 enum { QTTS_CONV_I16_WMAX = 8191, QTTS_CONV_I16_XMAX = 8191, QTTS_CONV_I16_FLUSH = 16 };
 int qtts_conv_i16_supported(void);
 int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err);

@@ -42,34 +42,61 @@ static inline int32_t quantize_weight(float v) {
 
 static inline uint32_t pair_of(int32_t lo, int32_t hi) { return (uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16; }
 
-int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err) {
-    if (cv->wg) {
-        for (int q = 0; q < cv->wg->plan.n; q++)
-            if (qtts_conv_to_i16(&cv->wg->point[q], err)) return -1;
-        return 0;
-    }
-    if (cv->wi16) return 0;
-    if (!qtts_conv_i16_supported())
-        return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
-                         qtts_conv_isa_name(qtts_conv_isa_best()));
+/* The int16 weights of a 1-tap f32 conv as new buffers (cv unchanged). */
+static int i16_weights(const qtts_conv *cv, uint32_t **wq, float **ws, qtts_err *err) {
+    *wq = NULL;
+    *ws = NULL;
     if (cv->k != 1) return qtts_fail(err, "int16: only 1-tap convolutions (this one has %lld taps)", (long long)cv->k);
     if (!cv->w) return qtts_fail(err, "int16: the conv has no f32 weights (already bf16?)");
     const int64_t nrb = cv->rows_pad / QTTS_CONV_MR, c2n = pairs_of(cv->c_in);
-    uint32_t *wq = qtts_calloc((size_t)(nrb * c2n * QTTS_CONV_MR), sizeof *wq, err);
-    float *ws = qtts_calloc((size_t)cv->rows_pad, sizeof *ws, err);
-    if (!wq || !ws) {
-        free(wq);
-        free(ws);
+    *wq = qtts_calloc((size_t)(nrb * c2n * QTTS_CONV_MR), sizeof **wq, err);
+    *ws = qtts_calloc((size_t)cv->rows_pad, sizeof **ws, err);
+    if (!*wq || !*ws) {
+        free(*wq);
+        free(*ws);
+        *wq = NULL;
+        *ws = NULL;
         return -1;
     }
     /* a row block is [c_in][MR]: its MR rows are the columns */
     for (int64_t rb = 0; rb < nrb; rb++)
         qtts_i16_quantize_weights(cv->w + rb * cv->c_in * QTTS_CONV_MR, QTTS_CONV_MR, cv->c_in, QTTS_CONV_MR,
-                                  wq + rb * c2n * QTTS_CONV_MR, QTTS_CONV_MR, ws + rb * QTTS_CONV_MR);
+                                  *wq + rb * c2n * QTTS_CONV_MR, QTTS_CONV_MR, *ws + rb * QTTS_CONV_MR);
+    return 0;
+}
+
+static void i16_commit(qtts_conv *cv, uint32_t *wq, float *ws) {
     free(cv->w);
     cv->w = NULL;
     cv->wi16 = wq;
     cv->wscale = ws;
+}
+
+int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err) {
+    if (!qtts_conv_i16_supported())
+        return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
+                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (cv->wg) { /* all points or none: the Winograd conv runs one form for all of them */
+        struct qtts_winograd *wg = cv->wg;
+        if (wg->point[0].wi16) return 0;
+        uint32_t *wq[QTTS_WINOGRAD_NMAX] = {0};
+        float *ws[QTTS_WINOGRAD_NMAX] = {0};
+        for (int q = 0; q < wg->plan.n; q++)
+            if (i16_weights(&wg->point[q], &wq[q], &ws[q], err)) {
+                for (int r = 0; r < q; r++) {
+                    free(wq[r]);
+                    free(ws[r]);
+                }
+                return -1;
+            }
+        for (int q = 0; q < wg->plan.n; q++) i16_commit(&wg->point[q], wq[q], ws[q]);
+        return 0;
+    }
+    if (cv->wi16) return 0;
+    uint32_t *wq;
+    float *ws;
+    if (i16_weights(cv, &wq, &ws, err)) return -1;
+    i16_commit(cv, wq, ws);
     return 0;
 }
 
