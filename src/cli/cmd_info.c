@@ -10,6 +10,7 @@
 #include "io/gguf.h"
 #include "io/model_pack.h"
 #include "io/store.h"
+#include "model/codec_decoder.h"
 #include "model/config.h"
 #include "net/hub.h"
 #include "tensor/conv.h"
@@ -216,10 +217,12 @@ static void print_cpu(void) {
                c->f32_gflops > 0 ? c->i16_gflops / c->f32_gflops : 0);
     else
         printf("; no int16 convolutions with these kernels");
-    static const char *const names[] = {"f32", "winograd", "winograd-i16", "bf16"};
+    qtts_decoder_precision chosen = QTTS_DECODER_F32; /* what the engine takes: its own chooser */
+    qtts_err perr = {0};
+    qtts_decoder_precision_choose("auto", QTTS_Q8_0, &chosen, &perr); /* "auto" cannot fail */
     printf("\ndecoder precision auto: %s with q8_0/q4_k weights (a path that changes the arithmetic only when at "
            "least 1.1x faster than its f32 form), f32 otherwise\n",
-           names[qtts_conv_calibration_best(c)]);
+           qtts_decoder_precision_name(chosen));
 }
 
 int cmd_info(int argc, char **argv) {

@@ -762,9 +762,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
     if (p == now) return 0;
     if (now != QTTS_DECODER_F32)
         return qtts_fail(err, "the decoder's f32 weights were already dropped for %s", qtts_decoder_precision_name(now));
-    if (p == QTTS_DECODER_WINOGRAD_I16 && !qtts_conv_i16_supported())
-        return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
-                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (p == QTTS_DECODER_WINOGRAD_I16 && qtts_conv_i16_require(err)) return -1; /* before any weight is changed */
     if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16 || p == QTTS_DECODER_WINOGRAD_I16) {
         for (int64_t b = 0; b < d->n_blocks; b++)
             for (int r = 0; r < N_RES; r++)

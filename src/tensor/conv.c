@@ -523,9 +523,7 @@ uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err) {
 int qtts_gemm_b_i16_panels(const qtts_gemm_b *b, uint32_t **pairs, float **scales, qtts_err *err) {
     *pairs = NULL;
     *scales = NULL;
-    if (!qtts_conv_i16_supported())
-        return qtts_fail(err, "int16 products need an x86-64 CPU with AVX2 (this one: %s kernels)",
-                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (qtts_conv_i16_require(err)) return -1;
     if (!b->p) return qtts_fail(err, "gemm: no f32 panels to convert");
     const int64_t P = b->panel, nb = (b->N + P - 1) / P, c2n = pairs_of(b->K);
     uint32_t *pi = qtts_calloc((size_t)(nb * c2n * P), sizeof *pi, err);

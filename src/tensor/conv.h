@@ -79,6 +79,8 @@ int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err);
  * clear message. */
 enum { QTTS_CONV_I16_WMAX = 8191, QTTS_CONV_I16_XMAX = 8191, QTTS_CONV_I16_FLUSH = 16 };
 int qtts_conv_i16_supported(void);
+/* 0 where qtts_conv_i16_supported(), else -1 with the one message every int16 conversion gives. */
+int qtts_conv_i16_require(qtts_err *err);
 int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err);
 /* Input history samples the conv needs: (k-1)*dil. */
 static inline int64_t qtts_conv_history(const qtts_conv *cv) { return (cv->k - 1) * cv->dil; }

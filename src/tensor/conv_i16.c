@@ -20,6 +20,12 @@ int qtts_conv_i16_supported(void) {
 #endif
 }
 
+int qtts_conv_i16_require(qtts_err *err) {
+    if (qtts_conv_i16_supported()) return 0;
+    return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
+                     qtts_conv_isa_name(qtts_conv_isa_best()));
+}
+
 static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
 
 /* q = round-to-even(v) clamped to +-QTTS_CONV_I16_XMAX, with the AVX2
@@ -73,9 +79,7 @@ static void i16_commit(qtts_conv *cv, uint32_t *wq, float *ws) {
 }
 
 int qtts_conv_to_i16(qtts_conv *cv, qtts_err *err) {
-    if (!qtts_conv_i16_supported())
-        return qtts_fail(err, "int16 convolutions need an x86-64 CPU with AVX2 (this one: %s kernels)",
-                         qtts_conv_isa_name(qtts_conv_isa_best()));
+    if (qtts_conv_i16_require(err)) return -1;
     if (cv->wg) { /* all points or none: the Winograd conv runs one form for all of them */
         struct qtts_winograd *wg = cv->wg;
         if (wg->point[0].wi16) return 0;

@@ -106,16 +106,14 @@ void qtts_i16_quantize_rows(const float *A, int64_t lda, int64_t M, int64_t K, i
 /* qtts_i16_quantize_* over [t0, t1) of rows holding T samples: q where
  * whole vectors are inside T, the scalar twin for the rest of T, then zero
  * pairs and scales up to min(t1, ldp). */
-void qtts_i16_quantize_range(void (*q)(const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, int64_t,
-                                       float *),
-                             const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, int64_t T,
+typedef void (*qtts_i16_quantize_fn)(const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, int64_t, float *);
+void qtts_i16_quantize_range(qtts_i16_quantize_fn q, const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, int64_t T,
                              uint32_t *pairs, int64_t ldp, float *xs);
 /* qtts_conv1d_cm for an int16 conv (cv->wi16): -1 when its work memory could not be allocated. */
 int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws);
 /* The int16 tile and quantizer for isa (the AVX2 ones serve AVX-512 too). */
 qtts_conv_tile_i16_fn qtts_conv_tile_i16_for(qtts_conv_isa isa);
-typedef void (*qtts_i16_quantize_fn)(const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, int64_t, float *);
 qtts_i16_quantize_fn qtts_i16_quantize_for(qtts_conv_isa isa);
 
 void qtts_snake_row_avx2(const float *x, float *y, int64_t n, float ea, float inv_b);
