@@ -223,16 +223,16 @@ qtts_i16_quantize_fn qtts_i16_quantize_for(qtts_conv_isa isa) {
 
 /* ---- one conv call ------------------------------------------------------------ */
 
-/* Samples per quantization item: each item reads all channels of its samples twice (the maximum, then the
+/* Panels per quantization item: each item reads all channels of its samples twice (the maximum, then the
  * pairs), so the block stays in cache between the two passes. */
-enum { QUANT_BLOCK = 64 };
+enum { QUANT_PANELS = 4 };
 
 typedef struct {
     const qtts_conv *cv;
     const float *x, *add;
     float *y, *xs;
-    uint32_t *pairs;
-    int64_t ldx, ldy, ldadd, T, ldp, n_rb, n_tb;
+    uint32_t *pairs; /* [n_panels][c2n][QTTS_CONV_I16_PANEL] */
+    int64_t ldx, ldy, ldadd, T, c2n, n_rb, n_panels;
     int rows_outer;
     qtts_i16_quantize_fn quantize;
     qtts_conv_tile_i16_fn tile;
@@ -255,40 +255,42 @@ void qtts_i16_quantize_range(qtts_i16_quantize_fn q, const float *x, int64_t ldx
 static void quant_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const i16_job *j = p;
-    for (int64_t i = i0; i < i1; i++) {
-        const int64_t t0 = i * QUANT_BLOCK, t1 = t0 + QUANT_BLOCK < j->ldp ? t0 + QUANT_BLOCK : j->ldp;
-        qtts_i16_quantize_range(j->quantize, j->x, j->ldx, j->cv->c_in, t0, t1, j->T, j->pairs, j->ldp, j->xs);
-    }
+    const int64_t W = QTTS_CONV_I16_PANEL;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t pb = i * QUANT_PANELS; pb < (i + 1) * QUANT_PANELS && pb < j->n_panels; pb++)
+            qtts_i16_quantize_range(j->quantize, j->x + pb * W, j->ldx, j->cv->c_in, 0, W, j->T - pb * W,
+                                    j->pairs + pb * j->c2n * W, W, j->xs + pb * W);
 }
 
+/* Items are (panel, row block), in qtts_conv_item_blocks order. */
 static void tile_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const i16_job *j = p;
+    const int64_t W = QTTS_CONV_I16_PANEL;
     for (int64_t i = i0; i < i1; i++) {
-        int64_t tb, rb;
-        qtts_conv_item_blocks(i, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
-        const int64_t t0 = tb * QTTS_CONV_NT, nt = j->T - t0 < QTTS_CONV_NT ? j->T - t0 : QTTS_CONV_NT;
-        j->tile(j->cv, j->pairs + t0, j->xs + t0, j->ldp, nt, rb, j->y + t0, j->ldy, j->add ? j->add + t0 : NULL,
-                j->ldadd);
+        int64_t pb, rb;
+        qtts_conv_item_blocks(i, j->n_panels, j->n_rb, j->rows_outer, &pb, &rb);
+        const int64_t t0 = pb * W, nt = j->T - t0 < W ? j->T - t0 : W;
+        j->tile(j->cv, j->pairs + pb * j->c2n * W, j->xs + t0, W, nt, rb, j->y + t0, j->ldy,
+                j->add ? j->add + t0 : NULL, j->ldadd);
     }
 }
 
 int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
-    const int64_t ldp = (T + 7) / 8 * 8, c2n = pairs_of(cv->c_in);
+    const int64_t len = qtts_i16_panels_len(T), c2n = pairs_of(cv->c_in);
     int owned;
-    uint32_t *buf = qtts_conv_ws_get(ws, (size_t)(c2n + 1) * (size_t)ldp * sizeof(uint32_t), &owned);
+    uint32_t *buf = qtts_conv_ws_get(ws, (size_t)(c2n + 1) * (size_t)len * sizeof(uint32_t), &owned);
     if (!buf) return -1;
-    i16_job j = {.cv = cv, .x = x, .add = add, .y = y, .xs = (float *)(buf + c2n * ldp), .pairs = buf, .ldx = ldx,
-                 .ldy = ldy, .ldadd = ldadd, .T = T, .ldp = ldp, .quantize = qtts_i16_quantize_for(isa),
-                 .tile = qtts_conv_tile_i16_for(isa)};
+    i16_job j = {.cv = cv, .x = x, .add = add, .y = y, .xs = (float *)(buf + c2n * len), .pairs = buf, .ldx = ldx,
+                 .ldy = ldy, .ldadd = ldadd, .T = T, .c2n = c2n, .n_panels = len / QTTS_CONV_I16_PANEL,
+                 .quantize = qtts_i16_quantize_for(isa), .tile = qtts_conv_tile_i16_for(isa)};
     const double weights = (double)cv->c_out * (double)cv->c_in;
-    qtts_parallel_for_work(pool, (ldp + QUANT_BLOCK - 1) / QUANT_BLOCK, 1, (double)cv->c_in * (double)T, quant_items,
-                           &j);
+    qtts_parallel_for_work(pool, (j.n_panels + QUANT_PANELS - 1) / QUANT_PANELS, 1, (double)cv->c_in * (double)T,
+                           quant_items, &j);
     j.n_rb = cv->rows_pad / QTTS_CONV_MR;
-    j.n_tb = (T + QTTS_CONV_NT - 1) / QTTS_CONV_NT;
     j.rows_outer = cv->rows_pad > T;
-    qtts_parallel_for_work(pool, j.n_tb * j.n_rb, 1, qtts_tile_work(weights * (double)T, weights), tile_items, &j);
+    qtts_parallel_for_work(pool, j.n_panels * j.n_rb, 1, qtts_tile_work(weights * (double)T, weights), tile_items, &j);
     if (owned) free(buf);
     return 0;
 }

@@ -10,12 +10,18 @@ static inline __m256i tail_mask(int64_t n) {
 }
 
 /* Integer adds are associative, so GCC regroups the unrolled sums into
- * trees and copies registers (as in linear_avx2.c): an empty asm per channel
- * pair keeps each sum one chain, and the 16 pairs between flushes are
- * unrolled whole. Zen 3, one thread, 4-frame steps, three alternating runs
- * of bench_decoder --winograd-i16: residual convs 16.4-19.9 ms per frame with
- * neither, 16.1-16.6 with both (21-26 with the full unroll alone). */
-#define KEEP_CHAIN(v) __asm__("" : "+x"(v))
+ * trees (as in linear_avx2.c). The add is an asm statement, so each sum
+ * stays one chain; the 16 pairs between flushes are unrolled whole. An empty
+ * asm barrier after each pair (the first way, KEEP_CHAIN in linear_avx2.c)
+ * kept the chains too, but left 8 register copies and 3 stack spills per
+ * pair in the loop. Zen 3, one thread, the tile alone on decoder shapes in
+ * 16-sample panels: 54-69 G MAC/s with the barrier, 57-70 so (and 16.4-19.9
+ * -> 16.1-16.6 ms per frame for the residual convs when the barrier came in,
+ * against neither). */
+static inline __m256i chain_add(__m256i acc, __m256i v) {
+    __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
+    return acc;
+}
 
 /* 4 rows (of half h of the packed block) x NV vectors of 8 samples, each
  * vector 8 samples x 2 channels: per channel pair one vpmaddwd + vpaddd per
@@ -24,9 +30,8 @@ static inline __m256i tail_mask(int64_t n) {
  * broadcast weight and the product that is at most 14 of the 16 registers. */
 #define I16_TILE(NV)                                                                                         \
     static void tile_4x##NV(const uint32_t *wp, const uint32_t *x, int64_t ldx, int64_t c2n, __m256 out[4][2]) { \
-        __m256 f[4][2];                                                                                      \
         for (int r = 0; r < 4; r++)                                                                          \
-            for (int v = 0; v < NV; v++) f[r][v] = _mm256_setzero_ps();                                     \
+            for (int v = 0; v < NV; v++) out[r][v] = _mm256_setzero_ps();                                   \
         for (int64_t c0 = 0; c0 < c2n; c0 += QTTS_CONV_I16_FLUSH) {                                         \
             const int64_t c1 = c0 + QTTS_CONV_I16_FLUSH < c2n ? c0 + QTTS_CONV_I16_FLUSH : c2n;             \
             __m256i a[4][NV];                                                                                \
@@ -40,17 +45,13 @@ static inline __m256i tail_mask(int64_t n) {
                 _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                       \
                     const __m256i wv = _mm256_set1_epi32((int)w[r]);                                        \
                     _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                    \
-                        a[r][v] = _mm256_add_epi32(a[r][v], _mm256_madd_epi16(xv[v], wv));                   \
+                        a[r][v] = chain_add(a[r][v], _mm256_madd_epi16(xv[v], wv));                        \
                 }                                                                                            \
-                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                         \
-                    _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) KEEP_CHAIN(a[r][v]);               \
             }                                                                                                \
             _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
                 _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                        \
-                    f[r][v] = _mm256_add_ps(f[r][v], _mm256_cvtepi32_ps(a[r][v]));                           \
+                    out[r][v] = _mm256_add_ps(out[r][v], _mm256_cvtepi32_ps(a[r][v]));                       \
         }                                                                                                    \
-        for (int r = 0; r < 4; r++)                                                                          \
-            for (int v = 0; v < NV; v++) out[r][v] = f[r][v];                                               \
     }
 
 I16_TILE(1)

@@ -109,6 +109,19 @@ void qtts_i16_quantize_rows(const float *A, int64_t lda, int64_t M, int64_t K, i
 typedef void (*qtts_i16_quantize_fn)(const float *, int64_t, int64_t, int64_t, int64_t, uint32_t *, int64_t, float *);
 void qtts_i16_quantize_range(qtts_i16_quantize_fn q, const float *x, int64_t ldx, int64_t C, int64_t t0, int64_t t1, int64_t T,
                              uint32_t *pairs, int64_t ldp, float *xs);
+/* The int16 inputs of a conv call are quantized into panels of this many
+ * samples, each [ceil(C/2) pairs][QTTS_CONV_I16_PANEL] (the tile's two
+ * vectors), so a tile streams one contiguous block instead of pair rows a
+ * whole call apart: with T a multiple of 256 those rows fell into 2-8 of the
+ * 64 L1 sets and evicted each other. Zen 3, one thread, the tile alone on
+ * decoder shapes: pair rows 37-55 G int16 MAC/s, panels of 24 (the f32
+ * Winograd panels: a third of the work in the one-vector tile) 52-62, of 16
+ * 56-70. */
+enum { QTTS_CONV_I16_PANEL = 16 };
+/* Samples rounded up to whole int16 panels. */
+static inline int64_t qtts_i16_panels_len(int64_t T) {
+    return (T + QTTS_CONV_I16_PANEL - 1) / QTTS_CONV_I16_PANEL * QTTS_CONV_I16_PANEL;
+}
 /* qtts_conv1d_cm for an int16 conv (cv->wi16): -1 when its work memory could not be allocated. */
 int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws);

@@ -164,8 +164,9 @@ typedef struct {
     const qtts_winograd_plan *plan;
     const float *x, *add;
     float *y, *U, *M, *scratch; /* scratch: per_thread floats for each pool thread (its phase rows or outputs) */
-    uint32_t *Ui16;             /* int16 points: U quantized, [n][c_in/2 pairs][ntp] in U's panels */
-    float *Us;                  /* and its scales, [n][ntp] */
+    uint32_t *Ui16;             /* int16 points: U quantized, [n][len16] in int16 panels (qtts_i16_panels_len) */
+    float *Us;                  /* and its scales, [n][len16] */
+    int64_t len16, n16;         /* tiles in whole int16 panels, and those panels */
     int64_t ldx, ldy, ldadd, T, len;   /* len: history + T input samples */
     int64_t d, P, ntp, L, per_thread; /* dilation, period m*d, tiles (padded), phase row length */
     int64_t n_rb, n_tb;
@@ -230,28 +231,42 @@ static void product_items(void *p, int64_t i0, int64_t i1, int tid) {
         qtts_conv_item_blocks(e, j->n_tb, j->n_rb, j->rows_outer, &tb, &rb);
         int64_t t0, nt;
         qtts_winograd_panel(tb, j->ntp, &t0, &nt);
-        if (j->Ui16) {
-            const int64_t c2n = (c_in + 1) / 2;
-            j->tile_i16(&wg->point[q], j->Ui16 + q * c2n * j->ntp + t0 * c2n, j->Us + q * j->ntp + t0, nt, nt, rb,
-                        j->M + q * j->cv->c_out * j->ntp + t0, j->ntp, NULL, 0);
-            continue;
-        }
         j->tile(&wg->point[q], j->U + q * c_in * j->ntp + t0 * c_in, nt, nt, rb, j->M + q * j->cv->c_out * j->ntp + t0,
                 j->ntp, NULL, 0);
     }
 }
 
-/* int16 points: each (point, panel) of U quantized with its own per-tile scales. */
+/* The same over int16 points, whose panels are QTTS_CONV_I16_PANEL tiles wide. */
+static void product_items_i16(void *p, int64_t i0, int64_t i1, int tid) {
+    (void)tid;
+    const wg_job *j = p;
+    const struct qtts_winograd *wg = j->cv->wg;
+    const int64_t per_point = j->n_rb * j->n16, c2n = (j->cv->c_in + 1) / 2, W = QTTS_CONV_I16_PANEL;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t q = i / per_point, e = i % per_point;
+        int64_t pb, rb;
+        qtts_conv_item_blocks(e, j->n16, j->n_rb, j->rows_outer, &pb, &rb);
+        const int64_t t0 = pb * W, nt = j->ntp - t0 < W ? j->ntp - t0 : W;
+        j->tile_i16(&wg->point[q], j->Ui16 + q * c2n * j->len16 + pb * c2n * W, j->Us + q * j->len16 + t0, W, nt, rb,
+                    j->M + q * j->cv->c_out * j->ntp + t0, j->ntp, NULL, 0);
+    }
+}
+
+/* int16 points: each (point, int16 panel) of U quantized with its own per-tile scales, 8 tiles at a time
+ * (ntp is a multiple of 8, and so is every U panel: 8 tiles never straddle two). */
 static void quantize_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const wg_job *j = p;
-    const int64_t c_in = j->cv->c_in, c2n = (c_in + 1) / 2, n_panels = qtts_winograd_n_panels(j->ntp);
+    const int64_t c_in = j->cv->c_in, c2n = (c_in + 1) / 2, W = QTTS_CONV_I16_PANEL;
     for (int64_t i = i0; i < i1; i++) {
-        const int64_t q = i / n_panels;
-        int64_t t0, nt;
-        qtts_winograd_panel(i % n_panels, j->ntp, &t0, &nt);
-        qtts_i16_quantize_range(j->quantize, j->U + q * c_in * j->ntp + t0 * c_in, nt, c_in, 0, nt, nt,
-                                j->Ui16 + q * c2n * j->ntp + t0 * c2n, nt, j->Us + q * j->ntp + t0);
+        const int64_t q = i / j->n16, pb = i % j->n16;
+        for (int64_t t = pb * W; t < (pb + 1) * W && t < j->ntp; t += 8) {
+            int64_t u0, uw;
+            qtts_winograd_panel_of(t, j->ntp, &u0, &uw);
+            qtts_i16_quantize_range(j->quantize, j->U + q * c_in * j->ntp + u0 * c_in + (t - u0), uw, c_in, 0, 8, 8,
+                                    j->Ui16 + q * c2n * j->len16 + pb * c2n * W + (t - pb * W), W,
+                                    j->Us + q * j->len16 + t);
+        }
     }
 }
 
@@ -331,7 +346,9 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.per_thread = m * (j.L > j.ntp ? j.L : j.ntp);
     const int threads = pool ? qtts_pool_size(pool) : 1;
     const int i16 = cv->wg->point[0].wi16 != NULL;
-    const size_t i16_words = i16 ? (size_t)n * (size_t)((cv->c_in + 1) / 2 + 1) * (size_t)j.ntp : 0;
+    j.len16 = qtts_i16_panels_len(j.ntp);
+    j.n16 = j.len16 / QTTS_CONV_I16_PANEL;
+    const size_t i16_words = i16 ? (size_t)n * (size_t)((cv->c_in + 1) / 2 + 1) * (size_t)j.len16 : 0;
     const size_t floats = (size_t)n * (size_t)(cv->c_in + cv->c_out) * (size_t)j.ntp +
                           (size_t)threads * (size_t)j.per_thread + i16_words;
     int owned;
@@ -342,7 +359,7 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.scratch = j.M + (size_t)n * cv->c_out * j.ntp;
     if (i16) {
         j.Ui16 = (uint32_t *)(j.scratch + (size_t)threads * (size_t)j.per_thread);
-        j.Us = (float *)(j.Ui16 + (size_t)n * (size_t)((cv->c_in + 1) / 2) * (size_t)j.ntp);
+        j.Us = (float *)(j.Ui16 + (size_t)n * (size_t)((cv->c_in + 1) / 2) * (size_t)j.len16);
         j.tile_i16 = qtts_conv_tile_i16_for(isa);
         j.quantize = qtts_i16_quantize_for(isa);
     }
@@ -370,11 +387,15 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
     j.rows_outer = pt->rows_pad > j.ntp;
     const double tiles = (double)j.ntp;
     qtts_parallel_for_work(pool, cv->c_in, 1, cv->c_in * tiles * n * n * QTTS_TILE_MAC_WORK, input_rows, &j);
-    if (i16)
-        qtts_parallel_for_work(pool, n * j.n_tb, 1, (double)n * (double)cv->c_in * tiles, quantize_items, &j);
     const double point_weights = (double)n * (double)cv->c_in * (double)cv->c_out;
-    qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, qtts_tile_work(point_weights * tiles, point_weights),
-                           product_items, &j);
+    if (i16) {
+        qtts_parallel_for_work(pool, n * j.n16, 1, (double)n * (double)cv->c_in * tiles, quantize_items, &j);
+        qtts_parallel_for_work(pool, n * j.n16 * j.n_rb, 1, qtts_tile_work(point_weights * tiles, point_weights),
+                               product_items_i16, &j);
+    } else {
+        qtts_parallel_for_work(pool, n * j.n_tb * j.n_rb, 1, qtts_tile_work(point_weights * tiles, point_weights),
+                               product_items, &j);
+    }
     qtts_parallel_for_work(pool, cv->c_out, 1, cv->c_out * tiles * n * m * QTTS_TILE_MAC_WORK, output_rows, &j);
     if (owned) free(buf);
     return 0;

@@ -95,12 +95,16 @@ static inline void qtts_winograd_panel(int64_t tb, int64_t ntp, int64_t *t0, int
     *t0 = tb * QTTS_WINOGRAD_PANEL;
     *w = ntp - *t0 < QTTS_WINOGRAD_PANEL ? ntp - *t0 : QTTS_WINOGRAD_PANEL;
 }
-/* Where tile t of channel ci lies in a point's U (t a multiple of 8). */
-static inline int64_t qtts_winograd_u_index(int64_t t, int64_t ntp, int64_t c_in, int64_t ci) {
+/* The first tile *t0 and width *w of the panel holding tile t. */
+static inline void qtts_winograd_panel_of(int64_t t, int64_t ntp, int64_t *t0, int64_t *w) {
     const int64_t s = qtts_winograd_tail_start(ntp);
     const int64_t tb = t < s ? t / QTTS_WINOGRAD_PANEL : s / QTTS_WINOGRAD_PANEL + (t - s) / QTTS_WINOGRAD_PANEL_TAIL;
+    qtts_winograd_panel(tb, ntp, t0, w);
+}
+/* Where tile t of channel ci lies in a point's U (t a multiple of 8). */
+static inline int64_t qtts_winograd_u_index(int64_t t, int64_t ntp, int64_t c_in, int64_t ci) {
     int64_t p0, w;
-    qtts_winograd_panel(tb, ntp, &p0, &w);
+    qtts_winograd_panel_of(t, ntp, &p0, &w);
     return p0 * c_in + ci * w + (t - p0);
 }
 
