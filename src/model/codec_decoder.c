@@ -754,7 +754,11 @@ static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_co
  * each weight serves many tiles: on a Zen 3 (one thread, 4-frame steps) the
  * 384- and 192-channel blocks' convs (160 and 640 input samples per frame)
  * went from 6.7-7.0 to 5.5-5.6 ms per frame for +4 MB, while the 768-channel
- * one (32 per frame, weight-bound) gained 0.2 ms for +18 MB. */
+ * one (32 per frame, weight-bound) gained 0.2 ms for +18 MB. With int16
+ * points the 768-channel one is converted too: 5 int16 matrices take 14.7 MB
+ * where its 2 f32 taps took 11.8, and on the same Zen 3 (bench_decoder
+ * --winograd-i16, alternating) the transposed convs went from 4.5-4.7 to
+ * 3.7-3.9 ms per frame in 4-frame steps, 4.7-5.0 to 3.8 in 1-frame steps. */
 enum { WINOGRAD_M = 4, WINOGRAD_TCONV_M = 4, WINOGRAD_TCONV_MIN_SPF = 96 };
 
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
@@ -769,7 +773,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
                 if (qtts_conv_to_winograd(&d->blk[b].ru[r].c1, WINOGRAD_M, err)) return -1;
         for (int64_t b = 0; b < d->n_blocks; b++) {
             dblock *bk = &d->blk[b];
-            if (!bk->tm && bk->spf_in >= WINOGRAD_TCONV_MIN_SPF &&
+            if (!bk->tm && (bk->spf_in >= WINOGRAD_TCONV_MIN_SPF || p == QTTS_DECODER_WINOGRAD_I16) &&
                 qtts_conv_to_winograd(&bk->tconv_cm, WINOGRAD_TCONV_M, err))
                 return -1;
         }
