@@ -209,7 +209,8 @@ int main(void) {
 
     /* packed gemm (time-major layers): odd M, N not a multiple of the panel, bias row and full add */
     {
-        int64_t shapes[][3] = {{1, 5, 3}, {4, 100, 64}, {9, 48, 7}, {16, 97, 130}, {3, 1, 1}};
+        /* N = 20 and 120: the int16 panels (16 columns) reach past the f32 ones (24 on AVX2) */
+        int64_t shapes[][3] = {{1, 5, 3}, {4, 100, 64}, {9, 48, 7}, {16, 97, 130}, {3, 1, 1}, {2, 20, 9}, {5, 120, 33}};
         for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
             int64_t M = shapes[c][0], N = shapes[c][1], K = shapes[c][2], lda = K + 2;
             float *A = rand_buf(M * lda, &seed, 1), *W = rand_buf(N * K, &seed, 1), *bias = rand_buf(N, &seed, 1);
@@ -270,7 +271,7 @@ int main(void) {
                 qtts_gemm(pool, M, A, lda, &Bi, got, N, bias, 0, packi);
                 qtts_gemm(NULL, M, A, lda, &Bi, inl, N, bias, 0, packi);
                 qtts_gemm_ref(M, N, K, A, lda, W, want, N, bias, 0);
-                const int64_t P = B.panel;
+                const int64_t P = QTTS_CONV_I16_PANEL;
                 for (int64_t m = 0; m < M; m++)
                     for (int64_t n = 0; n < N; n++) {
                         int64_t isum = 0;

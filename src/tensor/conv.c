@@ -520,22 +520,28 @@ uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err) {
     return ph;
 }
 
+/* Column panels of the int16 form: the int16 tile's panel (QTTS_CONV_I16_PANEL), whatever b->panel is. */
+static int64_t gemm_i16_panels(const qtts_gemm_b *b) { return (b->N + QTTS_CONV_I16_PANEL - 1) / QTTS_CONV_I16_PANEL; }
+
 int qtts_gemm_b_i16_panels(const qtts_gemm_b *b, uint32_t **pairs, float **scales, qtts_err *err) {
     *pairs = NULL;
     *scales = NULL;
     if (qtts_conv_i16_require(err)) return -1;
     if (!b->p) return qtts_fail(err, "gemm: no f32 panels to convert");
-    const int64_t P = b->panel, nb = (b->N + P - 1) / P, c2n = pairs_of(b->K);
-    uint32_t *pi = qtts_calloc((size_t)(nb * c2n * P), sizeof *pi, err);
-    float *si = qtts_calloc((size_t)(nb * P), sizeof *si, err);
+    const int64_t P = b->panel, W = QTTS_CONV_I16_PANEL, nb = gemm_i16_panels(b), c2n = pairs_of(b->K);
+    uint32_t *pi = qtts_calloc((size_t)(nb * c2n * W), sizeof *pi, err);
+    float *si = qtts_calloc((size_t)(nb * W), sizeof *si, err);
     if (!pi || !si) {
         free(pi);
         free(si);
         return -1;
     }
-    /* a panel is the "input" of the int16 conv tile, whose "samples" are B's columns: one scale per column */
-    for (int64_t pb = 0; pb < nb; pb++)
-        qtts_i16_quantize_weights(b->p + pb * b->K * P, P, b->K, P, pi + pb * c2n * P, P, si + pb * P);
+    /* a panel is the "input" of the int16 conv tile, whose "samples" are B's columns: one scale per column.
+     * Converted 8 columns at a time, which never straddle an f32 panel (P and W are multiples of 8); columns
+     * past the f32 panels stay zero with scale 0. */
+    for (int64_t n0 = 0; n0 < nb * W && n0 < (b->N + P - 1) / P * P; n0 += 8)
+        qtts_i16_quantize_weights(b->p + (n0 / P) * b->K * P + n0 % P, P, b->K, 8, pi + (n0 / W) * c2n * W + n0 % W, W,
+                                  si + n0);
     *pairs = pi;
     *scales = si;
     return 0;
@@ -578,7 +584,7 @@ typedef struct {
 static void gemm_items(void *p, int64_t i0, int64_t i1, int tid) {
     (void)tid;
     const gemm_job *j = p;
-    int64_t P = j->B->panel;
+    const int64_t P = j->B->pi16 ? QTTS_CONV_I16_PANEL : j->B->panel;
     for (int64_t i = i0; i < i1; i++) {
         int64_t pb = i / j->n_rb, rb = i % j->n_rb, n0 = pb * P;
         int64_t nt = j->B->N - n0 < P ? j->B->N - n0 : P;
@@ -643,7 +649,7 @@ void qtts_gemm(qtts_pool *pool, int64_t M, const float *A, int64_t lda, const qt
         j.wide_pb = (int64_t *)(void *)(j.wide + (size_t)threads * (size_t)(K * B->panel));
         for (int t = 0; t < threads; t++) j.wide_pb[t] = -1;
     }
-    const int64_t items = (B->N + B->panel - 1) / B->panel * j.n_rb;
+    const int64_t items = (B->pi16 ? gemm_i16_panels(B) : (B->N + B->panel - 1) / B->panel) * j.n_rb;
     const double work = qtts_tile_work((double)M * (double)K * (double)B->N, (double)K * (double)B->N);
     if (B->pi16) { /* A per row (time step) in 14-bit int16 pairs: the int16 conv's weights */
         v.wi16 = (uint32_t *)(void *)apack;

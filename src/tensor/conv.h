@@ -127,10 +127,11 @@ typedef struct {
      * the f32 tiles on it: f32 arithmetic on f16-rounded weights, half the
      * bytes from memory where a step has few rows (weight-bound). */
     uint16_t *ph;
-    /* int16 form (qtts_gemm_b_to_i16): rows of B in int16 pairs, p's panels
-     * ([ceil(N/panel)][ceil(K/2)][panel], low half = even k), each column n
-     * scaled by si16[n] (padded to whole panels). qtts_gemm then quantizes A
-     * per row and runs the int16 conv tiles with A as their weights. */
+    /* int16 form (qtts_gemm_b_i16_panels): rows of B in int16 pairs, in the
+     * int16 tile's panels ([ceil(N/W)][ceil(K/2)][W], W =
+     * QTTS_CONV_I16_PANEL, low half = even k), each column n scaled by
+     * si16[n] (padded to whole panels). qtts_gemm then quantizes A per row
+     * and runs the int16 conv tiles with A as their weights. */
     uint32_t *pi16;
     float *si16;
     int64_t K, N, panel;
