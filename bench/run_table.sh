@@ -8,6 +8,8 @@
 #        QUANTS ("f32 bf16 q8_0 q4_k") DECODERS ("auto"; e.g. "auto f32 winograd bf16": the
 #        decoder precision of each row) OUT (folder for the JSON of each run)
 #        REUSE=1: keep the JSON already in OUT (only print the tables)
+#        (the "1-thread bw" columns: each row's GB/s against its own 1-thread probe, the limit of
+#        LM steps that run beside the decoder)
 #        BW_GBS / PEAK_GFLOPS: the limits the % columns use (default: the
 #        median of the rows' probe figures for the threads used)
 #
@@ -81,13 +83,15 @@ PK=${PEAK_GFLOPS:-$(jq -s "map(.peak_gflops) | $med" "${files[@]}")}
 printf 'The %% columns use %.1f GB/s and %.0f GFLOP/s (a bf16 decoder: its own run'"'"'s bf16 dot-product peak; a Winograd decoder counts the direct convolution'"'"'s FLOPs, so it can pass 100).\n\n' "$BW" "$PK"
 echo "Wall clock (best of the runs):"
 echo
-echo "| model | weights | decoder | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${jb}-stream xRT | RSS MB after load | peak RSS MB synthesizing | talker % bw | CP % bw | decoder % peak |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | weights | decoder | prefill ms | talker ms/step | CP ms/frame | decoder ms/frame | RTF | RTF steady | TTFA ms | ${jb}-stream xRT | RSS MB after load | peak RSS MB synthesizing | talker % bw | CP % bw | talker % 1-thread bw | CP % 1-thread bw | decoder % peak |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 jq -rs --argjson bw "$BW" --argjson pk "$PK" '.[] |
        [.model, .quant, (.decoder_precision // "f32"), (.prefill_ms|round), (.talker_ms*10|round/10), (.cp_ms*10|round/10),
         (.decoder_ms*10|round/10), (.rtf*1000|round/1000), (.rtf_steady*1000|round/1000), (.ttfa_ms|round),
         (.aggregate_xrt*100|round/100), (.rss_loaded_mb|round), (.peak_rss_mb|round), (100*.talker_gbs/$bw|round),
         (100*.cp_gbs/$bw|round),
+        (if .read_gbs_1 > 0 then 100*.talker_gbs/.read_gbs_1|round else "-" end),
+        (if .read_gbs_1 > 0 then 100*.cp_gbs/.read_gbs_1|round else "-" end),
         (if (.decoder_precision // "f32") == "bf16" then .decoder_pct_peak else 100*.decoder_gflops/$pk end | round)]
        | "| " + (map(tostring) | join(" | ")) + " |"' "${files[@]}"
 echo

@@ -17,8 +17,8 @@
 static const char *const keys[] = {
     "source", "model", "variant", "quant", "isa", "threads", "frames", "batch", "runs", "load_s", "prompt_tokens",
     "prompt_rows", "talker_weight_bytes", "talker_kv_bytes", "kv_cache", "cp_weight_bytes", "decoder_gflop_per_frame", "frame_ms", "prompt_ms",
-    "prefill_ms", "prefill_cpu_ms", "talker_ms", "talker_cpu_ms", "talker_gbs", "talker_pct_bw", "talker_gflops",
-    "talker_pct_peak", "talker_gbs_cpu", "cp_ms", "cp_gbs", "cp_pct_bw", "cp_gflops", "decoder_ms", "decoder_gflops",
+    "prefill_ms", "prefill_cpu_ms", "talker_ms", "talker_cpu_ms", "talker_gbs", "talker_pct_bw", "talker_pct_bw_1t", "talker_gflops",
+    "talker_pct_peak", "talker_gbs_cpu", "cp_ms", "cp_gbs", "cp_pct_bw", "cp_pct_bw_1t", "cp_gflops", "decoder_ms", "decoder_gflops",
     "decoder_pct_peak", "decoder_gflops_cpu", "ttfa_ms", "ttfa_cpu_ms", "wall_s", "audio_s", "rtf", "rtf_steady",
     "rtf_cpu", "rtf_steady_cpu", "frames_out", "samples_out", "decode_steps", "overlapped_steps", "batch_wall_s", "batch_audio_s", "aggregate_xrt",
     "aggregate_xrt_cpu", "batch_frames_out", "batch_samples_out", "batch_talker_ms", "batch_talker_rows",
@@ -145,6 +145,10 @@ int main(void) {
             TEST_CHECK(num(o, "frames_out") == F && num(o, "batch_frames_out") == B * F &&
                            num(o, "talker_calls") == F - 1 && num(o, "batch_decoder_rows") == B,
                        "JSON counts match the result");
+            const double t1 = 100 * r.talker.gbs / r.probe.read_gbs_1, c1 = 100 * r.cp.gbs / r.probe.read_gbs_1;
+            TEST_CHECK(fabs(num(o, "talker_pct_bw_1t") - t1) <= 1e-9 * t1 && fabs(num(o, "cp_pct_bw_1t") - c1) <= 1e-9 * c1,
+                       "%% of the 1-thread read rate: talker %.3f (expected %.3f), cp %.3f (expected %.3f)",
+                       num(o, "talker_pct_bw_1t"), t1, num(o, "cp_pct_bw_1t"), c1);
         }
         cJSON_Delete(o);
         free(js);

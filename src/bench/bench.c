@@ -768,6 +768,10 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     if (!strncmp(r->decoder_precision, "winograd", 8))
         fprintf(f, "  (decoder GFLOP/s count the direct convolution's FLOPs; its Winograd form does fewer, so %%pk can "
                    "pass 100)\n");
+    if (r->overlapped_steps && r->threads > 1 && r->probed && r->probe.read_gbs_1 > 0)
+        fprintf(f, "  against one thread's read rate (%.1f GB/s; the LM steps beside the decoder ran on one thread): "
+                   "talker %.0f%%, code predictor %.0f%%\n",
+                r->probe.read_gbs_1, pct(r->talker.gbs, r->probe.read_gbs_1), pct(r->cp.gbs, r->probe.read_gbs_1));
     if (r->batch > 1) {
         fprintf(f, "%d streams: %.2f s of audio in %.2f s = %.2fx real time aggregate (cpu %.2fx)\n", r->batch,
                 r->batch_audio_s, r->batch_wall_s, r->aggregate_xrt, r->aggregate_xrt_cpu);
@@ -815,6 +819,8 @@ static void json_stage(jout *j, const char *prefix, const qtts_bench_stage *s, c
     ADD("gbs", s->gbs);
     ADD("gflops", s->gflops);
     ADD("pct_bw", s->bytes > 0 ? pct(s->gbs, r->bw_gbs) : 0);
+    /* against one thread's read rate: where LM steps ran beside the decoder, the limit they had */
+    ADD("pct_bw_1t", s->bytes > 0 && r->probed ? pct(s->gbs, r->probe.read_gbs_1) : 0);
     ADD("pct_peak", pct(s->gflops, peak));
     ADD("gbs_cpu", s->gbs_cpu);
     ADD("gflops_cpu", s->gflops_cpu);
