@@ -521,7 +521,7 @@ uint16_t *qtts_gemm_b_f16_panels(const qtts_gemm_b *b, qtts_err *err) {
 }
 
 /* Column panels of the int16 form: the int16 tile's panel (QTTS_CONV_I16_PANEL), whatever b->panel is. */
-static int64_t gemm_i16_panels(const qtts_gemm_b *b) { return (b->N + QTTS_CONV_I16_PANEL - 1) / QTTS_CONV_I16_PANEL; }
+static int64_t gemm_i16_panels(const qtts_gemm_b *b) { return qtts_i16_panels_len(b->N) / QTTS_CONV_I16_PANEL; }
 
 int qtts_gemm_b_i16_panels(const qtts_gemm_b *b, uint32_t **pairs, float **scales, qtts_err *err) {
     *pairs = NULL;

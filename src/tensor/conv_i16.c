@@ -223,8 +223,8 @@ qtts_i16_quantize_fn qtts_i16_quantize_for(qtts_conv_isa isa) {
 
 /* ---- one conv call ------------------------------------------------------------ */
 
-/* Panels per quantization item: each item reads all channels of its samples twice (the maximum, then the
- * pairs), so the block stays in cache between the two passes. */
+/* Panels per quantization item. Each panel is one quantizer call, which reads all channels of its samples
+ * twice (the maximum, then the pairs) while they are in cache. */
 enum { QUANT_PANELS = 4 };
 
 typedef struct {
