@@ -12,6 +12,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
   nginx strace >/dev/null
+# SIMDe: the AVX-512 kernels' twin tests run emulated on CPUs without AVX-512 (scripts/test.sh)
+case "$(uname -m)" in x86_64|amd64) $SUDO apt-get install -y -qq --no-install-recommends libsimde-dev >/dev/null ;; esac
 # Optional: node + the official openai npm package for tests/test_server_openai
 # (that test prints SKIP without them). Never fails the install.
 if ! command -v node >/dev/null 2>&1; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds qtts twice (release, and ASan+UBSan) and runs the whole test suite in
-# both, the ARM64 kernel and golden tests under emulation (QTTS_ARM64=0 skips
-# them), then the bounded fuzz runs. Ends with one line "N passed, N failed".
+# both, the AVX-512 kernel and golden tests with SIMDe (QTTS_EMU512=0 skips
+# them) and the ARM64 ones under qemu (QTTS_ARM64=0 skips them), then the
+# bounded fuzz runs. Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -69,7 +70,35 @@ run_arm64() {
   fi
 }
 
+# AVX-512: the kernels compiled against SIMDe and reported as supported, so
+# their twin tests (every AVX-512 path against its scalar twin, bit for bit
+# where the twins promise it) run on a CPU without AVX-512 too. Only the
+# kernel and golden tests: the rest does not depend on the kernel family.
+run_emu512() {
+  case "$(uname -m)" in x86_64|amd64) ;; *) return ;; esac
+  if [ ! -f /usr/include/simde/x86/avx512.h ]; then
+    if [ "${QTTS_REQUIRE_EMU512:-0}" = 1 ]; then
+      echo "emulated avx512: SIMDe missing (scripts/deps.sh installs libsimde-dev)"; failed=$((failed+1))
+    else
+      echo "SKIP emulated avx512: no SIMDe (scripts/deps.sh installs libsimde-dev)"
+    fi
+    return
+  fi
+  local tests="linear conv conv1d_pad quant ops mel sampler talker_golden talker_batch engine_golden cloning_golden encoder codec_decoder"
+  local targets="" t
+  for t in $tests; do targets="$targets test_$t"; done
+  cmake -S . -B build-emu512 -DCMAKE_BUILD_TYPE=Release -DQTTS_EMULATE_AVX512=ON >/dev/null || {
+    echo "emulated avx512: configure failed"; failed=$((failed+1)); return; }
+  # shellcheck disable=SC2086
+  if ! cmake --build build-emu512 -j"$jobs" --target $targets >build-emu512/build.log 2>&1; then
+    tail -n 30 build-emu512/build.log; echo "emulated avx512: build failed"; failed=$((failed+1)); return
+  fi
+  grep -E "warning|error" build-emu512/build.log || true
+  run_ctest build-emu512 "avx512 emulated (SIMDe)" -R "^test_(${tests// /|})$"
+}
+
 run_suite build "release"
+[ "${QTTS_EMU512:-1}" = 0 ] || run_emu512
 [ "${QTTS_ARM64:-1}" = 0 ] || run_arm64
 # the soak at lower volume under the sanitizers (about 10x slower)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 QTTS_SOAK_REQUESTS=300 \

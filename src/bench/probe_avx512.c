@@ -1,5 +1,5 @@
 /* AVX-512 loops of the machine probe (see probe_kernels.h). */
-#include <immintrin.h>
+#include "tensor/x86_simd.h"
 
 #include "bench/probe_kernels.h"
 

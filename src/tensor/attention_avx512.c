@@ -1,6 +1,6 @@
 /* AVX-512 attention kernel (built with the AVX-512 flags; only called after
  * a cpuid check in attention.c). Scalar twin: qtts_attn_item_scalar. */
-#include <immintrin.h>
+#include "tensor/x86_simd.h"
 #include <math.h>
 
 #include "tensor/attention_kernels.h"

@@ -1,7 +1,7 @@
 /* AVX-512 tiles of the channel-major conv and SnakeBeta (built with
  * -mavx512f; only called after a cpuid check in conv.c). Scalar twins:
  * qtts_conv_tile_scalar / qtts_snake_row_ref. */
-#include <immintrin.h>
+#include "tensor/x86_simd.h"
 
 #include "tensor/conv_kernels.h"
 

@@ -44,6 +44,11 @@ static qtts_cpu_features cpu_detect(void) {
         (void)b1, (void)c1, (void)d1;
         f.avx512bf16 = (a1 >> 5) & 1;
     }
+#ifdef QTTS_EMULATE_AVX512
+    /* a test build whose AVX-512 kernels run on SIMDe (CMake QTTS_EMULATE_AVX512) */
+    if (f.avx2 && f.fma && f.f16c)
+        f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = true;
+#endif
     return f;
 }
 #elif defined(__aarch64__) && defined(__linux__)

@@ -1,7 +1,7 @@
 /* AVX-512 (F/BW/VL/DQ + VNNI, optionally BF16) dense-layer kernels; the same
  * structure as linear_avx2.c with 512-bit vectors, masked tails, vpdpbusd for
  * Q8_0 and vpmaddubsw + vpdpwssd for Q4_K. Only called after a cpuid check. */
-#include <immintrin.h>
+#include "tensor/x86_simd.h"
 #include <string.h>
 
 #include "tensor/linear_x86.h"

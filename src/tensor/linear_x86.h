@@ -4,7 +4,7 @@
 #ifndef QTTS_TENSOR_LINEAR_X86_H
 #define QTTS_TENSOR_LINEAR_X86_H
 
-#include <immintrin.h>
+#include "tensor/x86_simd.h"
 #include <stdint.h>
 
 #include "tensor/linear_impl.h"

@@ -42,8 +42,8 @@ static inline __m256 qtts_exp_avx2(__m256 x) {
 }
 #endif
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
+#if defined(__AVX512F__) || defined(QTTS_SIMDE_AVX512)
+#include "tensor/x86_simd.h" /* SIMDe in the emulated AVX-512 test build */
 static inline __m512 qtts_exp_avx512(__m512 x) {
     const __mmask16 valid = _mm512_cmp_ps_mask(x, _mm512_set1_ps(QTTS_EXP_MIN), _CMP_GE_OQ);
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(QTTS_EXP_MIN)), _mm512_set1_ps(QTTS_EXP_MAX));
@@ -58,7 +58,7 @@ static inline __m512 qtts_exp_avx512(__m512 x) {
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P4));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(QTTS_EXP_P5));
     y = _mm512_add_ps(_mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(fx), _mm512_set1_epi32(127)), 23);
     return _mm512_maskz_mul_ps(valid, y, _mm512_castsi512_ps(e));
 }
 #endif
