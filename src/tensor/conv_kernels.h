@@ -82,6 +82,8 @@ void qtts_conv_tile_i16_scalar(const qtts_conv *cv, const uint32_t *x, const flo
                                int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
 void qtts_conv_tile_i16_avx2(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
                              int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_i16_avx512(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
+                               int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
 /* Quantizes samples [t0, t1) of C channel rows (x, row stride ldx) to int16
  * pairs (pairs[c2*ldp + t], c2 < ceil(C/2); an absent odd channel is 0) with
  * xs[t] = max_c |x[c][t]| / QTTS_CONV_I16_XMAX and q = round-to-even(x *
@@ -125,7 +127,7 @@ static inline int64_t qtts_i16_panels_len(int64_t T) {
 /* qtts_conv1d_cm for an int16 conv (cv->wi16): -1 when its work memory could not be allocated. */
 int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws);
-/* The int16 tile and quantizer for isa (the AVX2 ones serve AVX-512 too). */
+/* The int16 tile and quantizer for isa (the AVX2 quantizer serves AVX-512 too). */
 qtts_conv_tile_i16_fn qtts_conv_tile_i16_for(qtts_conv_isa isa);
 qtts_i16_quantize_fn qtts_i16_quantize_for(qtts_conv_isa isa);
 
