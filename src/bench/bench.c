@@ -20,6 +20,7 @@
 #include "model/generate.h"
 #include "model/model_random.h"
 #include "model/prompt.h"
+#include "tensor/conv.h"
 #include "tensor/conv_calibrate.h"
 #include "tensor/cpu.h"
 #include "tensor/interleave.h"
@@ -738,7 +739,8 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     fprintf(f, "  decoder convolutions measured at load (1 thread, direct-conv FLOPs): f32 %.0f, Winograd %.0f", cc->f32_gflops,
             cc->winograd_gflops);
     if (cc->bf16_available) fprintf(f, ", bf16 %.0f", cc->bf16_gflops);
-    if (cc->i16_available) fprintf(f, ", Winograd int16 %.0f", cc->i16_gflops);
+    if (cc->i16_available)
+        fprintf(f, ", Winograd int16 %.0f (%s tile)", cc->i16_gflops, qtts_conv_tile_i16_name(QTTS_CONV_ISA_AUTO));
     fprintf(f, " GFLOP/s (auto takes another path than f32 with quantized weights only at >= 1.1x)\n");
     if (r->probed)
         fprintf(f, "machine (probe, %s, %.0f MiB buffer): read %.1f GB/s on 1 thread, %.1f GB/s on %d; f32 FMA peak "

@@ -213,8 +213,8 @@ static void print_cpu(void) {
     else
         printf("; no bf16 convolutions with these kernels");
     if (c->i16_available)
-        printf(", Winograd with int16 products %.1f (x%.2f)", c->i16_gflops,
-               c->f32_gflops > 0 ? c->i16_gflops / c->f32_gflops : 0);
+        printf(", Winograd with int16 products %.1f (x%.2f; %s tile)", c->i16_gflops,
+               c->f32_gflops > 0 ? c->i16_gflops / c->f32_gflops : 0, qtts_conv_tile_i16_name(QTTS_CONV_ISA_AUTO));
     else
         printf("; no int16 convolutions with these kernels");
     qtts_decoder_precision chosen = QTTS_DECODER_F32; /* what the engine takes: its own chooser */

@@ -206,6 +206,8 @@ typedef enum {
 /* The path AUTO resolves to on this CPU. */
 qtts_conv_isa qtts_conv_isa_best(void);
 const char *qtts_conv_isa_name(qtts_conv_isa isa);
+/* "avx512-vnni", "avx-vnni", "avx2" or "scalar": the int16 tile that isa runs (for info and bench) */
+const char *qtts_conv_tile_i16_name(qtts_conv_isa isa);
 /* 1 if this CPU (and build) can run isa. */
 int qtts_conv_isa_supported(qtts_conv_isa isa);
 /* Explicit-ISA forms for tests and benchmarks (an unsupported isa falls back to scalar). */

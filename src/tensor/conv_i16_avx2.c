@@ -1,13 +1,7 @@
 /* AVX2 twins of the int16 conv tile and input quantizer (conv_i16.c has the
  * scalar ones; the same integer sums and the same f32 operations in the same
  * order, so the same bits). Only called after a cpuid check. */
-#include <immintrin.h>
-
-#include "tensor/conv_kernels.h"
-
-static inline __m256i tail_mask(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+#include "tensor/conv_i16_x86.h"
 
 /* Integer adds are associative, so GCC regroups the unrolled sums into
  * trees (as in linear_avx2.c). The add is an asm statement, so each sum
@@ -59,39 +53,7 @@ I16_TILE(2)
 
 void qtts_conv_tile_i16_avx2(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
                              int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd) {
-    const int64_t c2n = (cv->c_in + 1) / 2;
-    const uint32_t *wb = cv->wi16 + (size_t)rb * c2n * QTTS_CONV_MR;
-    for (int64_t ts = 0; ts < nt; ts += 16) {
-        const int64_t n = nt - ts < 16 ? nt - ts : 16;
-        const int nv = (int)((n + 7) / 8);
-        for (int h = 0; h < 2; h++) {
-            const int64_t rows = cv->c_out - (rb * QTTS_CONV_MR + 4 * h);
-            if (rows <= 0) break;
-            __m256 acc[4][2];
-            if (nv == 2) tile_4x2(wb + 4 * h, x + ts, ldx, c2n, acc);
-            else tile_4x1(wb + 4 * h, x + ts, ldx, c2n, acc);
-            for (int r = 0; r < 4 && r < rows; r++) {
-                const int64_t row = rb * QTTS_CONV_MR + 4 * h + r;
-                const __m256 sw = _mm256_set1_ps(cv->wscale[row]), b = _mm256_set1_ps(cv->bias[row]);
-                float *yr = y + row * ldy + ts;
-                const float *ar = add ? add + row * ldadd + ts : NULL;
-                for (int v = 0; v < nv; v++) {
-                    const int64_t left = n - 8 * v;
-                    __m256 o = _mm256_mul_ps(acc[r][v], sw);
-                    o = _mm256_mul_ps(o, _mm256_loadu_ps(xs + ts + 8 * v)); /* xs is padded to whole vectors */
-                    o = _mm256_add_ps(o, b);
-                    if (left >= 8) {
-                        if (ar) o = _mm256_add_ps(o, _mm256_loadu_ps(ar + 8 * v));
-                        _mm256_storeu_ps(yr + 8 * v, o);
-                        continue;
-                    }
-                    const __m256i m = tail_mask(left);
-                    if (ar) o = _mm256_add_ps(o, _mm256_maskload_ps(ar + 8 * v, m));
-                    _mm256_maskstore_ps(yr + 8 * v, m, o);
-                }
-            }
-        }
-    }
+    i16_tile_rows(tile_4x1, tile_4x2, cv, x, xs, ldx, nt, rb, y, ldy, add, ldadd);
 }
 
 static inline __m256i quantize8(__m256 v) {

@@ -82,6 +82,8 @@ void qtts_conv_tile_i16_scalar(const qtts_conv *cv, const uint32_t *x, const flo
                                int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
 void qtts_conv_tile_i16_avx2(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
                              int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
+void qtts_conv_tile_i16_avxvnni(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
+                                int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
 void qtts_conv_tile_i16_avx512(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
                                int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd);
 /* Quantizes samples [t0, t1) of C channel rows (x, row stride ldx) to int16

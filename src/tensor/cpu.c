@@ -30,24 +30,29 @@ static qtts_cpu_features cpu_detect(void) {
     unsigned max_leaf = __get_cpuid_max(0, NULL);
     if (max_leaf < 7) return f;
     __cpuid_count(7, 0, a, b, c, d);
+    const unsigned max_sub7 = a;
+    unsigned a71 = 0; /* leaf 7 subleaf 1: AVX-VNNI (bit 4), AVX512_BF16 (bit 5) */
+    if (max_sub7 >= 1) {
+        unsigned b1, c1, d1;
+        __cpuid_count(7, 1, a71, b1, c1, d1);
+        (void)b1, (void)c1, (void)d1;
+    }
     f.avx2 = (b >> 5) & 1;
     f.fma = fma;
     f.f16c = f16c;
+    f.avxvnni = f.avx2 && ((a71 >> 4) & 1);
     if (zmm_ok) {
         f.avx512f = (b >> 16) & 1;
         f.avx512dq = (b >> 17) & 1;
         f.avx512bw = (b >> 30) & 1;
         f.avx512vl = (b >> 31) & 1;
         f.avx512vnni = (c >> 11) & 1;
-        unsigned a1, b1, c1, d1;
-        __cpuid_count(7, 1, a1, b1, c1, d1);
-        (void)b1, (void)c1, (void)d1;
-        f.avx512bf16 = (a1 >> 5) & 1;
+        f.avx512bf16 = (a71 >> 5) & 1;
     }
 #ifdef QTTS_EMULATE_AVX512
     /* a test build whose AVX-512 kernels run on SIMDe (CMake QTTS_EMULATE_AVX512) */
     if (f.avx2 && f.fma && f.f16c)
-        f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = true;
+        f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = f.avxvnni = true;
 #endif
     return f;
 }
@@ -203,6 +208,7 @@ void qtts_cpu_features_describe(const qtts_cpu_features *f, char *buf, unsigned 
                 {f->avx512dq, "avx512dq"},
                 {f->avx512vnni, "avx512vnni"},
                 {f->avx512bf16, "avx512bf16"},
+                {f->avxvnni, "avxvnni"},
                 {f->neon, "neon"},
                 {f->dotprod, "dotprod"},
                 {f->bf16, "bf16"},

@@ -14,6 +14,7 @@ typedef struct qtts_cpu_features {
     bool avx2, fma, f16c;                          /* with OS support for YMM state */
     bool avx512f, avx512bw, avx512vl, avx512dq;    /* with OS support for ZMM/opmask state */
     bool avx512vnni, avx512bf16;
+    bool avxvnni; /* VEX vpdpwssd/vpdpbusd on 256-bit vectors (Alder Lake on; Zen 5), AVX-512 or not */
     /* AArch64, from getauxval(AT_HWCAP/AT_HWCAP2) on Linux, sysctl on macOS */
     bool neon;    /* Advanced SIMD (every ARMv8-A core) */
     bool dotprod; /* SDOT/UDOT (FEAT_DotProd: Cortex-A76/Pi 5, Neoverse N1/Graviton2, Apple M1) */
