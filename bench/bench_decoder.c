@@ -202,7 +202,8 @@ int main(int argc, char **argv) {
                "per cpu second)  [audio rms %.3g]\n",
                threads[ti], streams, chunk, ms, ms / 80.0, gf, peak.wall > 0 ? 100 * gf / peak.wall : 0, peak.wall,
                cms, cgf, peak.cpu > 0 ? 100 * cgf / peak.cpu : 0, peak.cpu, sqrt(rms / (double)(measured * fs)));
-        printf("  channel-major tail by operation, ms/frame:");
+        /* with several streams on several threads, each thread runs whole streams' tails: thread-ms */
+        printf("  channel-major tail by operation, %s per frame:", streams > 1 && threads[ti] > 1 ? "thread-ms" : "ms");
         for (int op = 0; op < QTTS_DECODER_OP_COUNT; op++)
             printf(" %s %.2f", qtts_decoder_op_name((qtts_decoder_op)op), ops.ms[op] / (double)(measured * streams));
         printf("\n");

@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,18 @@ enum {
     WS_COUNT = WS_BLK + MAX_STAGES
 };
 
+/* Work memory: the scratch slots, the channel-major convs' work memory
+ * (Winograd tiles, bf16 input, panels) and where the tail's operation times
+ * go. The decoder's own set serves every step; with several streams in a
+ * step and a pool of several threads, each further thread runs whole
+ * streams' channel-major tails on a set of its own (see run_tails). */
+typedef struct {
+    float *buf[WS_COUNT]; /* scratch slots (see ws_get()) */
+    size_t cap[WS_COUNT]; /* their capacity in floats */
+    qtts_conv_ws conv;
+    qtts_decoder_op_times *times; /* NULL, or where cm_chain adds its operations' times */
+} work_set;
+
 struct qtts_codec_decoder {
     qtts_codec_config cfg;
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
@@ -175,9 +188,9 @@ struct qtts_codec_decoder {
     /* memory: */
     void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
-    float *scratch_buf[WS_COUNT]; /* scratch slots (see scratch()) */
-    size_t scratch_cap[WS_COUNT]; /* their capacity in floats */
-    qtts_conv_ws conv_ws;         /* the channel-major convs' work memory (Winograd tiles, bf16 input, panels) */
+    work_set ws;       /* the steps' work memory */
+    work_set *tail_ws; /* [n_tail_ws]: threads 1.. of run_tails, made on first use */
+    int n_tail_ws;
 };
 
 /* A stream's history: everything a causal layer needs from earlier steps. */
@@ -855,6 +868,12 @@ qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d)
     return d->dec0.l.w.ph ? QTTS_DECODER_WINOGRAD_F16 : QTTS_DECODER_WINOGRAD;
 }
 
+static void work_set_free(work_set *w) {
+    for (int i = 0; i < WS_COUNT; i++) free(w->buf[i]);
+    qtts_conv_ws_free(&w->conv);
+    memset(w, 0, sizeof *w);
+}
+
 void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     if (!d) return;
     for (int b = 0; b < MAX_STAGES; b++) {
@@ -867,8 +886,9 @@ void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     qtts_conv_free(&d->fin_conv);
     for (int i = 0; i < d->n_allocs; i++) free(d->allocs[i]);
     free(d->allocs);
-    for (int i = 0; i < WS_COUNT; i++) free(d->scratch_buf[i]);
-    qtts_conv_ws_free(&d->conv_ws);
+    work_set_free(&d->ws);
+    for (int i = 0; i < d->n_tail_ws; i++) work_set_free(&d->tail_ws[i]);
+    free(d->tail_ws);
     qtts_store_free(d->owned_store);
     free(d);
 }
@@ -888,7 +908,10 @@ const char *qtts_decoder_op_name(qtts_decoder_op op) {
     return op >= 0 && op < QTTS_DECODER_OP_COUNT ? names[op] : "?";
 }
 
-void qtts_codec_decoder_set_op_times(qtts_codec_decoder *d, qtts_decoder_op_times *times) { d->op_times = times; }
+void qtts_codec_decoder_set_op_times(qtts_codec_decoder *d, qtts_decoder_op_times *times) {
+    d->op_times = times;
+    d->ws.times = times;
+}
 
 void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
     d->cm_budget = bytes < 1 ? 1 : bytes;
@@ -1020,20 +1043,23 @@ static int kv_reserve(qtts_codec_stream *s, int64_t need, qtts_err *err) {
 
 /* ---- forward ------------------------------------------------------------ */
 
-/* Scratch slot `slot` (WS_*) with room for n floats; contents are not kept across growth. */
-static float *scratch(qtts_codec_decoder *d, int slot, int64_t n, qtts_err *err) {
+/* Scratch slot `slot` (WS_*) of w with room for n floats; contents are not kept across growth. */
+static float *ws_get(work_set *w, int slot, int64_t n, qtts_err *err) {
     size_t need = (size_t)(n > 0 ? n : 1);
-    if (need > d->scratch_cap[slot]) {
-        free(d->scratch_buf[slot]);
-        d->scratch_buf[slot] = malloc(need * sizeof(float));
-        d->scratch_cap[slot] = d->scratch_buf[slot] ? need : 0;
-        if (!d->scratch_buf[slot]) {
+    if (need > w->cap[slot]) {
+        free(w->buf[slot]);
+        w->buf[slot] = malloc(need * sizeof(float));
+        w->cap[slot] = w->buf[slot] ? need : 0;
+        if (!w->buf[slot]) {
             qtts_fail(err, "speech tokenizer decoder: out of memory (%zu floats of scratch)", need);
             return NULL;
         }
     }
-    return d->scratch_buf[slot];
+    return w->buf[slot];
 }
+
+/* The decoder's own set's slot. */
+static float *scratch(qtts_codec_decoder *d, int slot, int64_t n, qtts_err *err) { return ws_get(&d->ws, slot, n, err); }
 
 /* Debug hook for a time-major [n][C] stage output. */
 static void emit_tm(qtts_codec_stream *s, const char *stage, const float *x, int64_t C, int64_t n) {
@@ -1202,11 +1228,11 @@ static int conv_oom(qtts_err *err) {
 }
 
 /* Runs stmt, adding its wall time to operation op's total when timing is on. */
-#define OP_TIMED(d, op, stmt)                                                                                 \
+#define OP_TIMED(w, op, stmt)                                                                                 \
     do {                                                                                                      \
-        const double op_t0_ = (d)->op_times ? qtts_now_ms() : 0;                                             \
+        const double op_t0_ = (w)->times ? qtts_now_ms() : 0;                                                \
         stmt;                                                                                                 \
-        if ((d)->op_times) (d)->op_times->ms[op] += qtts_now_ms() - op_t0_;                                  \
+        if ((w)->times) (w)->times->ms[op] += qtts_now_ms() - op_t0_;                                        \
     } while (0)
 
 /* Blocks b.. of the channel-major tail and the output conv for one stream:
@@ -1216,8 +1242,8 @@ static int conv_oom(qtts_err *err) {
  * would outgrow the cache budget, the rest of the chain runs on pieces of
  * the input: every layer carries its own history, so this is exact, and the
  * big early weights still see the whole chunk. */
-static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, int64_t b, float *in,
-                    int64_t ldin, int64_t C, int64_t T, float *out, qtts_err *err) {
+static int cm_chain(const qtts_codec_decoder *d, qtts_pool *pool, work_set *w, qtts_codec_stream *s, int64_t b,
+                    float *in, int64_t ldin, int64_t C, int64_t T, float *out, qtts_err *err) {
     char name[32];
     for (; b < d->n_blocks; b++) {
         const dblock *bk = &d->blk[b];
@@ -1226,38 +1252,38 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
             int64_t p = d->cm_budget / (up * bk->out * (int64_t)sizeof(float)), g = chain_gain(d, b);
             if (p < 1) p = 1;
             for (int64_t t0 = 0; t0 < T; t0 += p)
-                if (cm_chain(d, pool, s, b, in + t0, ldin, C, T - t0 < p ? T - t0 : p, out + t0 * g, err)) return -1;
+                if (cm_chain(d, pool, w, s, b, in + t0, ldin, C, T - t0 < p ? T - t0 : p, out + t0 * g, err)) return -1;
             return 0;
         }
         float *cur = in;
         int64_t ld = ldin;
         if (!bk->tm) {
             int64_t H = qtts_conv_history(&bk->tconv_cm), Tout = T * bk->rate;
-            float *xp = scratch(d, WS_XP, bk->in * (H + T), err), *ph = scratch(d, WS_PH, bk->rate * bk->out * T, err);
-            cur = scratch(d, WS_BLK + (int)b, bk->out * Tout, err);
+            float *xp = ws_get(w, WS_XP, bk->in * (H + T), err), *ph = ws_get(w, WS_PH, bk->rate * bk->out * T, err);
+            cur = ws_get(w, WS_BLK + (int)b, bk->out * Tout, err);
             if (!xp || !ph || !cur) return -1;
-            OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act));
+            OP_TIMED(w, QTTS_DECODER_OP_PAD, cm_pad(pool, in, ldin, xp, s->blk_hist[b], bk->in, H, T, &bk->act));
             int rc;
-            OP_TIMED(d, QTTS_DECODER_OP_TCONV,
-                     rc = qtts_conv1d_cm_ws(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0, &d->conv_ws));
+            OP_TIMED(w, QTTS_DECODER_OP_TCONV,
+                     rc = qtts_conv1d_cm_ws(pool, &bk->tconv_cm, xp, H + T, T, ph, T, NULL, 0, &w->conv));
             if (rc) return conv_oom(err);
-            OP_TIMED(d, QTTS_DECODER_OP_INTERLEAVE,
+            OP_TIMED(w, QTTS_DECODER_OP_INTERLEAVE,
                      qtts_conv_interleave(pool, ph, T, bk->out, bk->rate, T, cur, Tout));
             ld = T = Tout;
         }
         for (int r = 0; r < N_RES; r++) {
             const resunit *ru = &bk->ru[r];
             int64_t H = qtts_conv_history(&ru->c1);
-            float *xp = scratch(d, WS_XP, bk->out * (H + T), err), *tmp = scratch(d, WS_TMP, bk->out * T, err);
+            float *xp = ws_get(w, WS_XP, bk->out * (H + T), err), *tmp = ws_get(w, WS_TMP, bk->out * T, err);
             if (!xp || !tmp) return -1;
             int rc;
-            OP_TIMED(d, QTTS_DECODER_OP_PAD, cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1));
-            OP_TIMED(d, QTTS_DECODER_OP_RES_CONV,
-                     rc = qtts_conv1d_cm_ws(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0, &d->conv_ws));
+            OP_TIMED(w, QTTS_DECODER_OP_PAD, cm_pad(pool, cur, ld, xp, s->ru_hist[b][r], bk->out, H, T, &ru->a1));
+            OP_TIMED(w, QTTS_DECODER_OP_RES_CONV,
+                     rc = qtts_conv1d_cm_ws(pool, &ru->c1, xp, H + T, T, tmp, T, NULL, 0, &w->conv));
             if (rc) return conv_oom(err);
-            OP_TIMED(d, QTTS_DECODER_OP_SNAKE, qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib));
-            OP_TIMED(d, QTTS_DECODER_OP_POINT_CONV,
-                     rc = qtts_conv1d_cm_ws(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld, &d->conv_ws));
+            OP_TIMED(w, QTTS_DECODER_OP_SNAKE, qtts_snake_cm(pool, tmp, T, tmp, T, bk->out, T, ru->a2.ea, ru->a2.ib));
+            OP_TIMED(w, QTTS_DECODER_OP_POINT_CONV,
+                     rc = qtts_conv1d_cm_ws(pool, &ru->c2, tmp, T, T, cur, ld, cur, ld, &w->conv));
             if (rc) return conv_oom(err);
         }
         snprintf(name, sizeof name, "decoder%lld_out", (long long)b + 1);
@@ -1267,28 +1293,28 @@ static int cm_chain(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s
         C = bk->out;
     }
     int64_t H = qtts_conv_history(&d->fin_conv);
-    float *xp = scratch(d, WS_XP, d->out_dim * (H + T), err);
+    float *xp = ws_get(w, WS_XP, d->out_dim * (H + T), err);
     if (!xp) return -1;
-    const double t0 = d->op_times ? qtts_now_ms() : 0;
+    const double t0 = w->times ? qtts_now_ms() : 0;
     cm_pad(pool, in, ldin, xp, s->fin_hist, d->out_dim, H, T, &d->fin_act);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 1);
     emit_cm(s, name, xp + H, H + T, d->out_dim, T);
-    if (qtts_conv1d_cm_ws(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0, &d->conv_ws)) return conv_oom(err);
+    if (qtts_conv1d_cm_ws(pool, &d->fin_conv, xp, H + T, T, out, T, NULL, 0, &w->conv)) return conv_oom(err);
     snprintf(name, sizeof name, "decoder%lld_out", (long long)d->n_blocks + 2);
     emit_cm(s, name, out, T, 1, T);
     for (int64_t t = 0; t < T; t++) out[t] = out[t] > 1.0f ? 1.0f : out[t] < -1.0f ? -1.0f : out[t];
-    if (d->op_times) d->op_times->ms[QTTS_DECODER_OP_OUTPUT] += qtts_now_ms() - t0;
+    if (w->times) w->times->ms[QTTS_DECODER_OP_OUTPUT] += qtts_now_ms() - t0;
     return 0;
 }
 
 /* Channel-major part of one stream, from the last time-major output [T][C]. */
-static int cm_tail(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *s, const float *in_tm, int64_t C,
-                   int64_t T, float *out, qtts_err *err) {
-    float *cur = scratch(d, WS_CMA, C * T, err);
+static int cm_tail(const qtts_codec_decoder *d, qtts_pool *pool, work_set *w, qtts_codec_stream *s,
+                   const float *in_tm, int64_t C, int64_t T, float *out, qtts_err *err) {
+    float *cur = ws_get(w, WS_CMA, C * T, err);
     if (!cur) return -1;
     for (int64_t t = 0; t < T; t++)
         for (int64_t c = 0; c < C; c++) cur[c * T + t] = in_tm[t * C + c];
-    return cm_chain(d, pool, s, 0, cur, T, C, T, out, err);
+    return cm_chain(d, pool, w, s, 0, cur, T, C, T, out, err);
 }
 
 /* Split-RVQ dequantisation of the stacked frames into Z [N][codebook_dim]: codebook 0 through P_first plus
@@ -1347,6 +1373,92 @@ static int upsample(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *c
 
 /* One step: ns streams S[i] with F[i] = 1..max_chunk frames each, codes validated; out[i] gets
  * F[i]*frame_samples samples. */
+/* The channel-major tails of a step's streams, which are independent. One
+ * stream: its convs split across the pool's threads. Several, on a pool of
+ * several threads: each thread takes whole streams, one after the other, on
+ * its own lane and work set, so a conv never waits for the slowest thread
+ * and each stream's activations stay in one core's cache; a thread out of
+ * streams helps the lanes still working. Zen 3, 2 threads, 8 streams of 4
+ * frames: see docs/performance.md. Same results either way (each stream's
+ * arithmetic does not depend on the thread that runs it). */
+typedef struct {
+    const qtts_codec_decoder *d;
+    qtts_pool *pool;
+    work_set *sets; /* [n_threads] */
+    qtts_codec_stream *const *S;
+    const float *cur;
+    const int64_t *roff, *F;
+    int64_t scale, C;
+    float *const *out;
+    int ns;
+    atomic_int next;
+    atomic_int *done; /* [n_threads] */
+    int *rc;          /* [n_threads] */
+    qtts_err *errs;   /* [n_threads] */
+} tails_job;
+
+static void tails_body(void *ctx, int tid, int n_threads) {
+    tails_job *j = ctx;
+    qtts_pool *lane = qtts_pool_lane(j->pool, tid);
+    for (int i; !j->rc[tid] && (i = atomic_fetch_add(&j->next, 1)) < j->ns;)
+        j->rc[tid] = cm_tail(j->d, lane, &j->sets[tid], j->S[i], j->cur + j->roff[i] * j->scale * j->C, j->C,
+                             j->F[i] * j->scale, j->out[i], &j->errs[tid]);
+    atomic_store_explicit(&j->done[tid], 1, memory_order_release);
+    /* a helper's slot in lane o: its tid, thread 0's the lane owner's own (free: the owner is slot 0) */
+    for (int o = 0; o < n_threads; o++)
+        if (o != tid) qtts_pool_lane_help(qtts_pool_lane(j->pool, o), tid ? tid : o, &j->done[o]);
+}
+
+static int run_tails(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, int ns, const float *cur,
+                     const int64_t *roff, int64_t scale, int64_t C, const int64_t *F, float *const *out, qtts_err *err) {
+    const int n = qtts_pool_lane(pool, 0) ? qtts_pool_size(pool) : 1; /* a lane (or one thread) has no lanes */
+    int parallel = ns > 1 && n > 1;
+    for (int i = 0; i < ns; i++) parallel &= !S[i]->dbg; /* debug hooks are called on the owner's thread */
+    if (parallel && d->n_tail_ws < n - 1) {
+        work_set *t = realloc(d->tail_ws, (size_t)(n - 1) * sizeof *t);
+        if (!t) return qtts_fail(err, "speech tokenizer decoder: out of memory");
+        memset(t + d->n_tail_ws, 0, (size_t)(n - 1 - d->n_tail_ws) * sizeof *t);
+        d->tail_ws = t;
+        d->n_tail_ws = n - 1;
+    }
+    if (!parallel) {
+        for (int i = 0; i < ns; i++)
+            if (cm_tail(d, pool, &d->ws, S[i], cur + roff[i] * scale * C, C, F[i] * scale, out[i], err)) return -1;
+        return 0;
+    }
+    work_set sets[n];
+    atomic_int done[n];
+    int rc[n];
+    qtts_err errs[n];
+    qtts_decoder_op_times times[n];
+    for (int t = 0; t < n; t++) {
+        sets[t] = t ? d->tail_ws[t - 1] : d->ws;
+        memset(&times[t], 0, sizeof times[t]);
+        sets[t].times = d->op_times ? &times[t] : NULL;
+        atomic_init(&done[t], 0);
+        rc[t] = 0;
+        errs[t].msg[0] = 0;
+    }
+    tails_job j = {.d = d, .pool = pool, .sets = sets, .S = S, .cur = cur, .roff = roff, .F = F, .scale = scale,
+                   .C = C, .out = out, .ns = ns, .done = done, .rc = rc, .errs = errs};
+    atomic_init(&j.next, 0);
+    qtts_pool_run(pool, tails_body, &j);
+    /* the sets' buffers may have grown: keep them (times stay the decoder's) */
+    for (int t = 0; t < n; t++) {
+        sets[t].times = t ? NULL : d->op_times;
+        if (t) d->tail_ws[t - 1] = sets[t];
+        else d->ws = sets[t];
+        if (d->op_times)
+            for (int o = 0; o < QTTS_DECODER_OP_COUNT; o++) d->op_times->ms[o] += times[t].ms[o];
+    }
+    for (int t = 0; t < n; t++)
+        if (rc[t]) {
+            *err = errs[t];
+            return -1;
+        }
+    return 0;
+}
+
 static int decode_step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S,
                        const int32_t *const *codes, const int64_t *F, int ns, float *const *out, qtts_err *err) {
     /* Per stream i: roff[i] its first stacked row, rows[i] its rows at the current stage and hists[i] its
@@ -1407,8 +1519,7 @@ static int decode_step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream
     }
 
     /* 7. the rest, channel-major, stream by stream */
-    for (int i = 0; i < ns; i++)
-        if (cm_tail(d, pool, S[i], cur + roff[i] * scale * C, C, F[i] * scale, out[i], err)) return -1;
+    if (run_tails(d, pool, S, ns, cur, roff, scale, C, F, out, err)) return -1;
     for (int i = 0; i < ns; i++) S[i]->frames += F[i];
     return 0;
 }

@@ -109,7 +109,9 @@ typedef struct {
     double ms[QTTS_DECODER_OP_COUNT];
 } qtts_decoder_op_times;
 const char *qtts_decoder_op_name(qtts_decoder_op op);
-/* NULL stops the timing. The table must outlive the steps it times. */
+/* NULL stops the timing. The table must outlive the steps it times. Where
+ * several threads run streams' tails side by side (several streams in a step
+ * on a pool of several threads), their times add up: thread-ms, not wall. */
 void qtts_codec_decoder_set_op_times(qtts_codec_decoder *dec, qtts_decoder_op_times *times);
 
 /* A stream's state; starts at frame 0 with zero history. */
