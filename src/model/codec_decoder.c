@@ -1059,7 +1059,9 @@ static float *ws_get(work_set *w, int slot, int64_t n, qtts_err *err) {
 }
 
 /* The decoder's own set's slot. */
-static float *scratch(qtts_codec_decoder *d, int slot, int64_t n, qtts_err *err) { return ws_get(&d->ws, slot, n, err); }
+static float *scratch(qtts_codec_decoder *d, int slot, int64_t n, qtts_err *err) {
+    return ws_get(&d->ws, slot, n, err);
+}
 
 /* Debug hook for a time-major [n][C] stage output. */
 static void emit_tm(qtts_codec_stream *s, const char *stage, const float *x, int64_t C, int64_t n) {
@@ -1410,7 +1412,8 @@ static void tails_body(void *ctx, int tid, int n_threads) {
 }
 
 static int run_tails(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S, int ns, const float *cur,
-                     const int64_t *roff, int64_t scale, int64_t C, const int64_t *F, float *const *out, qtts_err *err) {
+                     const int64_t *roff, int64_t scale, int64_t C, const int64_t *F, float *const *out,
+                     qtts_err *err) {
     const int n = qtts_pool_lane(pool, 0) ? qtts_pool_size(pool) : 1; /* a lane (or one thread) has no lanes */
     int parallel = ns > 1 && n > 1;
     for (int i = 0; i < ns; i++) parallel &= !S[i]->dbg; /* debug hooks are called on the owner's thread */

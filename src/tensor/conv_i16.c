@@ -205,7 +205,8 @@ qtts_conv_tile_i16_fn qtts_conv_tile_i16_for(qtts_conv_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
     const qtts_conv_isa r = qtts_conv_isa_resolve(isa);
     if (r == QTTS_CONV_ISA_AVX512) return qtts_conv_tile_i16_avx512;
-    if (r == QTTS_CONV_ISA_AVX2) return qtts_cpu_features_get()->avxvnni ? qtts_conv_tile_i16_avxvnni : qtts_conv_tile_i16_avx2;
+    if (r == QTTS_CONV_ISA_AVX2)
+        return qtts_cpu_features_get()->avxvnni ? qtts_conv_tile_i16_avxvnni : qtts_conv_tile_i16_avx2;
 #else
     (void)isa;
 #endif

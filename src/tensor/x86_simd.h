@@ -179,7 +179,8 @@ static inline simde__m512i qtts_emu_srai_epi32(simde__m512i a, int n) {
     int32_t v[16];
     simde__m512i r;
     memcpy(v, &a, sizeof v);
-    for (int i = 0; i < 16; i++) v[i] = n > 31 ? (v[i] < 0 ? -1 : 0) : (int32_t)(v[i] >> n); /* arithmetic, as GCC does */
+    for (int i = 0; i < 16; i++) /* arithmetic shifts (GCC's >> on a negative int) */
+        v[i] = n > 31 ? (v[i] < 0 ? -1 : 0) : (int32_t)(v[i] >> n);
     memcpy(&r, v, sizeof r);
     return r;
 }
