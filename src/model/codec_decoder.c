@@ -184,11 +184,10 @@ struct qtts_codec_decoder {
     /* tuning: */
     int64_t max_chunk; /* frames per step (longer feeds are split) */
     int64_t cm_budget; /* bytes of a block output kept cache-resident (see cm_chain) */
-    qtts_decoder_op_times *op_times; /* NULL, or where cm_chain adds its operations' times */
     /* memory: */
     void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
-    work_set ws;       /* the steps' work memory */
+    work_set ws;       /* the steps' work memory; ws.times: qtts_codec_decoder_set_op_times */
     work_set *tail_ws; /* [n_tail_ws]: threads 1.. of run_tails, made on first use */
     int n_tail_ws;
 };
@@ -909,7 +908,6 @@ const char *qtts_decoder_op_name(qtts_decoder_op op) {
 }
 
 void qtts_codec_decoder_set_op_times(qtts_codec_decoder *d, qtts_decoder_op_times *times) {
-    d->op_times = times;
     d->ws.times = times;
 }
 
@@ -1386,7 +1384,7 @@ static int upsample(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *c
 typedef struct {
     const qtts_codec_decoder *d;
     qtts_pool *pool;
-    work_set *sets; /* [n_threads] */
+    work_set **sets; /* [n_threads] */
     qtts_codec_stream *const *S;
     const float *cur;
     const int64_t *roff, *F;
@@ -1403,7 +1401,7 @@ static void tails_body(void *ctx, int tid, int n_threads) {
     tails_job *j = ctx;
     qtts_pool *lane = qtts_pool_lane(j->pool, tid);
     for (int i; !j->rc[tid] && (i = atomic_fetch_add(&j->next, 1)) < j->ns;)
-        j->rc[tid] = cm_tail(j->d, lane, &j->sets[tid], j->S[i], j->cur + j->roff[i] * j->scale * j->C, j->C,
+        j->rc[tid] = cm_tail(j->d, lane, j->sets[tid], j->S[i], j->cur + j->roff[i] * j->scale * j->C, j->C,
                              j->F[i] * j->scale, j->out[i], &j->errs[tid]);
     atomic_store_explicit(&j->done[tid], 1, memory_order_release);
     /* a helper's slot in lane o: its tid, thread 0's the lane owner's own (free: the owner is slot 0) */
@@ -1429,15 +1427,16 @@ static int run_tails(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *
             if (cm_tail(d, pool, &d->ws, S[i], cur + roff[i] * scale * C, C, F[i] * scale, out[i], err)) return -1;
         return 0;
     }
-    work_set sets[n];
+    qtts_decoder_op_times *const op = d->ws.times; /* a benchmark's table, or NULL */
+    work_set *sets[n];
     atomic_int done[n];
     int rc[n];
     qtts_err errs[n];
-    qtts_decoder_op_times times[n];
+    qtts_decoder_op_times times[n]; /* one per thread (they run at once), added to op after */
     for (int t = 0; t < n; t++) {
-        sets[t] = t ? d->tail_ws[t - 1] : d->ws;
+        sets[t] = t ? &d->tail_ws[t - 1] : &d->ws;
         memset(&times[t], 0, sizeof times[t]);
-        sets[t].times = d->op_times ? &times[t] : NULL;
+        sets[t]->times = op ? &times[t] : NULL;
         atomic_init(&done[t], 0);
         rc[t] = 0;
         errs[t].msg[0] = 0;
@@ -1446,14 +1445,12 @@ static int run_tails(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *
                    .C = C, .out = out, .ns = ns, .done = done, .rc = rc, .errs = errs};
     atomic_init(&j.next, 0);
     qtts_pool_run(pool, tails_body, &j);
-    /* the sets' buffers may have grown: keep them (times stay the decoder's) */
     for (int t = 0; t < n; t++) {
-        sets[t].times = t ? NULL : d->op_times;
-        if (t) d->tail_ws[t - 1] = sets[t];
-        else d->ws = sets[t];
-        if (d->op_times)
-            for (int o = 0; o < QTTS_DECODER_OP_COUNT; o++) d->op_times->ms[o] += times[t].ms[o];
+        sets[t]->times = NULL;
+        if (op)
+            for (int o = 0; o < QTTS_DECODER_OP_COUNT; o++) op->ms[o] += times[t].ms[o];
     }
+    d->ws.times = op;
     for (int t = 0; t < n; t++)
         if (rc[t]) {
             *err = errs[t];
