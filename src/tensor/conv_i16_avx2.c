@@ -17,39 +17,13 @@ static inline __m256i chain_add(__m256i acc, __m256i v) {
     return acc;
 }
 
-/* 4 rows (of half h of the packed block) x NV vectors of 8 samples, each
- * vector 8 samples x 2 channels: per channel pair one vpmaddwd + vpaddd per
- * accumulator. The integer sums depend on vpaddd (latency 1), not on the
- * multiply, so 4-8 accumulators keep the multipliers busy; with the
- * broadcast weight and the product that is at most 14 of the 16 registers. */
-#define I16_TILE(NV)                                                                                         \
-    static void tile_4x##NV(const uint32_t *wp, const uint32_t *x, int64_t ldx, int64_t c2n, __m256 out[4][2]) { \
-        for (int r = 0; r < 4; r++)                                                                          \
-            for (int v = 0; v < NV; v++) out[r][v] = _mm256_setzero_ps();                                   \
-        for (int64_t c0 = 0; c0 < c2n; c0 += QTTS_CONV_I16_FLUSH) {                                         \
-            const int64_t c1 = c0 + QTTS_CONV_I16_FLUSH < c2n ? c0 + QTTS_CONV_I16_FLUSH : c2n;             \
-            __m256i a[4][NV];                                                                                \
-            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
-                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) a[r][v] = _mm256_setzero_si256();      \
-            _Pragma("GCC unroll 16") for (int64_t c2 = c0; c2 < c1; c2++) {                                  \
-                const uint32_t *xp = x + c2 * ldx, *w = wp + c2 * QTTS_CONV_MR;                             \
-                __m256i xv[NV];                                                                              \
-                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                        \
-                    xv[v] = _mm256_loadu_si256((const __m256i *)(xp + 8 * v));                               \
-                _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                       \
-                    const __m256i wv = _mm256_set1_epi32((int)w[r]);                                        \
-                    _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                    \
-                        a[r][v] = chain_add(a[r][v], _mm256_madd_epi16(xv[v], wv));                        \
-                }                                                                                            \
-            }                                                                                                \
-            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)                                             \
-                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                        \
-                    out[r][v] = _mm256_add_ps(out[r][v], _mm256_cvtepi32_ps(a[r][v]));                       \
-        }                                                                                                    \
-    }
+/* one channel pair: vpmaddwd, then the add kept in its chain. The integer
+ * sums depend on vpaddd (latency 1), not on the multiply, so the tile's 4-8
+ * accumulators keep the multipliers busy. */
+static inline __m256i madd_pair(__m256i acc, __m256i x, __m256i w) { return chain_add(acc, _mm256_madd_epi16(x, w)); }
 
-I16_TILE(1)
-I16_TILE(2)
+I16_TILE(1, madd_pair)
+I16_TILE(2, madd_pair)
 
 void qtts_conv_tile_i16_avx2(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
                              int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd) {
