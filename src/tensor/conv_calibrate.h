@@ -12,9 +12,9 @@ typedef struct qtts_conv_calibration {
     int bf16_faster;     /* bf16 took at most 1/1.1 of the faster f32 path's time (0 when unavailable) */
     int i16_available;   /* qtts_conv_i16_supported() */
     int i16_faster;      /* Winograd with int16 products took at most 1/1.1 of the f32 Winograd time */
-    /* one thread, a decoder-sized conv, in direct-conv FLOPs per second (so
-     * the Winograd figure is the rate it delivers, not what it computes); 0
-     * when not measured */
+    /* one thread, a decoder residual unit (a dilated 7-tap conv and a 1x1
+     * conv), in direct-conv FLOPs per second (so the Winograd figure is the
+     * rate it delivers, not what it computes); 0 when not measured */
     double f32_gflops, winograd_gflops, bf16_gflops, i16_gflops;
     double ms; /* what the measurement took */
 } qtts_conv_calibration;
@@ -24,7 +24,7 @@ typedef struct qtts_conv_calibration {
 typedef enum { QTTS_CONV_PATH_F32, QTTS_CONV_PATH_WINOGRAD, QTTS_CONV_PATH_WINOGRAD_I16, QTTS_CONV_PATH_BF16 } qtts_conv_path;
 qtts_conv_path qtts_conv_calibration_best(const qtts_conv_calibration *c);
 
-/* Measured once per process (a few ms, one thread, on the first call;
+/* Measured once per process (~30 ms, one thread, on the first call;
  * thread-safe) and constant after. */
 const qtts_conv_calibration *qtts_conv_calibrate(void);
 
