@@ -75,33 +75,22 @@ static inline void qtts_emu_mask_store(void *p, const void *src, uint64_t k, int
     for (int i = 0; i < lanes; i++)
         if ((k >> i) & 1) memcpy((char *)p + (size_t)i * size, (const char *)src + (size_t)i * size, size);
 }
-static inline simde__m512 qtts_emu_maskz_loadu_ps(uint16_t k, const void *p) {
-    simde__m512 r;
-    qtts_emu_mask_load(&r, p, k, 16, 4);
-    return r;
-}
-static inline simde__m512i qtts_emu_maskz_loadu_epi32(uint16_t k, const void *p) {
-    simde__m512i r;
-    qtts_emu_mask_load(&r, p, k, 16, 4);
-    return r;
-}
-static inline simde__m512i qtts_emu_maskz_loadu_epi16_512(uint32_t k, const void *p) {
-    simde__m512i r;
-    qtts_emu_mask_load(&r, p, k, 32, 2);
-    return r;
-}
-static inline simde__m256i qtts_emu_maskz_loadu_epi16_256(uint16_t k, const void *p) {
-    simde__m256i r;
-    qtts_emu_mask_load(&r, p, k, 16, 2);
-    return r;
-}
-static inline void qtts_emu_mask_storeu_ps(void *p, uint16_t k, simde__m512 a) { qtts_emu_mask_store(p, &a, k, 16, 4); }
-static inline void qtts_emu_mask_storeu_epi32(void *p, uint16_t k, simde__m512i a) {
-    qtts_emu_mask_store(p, &a, k, 16, 4);
-}
-static inline void qtts_emu_mask_storeu_epi16_256(void *p, uint16_t k, simde__m256i a) {
-    qtts_emu_mask_store(p, &a, k, 16, 2);
-}
+/* name(k, p) / name(p, k, a): the typed forms, `lanes` lanes of `size` bytes */
+#define QTTS_EMU_MASKZ_LOAD(name, vec, kt, lanes, size)                                                         \
+    static inline vec name(kt k, const void *p) {                                                               \
+        vec r;                                                                                                  \
+        qtts_emu_mask_load(&r, p, k, lanes, size);                                                              \
+        return r;                                                                                               \
+    }
+#define QTTS_EMU_MASK_STORE(name, vec, kt, lanes, size)                                                         \
+    static inline void name(void *p, kt k, vec a) { qtts_emu_mask_store(p, &a, k, lanes, size); }
+QTTS_EMU_MASKZ_LOAD(qtts_emu_maskz_loadu_ps, simde__m512, uint16_t, 16, 4)
+QTTS_EMU_MASKZ_LOAD(qtts_emu_maskz_loadu_epi32, simde__m512i, uint16_t, 16, 4)
+QTTS_EMU_MASKZ_LOAD(qtts_emu_maskz_loadu_epi16_512, simde__m512i, uint32_t, 32, 2)
+QTTS_EMU_MASKZ_LOAD(qtts_emu_maskz_loadu_epi16_256, simde__m256i, uint16_t, 16, 2)
+QTTS_EMU_MASK_STORE(qtts_emu_mask_storeu_ps, simde__m512, uint16_t, 16, 4)
+QTTS_EMU_MASK_STORE(qtts_emu_mask_storeu_epi32, simde__m512i, uint16_t, 16, 4)
+QTTS_EMU_MASK_STORE(qtts_emu_mask_storeu_epi16_256, simde__m256i, uint16_t, 16, 2)
 #define _mm512_maskz_loadu_ps(k, p) qtts_emu_maskz_loadu_ps((uint16_t)(k), (p))
 #define _mm512_maskz_loadu_epi32(k, p) qtts_emu_maskz_loadu_epi32((uint16_t)(k), (p))
 #define _mm512_maskz_loadu_epi16(k, p) qtts_emu_maskz_loadu_epi16_512((uint32_t)(k), (p))
