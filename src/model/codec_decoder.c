@@ -1371,8 +1371,6 @@ static int upsample(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *c
     return 0;
 }
 
-/* One step: ns streams S[i] with F[i] = 1..max_chunk frames each, codes validated; out[i] gets
- * F[i]*frame_samples samples. */
 /* The channel-major tails of a step's streams, which are independent. One
  * stream: its convs split across the pool's threads. Several, on a pool of
  * several threads: each thread takes whole streams, one after the other, on
@@ -1459,6 +1457,8 @@ static int run_tails(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *
     return 0;
 }
 
+/* One step: ns streams S[i] with F[i] = 1..max_chunk frames each, codes validated; out[i] gets
+ * F[i]*frame_samples samples. */
 static int decode_step(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *const *S,
                        const int32_t *const *codes, const int64_t *F, int ns, float *const *out, qtts_err *err) {
     /* Per stream i: roff[i] its first stacked row, rows[i] its rows at the current stage and hists[i] its
