@@ -219,6 +219,22 @@ QTTS_API qtts_status qtts_stream_append_text(qtts_stream *s, const char *utf8, s
 /* Cancels if still running and frees. */
 QTTS_API void qtts_stream_free(qtts_stream *s);
 
+/* Readiness without polling: fn(user) is called after new audio, the end or a
+ * failure of the stream, so a reader can sleep in its own event loop and call
+ * qtts_stream_read(s, ..., 0) when woken. It runs on the engine thread with
+ * the stream's lock held: it must only signal (write an eventfd, set a flag,
+ * resume a connection), never compute, block or call a qtts_stream_* function.
+ * Setting it when something is already readable calls it once at once (on the
+ * caller's thread), so no wake-up is lost; fn NULL removes it, and after that
+ * returns it is never called again. One notifier per stream. */
+typedef void (*qtts_stream_notify_fn)(void *user);
+QTTS_API void qtts_stream_set_notify(qtts_stream *s, qtts_stream_notify_fn fn, void *user);
+/* The same for readers that wait on a file descriptor (poll, epoll, asyncio's
+ * add_reader): each event writes the 8-byte value 1 to fd, an eventfd or the
+ * write end of a non-blocking pipe (a full pipe or EAGAIN is ignored: the
+ * reader is already due to wake). The caller owns fd; -1 removes it. */
+QTTS_API void qtts_stream_set_notify_fd(qtts_stream *s, int fd);
+
 /* Convenience: submit + read loop. cb runs on the caller's thread with each
  * audio chunk; a non-zero return cancels (QTTS_ERR_CANCELLED). Returns QTTS_OK or err->status. */
 typedef int (*qtts_audio_cb)(void *user, const float *samples, size_t n);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The clock of the stream's timed waits: monotonic where the condition
  * variable can use it (macOS cannot set a condition variable's clock). */
@@ -28,8 +29,43 @@ qtts_stream *stream_new(void) {
     pthread_cond_init(&s->changed, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&s->refs, 2); /* the reader and the engine */
+    s->notify_fd = -1;
     s->state = STREAM_QUEUED;
     return s;
+}
+
+/* Under s->mu: tells the reader that something changed. */
+static void notify_reader(qtts_stream *s) {
+    if (s->notify) s->notify(s->notify_user);
+    if (s->notify_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w;
+        do w = write(s->notify_fd, &one, sizeof one);
+        while (w < 0 && errno == EINTR);
+        /* EAGAIN (a full pipe or an eventfd at its maximum): a wake-up is already pending */
+    }
+}
+
+static int readable_locked(const qtts_stream *s) {
+    return s->tail > s->head || s->state == STREAM_DONE || s->state == STREAM_FAILED;
+}
+
+void qtts_stream_set_notify(qtts_stream *s, qtts_stream_notify_fn fn, void *user) {
+    pthread_mutex_lock(&s->mu);
+    s->notify = fn;
+    s->notify_user = user;
+    if (fn && readable_locked(s)) fn(user);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void qtts_stream_set_notify_fd(qtts_stream *s, int fd) {
+    pthread_mutex_lock(&s->mu);
+    s->notify_fd = fd < 0 ? -1 : fd;
+    qtts_stream_notify_fn fn = s->notify;
+    s->notify = NULL; /* only the fd for this one call */
+    if (s->notify_fd >= 0 && readable_locked(s)) notify_reader(s);
+    s->notify = fn;
+    pthread_mutex_unlock(&s->mu);
 }
 
 void stream_release(qtts_stream *s) {
@@ -66,6 +102,7 @@ int stream_push(qtts_stream *s, const float *pcm, size_t n) {
     memcpy(s->pcm + s->tail, pcm, n * sizeof(float));
     s->tail += n;
     pthread_cond_broadcast(&s->changed);
+    notify_reader(s);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -83,6 +120,7 @@ void stream_finish(qtts_stream *s, const qtts_result *r) {
         if (r) s->result = *r;
     }
     pthread_cond_broadcast(&s->changed);
+    notify_reader(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -94,6 +132,7 @@ void stream_fail(qtts_stream *s, qtts_status status, const char *msg) {
         snprintf(s->error, sizeof s->error, "%s", msg);
     }
     pthread_cond_broadcast(&s->changed);
+    notify_reader(s);
     pthread_mutex_unlock(&s->mu);
 }
 

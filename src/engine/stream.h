@@ -32,6 +32,10 @@ struct qtts_stream {
     char *text_in;
     size_t text_len, text_cap, text_max;
     struct qtts_exec *exec;
+    /* the reader's wake-up (qtts_stream_set_notify), called under mu */
+    qtts_stream_notify_fn notify;
+    void *notify_user;
+    int notify_fd; /* -1: none */
 };
 
 qtts_stream *stream_new(void);
