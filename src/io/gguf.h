@@ -3,7 +3,8 @@
  *
  * Tensor shapes are converted to PyTorch order: GGUF stores dims innermost
  * first (ne[0] = row length), qtts_tensor outermost first. GGML type ids
- * F32=0, F16=1, Q8_0=8, Q4_K=12, BF16=30 map 1:1 onto qtts_dtype.
+ * map 1:1 onto qtts_dtype: the runnable F32, F16, BF16, Q8_0, Q4_K and the
+ * storage-only types other converters write (Q4_0 ... Q6_K, I32).
  *
  * Metadata: the key/value pairs of the header, readable by key. A
  * self-contained qtts GGUF carries the checkpoint's text files as string

@@ -256,17 +256,11 @@ const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64
 }
 
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err) {
-    switch (t) {
-    case QTTS_F32:
-    case QTTS_BF16:
-    case QTTS_F16:
-    case QTTS_Q8_0:
-    case QTTS_Q4_K:
-        if (n % qtts_dtype_block_elems(t)) return qtts_fail(err, "%lld elements is not a whole number of %s blocks", (long long)n, qtts_dtype_name(t));
-        qtts_dequantize_row(t, src, dst, n);
-        return 0;
-    default: return qtts_fail(err, "cannot convert dtype %d to f32", (int)t);
-    }
+    if (!qtts_dtype_known(t)) return qtts_fail(err, "cannot convert dtype %d to f32", (int)t);
+    if (n % qtts_dtype_block_elems(t))
+        return qtts_fail(err, "%lld elements is not a whole number of %s blocks", (long long)n, qtts_dtype_name(t));
+    qtts_dequantize_row(t, src, dst, n);
+    return 0;
 }
 
 float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
