@@ -421,6 +421,18 @@ int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err) {
     return 0;
 }
 
+int qtts_gguf_move_mapping(qtts_gguf *g, qtts_store *st, qtts_err *err) {
+    if (!g->map) return 0;
+    if (qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) return -1;
+    g->map = NULL;
+    return 0;
+}
+
+int qtts_gguf_kv_type(const qtts_gguf *g, const char *key) {
+    int i = qtts_gguf_find_key(g, key);
+    return i < 0 ? -1 : (int)g->kv[i].type;
+}
+
 qtts_store *qtts_gguf_open(const char *path, qtts_err *err) {
     qtts_gguf *g = qtts_gguf_load(path, err);
     if (!g) return NULL;

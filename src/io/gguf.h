@@ -63,6 +63,12 @@ const qtts_tensor *qtts_gguf_tensor(const qtts_gguf *g, int i);
 /* Adds every tensor to st as a borrowed view (g's image must outlive st). */
 int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err);
 
+/* Hands g's file mapping to st (unmapped with st, no longer with g): the
+ * tensors of g stay valid as long as st, after g is freed. */
+int qtts_gguf_move_mapping(qtts_gguf *g, qtts_store *st, qtts_err *err);
+/* The value type of a key (-1 when missing). */
+int qtts_gguf_kv_type(const qtts_gguf *g, const char *key);
+
 /* Metadata. Index-based access for listing, key-based for lookups. */
 int qtts_gguf_n_kv(const qtts_gguf *g);
 const char *qtts_gguf_kv_key(const qtts_gguf *g, int i);

@@ -24,6 +24,8 @@ struct qtts_store {
     int n_owned, cap_owned;
     mapping *maps;
     int n_maps, cap_maps;
+    qtts_store **adopted; /* stores freed with this one (their mappings back some of its tensors) */
+    int n_adopted;
     char source[512];
 };
 
@@ -48,7 +50,17 @@ void qtts_store_free(qtts_store *st) {
     free(st->buckets);
     free(st->owned);
     free(st->maps);
+    for (int i = 0; i < st->n_adopted; i++) qtts_store_free(st->adopted[i]);
+    free(st->adopted);
     free(st);
+}
+
+int qtts_store_adopt(qtts_store *st, qtts_store *other, qtts_err *err) {
+    qtts_store **n = realloc(st->adopted, (size_t)(st->n_adopted + 1) * sizeof *n);
+    if (!n) return qtts_fail(err, "out of memory");
+    st->adopted = n;
+    st->adopted[st->n_adopted++] = other;
+    return 0;
 }
 
 /* 1 where p lies in one of the store's file mappings. */
@@ -301,6 +313,9 @@ int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtt
     int64_t rows = t->shape[0], cols = 1;
     for (int i = 1; i < t->ndim; i++) cols *= t->shape[i];
     if (want == QTTS_DTYPE_INVALID) want = t->type;
+    if (!qtts_dtype_runs(want))
+        return qtts_fail(err, "tensor '%s' is stored as %s, which no kernel runs (the model loader converts it)",
+                         t->name, qtts_dtype_name(want));
     want = qtts_dtype_fit(want, cols, t->type);
     m->rows = rows;
     m->cols = cols;
