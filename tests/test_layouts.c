@@ -103,6 +103,42 @@ static int make(const char *layout, const char *model, const char *out, const ch
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* Block types on rows of 512 (the tiny checkpoints have no row of 256 for the K-quants): each dequantizes
+ * to its f32 source within the format's error. */
+static void check_blocks(const char *tmp) {
+    char d[700], f[800];
+    snprintf(d, sizeof d, "%s/blocks", tmp);
+    if (make("blocks", cases[CASE_CV].model, d, "f32")) return;
+    snprintf(f, sizeof f, "%s/blocks.gguf", d);
+    qtts_err err = {0};
+    qtts_store *st = qtts_store_open(f, &err);
+    TEST_CHECK(st != NULL, "%s", err.msg);
+    static const struct {
+        const char *name;
+        qtts_dtype type;
+        double tol;
+    } b[] = {{"q4_0", QTTS_Q4_0, 0.15}, {"q5_k", QTTS_Q5_K, 0.06}, {"q6_k", QTTS_Q6_K, 0.03}, {"q8_0", QTTS_Q8_0, 0.01}};
+    for (size_t i = 0; st && i < sizeof b / sizeof *b; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "%s.src", b[i].name);
+        const qtts_tensor *q = qtts_store_find(st, b[i].name), *a = qtts_store_find(st, src);
+        TEST_CHECK(q && a && q->type == b[i].type, "%s: missing or of type %s", b[i].name, q ? qtts_dtype_name(q->type) : "-");
+        if (!q || !a) continue;
+        float *x = qtts_tensor_to_f32(a, &err), *y = qtts_tensor_to_f32(q, &err);
+        double num = 0, den = 0;
+        for (int64_t k = 0; x && y && k < qtts_tensor_numel(a); k++) {
+            num += ((double)x[k] - y[k]) * ((double)x[k] - y[k]);
+            den += (double)x[k] * x[k];
+        }
+        double rel = den > 0 ? sqrt(num / den) : 1;
+        TEST_CHECK(x && y && rel <= b[i].tol, "%s: relative RMS error %.4g > %.3g", b[i].name, rel, b[i].tol);
+        printf("  %-60s relative RMS error %.4f (bound %.2f)\n", b[i].name, rel, b[i].tol);
+        free(x);
+        free(y);
+    }
+    qtts_store_free(st);
+}
+
 /* Every matrix of a storage-only type, dequantized, holds the official f32 tensor within the format's error. */
 static void check_dequant(const char *dir, const char *model, double tol, const char *type) {
     char src[1024];
@@ -136,7 +172,7 @@ static void check_dequant(const char *dir, const char *model, double tol, const 
         free(x);
         free(y);
     }
-    TEST_CHECK(bad == 0 && checked > 10, "%s: %d of %d %s matrices off", dir, bad, checked, type);
+    TEST_CHECK(bad == 0 && checked > 5, "%s: %d of %d %s matrices off", dir, bad, checked, type);
     printf("  %-60s %d %s matrices dequantized, worst relative RMS error %.4f (bound %.2f)\n", dir, checked, type,
            worst, tol);
     qtts_model_files_close(&m);
@@ -206,7 +242,8 @@ int main(void) {
     static const struct {
         const char *type;
         double tol;
-    } quant[] = {{"q6_k", 0.03}, {"q5_k", 0.06}, {"q4_0", 0.15}, {"q8_0", 0.01}};
+    } quant[] = {{"q4_0", 0.15}, {"q8_0", 0.01}};
+    check_blocks(tmp);
     for (size_t q = 0; q < sizeof quant / sizeof *quant; q++) {
         snprintf(d, sizeof d, "%s/qwentts-%s", tmp, quant[q].type);
         if (make("qwentts", cases[CASE_CV].model, d, quant[q].type)) continue;

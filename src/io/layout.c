@@ -450,8 +450,8 @@ int layout_write_tokenizer(const char *dir, const qtts_gguf *g, int64_t n_text, 
             cJSON_AddStringToObject(o, "content", tok);
             cJSON_AddBoolToObject(o, "special", 1);
             if (!strcmp(tok, "<|im_start|>")) have_im_start = 1;
-        } else if (!cJSON_GetObjectItemCaseSensitive(vocab, tok)) {
-            cJSON_AddNumberToObject(vocab, tok, (double)i);
+        } else {
+            cJSON_AddNumberToObject(vocab, tok, (double)i); /* appended: a name lookup per token would be quadratic */
         }
         free(tok);
     }

@@ -13,6 +13,7 @@ LAYOUT:
   crispasr      CrispASR (CrispStrobe/CrispASR models/convert-qwen3-tts-to-gguf.py
                 and convert-qwen3-tts-tokenizer-to-gguf.py @ 72d3c38):
                 OUT/qwen3-tts-12hz-*.gguf and OUT/qwen3-tts-tokenizer-12hz.gguf
+  blocks        OUT/blocks.gguf: random matrices in each block type this script writes, and their f32 sources
   transformers  transformers' convert_qwen3_tts_to_hf.py and
                 convert_qwen3_tts_tokenizer_multi_codebook_to_hf.py (PR #44517):
                 OUT/ (model.safetensors, config.json, ...) and OUT/speech_tokenizer/
@@ -674,6 +675,16 @@ def transformers(ckpt, out, _typ):
     json.dump(sc, open(os.path.join(out, "speech_tokenizer", "config.json"), "w"), indent=2)
 
 
+def blocks(_ckpt, out, _typ):
+    """blocks.gguf: random 8x512 matrices in each block type next to their f32 source ("<type>.src")."""
+    rng = np.random.default_rng(46)
+    tensors = []
+    for name, (t, _, _) in sorted(QUANT.items()):
+        a = (rng.standard_normal((8, 512)) * rng.uniform(0.01, 3.0, (8, 1))).astype(np.float32)
+        tensors += [(name, a, t), (name + ".src", a, F32)]
+    write_gguf(os.path.join(out, "blocks.gguf"), [("general.architecture", "blocks")], tensors)
+
+
 def main():
     args = sys.argv[1:]
     global ARCH_OVERRIDE
@@ -690,7 +701,7 @@ def main():
         raise SystemExit(__doc__)
     layout, ckpt, out = args
     os.makedirs(out, exist_ok=True)
-    {"qwentts": qwentts, "crispasr": crispasr, "transformers": transformers}[layout](ckpt, out, typ)
+    {"qwentts": qwentts, "crispasr": crispasr, "transformers": transformers, "blocks": blocks}[layout](ckpt, out, typ)
 
 
 if __name__ == "__main__":
