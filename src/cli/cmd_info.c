@@ -44,13 +44,7 @@ static void print_group(const group_stats *g) {
     printf("\n");
 }
 
-static int summarize_store(const char *path, group_stats *groups, int n_groups) {
-    qtts_err err = {0};
-    qtts_store *st = qtts_store_open(path, &err);
-    if (!st) {
-        cli_error("%s", err.msg);
-        return -1;
-    }
+static void summarize(const qtts_store *st, group_stats *groups, int n_groups) {
     for (int i = 0; i < qtts_store_count(st); i++) {
         const qtts_tensor *t = qtts_store_at(st, i);
         for (int g = 0; g < n_groups; g++)
@@ -59,12 +53,23 @@ static int summarize_store(const char *path, group_stats *groups, int n_groups) 
                 break;
             }
     }
+}
+
+static int summarize_store(const char *path, group_stats *groups, int n_groups) {
+    qtts_err err = {0};
+    qtts_store *st = qtts_store_open(path, &err);
+    if (!st) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    summarize(st, groups, n_groups);
     qtts_store_free(st);
     return 0;
 }
 
-/* store: the file holding the codec tensors, named prefix + "decoder." etc. */
-static int print_codec(const char *dir, const char *store, const char *prefix) {
+/* store: the file holding the codec tensors, named prefix + "decoder." etc.
+ * (or, when given, the opened codec store). */
+static int print_codec(const char *dir, const char *store, const char *prefix, const qtts_store *opened) {
     qtts_err err = {0};
     qtts_codec_config c;
     if (qtts_codec_config_load(&c, dir, &err)) {
@@ -88,7 +93,8 @@ static int print_codec(const char *dir, const char *store, const char *prefix) {
     snprintf(dec, sizeof dec, "%sdecoder.", prefix);
     snprintf(enc, sizeof enc, "%sencoder.", prefix);
     group_stats groups[] = {{.prefix = dec, .label = "decoder"}, {.prefix = enc, .label = "encoder"}};
-    if (summarize_store(store, groups, 2)) return -1;
+    if (opened) summarize(opened, groups, 2);
+    else if (summarize_store(store, groups, 2)) return -1;
     for (int g = 0; g < 2; g++) print_group(&groups[g]);
     return 0;
 }
@@ -143,10 +149,12 @@ static int print_folder(const char *path, const cli_model_files *m) {
     if (!gguf && qtts_codec_config_load(&probe, path, &err) == 0) { /* a bare tokenizer folder */
         char store[PATH_MAX];
         snprintf(store, sizeof store, "%s/model.safetensors", path);
-        return print_codec(path, store, "") ? CLI_FAIL : CLI_OK;
+        return print_codec(path, store, "", NULL) ? CLI_FAIL : CLI_OK;
     }
     if (print_model(path, m->dir)) return CLI_FAIL;
-    if (gguf) printf("  file            %s (one-file model, qtts quantize)\n", path);
+    printf("  layout          %s%s (%s)\n", m->layout, !strcmp(m->layout, "qtts") ? " one-file model, qtts quantize" : "",
+           m->files);
+    if (m->note[0]) printf("  at load         %s\n", m->note);
     group_stats groups[] = {
         {.prefix = "talker.code_predictor.", .label = "code predictor"},
         {.prefix = "talker.model.text_embedding.", .label = "text embedding"},
@@ -155,7 +163,8 @@ static int print_folder(const char *path, const cli_model_files *m) {
         {.prefix = QTTS_PACK_CODEC_PREFIX, .label = "(speech tokenizer)"}, /* .gguf only: listed below */
         {.prefix = "", .label = "other"},
     };
-    if (summarize_store(path, groups, 6)) return CLI_FAIL;
+    if (gguf) summarize(m->model_store, groups, 6);
+    else if (summarize_store(path, groups, 6)) return CLI_FAIL;
     int64_t total = 0;
     for (int g = 0; g < 6; g++) {
         if (g == 4) continue;
@@ -168,7 +177,7 @@ static int print_folder(const char *path, const cli_model_files *m) {
     snprintf(store, sizeof store, "%s/model.safetensors", tok_dir);
     struct stat sb;
     if (stat(tok_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (print_codec(tok_dir, gguf ? path : store, gguf ? QTTS_PACK_CODEC_PREFIX : "")) return CLI_FAIL;
+        if (print_codec(tok_dir, store, "", gguf ? m->codec_store : NULL)) return CLI_FAIL;
     } else {
         printf("speech tokenizer: missing (%s)\n", tok_dir);
     }
@@ -231,7 +240,8 @@ int cmd_info(int argc, char **argv) {
         fprintf(out, "usage: qtts info PATH\n"
                      "       qtts info --config-keys\n"
                      "       qtts info --cpu\n"
-                     "  PATH: a Qwen3-TTS model folder, a bare speech-tokenizer folder, or a .gguf file\n"
+                     "  PATH: a Qwen3-TTS model folder (official or Transformers-native), a bare speech-tokenizer folder,\n"
+                     "        a qtts .gguf, or a qwentts.cpp or CrispASR .gguf (its companion file next to it)\n"
                      "  --config-keys: every config key qtts reads, with its default or why it is required\n"
                      "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n");
         return argc == 2 ? CLI_OK : CLI_USAGE;
@@ -274,7 +284,7 @@ int cmd_info(int argc, char **argv) {
     }
     qtts_err err = {0};
     cli_model_files m;
-    if (cli_model_files_open(&m, path, &err)) {
+    if (qtts_model_files_open(&m, path, 0, &err)) { /* as stored: info converts nothing */
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }

@@ -9,7 +9,8 @@
 
 static void quant_usage(FILE *out) {
     fprintf(out, "usage: qtts quantize PATH -o OUT.gguf [--type q8_0|q4_k|bf16|f32]\n"
-                 "  PATH: a Qwen3-TTS model folder (with speech_tokenizer/)\n"
+                 "  PATH: a Qwen3-TTS model in any layout qtts reads: an official or Transformers-native folder\n"
+                 "  (with speech_tokenizer/), a qtts .gguf, or a qwentts.cpp or CrispASR .gguf pair\n"
                  "  The talker and code-predictor matrices are converted (rows that do not hold whole\n"
                  "  Q4_K blocks fall back to Q8_0); norms, biases, the speech tokenizer and the speaker\n"
                  "  encoder stay as stored. The result loads with -m OUT.gguf. Default type q8_0.\n");

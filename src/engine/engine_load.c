@@ -7,7 +7,7 @@
 
 #include "engine/engine_internal.h"
 #include "io/gguf.h"
-#include "io/model_pack.h"
+#include "io/layout.h"
 
 int engine_build_name_lists(qtts_engine *e) {
     const qtts_model_config *c = &e->talker->cfg;
@@ -46,12 +46,14 @@ int engine_build_name_lists(qtts_engine *e) {
     return 0;
 }
 
-/* A one-file model (qtts quantize): its text files are unpacked into a
- * private folder, read, and the folder removed. */
-static int load_packed(qtts_engine *e, const char *path, const qtts_talker_options *topt, qtts_err *err) {
-    char tmp[PATH_MAX];
-    qtts_store *model_store = NULL;
-    if (qtts_model_unpack(path, tmp, sizeof tmp, &model_store, &e->codec_store, err)) return -1;
+/* A model whose tensors are not an official folder's (a qtts .gguf, another
+ * project's GGUF pair, a Transformers-native folder): its text files are in
+ * a private folder, its tensors under the official names (io/layout.h). */
+static int load_packed(qtts_engine *e, qtts_model_files *mf, const qtts_talker_options *topt, qtts_err *err) {
+    const char *tmp = mf->dir;
+    qtts_store *model_store = mf->model_store;
+    e->codec_store = mf->codec_store;
+    mf->model_store = mf->codec_store = NULL; /* the engine owns them now */
     qtts_model_config cfg;
     qtts_generation_config gen;
     qtts_codec_config cc;
@@ -68,7 +70,6 @@ static int load_packed(qtts_engine *e, const char *path, const qtts_talker_optio
             ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, err)) != NULL;
     }
     qtts_store_free(model_store);
-    qtts_pack_remove_dir(tmp);
     return ok ? 0 : -1;
 }
 
@@ -107,7 +108,11 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
         return;
     }
     const char *path = j->p->model_path;
-    int rc = qtts_gguf_is_path(path) ? load_packed(e, path, &topt, &j->err) : load_folder(e, path, &topt, &j->err);
+    qtts_model_files mf;
+    if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT, &j->err)) return;
+    if (mf.note[0] && j->p->verbose) fprintf(stderr, "qtts: %s (%s layout): %s\n", mf.files, mf.layout, mf.note);
+    int rc = mf.model_store ? load_packed(e, &mf, &topt, &j->err) : load_folder(e, path, &topt, &j->err);
+    qtts_model_files_close(&mf);
     if (rc) return;
     /* Converted and packed weights live in their own memory now: let the
      * mapped originals leave the RSS (what is still used faults back in),

@@ -82,15 +82,10 @@ static const char *ggml_type_name(uint32_t t) {
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
+/* qtts_dtype values are the GGML ids; the storage-only ones are read and
+ * converted by the loaders (tensor.h). */
 static qtts_dtype dtype_from_ggml(uint32_t t) {
-    switch (t) {
-    case 0: return QTTS_F32;
-    case 1: return QTTS_F16;
-    case 8: return QTTS_Q8_0;
-    case 12: return QTTS_Q4_K;
-    case 30: return QTTS_BF16;
-    default: return QTTS_DTYPE_INVALID;
-    }
+    return t <= 30 && qtts_dtype_known((qtts_dtype)t) ? (qtts_dtype)t : QTTS_DTYPE_INVALID;
 }
 
 /* ---- reader ---- */
@@ -235,8 +230,8 @@ static int parse_tensor_info(rd *r, qtts_gguf *g, int i, uint64_t *offset) {
     qtts_dtype dt = dtype_from_ggml((uint32_t)type);
     if (dt == QTTS_DTYPE_INVALID)
         return qtts_fail(r->err,
-                         "%s: tensor '%s' has GGML type %llu (%s), which qtts does not support (F32, F16, BF16, "
-                         "Q8_0, Q4_K are)",
+                         "%s: tensor '%s' has GGML type %llu (%s), which qtts does not read (F32, F16, BF16, "
+                         "Q8_0, Q4_K, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, Q6_K are)",
                          g->label, name, (unsigned long long)type, ggml_type_name((uint32_t)type));
     int64_t be = qtts_dtype_block_elems(dt);
     if (dims[0] % (uint64_t)be)
@@ -424,6 +419,18 @@ int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err) {
         if (qtts_store_add(st, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) return -1;
     }
     return 0;
+}
+
+int qtts_gguf_move_mapping(qtts_gguf *g, qtts_store *st, qtts_err *err) {
+    if (!g->map) return 0;
+    if (qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) return -1;
+    g->map = NULL;
+    return 0;
+}
+
+int qtts_gguf_kv_type(const qtts_gguf *g, const char *key) {
+    int i = qtts_gguf_find_key(g, key);
+    return i < 0 ? -1 : (int)g->kv[i].type;
 }
 
 qtts_store *qtts_gguf_open(const char *path, qtts_err *err) {

@@ -3,7 +3,8 @@
  *
  * Tensor shapes are converted to PyTorch order: GGUF stores dims innermost
  * first (ne[0] = row length), qtts_tensor outermost first. GGML type ids
- * F32=0, F16=1, Q8_0=8, Q4_K=12, BF16=30 map 1:1 onto qtts_dtype.
+ * map 1:1 onto qtts_dtype: the runnable F32, F16, BF16, Q8_0, Q4_K and the
+ * storage-only types other converters write (Q4_0 ... Q6_K, I32).
  *
  * Metadata: the key/value pairs of the header, readable by key. A
  * self-contained qtts GGUF carries the checkpoint's text files as string
@@ -61,6 +62,12 @@ int qtts_gguf_n_tensors(const qtts_gguf *g);
 const qtts_tensor *qtts_gguf_tensor(const qtts_gguf *g, int i);
 /* Adds every tensor to st as a borrowed view (g's image must outlive st). */
 int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err);
+
+/* Hands g's file mapping to st (unmapped with st, no longer with g): the
+ * tensors of g stay valid as long as st, after g is freed. */
+int qtts_gguf_move_mapping(qtts_gguf *g, qtts_store *st, qtts_err *err);
+/* The value type of a key (-1 when missing). */
+int qtts_gguf_kv_type(const qtts_gguf *g, const char *key);
 
 /* Metadata. Index-based access for listing, key-based for lookups. */
 int qtts_gguf_n_kv(const qtts_gguf *g);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io/gguf.h"
+#include "io/layout.h"
 #include "tensor/quant.h"
 #include "io/file.h"
 
@@ -37,10 +38,14 @@ int qtts_pack_is_quantizable(const char *name, int ndim) {
 /* config and tokenizer files; vocab.json is 2.8 MB */
 #define MAX_TEXT_FILE_BYTES ((size_t)256 << 20)
 
-int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
+int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
                     void (*progress)(void *user, int done, int total), void *user, qtts_err *err) {
     char path[PATH_MAX];
     int rc = -1;
+    /* any layout (io/layout.h): its text files and its tensors under the official names */
+    qtts_model_files mf;
+    if (qtts_model_files_open(&mf, in_path, 0, err)) return -1;
+    const char *dir = mf.dir;
     char *texts[N_TEXT_FILES] = {0};
     size_t lens[N_TEXT_FILES] = {0};
     qtts_gguf_kv kv[N_TEXT_FILES + 2];
@@ -60,11 +65,16 @@ int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
     }
     kv[n_kv++] = qtts_gguf_kv_str("general.architecture", "qwen3_tts", 9);
     kv[n_kv++] = qtts_gguf_kv_str("qtts.weight_type", qtts_dtype_name(type), strlen(qtts_dtype_name(type)));
-    model = qtts_store_open(dir, err);
-    if (!model) goto done;
-    snprintf(path, sizeof path, "%s/speech_tokenizer", dir);
-    codec = qtts_store_open(path, err);
-    if (!codec) goto done;
+    if (mf.model_store) {
+        model = mf.model_store, codec = mf.codec_store;
+        mf.model_store = mf.codec_store = NULL;
+    } else {
+        model = qtts_store_open(dir, err);
+        if (!model) goto done;
+        snprintf(path, sizeof path, "%s/speech_tokenizer", dir);
+        codec = qtts_store_open(path, err);
+        if (!codec) goto done;
+    }
     out = qtts_store_new(err);
     if (!out) goto done;
     int total = qtts_store_count(model) + qtts_store_count(codec), done_n = 0;
@@ -105,6 +115,7 @@ done:
     qtts_store_free(codec);
     qtts_store_free(model);
     for (int i = 0; i < N_TEXT_FILES; i++) free(texts[i]);
+    qtts_model_files_close(&mf);
     return rc;
 }
 

@@ -18,9 +18,10 @@
  * codec and speaker-encoder tensors stay as they are). */
 int qtts_pack_is_quantizable(const char *name, int ndim);
 
-/* Writes model folder `dir` as a GGUF at out_path, matrices converted to
- * `type` (qtts_dtype_fit per row length). progress may be NULL. */
-int qtts_model_pack(const char *dir, const char *out_path, qtts_dtype type,
+/* Writes the model at in_path (any layout io/layout.h reads) as a GGUF at
+ * out_path, matrices converted to `type` (qtts_dtype_fit per row length).
+ * progress may be NULL. */
+int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
                     void (*progress)(void *user, int done, int total), void *user, qtts_err *err);
 
 /* Opens a packed GGUF: writes its text files into a new private folder

@@ -24,6 +24,8 @@ struct qtts_store {
     int n_owned, cap_owned;
     mapping *maps;
     int n_maps, cap_maps;
+    qtts_store **adopted; /* stores freed with this one (their mappings back some of its tensors) */
+    int n_adopted;
     char source[512];
 };
 
@@ -48,7 +50,17 @@ void qtts_store_free(qtts_store *st) {
     free(st->buckets);
     free(st->owned);
     free(st->maps);
+    for (int i = 0; i < st->n_adopted; i++) qtts_store_free(st->adopted[i]);
+    free(st->adopted);
     free(st);
+}
+
+int qtts_store_adopt(qtts_store *st, qtts_store *other, qtts_err *err) {
+    qtts_store **n = realloc(st->adopted, (size_t)(st->n_adopted + 1) * sizeof *n);
+    if (!n) return qtts_fail(err, "out of memory");
+    st->adopted = n;
+    st->adopted[st->n_adopted++] = other;
+    return 0;
 }
 
 /* 1 where p lies in one of the store's file mappings. */
@@ -256,17 +268,11 @@ const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64
 }
 
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err) {
-    switch (t) {
-    case QTTS_F32:
-    case QTTS_BF16:
-    case QTTS_F16:
-    case QTTS_Q8_0:
-    case QTTS_Q4_K:
-        if (n % qtts_dtype_block_elems(t)) return qtts_fail(err, "%lld elements is not a whole number of %s blocks", (long long)n, qtts_dtype_name(t));
-        qtts_dequantize_row(t, src, dst, n);
-        return 0;
-    default: return qtts_fail(err, "cannot convert dtype %d to f32", (int)t);
-    }
+    if (!qtts_dtype_known(t)) return qtts_fail(err, "cannot convert dtype %d to f32", (int)t);
+    if (n % qtts_dtype_block_elems(t))
+        return qtts_fail(err, "%lld elements is not a whole number of %s blocks", (long long)n, qtts_dtype_name(t));
+    qtts_dequantize_row(t, src, dst, n);
+    return 0;
 }
 
 float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
@@ -307,6 +313,9 @@ int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtt
     int64_t rows = t->shape[0], cols = 1;
     for (int i = 1; i < t->ndim; i++) cols *= t->shape[i];
     if (want == QTTS_DTYPE_INVALID) want = t->type;
+    if (!qtts_dtype_runs(want))
+        return qtts_fail(err, "tensor '%s' is stored as %s, which no kernel runs (the model loader converts it)",
+                         t->name, qtts_dtype_name(want));
     want = qtts_dtype_fit(want, cols, t->type);
     m->rows = rows;
     m->cols = cols;

@@ -59,6 +59,10 @@ void qtts_store_release_pages(qtts_store *st);
  * lookups per frame. No-op for in-memory tensors and views in use. */
 void qtts_tensor_release_lookup(const qtts_tensor *t);
 
+/* st takes other over: other is freed with st (after st's own tensors), so
+ * tensors of st may borrow from other's mappings. */
+int qtts_store_adopt(qtts_store *st, qtts_store *other, qtts_err *err);
+
 const qtts_tensor *qtts_store_find(const qtts_store *st, const char *name);
 int qtts_store_count(const qtts_store *st);
 const qtts_tensor *qtts_store_at(const qtts_store *st, int i);

@@ -211,6 +211,6 @@ void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n) {
     case QTTS_F16:
         for (int64_t i = 0; i < n; i++) dst[i] = qtts_f16_to_f32(h[i]);
         break;
-    default: break;
+    default: qtts_dequantize_ggml_row(t, src, dst, n); break;
     }
 }

@@ -25,6 +25,10 @@ typedef struct {
 void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n);
 void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n);
 
+/* The storage-only GGML types (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,
+ * Q6_K, and I32 as integers: tensor/dequant_ggml.c); other types are left untouched. */
+void qtts_dequantize_ggml_row(qtts_dtype t, const void *src, float *dst, int64_t n);
+
 /* Q4_K: the 6-bit scale and min codes of sub-block j (0..7) from the 12-byte field. */
 void qtts_q4_k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
 

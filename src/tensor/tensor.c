@@ -6,19 +6,36 @@
 
 int64_t qtts_dtype_block_elems(qtts_dtype t) {
     switch (t) {
-    case QTTS_Q8_0: return 32;
-    case QTTS_Q4_K: return 256;
+    case QTTS_Q8_0:
+    case QTTS_Q4_0:
+    case QTTS_Q4_1:
+    case QTTS_Q5_0:
+    case QTTS_Q5_1: return 32;
+    case QTTS_Q4_K:
+    case QTTS_Q2_K:
+    case QTTS_Q3_K:
+    case QTTS_Q5_K:
+    case QTTS_Q6_K: return 256;
     default: return 1;
     }
 }
 
 size_t qtts_dtype_block_bytes(qtts_dtype t) {
     switch (t) {
-    case QTTS_F32: return 4;
+    case QTTS_F32:
+    case QTTS_I32: return 4;
     case QTTS_F16:
     case QTTS_BF16: return 2;
     case QTTS_Q8_0: return 34;  /* f16 scale + 32 int8 */
     case QTTS_Q4_K: return 144; /* f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes */
+    case QTTS_Q4_0: return 18;  /* f16 d + 16 nibble bytes */
+    case QTTS_Q4_1: return 20;  /* f16 d, f16 m + 16 nibble bytes */
+    case QTTS_Q5_0: return 22;  /* f16 d, 4 high-bit bytes, 16 nibble bytes */
+    case QTTS_Q5_1: return 24;  /* f16 d, f16 m, 4 high-bit bytes, 16 nibble bytes */
+    case QTTS_Q2_K: return 84;  /* 16 scale bytes, 64 2-bit bytes, f16 d, f16 dmin */
+    case QTTS_Q3_K: return 110; /* 32 high-bit bytes, 64 2-bit bytes, 12 scale bytes, f16 d */
+    case QTTS_Q5_K: return 176; /* f16 d, f16 dmin, 12 scale bytes, 32 high-bit bytes, 128 nibble bytes */
+    case QTTS_Q6_K: return 210; /* 128 low-nibble bytes, 64 high-bit bytes, 16 int8 scales, f16 d */
     default: return 0;
     }
 }
@@ -36,6 +53,15 @@ const char *qtts_dtype_name(qtts_dtype t) {
     case QTTS_BF16: return "bf16";
     case QTTS_Q8_0: return "q8_0";
     case QTTS_Q4_K: return "q4_k";
+    case QTTS_Q4_0: return "q4_0";
+    case QTTS_Q4_1: return "q4_1";
+    case QTTS_Q5_0: return "q5_0";
+    case QTTS_Q5_1: return "q5_1";
+    case QTTS_Q2_K: return "q2_k";
+    case QTTS_Q3_K: return "q3_k";
+    case QTTS_Q5_K: return "q5_k";
+    case QTTS_Q6_K: return "q6_k";
+    case QTTS_I32: return "i32";
     default: return "invalid";
     }
 }
@@ -46,6 +72,12 @@ qtts_dtype qtts_dtype_from_name(const char *name) {
         if (!strcasecmp(name, qtts_dtype_name(all[i]))) return all[i];
     return QTTS_DTYPE_INVALID;
 }
+
+int qtts_dtype_runs(qtts_dtype t) {
+    return t == QTTS_F32 || t == QTTS_F16 || t == QTTS_BF16 || t == QTTS_Q8_0 || t == QTTS_Q4_K;
+}
+
+int qtts_dtype_known(qtts_dtype t) { return qtts_dtype_block_bytes(t) != 0; }
 
 int64_t qtts_tensor_numel(const qtts_tensor *t) {
     int64_t n = 1;

@@ -13,6 +13,18 @@ typedef enum qtts_dtype {
     QTTS_Q8_0 = 8,
     QTTS_Q4_K = 12,
     QTTS_BF16 = 30,
+    /* Storage only: what other converters write. They are read (dequantized
+     * by qtts_dequantize_row) but no kernel runs them: a loader converts
+     * such matrices to a type above (qtts_dtype_runs). */
+    QTTS_Q4_0 = 2,
+    QTTS_Q4_1 = 3,
+    QTTS_Q5_0 = 6,
+    QTTS_Q5_1 = 7,
+    QTTS_Q2_K = 10,
+    QTTS_Q3_K = 11,
+    QTTS_Q5_K = 13,
+    QTTS_Q6_K = 14,
+    QTTS_I32 = 26, /* integer data (voice-pack codes); converts to f32 exactly below 2^24 */
     QTTS_DTYPE_INVALID = -1,
 } qtts_dtype;
 
@@ -24,7 +36,12 @@ size_t qtts_dtype_block_bytes(qtts_dtype t);
 /* Bytes of a row of n elements; 0 if n is not a multiple of the block size. */
 size_t qtts_dtype_row_bytes(qtts_dtype t, int64_t n);
 const char *qtts_dtype_name(qtts_dtype t);
-qtts_dtype qtts_dtype_from_name(const char *name); /* "f32", "bf16", "q8_0", ... */
+/* "f32", "f16", "bf16", "q8_0", "q4_k": the types the kernels run (storage-only names are not accepted). */
+qtts_dtype qtts_dtype_from_name(const char *name);
+/* 1 for the types the kernels run (F32, F16, BF16, Q8_0, Q4_K), 0 for storage-only ones. */
+int qtts_dtype_runs(qtts_dtype t);
+/* 1 for every type a file may hold (runnable or storage-only). */
+int qtts_dtype_known(qtts_dtype t);
 
 /* A named tensor inside a checkpoint. Shapes are PyTorch order (outermost first). */
 typedef struct qtts_tensor {
