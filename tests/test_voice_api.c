@@ -3,6 +3,7 @@
  * audio), the registered-voices directory (add, list, load, remove, the
  * statuses of each failure), request strings that are not UTF-8, and the
  * public struct sizes bindings allocate. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,23 @@ static void check_utf8(qtts_engine *e, const qtts_voice *v) {
     }
 }
 
+/* Samples given in memory are checked like a file's: finite, at most 60 s. */
+static void check_sample_checks(qtts_engine *e) {
+    size_t n = 61 * 24000;
+    float *x = calloc(n, sizeof *x);
+    if (!x) return;
+    qtts_error err = {0};
+    x[100] = NAN;
+    TEST_CHECK(!qtts_voice_from_samples(e, x, 24000, 24000, NULL, &err) && err.status == QTTS_ERR_INVALID &&
+                   strstr(err.message, "finite"),
+               "NaN reference samples: %s (%s)", qtts_status_name(err.status), err.message);
+    x[100] = 0;
+    TEST_CHECK(!qtts_voice_from_samples(e, x, n, 24000, NULL, &err) && err.status == QTTS_ERR_INVALID &&
+                   strstr(err.message, "too long"),
+               "61 s of reference samples: %s (%s)", qtts_status_name(err.status), err.message);
+    free(x);
+}
+
 static void check_sizes(void) {
     TEST_CHECK(qtts_struct_size("qtts_request") == sizeof(qtts_request), "qtts_request size");
     TEST_CHECK(qtts_struct_size("qtts_engine_params") == sizeof(qtts_engine_params), "params size");
@@ -224,6 +242,7 @@ int main(void) {
         check_voice_files(e, v, tmp);
         check_registry(e, v, tmp);
         check_utf8(e, v);
+        check_sample_checks(e);
     }
     rm_rf(tmp);
     qtts_voice_release(v);

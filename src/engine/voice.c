@@ -9,6 +9,7 @@
 
 #include "engine/engine_internal.h"
 
+#include "audio/audio_read.h"
 #include "io/rvq.h"
 #include "io/spk.h"
 #include "model/voice.h"
@@ -159,16 +160,14 @@ static void extract(qtts_pool *pool, void *ctx) {
         rc = qtts_voice_extract_memory(&vd, pool, c->spk, c->codec, j->bytes, j->size, "reference audio", j->ref_text,
                                        0, &j->err);
     } else {
-        float *resampled = NULL;
-        int64_t n = (int64_t)j->n;
-        const float *wav = j->samples;
-        int64_t rate = qtts_spk_encoder_sample_rate(c->spk);
-        if (j->rate != rate) {
-            if (qtts_audio_resample(j->samples, (int64_t)j->n, j->rate, rate, &resampled, &n, &j->err)) return;
-            wav = resampled;
-        }
-        rc = qtts_voice_extract(&vd, pool, c->spk, c->codec, wav, n, j->ref_text, 0, &j->err);
-        free(resampled);
+        /* the readers' checks (finite, at most 60 s) and resampling, as for a file */
+        qtts_audio_opts o;
+        qtts_audio_opts_default(&o);
+        o.target_rate = qtts_spk_encoder_sample_rate(c->spk);
+        qtts_audio wav = {0};
+        rc = qtts_audio_from_samples(j->samples, (int64_t)j->n, 1, j->rate, "reference audio", &o, &wav, &j->err);
+        if (rc == 0) rc = qtts_voice_extract(&vd, pool, c->spk, c->codec, wav.samples, wav.n, j->ref_text, 0, &j->err);
+        qtts_audio_free(&wav);
     }
     if (rc) {
         /* unreadable, too short or too long audio: the caller's input */
