@@ -12,6 +12,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
   nginx strace >/dev/null
+# the Python package (python/) and its tests: ctypes over libqtts, built and installed offline with these
+$SUDO apt-get install -y -qq --no-install-recommends \
+  python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip python3-venv >/dev/null
 # SIMDe: the AVX-512 kernels' twin tests run emulated on CPUs without AVX-512 (scripts/test.sh)
 case "$(uname -m)" in x86_64|amd64) $SUDO apt-get install -y -qq --no-install-recommends libsimde-dev >/dev/null ;; esac
 # Optional: node + the official openai npm package for tests/test_server_openai
