@@ -1,5 +1,5 @@
 /* Model names, cache location and --model resolution (see hub.h). */
-#include "net/hub.h"
+#include "io/hub.h"
 
 #include <stdio.h>
 #include <stdlib.h>
