@@ -354,6 +354,15 @@ QTTS_API qtts_status qtts_voices_add(qtts_engine *e, const char *dir, const char
 /* Removes NAME (QTTS_ERR_NOT_FOUND if there is none). */
 QTTS_API qtts_status qtts_voices_remove(const char *dir, const char *name, qtts_error *err);
 
+/* ---- model names ----
+ * What `qtts -m` accepts: an existing path wins (returned as given);
+ * otherwise a short name ("0.6b-custom-voice"), a hub id
+ * ("Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice") or a repository name that
+ * `qtts download` put in the cache ($QTTS_HOME, else $XDG_CACHE_HOME/qtts,
+ * else ~/.cache/qtts) names that folder. Returns buf, or NULL when nothing
+ * exists (buf then holds the cache folder tried, or ""). */
+QTTS_API const char *qtts_model_resolve(const char *name_or_path, char *buf, size_t size);
+
 /* ---- bindings ----
  * sizeof of a public struct by its name ("qtts_request", "qtts_engine_params",
  * "qtts_result", "qtts_model_info", "qtts_engine_stats", "qtts_error",

@@ -1,7 +1,7 @@
 """qtts: Qwen3-TTS text to speech over libqtts, the C engine (no torch, no server).
 
     import qtts
-    with qtts.Engine("Qwen3-TTS-12Hz-0.6B-CustomVoice") as engine:
+    with qtts.Engine("0.6b-custom-voice") as engine:
         engine.synthesize("Hello from qtts.", speaker="ryan").save("hello.wav")
 
 :class:`Engine` loads a model; ``synthesize`` returns :class:`Audio` (numpy float32 samples at 24 kHz),

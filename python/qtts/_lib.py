@@ -172,6 +172,7 @@ _PROTOTYPES = {
     "qtts_version": (c_char_p, []),
     "qtts_status_name": (c_char_p, [c_int]),
     "qtts_struct_size": (c_size_t, [c_char_p]),
+    "qtts_model_resolve": (c_char_p, [c_char_p, c_char_p, c_size_t]),
     "qtts_engine_params_default": (None, [POINTER(EngineParams)]),
     "qtts_engine_create": (_P, [POINTER(EngineParams), _E]),
     "qtts_engine_free": (None, [_P]),

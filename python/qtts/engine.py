@@ -7,6 +7,7 @@ add no threads and use next to no CPU, and their requests share the engine's bat
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import weakref
@@ -95,10 +96,11 @@ def _int_option(name: str, value: Any, lo: int = -(2**31), hi: int = 2**31 - 1) 
 class Engine:
     """A loaded model with its engine thread::
 
-        with qtts.Engine("Qwen3-TTS-12Hz-0.6B-CustomVoice") as engine:
+        with qtts.Engine("0.6b-custom-voice") as engine:
             engine.synthesize("Hello!", speaker="ryan").save("hello.wav")
 
-    ``model``: a model folder (with ``speech_tokenizer/``) or a ``.gguf``. ``threads``: 0 for all online CPUs.
+    ``model``: a model folder (with ``speech_tokenizer/``), a ``.gguf``, or the name of a model ``qtts download``
+    fetched (``"0.6b-custom-voice"``, ``"Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"``). ``threads``: 0 for all online CPUs.
     ``weights``: ``"auto"`` (as stored), ``"f32"``, ``"bf16"``, ``"q8_0"``, ``"q4_k"`` (the CLI's ``--quant``).
     ``device``: None or ``"cpu"`` (this build computes on the CPU). ``voices_dir``: the registered voices (default
     ``$QTTS_VOICES_DIR``), for ``voice="name"`` and :attr:`voices`. The other parameters are ``qtts say``'s.
@@ -117,6 +119,9 @@ class Engine:
             if not _lib.has_field(EngineParams, "device"):
                 raise InvalidError(f"device {device!r}: this libqtts computes on the CPU only")
         path = os.fspath(model)
+        found = ctypes.create_string_buffer(4096)  # a downloaded model's name -> its folder, as `qtts -m` does
+        if lib.qtts_model_resolve(fs_path(path), found, len(found)):
+            path = os.fsdecode(found.value)
         p = new_struct(EngineParams)
         lib.qtts_engine_params_default(p)
         p.model_path = fs_path(path)

@@ -1,20 +1,32 @@
 /* The C API's answer to one request, for the Python tests to compare with:
  *   c_synth MODEL TEXT OUT.f32 [--speaker S] [--language L] [--instruct I] [--ref REF.f32 [--ref-text T]]
  *           [--x-vector-only] [--seed N] [--greedy] [--layout N] [--max-frames N]
- * writes the samples as raw float32 (REF.f32: 24 kHz mono raw float32). Exit 0, or 1 with the error. */
+ * writes the samples as raw float32 (REF.f32: 24 kHz mono raw float32). Exit 0, or 1 with the error.
+ * With --repeat N (python/bench/overhead.py) it runs the request N more times and prints one line per run:
+ * wall ms, the calling thread's CPU ms, chunks, samples, ms to the first chunk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "qtts.h"
 
 typedef struct {
     float *d;
     size_t n, cap;
+    int chunks;
+    double t_first;
 } buf;
+
+static double now_ms(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static int collect(void *user, const float *s, size_t n) {
     buf *b = user;
+    if (!b->chunks++) b->t_first = now_ms(CLOCK_MONOTONIC);
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2;
         b->d = realloc(b->d, b->cap * sizeof *b->d);
@@ -47,6 +59,7 @@ int main(int argc, char **argv) {
     qtts_request_default(&r);
     r.text = argv[2];
     const char *ref = NULL, *ref_text = NULL;
+    int repeat = 0;
     for (int i = 4; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--greedy")) r.greedy = 1;
@@ -60,6 +73,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) r.has_seed = 1, r.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--layout")) r.layout = (qtts_text_layout)atoi(v);
         else if (!strcmp(a, "--max-frames")) r.max_frames = atoi(v);
+        else if (!strcmp(a, "--repeat")) repeat = atoi(v);
         else return fprintf(stderr, "unknown option %s\n", a), 2;
     }
     qtts_error err = {0};
@@ -79,6 +93,14 @@ int main(int argc, char **argv) {
     if (st) return fprintf(stderr, "synthesize: %s\n", err.message), 1;
     FILE *f = fopen(argv[3], "wb");
     if (!f || fwrite(out.d, 4, out.n, f) != out.n || fclose(f)) return fprintf(stderr, "cannot write %s\n", argv[3]), 1;
+    for (int i = 0; i < repeat; i++) {
+        buf b = {0};
+        double t0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
+        if (qtts_synthesize(e, &r, collect, &b, NULL, &err)) return fprintf(stderr, "synthesize: %s\n", err.message), 1;
+        double c1 = now_ms(CLOCK_THREAD_CPUTIME_ID), t1 = now_ms(CLOCK_MONOTONIC);
+        printf("%.3f %.4f %d %zu %.3f\n", t1 - t0, c1 - c0, b.chunks, b.n, b.t_first - t0);
+        free(b.d);
+    }
     qtts_voice_release(voice);
     qtts_engine_free(e);
     free(out.d);

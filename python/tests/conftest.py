@@ -8,18 +8,16 @@ release build), else the package's own copy.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 import numpy as np
 import pytest
 
+import c_api
 import qtts
+from c_api import REPO, build_c_synth
 
-REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(os.environ.get("QTTS_GOLDEN_DIR") or REPO.parent / "shared" / "golden")
 BASE = "Qwen3-TTS-12Hz-0.6B-Base-tiny"
 CV = "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
@@ -75,45 +73,13 @@ def base_voice(base_engine: qtts.Engine, ref_wav: np.ndarray) -> qtts.Voice:
 
 @pytest.fixture(scope="session")
 def c_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/c_synth.c built against the library qtts loaded (linked through its soname, whatever its file name)."""
-    cc = shutil.which(os.environ.get("CC", "cc"))
-    if not cc:
-        pytest.fail("no C compiler: the comparison with the C API needs one (build-essential)")
-    d = tmp_path_factory.mktemp("c_synth")
-    lib = Path(qtts.library_path).resolve()
-    soname = _soname(lib) or lib.name
-    (d / soname).symlink_to(lib)
-    exe = d / "c_synth"
-    subprocess.run([cc, "-O1", "-o", str(exe), str(Path(__file__).parent / "c_synth.c"), f"-I{REPO / 'include'}",
-                    f"-L{d}", f"-l:{soname}", f"-Wl,-rpath,{d}"], check=True)
-    return exe
-
-
-def _soname(lib: Path) -> Optional[str]:
+    """tests/c_synth.c built against the library under test."""
     try:
-        out = subprocess.run(["objdump", "-p", str(lib)], capture_output=True, text=True).stdout
-    except OSError:
-        return None
-    for line in out.splitlines():
-        if "SONAME" in line:
-            return line.split()[-1]
-    return None
+        return build_c_synth(tmp_path_factory.mktemp("c_synth"))
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 def run_c(exe: Path, model: str, text: str, **kw: object) -> np.ndarray:
-    """The C API's samples for a request (options as c_synth's flags)."""
-    with tempfile.TemporaryDirectory() as d:
-        out = Path(d) / "out.f32"
-        args = [str(exe), model_path(model), text, str(out)]
-        for k, v in kw.items():
-            if v is None or v is False:
-                continue
-            if k == "ref":
-                ref = Path(d) / "ref.f32"
-                np.asarray(v, dtype=np.float32).tofile(ref)
-                v = str(ref)
-            args.append("--" + k.replace("_", "-"))
-            if v is not True:
-                args.append(str(v))
-        subprocess.run(args, check=True)
-        return np.fromfile(out, dtype=np.float32)
+    """The C API's samples for a request on a golden model (options as c_synth's flags)."""
+    return c_api.run_c(exe, model_path(model), text, **kw)

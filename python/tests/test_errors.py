@@ -102,3 +102,12 @@ def test_closed_engine() -> None:
         list(s)
     with pytest.raises(qtts.InvalidError, match="closed"):
         e.synthesize("Hello.", speaker="ryan")
+
+
+def test_model_names_resolve_through_the_download_cache(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("QTTS_HOME", str(tmp_path))
+    (tmp_path / "Qwen3-TTS-12Hz-1.7B-CustomVoice").symlink_to(GOLDEN / "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny")
+    with qtts.Engine("1.7b-custom-voice", threads=1) as e:
+        assert e.model == str(tmp_path / "Qwen3-TTS-12Hz-1.7B-CustomVoice") and e.info.variant == "custom_voice"
+    with pytest.raises(qtts.ModelError):
+        qtts.Engine("0.6b-base")  # not downloaded

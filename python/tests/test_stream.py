@@ -125,3 +125,27 @@ def test_text_stream_bad_utf8_fails_at_the_end(cv_engine: qtts.Engine) -> None:
     with pytest.raises(qtts.InvalidError, match="UTF-8"):
         list(ts)
     ts.close()
+
+
+def test_no_descriptor_or_stream_leaks(cv_engine: qtts.Engine) -> None:
+    import gc
+    import os
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    cv_engine.synthesize("Warm up.", speaker="ryan", max_frames=2)
+    before = fds()
+    for i in range(10):
+        cv_engine.synthesize("Hello.", speaker="ryan", max_frames=3)
+        s = cv_engine.stream("Hello there.", speaker="ryan", max_frames=20)
+        next(s)
+        if i % 2:
+            s.close()
+        del s  # the other half freed by the collector
+        ts = cv_engine.text_stream(speaker="ryan")
+        ts.feed("Unfinished")
+        del ts
+    gc.collect()
+    assert fds() == before
+    assert not cv_engine._streams, "every stream is forgotten once closed"

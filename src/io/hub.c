@@ -94,3 +94,7 @@ const char *qtts_resolve_model(const char *name_or_path, char *buf, size_t size)
     }
     return !stat(buf, &st) && S_ISDIR(st.st_mode) ? buf : NULL;
 }
+
+const char *qtts_model_resolve(const char *name_or_path, char *buf, size_t size) {
+    return qtts_resolve_model(name_or_path, buf, size);
+}
