@@ -20,7 +20,7 @@ import numpy as np
 
 from ._lib import STREAM_TIMEOUT, Result as CResult, lib, new_struct
 from .audio import Result
-from .errors import CancelledError, error_for
+from .errors import CancelledError, Status, error_for
 
 # Samples per read: two seconds, more than one decoder step gives at once.
 READ_SAMPLES = 48000
@@ -31,7 +31,7 @@ _ONE = (1).to_bytes(8, "little")
 def _notify_fds() -> "tuple[int, int]":
     """(read end, write end): one eventfd, or a non-blocking pipe where there is none."""
     if hasattr(os, "eventfd"):
-        fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # type: ignore[attr-defined]  # Linux, 3.10+
         return fd, fd
     r, w = os.pipe()
     for fd in (r, w):
@@ -81,7 +81,7 @@ class StreamHandle:
                 return END
             status = lib.qtts_stream_status(ptr)
             message = (lib.qtts_stream_error(ptr) or b"the request failed").decode("utf-8", "replace")
-        raise error_for(status or 6, message)
+        raise error_for(status or Status.INTERNAL, message)
 
     def _collect(self, ptr: int) -> None:
         r = new_struct(CResult)

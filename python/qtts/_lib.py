@@ -231,7 +231,7 @@ def _candidates() -> list:
     return found
 
 
-def _load() -> ctypes.CDLL:
+def _load() -> "tuple[ctypes.CDLL, str]":
     tried = []
     for path in _candidates():
         if os.path.sep in path and not os.path.exists(path):
@@ -250,15 +250,13 @@ def _load() -> ctypes.CDLL:
             fn = getattr(lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
-        lib._qtts_path = path  # type: ignore[attr-defined]
-        return lib
+        return lib, path
     raise ImportError("qtts: libqtts not found or not usable: " + "; ".join(tried) +
                       ". Install the package with `pip install ./python` (it builds libqtts), or set QTTS_LIBRARY "
                       "to a libqtts.so of the same version.")
 
 
-lib = _load()
-library_path: str = lib._qtts_path  # type: ignore[attr-defined]
+lib, library_path = _load()
 library_version: str = lib.qtts_version().decode()
 
 S = TypeVar("S", bound=Structure)

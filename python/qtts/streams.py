@@ -9,7 +9,7 @@ request at its next frame and frees its slot.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, Optional, Union
+from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, List, Optional, Union
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class SpeechStream(_Stream, Iterator[np.ndarray]):
 
     def read_available(self) -> Optional[np.ndarray]:
         """All samples decoded so far and not yet read, without waiting (empty when none; None at the end)."""
-        parts = []
+        parts: List[np.ndarray] = []
         while True:
             chunk = self._h.read_nowait()
             if chunk is END:
@@ -79,7 +79,7 @@ class SpeechStream(_Stream, Iterator[np.ndarray]):
                 break
             if chunk is None:
                 break
-            parts.append(chunk)
+            parts.append(chunk)  # type: ignore[arg-type]
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
     def audio(self) -> Audio:
