@@ -25,6 +25,7 @@ typedef struct {
 } bytes;
 
 static void append(bytes *b, const void *p, size_t n) {
+    if (!n) return;
     unsigned char *d = realloc(b->d, b->n + n + 1);
     if (!d) return;
     memcpy(d + b->n, p, n);
