@@ -85,14 +85,17 @@ def main() -> None:
     for (name, frames), rows in sorted(res.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         print(f"{name:20} {frames:6d} {median(rows, 0):8.2f} {median(rows, 1):14.3f} {median(rows, 2):6.0f} "
               f"{median(rows, 3) if 'synthesize' not in name or name.startswith('C') else float('nan'):15.2f}")
-    short, long_ = a.frames
-    for name in ("C qtts_synthesize", "Python stream"):
-        s, l = res[(name, short)], res[(name, long_)]
-        dc = median(l, 2) - median(s, 2)
-        per_chunk = (median(l, 1) - median(s, 1)) / dc if dc else float("nan")
-        per_request = median(s, 1) - per_chunk * median(s, 2)
-        print(f"{name}: caller CPU {per_request * 1e3:.0f} us per request + {per_chunk * 1e3:.1f} us per chunk")
-
+    extra = []
+    for frames in a.frames:
+        c, p = res[("C qtts_synthesize", frames)], res[("Python stream", frames)]
+        extra.append((median(p, 1) - median(c, 1), median(p, 2)))
+        print(f"{frames} frames: Python adds {extra[-1][0]:.3f} ms of the caller's CPU per request "
+              f"({extra[-1][1]:.0f} chunks); wall {median(p, 0) - median(c, 0):+.2f} ms, "
+              f"first chunk {median(p, 3) - median(c, 3):+.2f} ms")
+    (e0, n0), (e1, n1) = extra
+    if n1 != n0:
+        per_chunk = (e1 - e0) / (n1 - n0)
+        print(f"so about {e0 - per_chunk * n0:.3f} ms per request + {per_chunk:.3f} ms per chunk (noisy: compare runs)")
 
 if __name__ == "__main__":
     main()
