@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "server/internal.h"
-#include "server/voice_files.h"
+#include "voices/voice_files.h"
 #include "server/voice_request.h"
 
 #define BOUNDARY "XyZ"

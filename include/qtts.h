@@ -41,6 +41,8 @@ typedef enum {
     QTTS_ERR_MODEL,     /* the model files are missing, corrupt or unsupported */
     QTTS_ERR_CANCELLED, /* cancelled by the caller (qtts_stream_cancel, callback, disconnect) */
     QTTS_ERR_INTERNAL,  /* anything else: a bug or an I/O failure */
+    QTTS_ERR_NOT_FOUND, /* a named voice, file or directory does not exist */
+    QTTS_ERR_EXISTS,    /* a voice of that name is already registered */
 } qtts_status;
 
 /* What a failed call reports. */
@@ -49,7 +51,8 @@ typedef struct {
     char message[512]; /* one line naming the file, value or limit at fault */
 } qtts_error;
 
-/* "ok", "invalid", "busy", "no_memory", "model", "cancelled", "internal". */
+/* "ok", "invalid", "busy", "no_memory", "model", "cancelled", "internal",
+ * "not_found", "exists". */
 QTTS_API const char *qtts_status_name(qtts_status s);
 /* The library's version, e.g. "0.1.0". */
 QTTS_API const char *qtts_version(void);
@@ -253,6 +256,121 @@ typedef struct {
 QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */
 QTTS_API int qtts_engine_thread_ids(qtts_engine *e, int *out, int max);
+
+/* ---- audio files and encoding (the encoders the CLI and the server use) ----
+ *
+ * Formats by name: "wav", "pcm" (headerless little-endian samples, also
+ * "raw"), "flac", "opus" (Ogg Opus), "vorbis" (Ogg Vorbis, also "ogg"),
+ * "mp3", "aac" (AAC-LC in ADTS), "m4a" (AAC-LC in MP4, also "mp4").
+ * Sample formats (wav and pcm; flac stores 16 or 24 bits): NULL or "s16",
+ * "f32"; the lossy formats take NULL only. s16 is round(x * 32768) clipped.
+ * Opus takes 8000, 12000, 16000, 24000 or 48000 Hz. Encoding is byte work on
+ * the caller's thread, not a model computation. Bad names, rates or channel
+ * counts are QTTS_ERR_INVALID. */
+typedef struct qtts_audio_encoder qtts_audio_encoder;
+/* An encoder into memory. streaming = 1: the bytes of every write can be
+ * taken at once, to send audio while it is made (a WAV header then says
+ * "length unknown", MP3 has no Xing tag, m4a is fragmented MP4); 0: the
+ * whole file once finished, every header complete. samples are interleaved
+ * frames of `channels`. */
+QTTS_API qtts_audio_encoder *qtts_audio_encoder_new(const char *format, const char *sample_format, int sample_rate,
+                                                    int channels, int streaming, qtts_error *err);
+QTTS_API qtts_status qtts_audio_encoder_write(qtts_audio_encoder *enc, const float *samples, size_t n_frames,
+                                              qtts_error *err);
+/* Flushes and completes the stream; writes fail after it. */
+QTTS_API qtts_status qtts_audio_encoder_finish(qtts_audio_encoder *enc, qtts_error *err);
+/* The encoded bytes not taken yet (a streaming encoder's after any write, a
+ * non-streaming one's only after finish), *size of them; valid until the
+ * next call on enc. NULL with *size 0 when there are none. */
+QTTS_API const void *qtts_audio_encoder_take(qtts_audio_encoder *enc, size_t *size);
+QTTS_API void qtts_audio_encoder_free(qtts_audio_encoder *enc);
+/* Encodes a whole buffer to a file; format NULL: from the extension (.wav
+ * .flac .mp3 .opus .ogg .aac .m4a .pcm). */
+QTTS_API qtts_status qtts_audio_save(const char *path, const char *format, const char *sample_format,
+                                     const float *samples, size_t n_frames, int sample_rate, int channels,
+                                     qtts_error *err);
+
+/* Decoded audio, mono. */
+typedef struct {
+    float *samples; /* owned: qtts_audio_data_free */
+    size_t n;
+    int sample_rate;
+    int source_rate, source_channels; /* the file's */
+} qtts_audio_data;
+/* Reads any file libsndfile reads (wav, flac, ogg vorbis/opus, mp3, ...):
+ * the channels' mean, resampled to sample_rate (0: the file's own rate)
+ * with soxr's HQ recipe, as reference audio is. max_seconds > 0 refuses a
+ * longer file (before reading it when its header says so); 0: no limit.
+ * A missing file is QTTS_ERR_NOT_FOUND; unreadable, empty or non-finite
+ * audio QTTS_ERR_INVALID. */
+QTTS_API qtts_status qtts_audio_read(const char *path, int sample_rate, double max_seconds, qtts_audio_data *out,
+                                     qtts_error *err);
+/* The same from an encoded file in memory. */
+QTTS_API qtts_status qtts_audio_decode(const void *bytes, size_t size, int sample_rate, double max_seconds,
+                                       qtts_audio_data *out, qtts_error *err);
+QTTS_API void qtts_audio_data_free(qtts_audio_data *a);
+
+/* ---- voice files ----
+ * .spk: the x-vector as little-endian float32, no header. .rvq: reference
+ * codes, 16 codebooks x T frames, codebook-major, 11-bit codes packed
+ * LSB-first (22 bytes per frame), no header. What `qtts codec encode`
+ * writes and `qtts say --ref-spk/--ref-rvq` reads. */
+
+/* A voice of a Base model from its files: rvq_path may be NULL (x-vector
+ * cloning only), ref_text is the codes' transcript (NULL: none). */
+QTTS_API qtts_voice *qtts_voice_from_files(qtts_engine *e, const char *spk_path, const char *rvq_path,
+                                           const char *ref_text, qtts_error *err);
+/* Writes v's x-vector to spk_path and, when rvq_path is not NULL, its
+ * reference codes to rvq_path (QTTS_ERR_INVALID if it has none). */
+QTTS_API qtts_status qtts_voice_save(const qtts_voice *v, const char *spk_path, const char *rvq_path,
+                                     qtts_error *err);
+
+/* ---- registered voices ----
+ * A directory of named voices, shared with `qtts serve --voices-dir`,
+ * `qtts voices` and `qtts say --voice`: NAME.spk, NAME.rvq (when it has
+ * reference codes), NAME.json (its transcript). Registration is crash-safe
+ * and never overwrites; several processes may share the directory. Names:
+ * 1-64 of A-Za-z0-9_.- starting with a letter or digit, no "..". */
+typedef struct {
+    char name[72];
+    size_t xvec_len;      /* floats in NAME.spk */
+    int has_codes;        /* NAME.rvq holds reference codes ... */
+    size_t n_frames;      /* ... of this many 80 ms frames */
+    const char *ref_text; /* the transcript, or NULL */
+    int in_context;       /* codes and a transcript: a Base model clones in context, else from the x-vector */
+    const char *error;    /* NULL, or why the voice's files are corrupt (the fields above are then partial) */
+} qtts_voice_entry;
+/* Every voice in dir (corrupt ones too, with error set), sorted by name.
+ * A missing directory is QTTS_ERR_NOT_FOUND. */
+QTTS_API qtts_status qtts_voices_list(const char *dir, qtts_voice_entry **out, size_t *n, qtts_error *err);
+QTTS_API void qtts_voices_list_free(qtts_voice_entry *list, size_t n);
+/* The voice NAME of dir for e (a Base model of the voice's size). Unknown
+ * names are QTTS_ERR_NOT_FOUND; corrupt files QTTS_ERR_INVALID. */
+QTTS_API qtts_voice *qtts_voices_load(qtts_engine *e, const char *dir, const char *name, qtts_error *err);
+/* Registers v (a voice of e's model) as NAME: QTTS_ERR_EXISTS if NAME is
+ * taken, QTTS_ERR_INVALID for a bad name. */
+QTTS_API qtts_status qtts_voices_add(qtts_engine *e, const char *dir, const char *name, const qtts_voice *v,
+                                     qtts_error *err);
+/* Removes NAME (QTTS_ERR_NOT_FOUND if there is none). */
+QTTS_API qtts_status qtts_voices_remove(const char *dir, const char *name, qtts_error *err);
+
+/* ---- model names ----
+ * What `qtts -m` accepts: an existing path wins (returned as given);
+ * otherwise a short name ("0.6b-custom-voice"), a hub id
+ * ("Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice") or a repository name that
+ * `qtts download` put in the cache ($QTTS_HOME, else $XDG_CACHE_HOME/qtts,
+ * else ~/.cache/qtts) names that folder. Returns buf, or NULL when nothing
+ * exists (buf then holds the cache folder tried, or ""). */
+QTTS_API const char *qtts_model_resolve(const char *name_or_path, char *buf, size_t size);
+
+/* ---- bindings ----
+ * sizeof of a public struct by its name ("qtts_request", "qtts_engine_params",
+ * "qtts_result", "qtts_model_info", "qtts_engine_stats", "qtts_error",
+ * "qtts_audio_data", "qtts_voice_entry"), 0 for other names. Structs only
+ * grow at their end, and a zero field means its default, so a binding
+ * (Python's ctypes) that knows an older prefix of a struct allocates this
+ * many zeroed bytes and stays correct. */
+QTTS_API size_t qtts_struct_size(const char *name);
 
 #ifdef __cplusplus
 }

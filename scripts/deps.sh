@@ -11,7 +11,10 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev librubberband-dev libavahi-client-dev \
   libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
-  nginx strace python3-numpy >/dev/null
+  nginx strace >/dev/null
+# the Python package (python/) and its tests; numpy also writes the other-layout test files (tests/layouts): ctypes over libqtts, built and installed offline with these
+$SUDO apt-get install -y -qq --no-install-recommends \
+  python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip python3-venv >/dev/null
 # SIMDe: the AVX-512 kernels' twin tests run emulated on CPUs without AVX-512 (scripts/test.sh)
 case "$(uname -m)" in x86_64|amd64) $SUDO apt-get install -y -qq --no-install-recommends libsimde-dev >/dev/null ;; esac
 # Optional: node + the official openai npm package for tests/test_server_openai

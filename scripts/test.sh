@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds qtts twice (release, and ASan+UBSan) and runs the whole test suite in
 # both, the AVX-512 kernel and golden tests with SIMDe (QTTS_EMU512=0 skips
-# them) and the ARM64 ones under qemu (QTTS_ARM64=0 skips them), then the
+# them) and the ARM64 ones under qemu (QTTS_ARM64=0 skips them), the Python
+# package's tests on the release library (QTTS_PYTHON=0 skips them), then the
 # bounded fuzz runs. Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -101,7 +102,36 @@ run_emu512() {
   run_ctest build-emu512 "avx512 emulated (SIMDe)" -R "^test_(${tests// /|})$"
 }
 
+# The Python package (python/): its pytest suite against the release build's libqtts, with the system's
+# python3 and Debian's numpy/pytest/setuptools/wheel (scripts/deps.sh); it also builds a wheel and installs
+# it into a fresh venv. About a minute and a half on 2 cores.
+run_python() {
+  local py=${QTTS_PYTHON_BIN:-/usr/bin/python3}
+  [ -x "$py" ] || py=$(command -v python3 || echo python3)
+  if ! "$py" -c "import numpy, pytest, setuptools, wheel, venv" 2>/dev/null; then
+    if [ "${QTTS_REQUIRE_PYTHON:-0}" = 1 ]; then
+      echo "python: $py lacks numpy, pytest, setuptools, wheel or venv (scripts/deps.sh)"; failed=$((failed+1))
+    else
+      echo "SKIP python: $py lacks numpy, pytest, setuptools, wheel or venv (scripts/deps.sh installs them)"
+    fi
+    return
+  fi
+  [ -f build/libqtts.so ] || { echo "python: no build/libqtts.so"; failed=$((failed+1)); return; }
+  local out ok bad
+  out=$(QTTS_LIBRARY="$PWD/build/libqtts.so" PYTHONPATH="$PWD/python" "$py" -m pytest -q -p no:cacheprovider \
+        python/tests 2>&1)
+  echo "$out" | tail -n 30
+  echo "$out" | grep -E "^(FAILED|ERROR) " | head -n 20 | sed "s/^/[python] /" >>"$fail_log" || true
+  ok=$(echo "$out" | tail -n 1 | sed -n 's/\(^\|.* \)\([0-9]*\) passed.*/\2/p')
+  bad=$(echo "$out" | tail -n 1 | grep -oE "[0-9]+ (failed|error)" | awk '{s += $1} END {print s + 0}')
+  ok=${ok:-0}
+  if [ "$ok" = 0 ] && [ "$bad" = 0 ]; then echo "python: no tests ran"; failed=$((failed+1)); return; fi
+  passed=$((passed + ok)); failed=$((failed + bad))
+  echo "== python: $ok passed, $bad failed"
+}
+
 run_suite build "release"
+[ "${QTTS_PYTHON:-1}" = 0 ] || run_python
 [ "${QTTS_EMU512:-1}" = 0 ] || run_emu512
 [ "${QTTS_ARM64:-1}" = 0 ] || run_arm64
 # the soak at lower volume under the sanitizers (about 10x slower)

@@ -22,7 +22,7 @@
 #include "harness.h"
 #include "support/test_util.h"
 #include "net/download.h"
-#include "net/hub.h"
+#include "io/hub.h"
 
 /* ---- fake hub content ---- */
 

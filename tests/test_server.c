@@ -20,7 +20,7 @@
 #include "server/buf.h"
 #include "io/spk.h"
 #include "server/stretch.h"
-#include "server/voice_store.h"
+#include "voices/voice_store.h"
 #include "support/npy.h"
 #include "test_server_http.h"
 

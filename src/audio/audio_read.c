@@ -123,21 +123,22 @@ static int finish(mono_buf *b, int64_t rate, int channels, const char *label, co
         free(b->mono);
         return qtts_fail(err, "%s: contains no audio samples", label);
     }
+    int64_t target = o->target_rate > 0 ? o->target_rate : rate;
     float *y = NULL;
     int64_t ny = 0;
-    int rc = qtts_audio_resample(b->mono, b->n, rate, o->target_rate, &y, &ny, err);
+    int rc = qtts_audio_resample(b->mono, b->n, rate, target, &y, &ny, err);
     free(b->mono);
     b->mono = NULL;
     if (rc) return qtts_fail_prefix(err, "%s", label);
     if (ny < o->min_samples) {
         free(y);
         return qtts_fail(err, "%s: too short: %.3f s (%lld samples at %lld Hz), need at least %.3f s", label,
-                         (double)ny / (double)o->target_rate, (long long)ny, (long long)o->target_rate,
-                         (double)o->min_samples / (double)o->target_rate);
+                         (double)ny / (double)target, (long long)ny, (long long)target,
+                         (double)o->min_samples / (double)target);
     }
     out->samples = y;
     out->n = ny;
-    out->rate = o->target_rate;
+    out->rate = target;
     out->source_rate = rate;
     out->source_channels = channels;
     return 0;

@@ -18,7 +18,7 @@
 #include "core/err.h"
 
 typedef struct {
-    int64_t target_rate; /* output sample rate (24000) */
+    int64_t target_rate; /* output sample rate (24000); 0: the source's own */
     int64_t min_samples; /* minimum length at target_rate (e.g. 1920 = one codec frame for ICL) */
     double max_seconds;  /* maximum duration of the input (e.g. 60) */
 } qtts_audio_opts;
@@ -30,7 +30,7 @@ void qtts_audio_opts_default(qtts_audio_opts *o);
 typedef struct {
     float *samples;
     int64_t n;
-    int64_t rate;        /* = target_rate */
+    int64_t rate;        /* = target_rate (the source's when that is 0) */
     int64_t source_rate; /* rate of the file */
     int source_channels;
 } qtts_audio;

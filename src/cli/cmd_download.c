@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "net/download.h"
-#include "net/hub.h"
+#include "io/hub.h"
 
 static void usage(FILE *out) {
     size_t n;

@@ -12,7 +12,7 @@
 #include "io/store.h"
 #include "model/codec_decoder.h"
 #include "model/config.h"
-#include "net/hub.h"
+#include "io/hub.h"
 #include "tensor/conv.h"
 #include "tensor/conv_calibrate.h"
 #include "tensor/cpu.h"

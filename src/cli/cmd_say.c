@@ -23,7 +23,7 @@
 #include "io/rvq.h"
 #include "io/spk.h"
 #include "qtts.h"
-#include "server/voice_files.h"
+#include "voices/voice_files.h"
 #include "text/split.h"
 #include "text/utf8.h"
 
@@ -448,7 +448,7 @@ static int say_voice_as_speaker(say_opts *o, const qtts_model_info *mi, const ch
 }
 
 /* --voice NAME: with a Base model the registered voice NAME of the voices
- * directory, read by the server's own loader (server/voice_files.h) and
+ * directory, read by the server's own loader (voices/voice_files.h) and
  * cloned by the same rule: in context when it holds reference codes and a
  * transcript (unless --x-vector-only), else from its x-vector alone. */
 static int say_registered_voice(say_opts *o, say_job *j) {

@@ -1,5 +1,5 @@
 /* qtts voices list|add|rm: the registered voices of a voices directory, the
- * one `qtts serve --voices-dir` keeps (format: src/server/voice_files.h).
+ * one `qtts serve --voices-dir` keeps (format: src/voices/voice_files.h).
  * list and rm read and change the files alone, with no model; add extracts a
  * voice from reference audio with a Base model (an engine job) and writes it
  * through the server's own store, so a running server sees it on next use. */
@@ -16,8 +16,8 @@
 #include "cli/cli.h"
 #include "io/file.h"
 #include "qtts.h"
-#include "server/voice_files.h"
-#include "server/voice_store.h"
+#include "voices/voice_files.h"
+#include "voices/voice_store.h"
 
 /* as `qtts say --ref-audio`: a 60 s reference is at most ~70 MB even as 96 kHz 32-bit stereo */
 #define MAX_AUDIO_BYTES ((size_t)256 << 20)

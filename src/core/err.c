@@ -33,6 +33,23 @@ int qtts_fail_as(qtts_err *e, qtts_status status, const char *fmt, ...) {
     return -1;
 }
 
+void qtts_err_export(const qtts_err *from, qtts_status fallback, qtts_error *to) {
+    if (!to) return;
+    to->status = from->status && from->status != QTTS_ERR_INTERNAL ? from->status : fallback;
+    snprintf(to->message, sizeof to->message, "%s", from->msg);
+}
+
+qtts_status qtts_error_set(qtts_error *to, qtts_status status, const char *fmt, ...) {
+    if (to) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(to->message, sizeof to->message, fmt, ap);
+        va_end(ap);
+        to->status = status;
+    }
+    return status;
+}
+
 int qtts_fail_prefix(qtts_err *e, const char *fmt, ...) {
     if (e) {
         char prefix[256], old[sizeof e->msg];

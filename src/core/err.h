@@ -21,6 +21,13 @@ int qtts_fail_as(qtts_err *e, qtts_status status, const char *fmt, ...) __attrib
 /* Prefixes an existing message: "prefix: old message" (the status stays). Returns -1. */
 int qtts_fail_prefix(qtts_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Copies e into the public error (to may be NULL); an unclassified failure
+ * (QTTS_OK or QTTS_ERR_INTERNAL) becomes fallback. */
+void qtts_err_export(const qtts_err *from, qtts_status fallback, qtts_error *to);
+/* Fills the public error directly (to may be NULL); returns status. */
+qtts_status qtts_error_set(qtts_error *to, qtts_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Checked allocation helpers: return NULL and fill e on failure (QTTS_ERR_NO_MEMORY). */
 void *qtts_malloc(size_t size, qtts_err *e);
 void *qtts_calloc(size_t count, size_t size, qtts_err *e);

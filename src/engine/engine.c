@@ -14,9 +14,7 @@
 #include "engine/stream.h"
 
 void engine_copy_err(const qtts_err *from, qtts_status fallback, qtts_error *to) {
-    if (!to) return;
-    to->status = from->status && from->status != QTTS_ERR_INTERNAL ? from->status : fallback;
-    snprintf(to->message, sizeof to->message, "%s", from->msg);
+    qtts_err_export(from, fallback, to);
 }
 
 const char *qtts_status_name(qtts_status s) {
@@ -28,6 +26,8 @@ const char *qtts_status_name(qtts_status s) {
     case QTTS_ERR_MODEL: return "model";
     case QTTS_ERR_CANCELLED: return "cancelled";
     case QTTS_ERR_INTERNAL: return "internal";
+    case QTTS_ERR_NOT_FOUND: return "not_found";
+    case QTTS_ERR_EXISTS: return "exists";
     }
     return "internal";
 }

@@ -25,8 +25,9 @@ struct qtts_voice {
     atomic_int refs;
     float *xvec;
     size_t xvec_len;
-    int32_t *codes; /* [n_frames][16], frame-major */
+    int32_t *codes; /* [n_frames][n_codebooks], frame-major */
     size_t n_frames;
+    int n_codebooks;
     char *ref_text;
 };
 

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
+#include "text/utf8.h"
 
 void slot_free(slot *s) {
     if (!s) return;
@@ -104,6 +105,25 @@ static int check_voice_options(const qtts_engine *e, const qtts_request *r, qtts
     return 0;
 }
 
+/* Every string of the request is UTF-8: refused here, before it is queued
+ * (incremental text is checked once complete: a piece may end inside a
+ * character). */
+static int check_utf8(const qtts_request *r, qtts_err *err) {
+    const struct {
+        const char *what, *s;
+    } fields[] = {{"input text", r->text_incomplete ? NULL : r->text},
+                  {"language", r->language},
+                  {"speaker", r->speaker},
+                  {"instruction", r->instruct}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (!fields[i].s) continue;
+        size_t len = strlen(fields[i].s), bad = qtts_utf8_check(fields[i].s, len);
+        if (bad < len)
+            return qtts_fail_as(err, QTTS_ERR_INVALID, "the %s is not valid UTF-8 (at byte %zu)", fields[i].what, bad);
+    }
+    return 0;
+}
+
 static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode *mode, qtts_err *err) {
     if (!r) return qtts_fail_as(err, QTTS_ERR_INVALID, "no request");
     if (r->text_incomplete) { /* the text comes later: emptiness is checked when it is complete */
@@ -116,7 +136,7 @@ static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode 
     } else if (!r->text[strspn(r->text, " \t\r\n\v\f")]) {
         return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is only whitespace");
     }
-    if (request_mode(e, r, mode, err) || check_voice_options(e, r, *mode, err)) return -1;
+    if (check_utf8(r, err) || request_mode(e, r, mode, err) || check_voice_options(e, r, *mode, err)) return -1;
     if (r->text && strlen(r->text) > QTTS_MAX_TEXT_BYTES)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is longer than %d bytes; split it",
                             QTTS_MAX_TEXT_BYTES);

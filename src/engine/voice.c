@@ -5,9 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/engine_internal.h"
 
+#include "audio/audio_read.h"
+#include "io/rvq.h"
+#include "io/spk.h"
 #include "model/voice.h"
 
 struct clone_frontend {
@@ -66,6 +70,7 @@ static qtts_voice *voice_new(const float *xvec, size_t dim, const int32_t *codes
     memcpy(v->xvec, xvec, dim * sizeof *v->xvec);
     if (n_frames) memcpy(v->codes, codes, n_frames * n_q * sizeof *v->codes);
     v->n_frames = n_frames;
+    v->n_codebooks = (int)n_q;
     return v;
 }
 
@@ -155,16 +160,14 @@ static void extract(qtts_pool *pool, void *ctx) {
         rc = qtts_voice_extract_memory(&vd, pool, c->spk, c->codec, j->bytes, j->size, "reference audio", j->ref_text,
                                        0, &j->err);
     } else {
-        float *resampled = NULL;
-        int64_t n = (int64_t)j->n;
-        const float *wav = j->samples;
-        int64_t rate = qtts_spk_encoder_sample_rate(c->spk);
-        if (j->rate != rate) {
-            if (qtts_audio_resample(j->samples, (int64_t)j->n, j->rate, rate, &resampled, &n, &j->err)) return;
-            wav = resampled;
-        }
-        rc = qtts_voice_extract(&vd, pool, c->spk, c->codec, wav, n, j->ref_text, 0, &j->err);
-        free(resampled);
+        /* the readers' checks (finite, at most 60 s) and resampling, as for a file */
+        qtts_audio_opts o;
+        qtts_audio_opts_default(&o);
+        o.target_rate = qtts_spk_encoder_sample_rate(c->spk);
+        qtts_audio wav = {0};
+        rc = qtts_audio_from_samples(j->samples, (int64_t)j->n, 1, j->rate, "reference audio", &o, &wav, &j->err);
+        if (rc == 0) rc = qtts_voice_extract(&vd, pool, c->spk, c->codec, wav.samples, wav.n, j->ref_text, 0, &j->err);
+        qtts_audio_free(&wav);
     }
     if (rc) {
         /* unreadable, too short or too long audio: the caller's input */
@@ -206,4 +209,52 @@ qtts_voice *qtts_voice_from_audio_bytes(qtts_engine *e, const void *bytes, size_
         return NULL;
     }
     return run_extract(&j, err);
+}
+
+/* ---- .spk / .rvq files ---- */
+
+/* QTTS_ERR_NOT_FOUND for a path that names nothing, so a caller can tell a
+ * missing file from a corrupt one. */
+static int check_exists(const char *path, qtts_err *err) {
+    if (access(path, F_OK) == 0) return 0;
+    return qtts_fail_as(err, QTTS_ERR_NOT_FOUND, "%s: no such file", path);
+}
+
+qtts_voice *qtts_voice_from_files(qtts_engine *e, const char *spk_path, const char *rvq_path, const char *ref_text,
+                                  qtts_error *err) {
+    qtts_err qe = {0};
+    float *x = NULL;
+    int32_t *codes = NULL;
+    int64_t n_frames = 0;
+    qtts_voice *v = NULL;
+    if (check_base(e, &qe)) goto done;
+    if (!spk_path || !*spk_path) {
+        qtts_fail_as(&qe, QTTS_ERR_INVALID, "no .spk file given");
+        goto done;
+    }
+    if (check_exists(spk_path, &qe) || (rvq_path && check_exists(rvq_path, &qe))) goto done;
+    /* what these readers refuse is the files' content: the caller's input */
+    x = qtts_spk_read(spk_path, e->info.hidden_size, NULL, &qe);
+    if (!x) goto done;
+    if (rvq_path && qtts_rvq_read(rvq_path, e->talker->cfg.num_code_groups, e->talker->cfg.cp.vocab, &codes,
+                                  &n_frames, &qe))
+        goto done;
+    v = voice_from_parts(e, x, (size_t)e->info.hidden_size, codes, (size_t)n_frames, ref_text, &qe);
+done:
+    free(x);
+    free(codes);
+    if (!v) engine_copy_err(&qe, QTTS_ERR_INVALID, err);
+    return v;
+}
+
+qtts_status qtts_voice_save(const qtts_voice *v, const char *spk_path, const char *rvq_path, qtts_error *err) {
+    qtts_err qe = {0};
+    if (!v || !spk_path || !*spk_path) qtts_fail_as(&qe, QTTS_ERR_INVALID, "no voice or no .spk file given");
+    else if (rvq_path && (!v->codes || !v->n_frames))
+        qtts_fail_as(&qe, QTTS_ERR_INVALID, "this voice has no reference codes to write to %s", rvq_path);
+    else if (qtts_spk_write(spk_path, v->xvec, (int64_t)v->xvec_len, &qe) == 0 && rvq_path)
+        qtts_rvq_write(rvq_path, v->codes, v->n_codebooks, (int64_t)v->n_frames, &qe);
+    if (!qe.status) return QTTS_OK;
+    engine_copy_err(&qe, QTTS_ERR_INTERNAL, err); /* a write that failed: I/O */
+    return qe.status;
 }

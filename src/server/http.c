@@ -147,6 +147,8 @@ int http_status_of(qtts_status st) {
     case QTTS_ERR_INVALID: return 400;
     case QTTS_ERR_BUSY: return 503;
     case QTTS_ERR_CANCELLED: return 499;
+    case QTTS_ERR_NOT_FOUND: return 404;
+    case QTTS_ERR_EXISTS: return 409;
     case QTTS_ERR_NO_MEMORY:
     case QTTS_ERR_MODEL:
     case QTTS_ERR_INTERNAL: return 500;

@@ -13,7 +13,7 @@
 #include "server/pump.h"
 #include "server/server.h"
 #include "server/speech_request.h"
-#include "server/voice_store.h"
+#include "voices/voice_store.h"
 
 struct qtts_server {
     qtts_engine *engine;

@@ -10,7 +10,7 @@
 #include "io/spk.h"
 #include "server/b64.h"
 #include "server/multipart.h"
-#include "server/voice_files.h"
+#include "voices/voice_files.h"
 #include "text/utf8.h"
 
 static int bad_name(srv_bad_req *b) {

@@ -19,7 +19,7 @@
 #include "server/socket_compat.h"
 #include "server/speech_request.h"
 #include "server/stretch.h"
-#include "server/voice_store.h"
+#include "voices/voice_store.h"
 #include "server/ws_frame.h"
 
 #define WS_MAX_MESSAGE (1 << 20) /* a client message: config or a text piece */

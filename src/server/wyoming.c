@@ -26,7 +26,7 @@
 #include "model/config.h"
 #include "server/buf.h"
 #include "server/socket_compat.h"
-#include "server/voice_store.h"
+#include "voices/voice_store.h"
 #include "server/wyoming_frame.h"
 #include "text/utf8.h"
 

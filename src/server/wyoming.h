@@ -19,7 +19,7 @@
 typedef struct {
     const char *host;         /* bind address; default 127.0.0.1 (Wyoming has no authentication) */
     int port;                 /* default 10200; 0: an ephemeral port (see qtts_wyoming_port) */
-    const char *voices_dir;   /* Base models: the registered voices (server/voice_store.h); NULL: none */
+    const char *voices_dir;   /* Base models: the registered voices (voices/voice_store.h); NULL: none */
     const char *voice;        /* the voice of requests that name none; NULL: the first one listed */
     const char *instruct;     /* VoiceDesign: the designed voice's description (required); CustomVoice:
                                * a style instruction for every request; NULL: none */

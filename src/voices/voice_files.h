@@ -12,8 +12,8 @@
  * Reading the directory (srv_voice_files_info/list, delete) needs no engine;
  * turning files into a qtts_voice (load) and writing one do, for the model's
  * code geometry and hidden size. */
-#ifndef QTTS_SERVER_VOICE_FILES_H
-#define QTTS_SERVER_VOICE_FILES_H
+#ifndef QTTS_VOICES_VOICE_FILES_H
+#define QTTS_VOICES_VOICE_FILES_H
 
 #include <stddef.h>
 #include <sys/stat.h>

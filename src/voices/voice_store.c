@@ -1,4 +1,4 @@
-#include "server/voice_store.h"
+#include "voices/voice_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/voice_files.h" /* the files; this is the cache over them */
+#include "voices/voice_files.h" /* the files; this is the cache over them */
 
 typedef struct {
     char name[72];

@@ -13,8 +13,8 @@
  * lives in <cache>/<name part of the repo id>, e.g.
  * ~/.cache/qtts/Qwen3-TTS-12Hz-0.6B-Base. No curl here: the resolver is
  * usable by every front end. */
-#ifndef QTTS_NET_HUB_H
-#define QTTS_NET_HUB_H
+#ifndef QTTS_IO_HUB_H
+#define QTTS_IO_HUB_H
 
 #include <stddef.h>
 

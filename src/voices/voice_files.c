@@ -1,4 +1,4 @@
-#include "server/voice_files.h"
+#include "voices/voice_files.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

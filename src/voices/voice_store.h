@@ -6,14 +6,14 @@
  * crash never leaves a half-registered voice visible and two instances
  * sharing one directory cannot overwrite each other. Lookups of a name not in
  * memory (or changed on disk) read the directory. The file format itself
- * (read without an engine by `qtts voices`) is server/voice_files.h. */
-#ifndef QTTS_SERVER_VOICE_STORE_H
-#define QTTS_SERVER_VOICE_STORE_H
+ * (read without an engine by `qtts voices`) is voices/voice_files.h. */
+#ifndef QTTS_VOICES_VOICE_STORE_H
+#define QTTS_VOICES_VOICE_STORE_H
 
 #include <stddef.h>
 
 #include "qtts.h"
-#include "server/voice_files.h" /* srv_voice_name_ok */
+#include "voices/voice_files.h" /* srv_voice_name_ok */
 
 typedef struct srv_voices srv_voices;
 

@@ -1,5 +1,5 @@
 /* Model names, cache location and --model resolution (see hub.h). */
-#include "net/hub.h"
+#include "io/hub.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,4 +93,8 @@ const char *qtts_resolve_model(const char *name_or_path, char *buf, size_t size)
         return NULL;
     }
     return !stat(buf, &st) && S_ISDIR(st.st_mode) ? buf : NULL;
+}
+
+const char *qtts_model_resolve(const char *name_or_path, char *buf, size_t size) {
+    return qtts_resolve_model(name_or_path, buf, size);
 }
