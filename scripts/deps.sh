@@ -12,7 +12,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
   nginx strace >/dev/null
-# the Python package (python/) and its tests; numpy also writes the other-layout test files (tests/layouts): ctypes over libqtts, built and installed offline with these
+# Python: the package (python/) and its tests, built and installed offline; numpy also writes the other-layout test files (tests/layouts)
 $SUDO apt-get install -y -qq --no-install-recommends \
   python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip python3-venv >/dev/null
 # SIMDe: the AVX-512 kernels' twin tests run emulated on CPUs without AVX-512 (scripts/test.sh)
