@@ -536,7 +536,7 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    s->pump = srv_pump_start(&s->aborting, err, err_size);
+    s->pump = srv_pump_start(&s->aborting, &s->metrics.stream_wakeups, err, err_size);
     if (!s->pump) {
         qtts_server_free(s);
         return NULL;
@@ -611,7 +611,9 @@ int qtts_server_drain(qtts_server *s, int deadline_ms) {
     }
     int cut = atomic_load(&s->metrics.inflight);
     if (cut > 0) {
-        atomic_store(&s->aborting, 1); /* readers see it within one read timeout */
+        atomic_store(&s->aborting, 1);
+        srv_pump_kick(s->pump);   /* resumes the suspended readers: they see the flag */
+        srv_ws_pool_kick(s->ws); /* and the WebSocket sessions */
         long long end2 = (long long)qtts_now_ms() + 2000;
         while (atomic_load(&s->metrics.inflight) > 0 && (long long)qtts_now_ms() < end2) {
             struct timespec ts = {0, 20 * 1000000};
