@@ -8,8 +8,9 @@
  *    synthesis whose text is still incomplete (the engine waits for more)
  *    wakes its connection thread zero times, and a whole synthesis wakes
  *    it at most once per engine push (a push is at least one frame) plus
- *    the client's messages; the HTTP stream pump likewise for a streamed
- *    response (qtts_stream_wakeups_total in /metrics). */
+ *    the client's messages; the same for a WebSocket utterance, and the
+ *    HTTP stream pump for a streamed response (qtts_stream_wakeups_total in
+ *    /metrics). */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <time.h>
@@ -93,6 +94,64 @@ static int wy_collect(int fd, int streamed, unsigned char **pcm, size_t *pcm_len
         if (!strcmp(type, "audio-chunk")) chunks++;
         if (!strcmp(type, "audio-stop") && !streamed) return chunks;
         if (!strcmp(type, "synthesize-stopped")) return chunks;
+    }
+}
+
+/* ---- a minimal WebSocket client (RFC 6455; client frames masked with a zero key) ---- */
+
+static int ws_open(int port) {
+    int fd = th_connect(port);
+    const char *req = "GET /v1/audio/speech/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                      "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                      "Sec-WebSocket-Version: 13\r\n\r\n";
+    if (fd < 0 || th_send_all(fd, req, strlen(req))) return -1;
+    char head[2048];
+    size_t n = 0;
+    double end = th_now() + 10;
+    while (n + 1 < sizeof head && !(n >= 4 && !memcmp(head + n - 4, "\r\n\r\n", 4)))
+        if (read_exact(fd, head + n++, 1, end)) break;
+    head[n] = 0;
+    if (!strstr(head, " 101 ")) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int ws_send_text(int fd, const char *text) {
+    size_t n = strlen(text);
+    unsigned char h[8] = {0x81, (unsigned char)(0x80 | n), 0, 0, 0, 0};
+    return n < 126 && !th_send_all(fd, h, 6) && !th_send_all(fd, text, n) ? 0 : -1;
+}
+
+/* One server frame: its opcode, payload in *p (*n bytes, caller frees); -1 on failure. */
+static int ws_recv(int fd, unsigned char **p, size_t *n) {
+    double end = th_now() + 60;
+    unsigned char h[2], ext[8];
+    if (read_exact(fd, h, 2, end)) return -1;
+    uint64_t len = h[1] & 0x7F;
+    int k = len == 126 ? 2 : len == 127 ? 8 : 0;
+    if (k && read_exact(fd, ext, (size_t)k, end)) return -1;
+    if (k) len = 0;
+    for (int i = 0; i < k; i++) len = len << 8 | ext[i];
+    *p = malloc(len + 1);
+    if (!*p || read_exact(fd, *p, len, end)) return -1;
+    (*p)[len] = 0;
+    *n = len;
+    return h[0] & 0x0F;
+}
+
+/* Reads frames until a text frame containing want; audio bytes are added to *audio. 0 or -1. */
+static int ws_until(int fd, const char *want, size_t *audio) {
+    for (;;) {
+        unsigned char *p = NULL;
+        size_t n = 0;
+        int op = ws_recv(fd, &p, &n);
+        int hit = op == 1 && strstr((char *)p, want), bad = op < 0 || (op == 1 && strstr((char *)p, "\"error\""));
+        if (op == 2) *audio += n;
+        free(p);
+        if (bad) return -1;
+        if (hit) return 0;
     }
 }
 
@@ -207,6 +266,34 @@ static void http_wakeups(int http_port) {
     th_resp_free(&r);
 }
 
+static void ws_wakeups(int http_port) {
+    int fd = ws_open(http_port);
+    TEST_CHECK(fd >= 0, "WebSocket upgrade");
+    if (fd < 0) return;
+    size_t audio = 0;
+    char config[160];
+    snprintf(config, sizeof config, "{\"type\":\"session.config\",\"voice\":\"ryan\",\"seed\":%d}", SEED);
+    TEST_CHECK(!ws_send_text(fd, config) && !ws_send_text(fd, "{\"type\":\"input.text\",\"text\":\"Hello\"}") &&
+                   !ws_until(fd, "audio.start", &audio),
+               "an utterance starts with incomplete text");
+    sleep_ms(300);
+    double w0 = th_metric(http_port, "qtts_stream_wakeups_total");
+    sleep_ms(500);
+    double w1 = th_metric(http_port, "qtts_stream_wakeups_total");
+    TEST_CHECK(w0 >= 0 && w1 == w0, "an idle utterance wakes its WebSocket session %.0f times in 0.5 s (want 0)",
+               w1 - w0);
+    int ok = !ws_send_text(fd, "{\"type\":\"input.text\",\"text\":\" there, this is a test.\"}") &&
+             !ws_send_text(fd, "{\"type\":\"input.done\"}") && !ws_until(fd, "audio.done", &audio);
+    double w2 = th_metric(http_port, "qtts_stream_wakeups_total");
+    size_t frames = audio / 2 / FRAME_SAMPLES + 1;
+    double bound = (double)frames + 1 + 4; /* engine pushes, the end, the client's two messages (split or not) */
+    TEST_CHECK(ok && audio > 0, "the utterance ends with audio (%zu bytes)", audio);
+    TEST_CHECK(w2 - w1 <= bound, "an utterance of %zu frames woke its session %.0f times (at most %.0f)", frames,
+               w2 - w1, bound);
+    printf("websocket: idle %.0f wake-ups in 0.5 s; %.0f for %zu frames\n", w1 - w0, w2 - w1, frames);
+    close(fd);
+}
+
 int main(void) {
     char path[1024];
     qtts_engine_params ep;
@@ -237,6 +324,7 @@ int main(void) {
         same_bytes(qtts_server_port(s), qtts_wyoming_port(w));
         wyoming_wakeups(w, qtts_wyoming_port(w));
         http_wakeups(qtts_server_port(s));
+        ws_wakeups(qtts_server_port(s));
     }
     if (w) qtts_wyoming_stop(w, 1000);
     if (s) {
