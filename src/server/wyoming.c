@@ -695,7 +695,10 @@ static void conn_run(wy_conn *c) {
         int audio_only = c->active && c->text_done; /* the text is all here: only audio is left */
         if (audio_only) {
             if (utt_pump(c)) return;
-            if (!c->active) continue; /* it ended: the next events */
+            if (!c->active) { /* it ended: the next events; the client was waiting for it, not idle */
+                c->last_rx_ms = qtts_now_ms();
+                continue;
+            }
         } else {
             if (!c->active && (c->input_closed || atomic_load(&w->draining))) return;
             if (c->input_closed) {
