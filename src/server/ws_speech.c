@@ -109,6 +109,7 @@ static void utterance_end(ws_session *ss) {
     ss->st = NULL;
     srv_buf_free(&ss->out);
     ss->text_done = 0;
+    ss->t_last = qtts_now_ms(); /* the idle timeout counts from here: the client waited for the utterance */
 }
 
 /* session.config (or the stored one) + "input" -> a started incremental request. */
