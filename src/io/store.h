@@ -5,6 +5,8 @@
 #define QTTS_IO_STORE_H
 
 #include "core/err.h"
+#include "core/threadpool.h"
+#include "tensor/interleave.h"
 #include "tensor/tensor.h"
 
 typedef struct qtts_store qtts_store;
@@ -99,5 +101,18 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback);
  * weights that only qtts_linear reads. */
 int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
+
+/* What a model load does with its weight matrices, decided by the engine
+ * loader and passed down to every qtts_mat_from_tensor_plan. */
+typedef struct qtts_weight_plan {
+    qtts_dtype type;                  /* storage type; QTTS_DTYPE_INVALID: as stored (zero-copy) */
+    qtts_pool *pool;                  /* converts rows on its threads (its owner calls); NULL: this thread */
+    const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
+} qtts_weight_plan;
+
+/* qtts_mat_from_tensor_kernel as plan says (NULL plan: as stored, rows). */
+int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err);
+/* qtts_mat_from_tensor, converting on pool (NULL: this thread). */
+int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err);
 
 #endif

@@ -4,30 +4,16 @@
 #include <string.h>
 
 #include "tensor/cpu.h"
-#include "tensor/interleave_calibrate.h"
 #include "tensor/quant.h"
 
 int qtts_interleave_kernels(void) { return qtts_cpu_isa() == QTTS_ISA_AVX512 || qtts_cpu_isa() == QTTS_ISA_AVX2; }
 
-/* QTTS_INTERLEAVE, QTTS_PREFETCH, QTTS_LOCKSTEP: 0 or 1 forces a choice
- * (for A/B measurements); -1 when unset or anything else (then measure). */
-static int forced(const char *var) {
-    const char *env = getenv(var);
-    if (env && !strcmp(env, "0")) return 0;
-    if (env && !strcmp(env, "1")) return 1;
-    return -1;
-}
-
 /* Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family selected,
- * and the layout measured faster for the type on this CPU
- * (tensor/interleave_calibrate.h). QTTS_INTERLEAVE=0 / 1 in the environment
- * turns it off / on regardless of the measurement (A/B comparisons). */
-static int can_interleave(const qtts_mat *m) {
+ * and the loader's choice for the type says so. */
+static int can_interleave(const qtts_mat *m, const qtts_interleave_choice *c) {
     if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
     if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
-    if (!qtts_interleave_kernels()) return 0;
-    const int f = forced("QTTS_INTERLEAVE");
-    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->faster;
+    return qtts_interleave_kernels() && c->interleave;
 }
 
 static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
@@ -96,26 +82,19 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
     return 0;
 }
 
-/* Whether m's kernel prefetches (the AVX2 kernels of both layouts can):
- * as measured, or as QTTS_PREFETCH=0 / 1 forces. */
-static int prefetch_for(const qtts_mat *m) {
-    if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
-    const int f = forced("QTTS_PREFETCH");
-    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->prefetch;
+const qtts_interleave_choice *qtts_weight_layout_for(const qtts_weight_layout *layout, qtts_dtype type) {
+    static const qtts_interleave_choice rows = {0, 0, 0};
+    if (!layout) return &rows;
+    return type == QTTS_Q8_0 ? &layout->q8_0 : type == QTTS_Q4_K ? &layout->q4_k : &rows;
 }
 
-/* Whether m's one-token kernel reads its two groups line by line in step
- * (AVX2, interleaved): as measured, or as QTTS_LOCKSTEP=0 / 1 forces. */
-static int lockstep_for(const qtts_mat *m) {
-    if (!m->interleave || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
-    const int f = forced("QTTS_LOCKSTEP");
-    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->lockstep;
-}
-
-int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
-    if (can_interleave(m) && qtts_mat_interleave_force(m, err)) return -1;
-    m->prefetch = prefetch_for(m);
-    m->lockstep = lockstep_for(m);
+int qtts_mat_interleave(qtts_mat *m, const qtts_weight_layout *layout, qtts_err *err) {
+    const qtts_interleave_choice *c = qtts_weight_layout_for(layout, m->type);
+    if (can_interleave(m, c) && qtts_mat_interleave_force(m, err)) return -1;
+    /* only the AVX2 kernels of both layouts prefetch; lockstep is for interleaved ones */
+    const int avx2 = qtts_cpu_isa() == QTTS_ISA_AVX2 && (m->type == QTTS_Q8_0 || m->type == QTTS_Q4_K);
+    m->prefetch = avx2 && c->prefetch;
+    m->lockstep = avx2 && m->interleave && c->lockstep;
     return 0;
 }
 
