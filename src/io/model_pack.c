@@ -31,8 +31,10 @@ enum { N_TEXT_FILES = sizeof text_files / sizeof text_files[0] };
 
 int qtts_pack_is_quantizable(const char *name, int ndim) {
     size_t n = strlen(name);
+    /* not the embedding tables: the loader reads their rows as stored whatever --quant says, so a .gguf
+     * loads to exactly the engine the folder gives with the same --quant (bit-identical audio) */
     return ndim == 2 && !strncmp(name, "talker.", 7) && n > 7 && !strcmp(name + n - 7, ".weight") &&
-           !strstr(name, "norm");
+           !strstr(name, "norm") && !strstr(name, "embedding");
 }
 
 /* config and tokenizer files; vocab.json is 2.8 MB */
