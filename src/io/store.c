@@ -299,7 +299,7 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err) {
     const qtts_dtype want = plan ? plan->type : QTTS_DTYPE_INVALID;
     if (qtts_mat_from_tensor_pool(m, t, want, plan ? plan->pool : NULL, err) ||
-        qtts_mat_interleave(m, plan ? plan->layout : NULL, err)) {
+        qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err)) {
         qtts_mat_free(m);
         return -1;
     }

@@ -60,7 +60,28 @@ static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t
     }
 }
 
-int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
+/* Groups [begin, end) of a repacking. */
+typedef struct {
+    const qtts_mat *m;
+    uint8_t *buf;
+    int64_t nb;
+    size_t row_bytes;
+} repack_job;
+
+static void repack_groups(void *ctx, int64_t begin, int64_t end, int tid) {
+    const repack_job *j = ctx;
+    (void)tid;
+    for (int64_t g = begin; g < end; g++) {
+        const char *src = (const char *)j->m->data + (size_t)g * j->m->row_bytes * QTTS_INTERLEAVE;
+        uint8_t *dst = j->buf + (size_t)g * j->row_bytes * QTTS_INTERLEAVE;
+        if (j->m->type == QTTS_Q8_0) pack_group_q8_0(src, j->m->row_bytes, j->nb, dst);
+        else pack_group_q4_k(src, j->m->row_bytes, j->nb, dst);
+    }
+}
+
+int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) { return qtts_mat_interleave_force_pool(m, NULL, err); }
+
+int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err) {
     if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || m->interleave || m->rows % QTTS_INTERLEAVE)
         return qtts_fail(err, "cannot interleave a %s matrix of %lld rows", qtts_dtype_name(m->type),
                          (long long)m->rows);
@@ -69,12 +90,9 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
     const size_t bytes = row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
     uint8_t *buf = aligned_alloc(64, alloc ? alloc : 64);
     if (!buf) return qtts_fail(err, "out of memory repacking a %zu-byte matrix", bytes);
-    for (int64_t g = 0; g < m->rows / QTTS_INTERLEAVE; g++) {
-        const char *src = (const char *)m->data + (size_t)g * m->row_bytes * QTTS_INTERLEAVE;
-        uint8_t *dst = buf + (size_t)g * row_bytes * QTTS_INTERLEAVE;
-        if (m->type == QTTS_Q8_0) pack_group_q8_0(src, m->row_bytes, nb, dst);
-        else pack_group_q4_k(src, m->row_bytes, nb, dst);
-    }
+    repack_job j = {.m = m, .buf = buf, .nb = nb, .row_bytes = row_bytes};
+    /* a memory shuffle: as much work per byte as a matrix-vector product reading it */
+    qtts_parallel_for_work(pool, m->rows / QTTS_INTERLEAVE, 4, (double)bytes, repack_groups, &j);
     m->row_bytes = row_bytes;
     free(m->owned);
     m->data = m->owned = buf;
@@ -89,8 +107,12 @@ const qtts_interleave_choice *qtts_weight_layout_for(const qtts_weight_layout *l
 }
 
 int qtts_mat_interleave(qtts_mat *m, const qtts_weight_layout *layout, qtts_err *err) {
+    return qtts_mat_interleave_pool(m, layout, NULL, err);
+}
+
+int qtts_mat_interleave_pool(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err) {
     const qtts_interleave_choice *c = qtts_weight_layout_for(layout, m->type);
-    if (can_interleave(m, c) && qtts_mat_interleave_force(m, err)) return -1;
+    if (can_interleave(m, c) && qtts_mat_interleave_force_pool(m, pool, err)) return -1;
     /* only the AVX2 kernels of both layouts prefetch; lockstep is for interleaved ones */
     const int avx2 = qtts_cpu_isa() == QTTS_ISA_AVX2 && (m->type == QTTS_Q8_0 || m->type == QTTS_Q4_K);
     m->prefetch = avx2 && c->prefetch;

@@ -34,6 +34,7 @@
 #define QTTS_TENSOR_INTERLEAVE_H
 
 #include "core/err.h"
+#include "core/threadpool.h"
 #include "tensor/tensor.h"
 
 enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 544 };
@@ -60,6 +61,8 @@ const qtts_interleave_choice *qtts_weight_layout_for(const qtts_weight_layout *l
  * or AVX2) selected. Sets m->prefetch and m->lockstep from the choice where
  * the selected kernels have them (AVX2). NULL layout: rows, no flags. */
 int qtts_mat_interleave(qtts_mat *m, const qtts_weight_layout *layout, qtts_err *err);
+/* The same, repacking on pool's threads (its owner calls; NULL: this thread). */
+int qtts_mat_interleave_pool(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err);
 
 /* Whether the selected kernel family reads interleaved matrices (AVX-512 or
  * AVX2; elsewhere they would take the scalar path, so they are never made). */
@@ -68,6 +71,7 @@ int qtts_interleave_kernels(void);
 /* The same repacking, unconditional (for tests): m must be Q8_0/Q4_K,
  * row-major, rows % 16 == 0. */
 int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err);
+int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err);
 
 /* Row r of m as f32, whatever its type and layout. */
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out);
