@@ -14,6 +14,7 @@ typedef struct {
     void *addr;
     size_t len;
     int file_backed; /* its pages can be dropped and re-read */
+    int borrowed;    /* another store's (qtts_store_borrow_mappings): not unmapped with this one */
 } mapping;
 
 struct qtts_store {
@@ -46,7 +47,8 @@ void qtts_store_free(qtts_store *st) {
     if (!st) return;
     for (int i = 0; i < st->count; i++) free((void *)st->tensors[i].name);
     for (int i = 0; i < st->n_owned; i++) free(st->owned[i]);
-    for (int i = 0; i < st->n_maps; i++) munmap(st->maps[i].addr, st->maps[i].len);
+    for (int i = 0; i < st->n_maps; i++)
+        if (!st->maps[i].borrowed) munmap(st->maps[i].addr, st->maps[i].len);
     free(st->tensors);
     free(st->buckets);
     free(st->owned);
@@ -149,8 +151,17 @@ int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_bac
         st->maps = n;
         st->cap_maps = cap;
     }
-    st->maps[st->n_maps++] = (mapping){addr, len, file_backed};
+    st->maps[st->n_maps++] = (mapping){addr, len, file_backed, 0};
     for (int i = 0; i < st->count; i++) st->tensors[i].mapped |= in_mapping(st, st->tensors[i].data);
+    return 0;
+}
+
+int qtts_store_borrow_mappings(qtts_store *st, const qtts_store *from, qtts_err *err) {
+    for (int i = 0; i < from->n_maps; i++) {
+        if (qtts_store_keep_mapping(st, from->maps[i].addr, from->maps[i].len, from->maps[i].file_backed, err))
+            return -1;
+        st->maps[st->n_maps - 1].borrowed = 1;
+    }
     return 0;
 }
 

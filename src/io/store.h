@@ -33,6 +33,11 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
  * RSS and re-read from the file. An anonymous mapping's never are (dropping
  * them would zero its contents). */
 int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_backed, qtts_err *err);
+/* Tells st about from's mappings, which some of st's tensors lie in (from
+ * must outlive st; st never unmaps them), so that their pages can be
+ * released as a mapped tensor's are: converted copies then do not keep the
+ * originals resident. */
+int qtts_store_borrow_mappings(qtts_store *st, const qtts_store *from, qtts_err *err);
 
 /* For the file readers: the bytes [begin, end) of one tensor's data. */
 typedef struct qtts_span {
