@@ -395,6 +395,7 @@ int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want
     m->owned = aligned_alloc(64, alloc ? alloc : 64);
     if (!m->owned) return qtts_fail(err, "out of memory converting tensor '%s' (%zu bytes)", t->name, bytes);
     m->data = m->owned;
+    qtts_advise_huge(m->owned, alloc);
     convert_job j = {.t = t, .m = m, .src_row = qtts_dtype_row_bytes(t->type, cols)};
     atomic_init(&j.failed, 0);
     /* a row's conversion is about as much work as a matrix-vector product reading it (a Q4_K fit: far more) */

@@ -50,6 +50,7 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     size_t bytes_all = (rb * (size_t)rows + 63) / 64 * 64; /* 64-aligned: whole-vector kernel loads */
     char *buf = aligned_alloc(64, bytes_all ? bytes_all : 64);
     if (!buf) return qtts_fail(err, "out of memory stacking %lld weight rows", (long long)rows);
+    qtts_advise_huge(buf, bytes_all ? bytes_all : 64);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         size_t bytes = rb * (size_t)parts[i]->rows;

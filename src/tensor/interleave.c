@@ -90,6 +90,7 @@ int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err) 
     const size_t bytes = row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
     uint8_t *buf = aligned_alloc(64, alloc ? alloc : 64);
     if (!buf) return qtts_fail(err, "out of memory repacking a %zu-byte matrix", bytes);
+    qtts_advise_huge(buf, alloc);
     repack_job j = {.m = m, .buf = buf, .nb = nb, .row_bytes = row_bytes};
     /* a memory shuffle: as much work per byte as a matrix-vector product reading it */
     qtts_parallel_for_work(pool, m->rows / QTTS_INTERLEAVE, 4, (double)bytes, repack_groups, &j);
