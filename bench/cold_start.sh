@@ -3,7 +3,8 @@
 # whole run's wall time and its peak RSS, for a model folder loaded with
 # each --quant and for .gguf files made from it by `qtts quantize`; with the
 # page cache warm (a run before) and, where this user can drop it (root),
-# cold.
+# cold (in a container or VM, drop_caches may only reach part of the host's
+# cache: a cold row is then only somewhat slower than the warm one).
 #
 #   bench/cold_start.sh MODEL_DIR [path/to/qtts]
 #   env: QUANTS ("q4_k q8_0") THREADS (all CPUs) FRAMES (10) RUNS (3, the best is kept)
