@@ -103,6 +103,10 @@ typedef struct {
     const char *weight_type;       /* LM matrices as loaded: "f32", "bf16", "q8_0", "q4_k" */
     const char *decoder_precision; /* "f32", "winograd", "winograd-f16" or "bf16" (qtts_engine_params) */
     const char *kv_cache;          /* "f32" or "f16" (qtts_engine_params.kv_cache) */
+    /* Where the load's time went: one line, milliseconds per phase (what -v prints). */
+    const char *load_report;
+    /* Kernel measurements the load ran (0: none needed, or all read from the per-CPU calibration cache). */
+    int kernels_measured;
 } qtts_model_info;
 
 /* Valid as long as the engine. */

@@ -415,6 +415,7 @@ static int say_start_engine(const say_opts *o, say_job *j) {
         const qtts_model_info *mi = qtts_engine_info(j->e);
         fprintf(stderr, "qtts: %s %s model, weights %s, decoder %s, KV cache %s, %d threads\n", mi->size, mi->variant,
                 mi->weight_type, mi->decoder_precision, mi->kv_cache, mi->n_threads);
+        if (mi->load_report) fprintf(stderr, "qtts: %s\n", mi->load_report);
     }
     return CLI_CONTINUE;
 }
