@@ -27,7 +27,6 @@ int qtts_gpu_gemv(qtts_gpu_seq *s, const qtts_gpu_mat *w, qtts_gpu_buf *x, int64
     int64_t row0, rows, cols;
     qtts_dtype type;
     size_t row_bytes;
-    qtts_vk_mat_chunk(w, 0, &row0, &rows, &type, &cols, &row_bytes);
     if (n <= 0) return 0;
     int last = qtts_gpu_mat_chunks(w) - 1;
     int64_t lrow0, lrows;
