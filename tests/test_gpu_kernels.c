@@ -292,6 +292,14 @@ int main(void) {
         return req && !strcmp(req, "1") ? 1 : 77;
     }
     printf("device: %s\n", qtts_gpu_name(g));
+    /* device names that are not devices: one clear line, no device opened */
+    const char *bad[] = {"vulkan:999", "vulkan:", "vulkan:-1", "vulkan:1x", "cuda", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        qtts_err e = {0};
+        qtts_gpu *other = qtts_gpu_open(bad[i], &e);
+        TEST_CHECK(!other && e.status == QTTS_ERR_INVALID && e.msg[0], "device '%s' refused: %s", bad[i], e.msg);
+        qtts_gpu_close(other);
+    }
     const qtts_dtype types[] = {QTTS_F32, QTTS_BF16, QTTS_Q8_0, QTTS_Q4_K};
     const int64_t cols[] = {77, 133, 32 * 5, 256 * 3};
     for (int i = 0; i < 4; i++) {

@@ -199,8 +199,8 @@ static int pick_device(qtts_gpu *g, long want, qtts_err *err) {
     }
     if (want >= (long)n) {
         free(pd);
-        return qtts_fail_as(err, QTTS_ERR_INVALID, "device vulkan:%ld does not exist (%u Vulkan device%s: see 'qtts info --devices')",
-                            want, n, n == 1 ? "" : "s");
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "no such device: this machine has %u Vulkan device%s (qtts info --devices)",
+                            n, n == 1 ? "" : "s");
     }
     if (best < 0) {
         free(pd);
