@@ -61,10 +61,8 @@ static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, 
         if (type == QTTS_BF16)
             for (int64_t c = 0; c < cols; c++)
                 ((uint16_t *)(wq + r * row_bytes))[c] = qtts_f32_to_bf16(wf[r * cols + c]);
-        else if (type == QTTS_F32)
-            memcpy(wq + r * row_bytes, wf + r * cols, (size_t)cols * 4);
-        else
-            qtts_quantize_row(type, wf + r * cols, wq + r * row_bytes, cols);
+        else if (type == QTTS_F32) memcpy(wq + r * row_bytes, wf + r * cols, (size_t)cols * 4);
+        else qtts_quantize_row(type, wf + r * cols, wq + r * row_bytes, cols);
     }
     for (int64_t t = 0; t < n; t++)
         for (int64_t c = 0; c < cols; c++) x[x_off + t * x_stride + c] = xp[t * cols + c] = frand();
@@ -76,7 +74,8 @@ static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, 
     qtts_gpu_set_buffer_limit(g, 0);
     TEST_CHECK(gm != NULL, "upload: %s", err.msg);
     if (!gm) goto done;
-    if (limit) TEST_CHECK(qtts_gpu_mat_chunks(gm) > 1, "%s: a %zu-byte limit splits the matrix", qtts_dtype_name(type), limit);
+    if (limit)
+        TEST_CHECK(qtts_gpu_mat_chunks(gm) > 1, "%s: a %zu-byte limit splits the matrix", qtts_dtype_name(type), limit);
     qtts_gpu_buf *bx = upload(g, x, n * x_stride + x_off), *by = upload(g, NULL, n * y_stride + y_off);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     TEST_CHECK(s && qtts_gpu_gemv(s, gm, bx, x_off, x_stride, by, y_off, y_stride, n, &err) == 0, "gemv: %s", err.msg);
@@ -142,7 +141,8 @@ static void test_rmsnorm(qtts_gpu *g) {
 /* The angle table the backend's users upload: qtts_rope_angles per position. */
 static qtts_gpu_buf *rope_table(qtts_gpu *g, int64_t head_dim, int64_t positions, double theta) {
     float *t = malloc((size_t)(head_dim * positions) * 4);
-    for (int64_t p = 0; p < positions; p++) qtts_rope_angles(t + p * head_dim, t + p * head_dim + head_dim / 2, head_dim, p, theta);
+    for (int64_t p = 0; p < positions; p++)
+        qtts_rope_angles(t + p * head_dim, t + p * head_dim + head_dim / 2, head_dim, p, theta);
     qtts_gpu_buf *b = upload(g, t, head_dim * positions);
     free(t);
     return b;
@@ -169,7 +169,8 @@ static void test_rope(qtts_gpu *g) {
         memcpy(ref, x, sizeof x);
         qtts_rope_neox(ref + OFF, T, STRIDE, H, HD, pos0, 1e6);
         if (run(s)) break;
-        TEST_NEAR(qtts_gpu_buf_data(bx), ref, N, 2e-6, round ? "rope resubmitted at position 1500" : "rope at position 7");
+        TEST_NEAR(qtts_gpu_buf_data(bx), ref, N, 2e-6,
+                  round ? "rope resubmitted at position 1500" : "rope at position 7");
     }
     qtts_gpu_seq_free(s);
     qtts_gpu_buf_free(g, bx), qtts_gpu_buf_free(g, table), qtts_gpu_buf_free(g, pos);
@@ -204,9 +205,20 @@ static void test_attention(qtts_gpu *g, int64_t window) {
             memcpy((float *)qtts_gpu_buf_data(newv) + t * (KVW + 1), v + (first + t) * KVW, KVW * 4);
         }
         *(int32_t *)qtts_gpu_buf_data(pos) = (int32_t)first;
-        qtts_attn_args ra = {.q = q, .q_stride = QS, .k = k, .v = v, .kv_stride = KVW, .out = ref,
-                             .out_stride = H * HD, .n_q = NQ, .q_first = first, .n_heads = H, .n_kv_heads = KVH,
-                             .head_dim = HD, .window = window, .scale = 1.0f / sqrtf(HD)};
+        qtts_attn_args ra = {.q = q,
+                             .q_stride = QS,
+                             .k = k,
+                             .v = v,
+                             .kv_stride = KVW,
+                             .out = ref,
+                             .out_stride = H * HD,
+                             .n_q = NQ,
+                             .q_first = first,
+                             .n_heads = H,
+                             .n_kv_heads = KVH,
+                             .head_dim = HD,
+                             .window = window,
+                             .scale = 1.0f / sqrtf(HD)};
         qtts_attention_isa(NULL, &ra, QTTS_ISA_SCALAR);
         if (run(s)) break;
         char what[80];
@@ -245,7 +257,8 @@ static void test_embed_add(qtts_gpu *g) {
     const int32_t ids[TABLES + 1] = {4, 8, 0, 9}; /* the last is out of range: adds nothing */
     for (int k = 0; k < TABLES; k++)
         for (int d = 0; d < DIM; d++) ref[2 + d] += t[(k * ROWS + ids[k]) * DIM + d];
-    qtts_gpu_buf *bt = upload(g, t, TABLES * ROWS * DIM), *bi = upload(g, NULL, TABLES + 1), *out = upload(g, NULL, DIM + 2);
+    qtts_gpu_buf *bt = upload(g, t, TABLES * ROWS * DIM), *bi = upload(g, NULL, TABLES + 1),
+                 *out = upload(g, NULL, DIM + 2);
     memcpy(qtts_gpu_buf_data(bi), ids, sizeof ids);
     for (int d = 0; d < DIM + 2; d++) ((float *)qtts_gpu_buf_data(out))[d] = 5.0f; /* overwritten by the first */
     ((float *)qtts_gpu_buf_data(out))[0] = ((float *)qtts_gpu_buf_data(out))[1] = 0;
@@ -266,8 +279,8 @@ static void test_argmax(qtts_gpu *g) {
     float z[CASES][N];
     for (int c = 0; c < CASES; c++)
         for (int i = 0; i < N; i++) z[c][i] = c == 3 ? -INFINITY : frand();
-    z[1][2999] = z[1][17] = z[1][600] = 2.0f;        /* ties: the first wins */
-    z[2][3000] = 9.0f;                               /* the last element */
+    z[1][2999] = z[1][17] = z[1][600] = 2.0f; /* ties: the first wins */
+    z[2][3000] = 9.0f; /* the last element */
     for (int i = 0; i < N; i += 2) z[0][i] = -INFINITY; /* filtered logits */
     qtts_gpu_buf *bz = upload(g, &z[0][0], CASES * N), *ids = upload(g, NULL, CASES);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);

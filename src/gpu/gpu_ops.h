@@ -51,17 +51,16 @@ void qtts_gpu_seq_free(qtts_gpu_seq *s);
 int qtts_gpu_gemv(qtts_gpu_seq *s, const qtts_gpu_mat *w, qtts_gpu_buf *x, int64_t x_off, int64_t x_stride,
                   qtts_gpu_buf *y, int64_t y_off, int64_t y_stride, int64_t n, qtts_err *err);
 /* rows x dim, packed; w may be NULL (= 1). */
-int qtts_gpu_rmsnorm(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, qtts_gpu_buf *w, qtts_gpu_buf *y,
-                     int64_t y_off, int64_t rows, int64_t dim, float eps, qtts_err *err);
+int qtts_gpu_rmsnorm(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, qtts_gpu_buf *w, qtts_gpu_buf *y, int64_t y_off,
+                     int64_t rows, int64_t dim, float eps, qtts_err *err);
 /* NeoX rotation of n_tokens rows in place; token t at position pos[pos_index] + t;
  * table: qtts_rope_angles of every position, rows of head_dim (cos then sin). */
-int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t stride, int64_t n_tokens,
-                  int64_t n_heads, int64_t head_dim, qtts_gpu_buf *table, qtts_gpu_buf *pos, int64_t pos_index,
-                  qtts_err *err);
+int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t stride, int64_t n_tokens, int64_t n_heads,
+                  int64_t head_dim, qtts_gpu_buf *table, qtts_gpu_buf *pos, int64_t pos_index, qtts_err *err);
 /* cache row pos[pos_index] + t = src row t (width floats), t < n_tokens. */
 int qtts_gpu_kv_store(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
-                      int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos,
-                      int64_t pos_index, qtts_err *err);
+                      int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos, int64_t pos_index,
+                      qtts_err *err);
 
 typedef struct {
     qtts_gpu_buf *q, *k, *v, *out, *pos; /* k, v: f32 caches, kv_stride floats per position */
@@ -74,14 +73,13 @@ int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *e
 
 /* out[r][i] = silu(f[gate_off + r*in_stride + i]) * f[up_off + r*in_stride + i], i < n, r < rows. */
 int qtts_gpu_silu_mul(qtts_gpu_seq *s, qtts_gpu_buf *f, int64_t gate_off, int64_t up_off, int64_t in_stride,
-                      qtts_gpu_buf *out, int64_t out_off, int64_t out_stride, int64_t n, int64_t rows,
-                      qtts_err *err);
+                      qtts_gpu_buf *out, int64_t out_off, int64_t out_stride, int64_t n, int64_t rows, qtts_err *err);
 /* out[out_off + d] (+)= table[(row_base + ids[id_index]) * dim + d]; ids outside 0..rows-1 add zero. */
 int qtts_gpu_embed_add(qtts_gpu_seq *s, qtts_gpu_buf *table, int64_t row_base, int64_t rows, int64_t dim,
                        qtts_gpu_buf *ids, int64_t id_index, qtts_gpu_buf *out, int64_t out_off, int accumulate,
                        qtts_err *err);
 /* ids[out_index] = argmax of z[z_off .. z_off + n) (the first on ties, as qtts_argmax). */
-int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *ids,
-                    int64_t out_index, qtts_err *err);
+int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *ids, int64_t out_index,
+                    qtts_err *err);
 
 #endif

@@ -42,16 +42,17 @@ static int want_validation(void) {
 
 /* The instance; with validation, the layer and a messenger counting into g. */
 static int make_instance(qtts_gpu *g, int validate, qtts_err *err) {
-    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "qtts",
-                             .apiVersion = VK_API_VERSION_1_1};
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "qtts", .apiVersion = VK_API_VERSION_1_1};
     const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
     const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-    VkDebugUtilsMessengerCreateInfoEXT msg = {
-        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
-        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
-        .pfnUserCallback = on_validation,
-        .pUserData = g};
+    VkDebugUtilsMessengerCreateInfoEXT msg = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+                                              .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                                                                 VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+                                              .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                                             VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+                                              .pfnUserCallback = on_validation,
+                                              .pUserData = g};
     VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
     if (validate) {
         ci.enabledLayerCount = 1;
@@ -82,7 +83,8 @@ static VkPhysicalDevice *physical_devices(VkInstance inst, uint32_t *n, qtts_err
         return NULL;
     }
     if (*n == 0) {
-        qtts_fail_as(err, QTTS_ERR_INVALID, "no Vulkan device found (a GPU driver, or Mesa's lavapipe from mesa-vulkan-drivers)");
+        qtts_fail_as(err, QTTS_ERR_INVALID,
+                     "no Vulkan device found (a GPU driver, or Mesa's lavapipe from mesa-vulkan-drivers)");
         return NULL;
     }
     VkPhysicalDevice *d = qtts_calloc(*n, sizeof *d, err);
@@ -121,10 +123,8 @@ static void facts(VkPhysicalDevice pd, device_facts *f) {
     if (f->props.apiVersion >= VK_API_VERSION_1_2) sub.pNext = &drv;
     vkGetPhysicalDeviceProperties2(pd, &p2);
     f->subgroup = sub.subgroupSize;
-    if (drv.driverName[0])
-        snprintf(f->driver, sizeof f->driver, "%s %s", drv.driverName, drv.driverInfo);
-    else
-        snprintf(f->driver, sizeof f->driver, "driver version 0x%x", f->props.driverVersion);
+    if (drv.driverName[0]) snprintf(f->driver, sizeof f->driver, "%s %s", drv.driverName, drv.driverInfo);
+    else snprintf(f->driver, sizeof f->driver, "driver version 0x%x", f->props.driverVersion);
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     for (uint32_t i = 0; i < mp.memoryHeapCount; i++)
@@ -199,8 +199,9 @@ static int pick_device(qtts_gpu *g, long want, qtts_err *err) {
     }
     if (want >= (long)n) {
         free(pd);
-        return qtts_fail_as(err, QTTS_ERR_INVALID, "no such device: this machine has %u Vulkan device%s (qtts info --devices)",
-                            n, n == 1 ? "" : "s");
+        return qtts_fail_as(err, QTTS_ERR_INVALID,
+                            "no such device: this machine has %u Vulkan device%s (qtts info --devices)", n,
+                            n == 1 ? "" : "s");
     }
     if (best < 0) {
         free(pd);
@@ -243,25 +244,29 @@ static int make_pipelines(qtts_gpu *g, qtts_err *err) {
                                                   .descriptorCount = 1,
                                                   .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
         VkDescriptorSetLayoutCreateInfo dl = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                              .bindingCount = (uint32_t)c->bindings, .pBindings = b};
+                                              .bindingCount = (uint32_t)c->bindings,
+                                              .pBindings = b};
         VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = QTTS_GPU_PUSH_BYTES};
-        VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = c->bytes,
-                                       .pCode = c->words};
+        VkShaderModuleCreateInfo mi = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = c->bytes, .pCode = c->words};
         VkShaderModule mod;
         if (vkCreateDescriptorSetLayout(g->dev, &dl, NULL, &g->set_layout[s]) != VK_SUCCESS)
             return qtts_fail(err, "Vulkan: descriptor set layout of %s", c->name);
-        VkPipelineLayoutCreateInfo pl = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
-                                         .pSetLayouts = &g->set_layout[s], .pushConstantRangeCount = 1,
+        VkPipelineLayoutCreateInfo pl = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                         .setLayoutCount = 1,
+                                         .pSetLayouts = &g->set_layout[s],
+                                         .pushConstantRangeCount = 1,
                                          .pPushConstantRanges = &pr};
         if (vkCreatePipelineLayout(g->dev, &pl, NULL, &g->pipe_layout[s]) != VK_SUCCESS)
             return qtts_fail(err, "Vulkan: pipeline layout of %s", c->name);
         if (vkCreateShaderModule(g->dev, &mi, NULL, &mod) != VK_SUCCESS)
             return qtts_fail(err, "Vulkan: shader module %s", c->name);
-        VkComputePipelineCreateInfo ci = {
-            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-            .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                      .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = mod, .pName = "main"},
-            .layout = g->pipe_layout[s]};
+        VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                                          .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                                                    .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                                                    .module = mod,
+                                                    .pName = "main"},
+                                          .layout = g->pipe_layout[s]};
         VkResult r = vkCreateComputePipelines(g->dev, VK_NULL_HANDLE, 1, &ci, NULL, &g->pipe[s]);
         vkDestroyShaderModule(g->dev, mod, NULL);
         if (r != VK_SUCCESS) return qtts_fail(err, "Vulkan: pipeline %s (%s)", c->name, qtts_vk_result_name(r));
@@ -281,9 +286,11 @@ qtts_gpu *qtts_gpu_open(const char *spec, qtts_err *err) {
     {
         float prio = 1.0f;
         VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                      .queueFamilyIndex = g->queue_family, .queueCount = 1, .pQueuePriorities = &prio};
-        VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
-                                 .pQueueCreateInfos = &qi};
+                                      .queueFamilyIndex = g->queue_family,
+                                      .queueCount = 1,
+                                      .pQueuePriorities = &prio};
+        VkDeviceCreateInfo di = {
+            .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
         VkResult r = vkCreateDevice(g->phys, &di, NULL, &g->dev);
         if (r != VK_SUCCESS) {
             qtts_fail(err, "Vulkan device %s could not be opened (%s)", g->name, qtts_vk_result_name(r));

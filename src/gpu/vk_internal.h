@@ -9,7 +9,7 @@
 #include "gpu/gpu_shaders.h"
 
 enum {
-    QTTS_GPU_PUSH_BYTES = 128,   /* every device offers at least this much push-constant space */
+    QTTS_GPU_PUSH_BYTES = 128, /* every device offers at least this much push-constant space */
     QTTS_GPU_MAX_BINDINGS = 8,
 };
 
@@ -26,7 +26,7 @@ struct qtts_gpu {
     uint32_t queue_family;
     VkCommandPool cmd_pool;
     uint32_t host_mem_type; /* host-visible, coherent; device-local too where one is */
-    size_t buffer_limit;    /* the storage-buffer range, or a test's lower limit */
+    size_t buffer_limit; /* the storage-buffer range, or a test's lower limit */
     VkDescriptorSetLayout set_layout[QTTS_SHADER_COUNT];
     VkPipelineLayout pipe_layout[QTTS_SHADER_COUNT];
     VkPipeline pipe[QTTS_SHADER_COUNT];

@@ -7,14 +7,16 @@
 qtts_gpu_buf *qtts_gpu_buf_new(qtts_gpu *g, size_t bytes, qtts_err *err) {
     if (bytes == 0) bytes = 4;
     if (bytes > g->buffer_limit) {
-        qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "a %zu-byte GPU buffer exceeds the device's %zu-byte storage-buffer range",
-                     bytes, g->buffer_limit);
+        qtts_fail_as(err, QTTS_ERR_NO_MEMORY,
+                     "a %zu-byte GPU buffer exceeds the device's %zu-byte storage-buffer range", bytes,
+                     g->buffer_limit);
         return NULL;
     }
     qtts_gpu_buf *b = qtts_calloc(1, sizeof *b, err);
     if (!b) return NULL;
     b->size = bytes;
-    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = bytes,
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                             .size = bytes,
                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     VkResult r = vkCreateBuffer(g->dev, &bi, NULL, &b->buf);
@@ -25,7 +27,8 @@ qtts_gpu_buf *qtts_gpu_buf_new(qtts_gpu *g, size_t bytes, qtts_err *err) {
         r = VK_ERROR_FEATURE_NOT_PRESENT;
         goto fail;
     }
-    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .allocationSize = req.size,
                                .memoryTypeIndex = g->host_mem_type};
     if ((r = vkAllocateMemory(g->dev, &ai, NULL, &b->mem)) != VK_SUCCESS) goto fail;
     if ((r = vkBindBufferMemory(g->dev, b->buf, b->mem, 0)) != VK_SUCCESS) goto fail;
@@ -33,8 +36,9 @@ qtts_gpu_buf *qtts_gpu_buf_new(qtts_gpu *g, size_t bytes, qtts_err *err) {
     memset(b->map, 0, bytes);
     return b;
 fail:
-    qtts_fail_as(err, r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? QTTS_ERR_NO_MEMORY
-                                                                                           : QTTS_ERR_INTERNAL,
+    qtts_fail_as(err,
+                 r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ? QTTS_ERR_NO_MEMORY
+                                                                                        : QTTS_ERR_INTERNAL,
                  "GPU buffer of %zu bytes: %s", bytes, qtts_vk_result_name(r));
     qtts_gpu_buf_free(g, b);
     return NULL;
@@ -78,7 +82,8 @@ qtts_gpu_mat *qtts_gpu_mat_upload(qtts_gpu *g, const qtts_mat *m, qtts_err *err)
     size_t limit = g->buffer_limit < 0xFFFFFFF0u ? g->buffer_limit : 0xFFFFFFF0u;
     int64_t per = (int64_t)(limit / m->row_bytes);
     if (per < 1) {
-        qtts_fail_as(err, QTTS_ERR_INVALID, "GPU: one %zu-byte row exceeds the device's storage-buffer range", m->row_bytes);
+        qtts_fail_as(err, QTTS_ERR_INVALID, "GPU: one %zu-byte row exceeds the device's storage-buffer range",
+                     m->row_bytes);
         return NULL;
     }
     if (per > m->rows) per = m->rows;

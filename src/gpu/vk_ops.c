@@ -43,8 +43,8 @@ int qtts_gpu_gemv(qtts_gpu_seq *s, const qtts_gpu_mat *w, qtts_gpu_buf *x, int64
         qtts_gpu_buf *chunk = qtts_vk_mat_chunk(w, c, &row0, &rows, &type, &cols, &row_bytes);
         struct {
             uint32_t rows, cols, row_bytes, row0, x_off, x_stride, y_off, y_stride;
-        } pc = {(uint32_t)rows, (uint32_t)cols, (uint32_t)row_bytes, (uint32_t)row0,
-                (uint32_t)x_off, (uint32_t)x_stride, (uint32_t)y_off, (uint32_t)y_stride};
+        } pc = {(uint32_t)rows,  (uint32_t)cols,     (uint32_t)row_bytes, (uint32_t)row0,
+                (uint32_t)x_off, (uint32_t)x_stride, (uint32_t)y_off,     (uint32_t)y_stride};
         qtts_gpu_buf *b[] = {chunk, x, y};
         uint32_t gx, gy;
         row_grid(rows, &gx, &gy);
@@ -53,8 +53,8 @@ int qtts_gpu_gemv(qtts_gpu_seq *s, const qtts_gpu_mat *w, qtts_gpu_buf *x, int64
     return 0;
 }
 
-int qtts_gpu_rmsnorm(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, qtts_gpu_buf *w, qtts_gpu_buf *y,
-                     int64_t y_off, int64_t rows, int64_t dim, float eps, qtts_err *err) {
+int qtts_gpu_rmsnorm(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, qtts_gpu_buf *w, qtts_gpu_buf *y, int64_t y_off,
+                     int64_t rows, int64_t dim, float eps, qtts_err *err) {
     if (rows <= 0) return 0;
     if (dim <= 0 || !fits(x, x_off, rows * dim)) return out_of_bounds(err, "rmsnorm", "x");
     if (!fits(y, y_off, rows * dim)) return out_of_bounds(err, "rmsnorm", "y");
@@ -68,9 +68,8 @@ int qtts_gpu_rmsnorm(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, qtts_gpu_b
     return qtts_vk_dispatch(s, QTTS_SHADER_rmsnorm, b, &pc, sizeof pc, (uint32_t)rows, 1, 1, err);
 }
 
-int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t stride, int64_t n_tokens,
-                  int64_t n_heads, int64_t head_dim, qtts_gpu_buf *table, qtts_gpu_buf *pos, int64_t pos_index,
-                  qtts_err *err) {
+int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t stride, int64_t n_tokens, int64_t n_heads,
+                  int64_t head_dim, qtts_gpu_buf *table, qtts_gpu_buf *pos, int64_t pos_index, qtts_err *err) {
     if (n_tokens <= 0) return 0;
     if (head_dim <= 0 || head_dim % 2 || n_heads <= 0 || !small(stride) || n_tokens > 65535)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU rope: bad shape");
@@ -88,8 +87,8 @@ int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t strid
 }
 
 int qtts_gpu_kv_store(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
-                      int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos,
-                      int64_t pos_index, qtts_err *err) {
+                      int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos, int64_t pos_index,
+                      qtts_err *err) {
     if (n_tokens <= 0) return 0;
     if (width <= 0 || !small(src_stride) || !small(cache_stride) || width > cache_stride || n_tokens > 65535)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU kv_store: bad shape");
@@ -105,9 +104,10 @@ int qtts_gpu_kv_store(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64
 
 int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *err) {
     if (a->n_q <= 0) return 0;
-    if (a->head_dim <= 0 || a->head_dim > 512 || a->n_kv_heads <= 0 || a->n_heads % a->n_kv_heads ||
-        a->n_q > 65535 || a->n_heads > MAX_GROUPS_X || a->window < 0 || !small(a->kv_stride))
-        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU attention: bad shape (head_dim <= 512, heads a multiple of KV heads)");
+    if (a->head_dim <= 0 || a->head_dim > 512 || a->n_kv_heads <= 0 || a->n_heads % a->n_kv_heads || a->n_q > 65535 ||
+        a->n_heads > MAX_GROUPS_X || a->window < 0 || !small(a->kv_stride))
+        return qtts_fail_as(err, QTTS_ERR_INVALID,
+                            "GPU attention: bad shape (head_dim <= 512, heads a multiple of KV heads)");
     if (!fits(a->q, a->q_off, (a->n_q - 1) * a->q_stride + a->n_heads * a->head_dim))
         return out_of_bounds(err, "attention", "q");
     if (!fits(a->out, a->out_off, (a->n_q - 1) * a->out_stride + a->n_heads * a->head_dim))
@@ -119,17 +119,24 @@ int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *e
         uint32_t q_off, q_stride, kv_stride, out_off, out_stride;
         uint32_t n_heads, n_kv_heads, head_dim, window, pos_index;
         float scale;
-    } pc = {(uint32_t)a->q_off,     (uint32_t)a->q_stride,   (uint32_t)a->kv_stride, (uint32_t)a->out_off,
-            (uint32_t)a->out_stride, (uint32_t)a->n_heads,   (uint32_t)a->n_kv_heads, (uint32_t)a->head_dim,
-            (uint32_t)a->window,     (uint32_t)a->pos_index, a->scale};
+    } pc = {(uint32_t)a->q_off,
+            (uint32_t)a->q_stride,
+            (uint32_t)a->kv_stride,
+            (uint32_t)a->out_off,
+            (uint32_t)a->out_stride,
+            (uint32_t)a->n_heads,
+            (uint32_t)a->n_kv_heads,
+            (uint32_t)a->head_dim,
+            (uint32_t)a->window,
+            (uint32_t)a->pos_index,
+            a->scale};
     qtts_gpu_buf *b[] = {a->q, a->k, a->v, a->out, a->pos};
     return qtts_vk_dispatch(s, QTTS_SHADER_attention, b, &pc, sizeof pc, (uint32_t)a->n_heads, (uint32_t)a->n_q, 1,
                             err);
 }
 
 int qtts_gpu_silu_mul(qtts_gpu_seq *s, qtts_gpu_buf *f, int64_t gate_off, int64_t up_off, int64_t in_stride,
-                      qtts_gpu_buf *out, int64_t out_off, int64_t out_stride, int64_t n, int64_t rows,
-                      qtts_err *err) {
+                      qtts_gpu_buf *out, int64_t out_off, int64_t out_stride, int64_t n, int64_t rows, qtts_err *err) {
     if (rows <= 0 || n <= 0) return 0;
     if (rows > 65535 || !small(in_stride) || !small(out_stride))
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU silu_mul: bad shape");
@@ -138,8 +145,8 @@ int qtts_gpu_silu_mul(qtts_gpu_seq *s, qtts_gpu_buf *f, int64_t gate_off, int64_
     if (!fits(out, out_off, (rows - 1) * out_stride + n)) return out_of_bounds(err, "silu_mul", "out");
     struct {
         uint32_t n, gate_off, up_off, in_stride, out_off, out_stride;
-    } pc = {(uint32_t)n, (uint32_t)gate_off, (uint32_t)up_off, (uint32_t)in_stride, (uint32_t)out_off,
-            (uint32_t)out_stride};
+    } pc = {(uint32_t)n,         (uint32_t)gate_off, (uint32_t)up_off,
+            (uint32_t)in_stride, (uint32_t)out_off,  (uint32_t)out_stride};
     qtts_gpu_buf *b[] = {f, out};
     return qtts_vk_dispatch(s, QTTS_SHADER_silu_mul, b, &pc, sizeof pc, (uint32_t)((n + 63) / 64), (uint32_t)rows, 1,
                             err);
@@ -159,8 +166,8 @@ int qtts_gpu_embed_add(qtts_gpu_seq *s, qtts_gpu_buf *table, int64_t row_base, i
     return qtts_vk_dispatch(s, QTTS_SHADER_embed_add, b, &pc, sizeof pc, (uint32_t)((dim + 63) / 64), 1, 1, err);
 }
 
-int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *ids,
-                    int64_t out_index, qtts_err *err) {
+int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *ids, int64_t out_index,
+                    qtts_err *err) {
     if (n <= 0) return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU argmax: no logits");
     if (!fits(z, z_off, n)) return out_of_bounds(err, "argmax", "z");
     if (!fits(ids, out_index, 1)) return out_of_bounds(err, "argmax", "the output id");

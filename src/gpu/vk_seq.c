@@ -27,7 +27,8 @@ qtts_gpu_seq *qtts_gpu_seq_new(qtts_gpu *g, qtts_err *err) {
     if (!s) return NULL;
     s->g = g;
     VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                      .commandPool = g->cmd_pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandPool = g->cmd_pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -53,7 +54,9 @@ static VkDescriptorSet new_set(qtts_gpu_seq *s, qtts_gpu_shader shader, qtts_err
         s->pools = p;
         VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * QTTS_GPU_MAX_BINDINGS};
         VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                         .maxSets = SETS_PER_POOL, .poolSizeCount = 1, .pPoolSizes = &size};
+                                         .maxSets = SETS_PER_POOL,
+                                         .poolSizeCount = 1,
+                                         .pPoolSizes = &size};
         if (vkCreateDescriptorPool(g->dev, &pi, NULL, &s->pools[s->n_pools]) != VK_SUCCESS) {
             qtts_fail(err, "GPU: descriptor pool");
             return VK_NULL_HANDLE;
@@ -62,7 +65,8 @@ static VkDescriptorSet new_set(qtts_gpu_seq *s, qtts_gpu_shader shader, qtts_err
         s->sets_in_last = 0;
     }
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                      .descriptorPool = s->pools[s->n_pools - 1], .descriptorSetCount = 1,
+                                      .descriptorPool = s->pools[s->n_pools - 1],
+                                      .descriptorSetCount = 1,
                                       .pSetLayouts = &g->set_layout[shader]};
     VkDescriptorSet set;
     if (vkAllocateDescriptorSets(g->dev, &ai, &set) != VK_SUCCESS) {
@@ -91,9 +95,12 @@ int qtts_vk_dispatch(qtts_gpu_seq *s, qtts_gpu_shader shader, qtts_gpu_buf *cons
     for (int i = 0; i < c->bindings; i++) {
         if (!bufs[i]) return qtts_fail(err, "GPU: %s binding %d has no buffer", c->name, i);
         bi[i] = (VkDescriptorBufferInfo){bufs[i]->buf, 0, VK_WHOLE_SIZE};
-        wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
-                                       .dstBinding = (uint32_t)i, .descriptorCount = 1,
-                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &bi[i]};
+        wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstSet = set,
+                                       .dstBinding = (uint32_t)i,
+                                       .descriptorCount = 1,
+                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       .pBufferInfo = &bi[i]};
     }
     vkUpdateDescriptorSets(g->dev, (uint32_t)c->bindings, wr, 0, NULL);
     /* every earlier shader write (and the host's) is visible to this dispatch */
@@ -115,7 +122,8 @@ int qtts_vk_dispatch(qtts_gpu_seq *s, qtts_gpu_shader shader, qtts_gpu_buf *cons
 int qtts_gpu_seq_end(qtts_gpu_seq *s, qtts_err *err) {
     if (!s->recording) return 0;
     /* the results are visible to the host once the fence signals */
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
     vkCmdPipelineBarrier(s->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL,
                          0, NULL);
