@@ -14,6 +14,7 @@
 #include "model/codec_decoder.h"
 #include "model/config.h"
 #include "io/hub.h"
+#include "gpu/gpu.h"
 #include "tensor/conv.h"
 #include "tensor/conv_calibrate.h"
 #include "tensor/cpu.h"
@@ -250,10 +251,12 @@ int cmd_info(int argc, char **argv) {
         fprintf(out, "usage: qtts info PATH\n"
                      "       qtts info --config-keys\n"
                      "       qtts info --cpu\n"
+                     "       qtts info --devices\n"
                      "  PATH: a Qwen3-TTS model folder (official or Transformers-native), a bare speech-tokenizer folder,\n"
                      "        a qtts .gguf, or a qwentts.cpp or CrispASR .gguf (its companion file next to it)\n"
                      "  --config-keys: every config key qtts reads, with its default or why it is required\n"
-                     "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n");
+                     "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n"
+                     "  --devices: the Vulkan devices (name, driver, memory, subgroup size, the features qtts uses)\n");
         return argc == 2 ? CLI_OK : CLI_USAGE;
     }
     if (!strcmp(argv[1], "--config-keys")) {
@@ -262,6 +265,14 @@ int cmd_info(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--cpu")) {
         print_cpu();
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--devices")) {
+        qtts_err err = {0};
+        if (qtts_gpu_list_devices(stdout, &err)) {
+            cli_error("info --devices: %s", err.msg);
+            return CLI_FAIL;
+        }
         return CLI_OK;
     }
     if (argv[1][0] == '-') {
