@@ -493,7 +493,7 @@ static void put_inline(norm *z, const char *s, size_t n, int depth) {
                 p += k;
                 continue;
             }
-            if ((c == '-' || !strncmp(s + p, "\xE2\x88\x92", 3)) && !after_word && !is_digit((char)prev)) {
+            if ((c == '-' || (p + 3 <= n && !memcmp(s + p, "\xE2\x88\x92", 3))) && !after_word && !is_digit((char)prev)) {
                 size_t m = c == '-' ? 1 : 3;
                 if (p + m < n && is_digit(s[p + m]) && (k = number_at(z, s + p + m, n - p - m, 1, NULL))) {
                     p += m + k;
@@ -658,7 +658,9 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
         for (size_t p = 0; p < len && !z.failed;) {
             const char *nl = memchr(text + p, '\n', len - p);
             size_t e = nl ? (size_t)(nl - text) : len;
-            if (e - p == strspn(text + p, " \t\r") || (e - p) < strspn(text + p, " \t\r")) {
+            size_t k = p; /* text is not NUL-terminated: bounded by e */
+            while (k < e && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r')) k++;
+            if (k == e) {
                 /* a blank line: one paragraph break (the splitter ends a chunk there) */
                 if (!in_fence && z.out.len >= 1 && z.out.s[z.out.len - 1] == '\n' &&
                     !(z.out.len >= 2 && z.out.s[z.out.len - 2] == '\n'))
