@@ -8,7 +8,7 @@ $SUDO apt-get update -qq
 # strace: tests/test_server_faults checks the voice write protocol's syscall order with it (SKIP without it)
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config clang libclang-rt-dev \
-  libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev librubberband-dev libavahi-client-dev \
+  libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libicu-dev libcjson-dev libmicrohttpd-dev librubberband-dev libavahi-client-dev \
   libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
   nginx strace >/dev/null

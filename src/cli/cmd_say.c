@@ -24,6 +24,8 @@
 #include "io/spk.h"
 #include "qtts.h"
 #include "voices/voice_files.h"
+#include "text/norm_lang.h"
+#include "text/normalize.h"
 #include "text/split.h"
 #include "text/utf8.h"
 
@@ -52,6 +54,9 @@ static void say_usage(FILE *out) {
             "                            cloned as the server does; CustomVoice: a built-in speaker\n"
             "      --voices-dir DIR      where registered voices are (default $QTTS_VOICES_DIR)\n"
             "      --lang NAME           language or 'auto' (default auto)\n"
+            "      --normalize MODE      full (default: numbers, money, units, dates, markdown, URLs in words),\n"
+            "                            basic (markdown, emoji, URLs only) or off; see qtts normalize\n"
+            "      --no-normalize        the same as --normalize off\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
             "      --greedy              argmax everywhere (deterministic)\n"
@@ -176,13 +181,14 @@ typedef struct {
     qtts_voice *voice;
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
+    int normalized; /* the text front end ran on the whole text: chunks go as they are */
 } say_job;
 
 enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
-    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_NORMALIZE, O_NO_NORMALIZE,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -198,6 +204,7 @@ static const struct option say_options[] = {
     {"cp-temperature", required_argument, 0, O_CPTEMP}, {"cp-top-k", required_argument, 0, O_CPTOPK},
     {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
+    {"normalize", required_argument, 0, O_NORMALIZE}, {"no-normalize", no_argument, 0, O_NO_NORMALIZE},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
@@ -245,6 +252,14 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_REF_SPK: o->ref_spk = optarg; break;
         case O_REF_RVQ: o->ref_rvq = optarg; break;
         case O_LANG: r->language = optarg; break;
+        case O_NORMALIZE: {
+            int m = qtts_norm_mode_parse(optarg);
+            if (m < 0) cli_error("--normalize takes off, basic or full, not '%s'", optarg), bad = 1;
+            else r->normalize = m == QTTS_NORM_OFF ? QTTS_NORMALIZE_OFF : m == QTTS_NORM_BASIC ? QTTS_NORMALIZE_BASIC
+                                                                                               : QTTS_NORMALIZE_FULL;
+            break;
+        }
+        case O_NO_NORMALIZE: r->normalize = QTTS_NORMALIZE_OFF; break;
         case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
@@ -371,6 +386,21 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)", o->file ? o->file : "the text",
                   (unsigned char)j->text[bad], bad);
         return CLI_FAIL;
+    }
+    if (o->req.normalize != QTTS_NORMALIZE_OFF) {
+        /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
+        static const qtts_norm_mode MODES[] = {QTTS_NORM_FULL, QTTS_NORM_OFF, QTTS_NORM_BASIC, QTTS_NORM_FULL};
+        const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
+        size_t n = 0;
+        char *norm = qtts_text_normalize(j->text, j->text_len, lang, MODES[o->req.normalize], &n, &qe);
+        if (!norm) {
+            cli_error("normalizing the text: %s", qe.msg);
+            return CLI_FAIL;
+        }
+        if (o->verbose) fprintf(stderr, "normalized: %s\n", norm);
+        free(j->text);
+        j->text = norm, j->text_len = n;
+        j->normalized = 1;
     }
     qtts_split_params_default(&j->sp);
     j->sp.by_line = o->by_line;
@@ -615,6 +645,7 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
     }
     qtts_request req = o->req;
     req.text = piece;
+    if (j->normalized) req.normalize = QTTS_NORMALIZE_OFF; /* done once for the whole text */
     req.seed = base_seed + (uint64_t)i;
     req.keep_codes = o->save_codes != NULL;
     cli_progress_begin(&j->pr, (int)i, qtts_text_units(j->text + ch.start, ch.len, j->sp.cjk_weight));
