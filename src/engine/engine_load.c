@@ -67,7 +67,8 @@ static int load_packed(qtts_engine *e, qtts_model_files *mf, const qtts_talker_o
         ok = e->talker && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, err)) != NULL &&
              (e->tok = qtts_tok_load(tmp, err)) != NULL;
         if (ok && cfg.variant == QTTS_VARIANT_BASE)
-            ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, err)) != NULL;
+            ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, mf->has_codec_encoder,
+                                                  err)) != NULL;
     }
     qtts_store_free(model_store);
     return ok ? 0 : -1;
@@ -82,7 +83,7 @@ static int load_folder(qtts_engine *e, const char *path, const qtts_talker_optio
     e->tok = qtts_tok_load(path, err);
     if (!e->tok) return -1;
     if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
-        e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, err);
+        e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, 1, err);
         if (!e->cloner) return -1;
     }
     return 0;
