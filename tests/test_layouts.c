@@ -5,6 +5,8 @@
  *     waveforms within 1e-4, as the official folders do;
  *   - qwentts.cpp files of storage-only types (Q4_0, Q5_K, Q6_K) are
  *     dequantized within each format's error of the f32 weights and run;
+ *   - llama.cpp's Base pair gives the official folder's audio within 1e-4 when that folder runs with the
+ *     decoder attention llama.cpp assumes (its files do not carry it);
  *   - `qtts quantize` turns a foreign layout into a qtts .gguf that gives the
  *     same audio;
  *   - a file whose layout is unknown, and one whose metadata claims a layout
@@ -89,6 +91,21 @@ static void check_golden(const char *model, synth_case c, const char *what) {
     }
     free(out.d);
     npy_free(&want);
+}
+
+/* The same request on two model paths gives the same audio within 1e-4. */
+static void check_same(const char *model, const char *ref, synth_case c, const char *what) {
+    pcm_buf a = {0}, b = {0};
+    if (synth(model, c, &a) == 0 && synth(ref, c, &b) == 0) {
+        TEST_CHECK(a.n == b.n && a.n > 0, "%s: %zu samples, reference %zu", what, a.n, b.n);
+        if (a.n == b.n) TEST_NEAR(a.d, b.d, a.n, 1e-4, what);
+        double worst = 0;
+        for (size_t i = 0; a.n == b.n && i < a.n; i++)
+            if (fabs((double)a.d[i] - b.d[i]) > worst) worst = fabs((double)a.d[i] - b.d[i]);
+        printf("  %-60s reference within 1e-4 (max %.3g, %zu samples)\n", what, worst, a.n);
+    }
+    free(a.d);
+    free(b.d);
 }
 
 static int make(const char *layout, const char *model, const char *out, const char *type) {
@@ -238,6 +255,24 @@ int main(void) {
             }
         }
     }
+    /* llama.cpp's pair (Base only: its converter needs a speaker encoder). The files carry no decoder
+     * attention settings, so the reference is the official folder with those llama.cpp assumes. */
+    {
+        char ref[700];
+        snprintf(d, sizeof d, "%s/llamacpp", tmp);
+        snprintf(ref, sizeof ref, "%s/llamacpp-reference", tmp);
+        if (!make("llamacpp", cases[CASE_XVEC].model, d, "f32") &&
+            !make("llamacpp-reference", cases[CASE_XVEC].model, ref, "f32")) {
+            check_same(d, ref, CASE_XVEC, "llama.cpp f32 pair, tk_xvec_en");
+            snprintf(f, sizeof f, "%s/mmproj-Qwen3-TTS-12Hz-0b6-base-F32.gguf", d);
+            check_same(f, ref, CASE_XVEC, "llama.cpp f32 mmproj given, tk_xvec_en");
+            qtts_err err = {0};
+            const char *name = qtts_layout_detect(f, &err);
+            TEST_CHECK(name && !strcmp(name, "llama.cpp"), "detected as %s: %s", name ? name : "-", err.msg);
+        }
+        snprintf(d, sizeof d, "%s/llamacpp-q8_0", tmp);
+        if (!make("llamacpp", cases[CASE_XVEC].model, d, "q8_0")) check_runs(d, CASE_XVEC, "llama.cpp q8_0, tk_xvec_en");
+    }
     /* storage-only block types as qwentts.cpp's quantizer writes them */
     static const struct {
         const char *type;
@@ -275,6 +310,12 @@ int main(void) {
     if (!make("qwentts --arch qwen3tts_tokenizer", cases[CASE_CV].model, d, "f32")) {
         snprintf(f, sizeof f, "%s/qwen-talker-1b7-customvoice.gguf", d);
         check_error(f, "its metadata says CrispASR", "qwentts talker labelled a CrispASR tokenizer");
+    }
+    /* qwentts.cpp files whose architecture says llama.cpp's talker */
+    snprintf(d, sizeof d, "%s/mislabeled-llamacpp", tmp);
+    if (!make("qwentts --arch qwen3tts", cases[CASE_CV].model, d, "f32")) {
+        snprintf(f, sizeof f, "%s/qwen-talker-1b7-customvoice.gguf", d);
+        check_error(f, "its metadata says llama.cpp", "qwentts talker labelled a llama.cpp talker");
     }
     /* an official checkpoint mislabeled as Transformers-native (its config rewritten): the tensor names decide */
     {

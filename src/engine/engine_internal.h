@@ -70,10 +70,11 @@ void slot_free(slot *s);
 
 struct clone_frontend;
 /* Speaker encoder + codec encoder of a Base model (src/engine/voice.c). */
-/* codec_store NULL: opened from model_dir/speech_tokenizer. */
+/* codec_store NULL: opened from model_dir/speech_tokenizer. with_encoder 0:
+ * a file without the codec encoder (llama.cpp's): voices from the x-vector alone. */
 struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_store *model_store,
                                            const qtts_store *codec_store, const qtts_model_config *cfg,
-                                           qtts_err *err);
+                                           int with_encoder, qtts_err *err);
 void clone_frontend_free(struct clone_frontend *c);
 void clone_frontend_release_pages(struct clone_frontend *c);
 

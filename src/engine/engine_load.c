@@ -99,7 +99,8 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, qtts_model_files *mf, qt
         t0 = qtts_now_ms();
         ok = ok && (e->tok = qtts_tok_load(tmp, err)) != NULL;
         if (ok && cfg.variant == QTTS_VARIANT_BASE)
-            ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, err)) != NULL;
+            ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, mf->has_codec_encoder,
+                                                  err)) != NULL;
         lt->text += qtts_now_ms() - t0;
     }
     qtts_store_free(model_store);
@@ -124,7 +125,7 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const char *path, qtts_t
     e->tok = qtts_tok_load(path, err);
     if (!e->tok) return -1;
     if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
-        e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, err);
+        e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, 1, err);
         if (!e->cloner) return -1;
     }
     lt->text += qtts_now_ms() - t0;

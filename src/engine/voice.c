@@ -22,11 +22,12 @@ struct clone_frontend {
 
 struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_store *model_store,
                                            const qtts_store *codec_store, const qtts_model_config *cfg,
-                                           qtts_err *err) {
+                                           int with_encoder, qtts_err *err) {
     struct clone_frontend *c = qtts_calloc(1, sizeof *c, err);
     if (!c) return NULL;
     c->spk = qtts_spk_encoder_load(model_store, cfg, err);
     if (!c->spk) goto fail;
+    if (!with_encoder) return c;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/speech_tokenizer", model_dir);
     qtts_codec_config cc;
@@ -156,6 +157,12 @@ static void extract(qtts_pool *pool, void *ctx) {
     struct clone_frontend *c = j->e->cloner;
     qtts_voice_data vd = {0};
     int rc;
+    if (j->ref_text && !c->codec) {
+        qtts_fail_as(&j->err, QTTS_ERR_INVALID,
+                     "this model's files carry no speech-tokenizer encoder (llama.cpp's layout): a voice clones "
+                     "from the reference's x-vector alone, without its transcript");
+        return;
+    }
     if (j->bytes) {
         rc = qtts_voice_extract_memory(&vd, pool, c->spk, c->codec, j->bytes, j->size, "reference audio", j->ref_text,
                                        0, &j->err);

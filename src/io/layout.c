@@ -700,7 +700,7 @@ fail:
 
 /* ---- detection and opening ---- */
 
-static const layout_reader *const readers[] = {&qtts_layout_qwentts, &qtts_layout_crispasr};
+static const layout_reader *const readers[] = {&qtts_layout_qwentts, &qtts_layout_crispasr, &qtts_layout_llamacpp};
 enum { N_READERS = sizeof readers / sizeof readers[0] };
 
 static int is_qtts_gguf(const qtts_gguf *g) { return qtts_gguf_find_key(g, QTTS_GGUF_KEY_CONFIG_JSON) >= 0; }

@@ -10,6 +10,7 @@
  *   qtts          a one-file .gguf written by `qtts quantize`
  *   qwentts.cpp   qwen-talker-*.gguf + qwen-tokenizer-12hz-*.gguf
  *   CrispASR      qwen3-tts-12hz-*.gguf + qwen3-tts-tokenizer-12hz*.gguf
+ *   llama.cpp     a talker .gguf (architecture qwen3tts) + its mmproj-*.gguf
  * A pair is found from either file (the companion is looked for next to it)
  * or from the folder holding both. Each foreign layout is a table mapping its
  * names onto the official ones (io/layout_*.c); what a file does not carry
@@ -26,7 +27,7 @@
 enum { QTTS_LAYOUT_NOTE = 512 };
 
 typedef struct {
-    const char *layout;      /* "official", "transformers", "qtts", "qwentts.cpp", "CrispASR" */
+    const char *layout;      /* "official", "transformers", "qtts", "qwentts.cpp", "CrispASR", "llama.cpp" */
     const char *dir;         /* the folder with config.json, tokenizer files and speech_tokenizer/config.json */
     char tmp[PATH_MAX];      /* a private folder written for this open (removed on close), or "" */
     char files[2 * PATH_MAX + 8]; /* the files read: "a.gguf + b.gguf", or the folder */

@@ -84,7 +84,7 @@ typedef struct {
     int (*open)(qtts_model_files *m, const char *path, qtts_gguf *g, int flags, qtts_err *err);
 } layout_reader;
 
-extern const layout_reader qtts_layout_qwentts, qtts_layout_crispasr;
+extern const layout_reader qtts_layout_qwentts, qtts_layout_crispasr, qtts_layout_llamacpp;
 /* The Transformers-native folder (detected from its safetensors names). */
 int layout_transformers_detect(const qtts_store *st);
 int layout_transformers_open(qtts_model_files *m, const char *dir, qtts_store *st, int flags, qtts_err *err);

@@ -73,8 +73,15 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
                   (long long)cfg->talker.vocab);
         goto fail;
     }
-    if (!(m->text_emb = qtts_store_get2(st, "talker.model.text_embedding.weight", cfg->text_vocab, TH, err)) ||
-        !(m->codec_emb = qtts_store_get2(st, "talker.model.codec_embedding.weight", cfg->talker.vocab, D, err)))
+    if (!(m->codec_emb = qtts_store_get2(st, "talker.model.codec_embedding.weight", cfg->talker.vocab, D, err)))
+        goto fail;
+    if (qtts_store_find(st, "talker.model.text_embedding_projected.weight")) {
+        if (!(m->text_emb_projected =
+                  qtts_store_get2(st, "talker.model.text_embedding_projected.weight", cfg->text_vocab, D, err)))
+            goto fail;
+        goto heads;
+    }
+    if (!(m->text_emb = qtts_store_get2(st, "talker.model.text_embedding.weight", cfg->text_vocab, TH, err)))
         goto fail;
     if (!(t = qtts_store_get2(st, "talker.text_projection.linear_fc1.weight", -1, TH, err)) ||
         qtts_mat_from_tensor_plan(&m->fc1, t, wt, err))
@@ -88,6 +95,7 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
         !(t = qtts_store_get1(st, "talker.text_projection.linear_fc2.bias", D, err)) ||
         !(m->fc2_b = qtts_tensor_to_f32(t, err)))
         goto fail;
+heads:
     if (!(t = qtts_store_get2(st, "talker.codec_head.weight", cfg->talker.vocab, D, err)) ||
         qtts_mat_from_tensor_plan(&m->codec_head, t, wt, err))
         goto fail;
@@ -112,16 +120,15 @@ qtts_talker_model *qtts_talker_model_load(const char *dir, const qtts_talker_opt
 int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const int32_t *ids, int64_t n, float *out,
                            qtts_err *err) {
     if (n <= 0) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.text_vocab)
+            return qtts_fail(err, "text token id %d is outside the text vocabulary (%lld)", ids[i],
+                             (long long)m->cfg.text_vocab);
+    if (m->text_emb_projected) return qtts_tensor_rows_f32(m->text_emb_projected, ids, n, out, err);
     const int64_t TH = m->cfg.text_hidden, mid = m->fc1.rows;
     float *raw = qtts_malloc((size_t)n * (size_t)(TH + mid) * sizeof(float), err);
     if (!raw) return -1;
     float *hid = raw + n * TH;
-    for (int64_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->cfg.text_vocab) {
-            free(raw);
-            return qtts_fail(err, "text token id %d is outside the text vocabulary (%lld)", ids[i],
-                             (long long)m->cfg.text_vocab);
-        }
     if (qtts_tensor_rows_f32(m->text_emb, ids, n, raw, err)) {
         free(raw);
         return -1;

@@ -25,6 +25,9 @@ typedef struct qtts_talker_model {
     qtts_store *store;          /* owned */
     const qtts_tensor *text_emb; /* zero-copy view [text_vocab x text_hidden]; rows converted on demand */
     qtts_mat fc1, fc2;           /* text_projection */
+    /* Text rows already through the projection ([text_vocab x D], as
+     * llama.cpp's converter folds them): when set, text_emb and fc* are unused. */
+    const qtts_tensor *text_emb_projected;
     float *fc1_b, *fc2_b;
     const qtts_tensor *codec_emb; /* view [talker vocab x D] */
     qtts_mat codec_head;

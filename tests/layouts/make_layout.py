@@ -13,6 +13,11 @@ LAYOUT:
   crispasr      CrispASR (CrispStrobe/CrispASR models/convert-qwen3-tts-to-gguf.py
                 and convert-qwen3-tts-tokenizer-to-gguf.py @ 72d3c38):
                 OUT/qwen3-tts-12hz-*.gguf and OUT/qwen3-tts-tokenizer-12hz.gguf
+  llamacpp      llama.cpp (ggml-org/llama.cpp convert_hf_to_gguf.py, Qwen3TTSTalkerModel and, with
+                --mmproj, Qwen3TTSSpeakerEncoderModel, PR #26254 as merged; the speaker
+                encoder's names as clip.cpp loads them): OUT/Qwen3-TTS-12Hz-*.gguf and
+                OUT/mmproj-Qwen3-TTS-12Hz-*.gguf
+  llamacpp-reference  OUT/: the official folder with the decoder attention llama.cpp assumes
   blocks        OUT/blocks.gguf: random matrices in each block type this script writes, and their f32 sources
   transformers  transformers' convert_qwen3_tts_to_hf.py and
                 convert_qwen3_tts_tokenizer_multi_codebook_to_hf.py (PR #44517):
@@ -227,7 +232,10 @@ def write_gguf(path, kv, tensors):
     out = [b"GGUF", struct.pack("<IQQ", 3, len(tensors), len(kv) + 1)]
     out.append(gguf_str("general.alignment") + gguf_value(32))
     for k, v in kv:
-        out.append(gguf_str(k) + gguf_value(v))
+        if k == "tokenizer.ggml.token_type":  # gguf-py writes token types as INT32 whatever their values
+            out.append(gguf_str(k) + struct.pack("<IIQ", ARR, I32, len(v)) + struct.pack("<%di" % len(v), *v))
+        else:
+            out.append(gguf_str(k) + gguf_value(v))
     blobs, off = [], 0
     for name, a, typ in tensors:
         raw = encode(a, typ)
@@ -633,6 +641,207 @@ def crispasr(ckpt, out, typ):
     write_gguf(os.path.join(out, "qwen3-tts-tokenizer-12hz.gguf"), ckv, ct)
 
 
+# ---- llama.cpp ----
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def llamacpp(ckpt, out, typ):
+    """convert_hf_to_gguf.py's Qwen3TTSTalkerModel (the talker file) and, with --mmproj,
+    Qwen3TTSSpeakerEncoderModel (the speaker encoder, code predictor and code2wav decoder)."""
+    cfg = json.load(open(os.path.join(ckpt, "config.json")))
+    tk, cp = cfg["talker_config"], cfg["talker_config"]["code_predictor_config"]
+    st = load_safetensors(os.path.join(ckpt, "model.safetensors"))
+    mt = lambda n, a: F32 if a.ndim < 2 or typ == "f32" else matrix_type(n, a, typ)  # noqa: E731
+
+    # talker: the text projection folded into the text rows, the codec rows appended, codec_head as "output"
+    emb = st["talker.model.text_embedding.weight"]
+    act = {"silu": silu}[tk["hidden_act"]]
+    hid = act(emb @ st["talker.text_projection.linear_fc1.weight"].T + st["talker.text_projection.linear_fc1.bias"])
+    folded = (hid @ st["talker.text_projection.linear_fc2.weight"].T + st["talker.text_projection.linear_fc2.bias"])
+    token_embd = np.concatenate([folded.astype(np.float32), st["talker.model.codec_embedding.weight"]], 0)
+    tensors = [("token_embd.weight", token_embd, mt("token_embd.weight", token_embd)),
+               ("output.weight", st["talker.codec_head.weight"], mt("output", st["talker.codec_head.weight"])),
+               ("output_norm.weight", st["talker.model.norm.weight"], F32)]
+    for k in sorted(st):
+        m = re.match(r"talker\.model\.layers\.(\d+)\.(.+)$", k)
+        if m:
+            n = "blk.%s.%s" % (m.group(1), LM[m.group(2)])
+            tensors.append((n, st[k], mt(n, st[k])))
+    # vocabulary: get_vocab_base() (text tokens padded to text_vocab_size with [PAD<i>]), then one name per codec row
+    vocab, merges = vocab_tokens(ckpt)
+    tcfg = json.load(open(os.path.join(ckpt, "tokenizer_config.json")))
+    added = {int(i): v for i, v in tcfg.get("added_tokens_decoder", {}).items()}
+    n_text = tk["text_vocab_size"]
+    toks, types = ["[PAD%d]" % i for i in range(n_text)], [5] * n_text  # UNUSED
+    for t, i in vocab.items():
+        if i < n_text:
+            toks[i], types[i] = t, 1
+    for i, info in added.items():
+        if i < n_text:
+            toks[i], types[i] = info["content"], 3 if info.get("special") else 4
+    codec = ["<|codec_%d|>" % i for i in range(tk["vocab_size"])]
+    for key, val in tk.items():
+        if not key.endswith("_id"):
+            continue
+        if isinstance(val, int) and not isinstance(val, bool):
+            codec[val] = "<|%s|>" % key[:-3]
+        elif isinstance(val, dict):
+            for sub, v in val.items():
+                codec[v] = "<|%s_%s|>" % (key[:-3], sub)
+    toks += codec
+    types += [3] * len(codec)  # CONTROL
+    n_vocab = n_text + tk["vocab_size"]
+    eos = n_text + tk["codec_eos_token_id"]
+    kv = [("general.architecture", "qwen3tts"), ("general.name", "Qwen3-TTS"),
+          ("qwen3tts.block_count", tk["num_hidden_layers"]), ("qwen3tts.context_length", tk["max_position_embeddings"]),
+          ("qwen3tts.embedding_length", tk["hidden_size"]), ("qwen3tts.feed_forward_length", tk["intermediate_size"]),
+          ("qwen3tts.attention.head_count", tk["num_attention_heads"]),
+          ("qwen3tts.attention.head_count_kv", tk["num_key_value_heads"]),
+          ("qwen3tts.attention.key_length", tk["head_dim"]), ("qwen3tts.attention.value_length", tk["head_dim"]),
+          ("qwen3tts.rope.freq_base", float(tk["rope_theta"])),
+          ("qwen3tts.attention.layer_norm_rms_epsilon", float(tk["rms_norm_eps"])),
+          ("tokenizer.ggml.model", "gpt2"), ("tokenizer.ggml.pre", "qwen2"), ("tokenizer.ggml.tokens", toks),
+          ("tokenizer.ggml.token_type", types), ("tokenizer.ggml.merges", merges),
+          ("tokenizer.ggml.eos_token_id", eos), ("tokenizer.ggml.add_eos_token", False),
+          ("qwen3tts.suppress_tokens", [i for i in range(n_vocab - 1024, n_vocab) if i != eos])]
+    write_gguf(os.path.join(out, "Qwen3-TTS-12Hz-%s-%s-%s.gguf" % (cfg["tts_model_size"], cfg["tts_model_type"], typ.upper())),
+               kv, tensors)
+
+    # mmproj: speaker encoder (a.*), code predictor (a.gen.code.*), code2wav (a.gen.wav.*)
+    mm = []
+
+    def add(n, a, t=None):
+        mm.append((n, a, t if t is not None else mt(n, a)))
+
+    CPL = {"input_layernorm.weight": "ln1.weight", "post_attention_layernorm.weight": "ln2.weight",
+           "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+           "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_out.weight",
+           "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+           "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+           "mlp.down_proj.weight": "ffn_down.weight"}
+    ncb = tk["num_code_groups"] - 1
+    add("a.gen.code.out_embd.weight", st["talker.model.codec_embedding.weight"])
+    add("a.gen.code.output_norm.weight", st["talker.code_predictor.model.norm.weight"])
+    add("a.gen.code.embd.weight", np.stack([st["talker.code_predictor.model.codec_embedding.%d.weight" % i]
+                                            for i in range(ncb)]), F32 if typ == "f32" else F16)
+    add("a.gen.code.head.weight", np.stack([st["talker.code_predictor.lm_head.%d.weight" % i] for i in range(ncb)]),
+        F32 if typ == "f32" else F16)
+    for k in sorted(st):
+        m = re.match(r"talker\.code_predictor\.model\.layers\.(\d+)\.(.+)$", k)
+        if m:
+            add("a.gen.code.blk.%s.%s" % (m.group(1), CPL[m.group(2)]), st[k])
+        elif k.startswith("talker.code_predictor.small_to_mtp_projection."):
+            add("a.gen.code.proj_in." + k.rsplit(".", 1)[1], st[k])
+        elif k.startswith("speaker_encoder."):
+            p = k.split(".")
+            if p[1] == "blocks" and p[2] == "0":
+                n = "a.conv1d.0." + p[-1]
+            elif p[1] == "blocks" and p[3] == "res2net_block":
+                n = "a.blk.%s.res2.%s.%s" % (p[2], p[5], p[-1])
+            elif p[1] == "blocks":
+                n = "a.blk.%s.%s.%s" % (p[2], {"tdnn1": "conv_pw1", "tdnn2": "conv_pw2", "se_block": "se_" + p[4]}[p[3]], p[-1])
+            else:
+                n = {"mfa": "a.conv_out", "asp": "a.asp_attn" if p[2] == "conv" else "a.asp_tdnn", "fc": "mm.a.fc"}[p[1]] + "." + p[-1]
+            add(n, st[k], F32 if st[k].ndim < 2 or typ == "f32" else F16)
+    sc = json.load(open(os.path.join(ckpt, "speech_tokenizer", "config.json")))
+    dec = sc["decoder_config"]
+    cs = load_safetensors(os.path.join(ckpt, "speech_tokenizer", "model.safetensors"))
+    q = "decoder.quantizer."
+
+    def book(pre, i):
+        return divided(cs[q + "%s.vq.layers.%d._codebook.embedding_sum" % (pre, i)],
+                       cs[q + "%s.vq.layers.%d._codebook.cluster_usage" % (pre, i)])
+
+    def conv(n, a):  # tensor_force_quant: convolutions F16, transposed ones F32
+        add(n, a, F32 if typ == "f32" or a.ndim < 2 or n.endswith(".conv.weight") and (".up.blk." in n or ".dac.blk." in n)
+            else F16)
+
+    add("a.gen.wav.quant.first.in_proj.weight", cs[q + "rvq_first.input_proj.weight"][..., 0])
+    add("a.gen.wav.quant.first.out_proj.weight", cs[q + "rvq_first.output_proj.weight"][..., 0])
+    add("a.gen.wav.quant.first.codebook.weight", book("rvq_first", 0))
+    add("a.gen.wav.quant.rest.in_proj.weight", cs[q + "rvq_rest.input_proj.weight"][..., 0])
+    add("a.gen.wav.quant.rest.out_proj.weight", cs[q + "rvq_rest.output_proj.weight"][..., 0])
+    add("a.gen.wav.quant.rest.codebook.weight", np.stack([book("rvq_rest", i) for i in range(ncb)]))
+    conv("a.gen.wav.pre_conv.weight", cs["decoder.pre_conv.conv.weight"])
+    add("a.gen.wav.pre_conv.bias", cs["decoder.pre_conv.conv.bias"])
+    for s, d in (("input_proj", "in_proj"), ("output_proj", "out_proj")):
+        add("a.gen.wav.tfm.%s.weight" % d, cs["decoder.pre_transformer.%s.weight" % s])
+        add("a.gen.wav.tfm.%s.bias" % d, cs["decoder.pre_transformer.%s.bias" % s])
+    add("a.gen.wav.tfm.output_norm.weight", cs["decoder.pre_transformer.norm.weight"])
+    TL = {"input_layernorm.weight": "ln1", "self_attn.q_proj.weight": "attn_q", "self_attn.k_proj.weight": "attn_k",
+          "self_attn.v_proj.weight": "attn_v", "self_attn.o_proj.weight": "attn_out",
+          "self_attn_layer_scale.scale": "ls1", "post_attention_layernorm.weight": "ln2",
+          "mlp.gate_proj.weight": "ffn_gate", "mlp.up_proj.weight": "ffn_up", "mlp.down_proj.weight": "ffn_down",
+          "mlp_layer_scale.scale": "ls2"}
+    for b in range(dec["num_hidden_layers"]):
+        for key, n in TL.items():
+            add("a.gen.wav.tfm.blk.%d.%s.weight" % (b, n), cs["decoder.pre_transformer.layers.%d.%s" % (b, key)])
+    UP = {"0.conv": "conv", "1.dwconv.conv": "dwconv", "1.norm": "norm", "1.pwconv1": "pw1", "1.pwconv2": "pw2"}
+    for b in range(len(dec["upsampling_ratios"])):
+        for key, n in UP.items():
+            conv("a.gen.wav.up.blk.%d.%s.weight" % (b, n), cs["decoder.upsample.%d.%s.weight" % (b, key)])
+            add("a.gen.wav.up.blk.%d.%s.bias" % (b, n), cs["decoder.upsample.%d.%s.bias" % (b, key)])
+        add("a.gen.wav.up.blk.%d.gamma" % b, cs["decoder.upsample.%d.1.gamma" % b])
+    conv("a.gen.wav.dac.entry.weight", cs["decoder.decoder.0.conv.weight"])
+    add("a.gen.wav.dac.entry.bias", cs["decoder.decoder.0.conv.bias"])
+
+    def snake(n, pre):  # folded: exp(alpha), 1 / (exp(beta) + 1e-9)
+        add(n + ".alpha", np.exp(cs[pre + ".alpha"]).astype(np.float32))
+        add(n + ".beta", (1.0 / (np.exp(cs[pre + ".beta"]) + 1e-9)).astype(np.float32))
+
+    for b in range(len(dec["upsample_rates"])):
+        p = "decoder.decoder.%d.block" % (b + 1)
+        snake("a.gen.wav.dac.blk.%d.snake" % b, p + ".0")
+        conv("a.gen.wav.dac.blk.%d.conv.weight" % b, cs[p + ".1.conv.weight"])
+        add("a.gen.wav.dac.blk.%d.conv.bias" % b, cs[p + ".1.conv.bias"])
+        for x in range(3):
+            r = "a.gen.wav.dac.blk.%d.res.%d" % (b, x)
+            snake(r + ".act1", "%s.%d.act1" % (p, x + 2))
+            conv(r + ".conv1.weight", cs["%s.%d.conv1.conv.weight" % (p, x + 2)])
+            add(r + ".conv1.bias", cs["%s.%d.conv1.conv.bias" % (p, x + 2)])
+            snake(r + ".act2", "%s.%d.act2" % (p, x + 2))
+            conv(r + ".conv2.weight", cs["%s.%d.conv2.conv.weight" % (p, x + 2)])
+            add(r + ".conv2.bias", cs["%s.%d.conv2.conv.bias" % (p, x + 2)])
+    snake("a.gen.wav.dac.post_snake", "decoder.decoder.5")
+    conv("a.gen.wav.dac.post_conv.weight", cs["decoder.decoder.6.conv.weight"])
+    add("a.gen.wav.dac.post_conv.bias", cs["decoder.decoder.6.conv.bias"])
+    mkv = [("general.architecture", "clip"), ("clip.has_audio_encoder", True),
+           ("clip.audio.projector_type", "qwen3tts_spkenc"), ("clip.audio.projection_dim", tk["hidden_size"]),
+           ("clip.audio.num_mel_bins", 128), ("clip.audio.block_count", 3), ("clip.audio.embedding_length", 1536),
+           ("clip.audio.attention.head_count", 1), ("clip.audio.feed_forward_length", 1536),
+           ("clip.audio.attention.layer_norm_epsilon", 1e-5), ("clip.has_gen_audio_encoder", True),
+           ("clip.gen.audio.projector_type", "qwen3tts_gen"), ("clip.gen.audio.projection_dim", tk["hidden_size"]),
+           ("clip.gen.audio.embedding_length", cp["hidden_size"]),
+           ("clip.gen.audio.feed_forward_length", cp["intermediate_size"]),
+           ("clip.gen.audio.block_count", cp["num_hidden_layers"]),
+           ("clip.gen.audio.attention.head_count", cp["num_attention_heads"]),
+           ("clip.gen.audio.attention.head_count_kv", cp["num_key_value_heads"]),
+           ("clip.gen.audio.attention.layer_norm_epsilon", float(cp["rms_norm_eps"]))]
+    write_gguf(os.path.join(out, "mmproj-Qwen3-TTS-12Hz-%s-%s-%s.gguf" % (cfg["tts_model_size"], cfg["tts_model_type"],
+                                                                          typ.upper())), mkv, mm)
+
+
+def llamacpp_reference(ckpt, out, _typ):
+    """The official folder as llama.cpp runs it: the decoder's attention as clip.cpp fixes it (head_dim 64,
+    window 72, epsilon 1e-5, rope base 1e4; the heads follow from q_proj), everything else linked."""
+    for f in os.listdir(ckpt):
+        if f != "speech_tokenizer":
+            os.symlink(os.path.abspath(os.path.join(ckpt, f)), os.path.join(out, f))
+    os.makedirs(os.path.join(out, "speech_tokenizer"), exist_ok=True)
+    src = os.path.join(ckpt, "speech_tokenizer")
+    for f in os.listdir(src):
+        if f != "config.json":
+            os.symlink(os.path.abspath(os.path.join(src, f)), os.path.join(out, "speech_tokenizer", f))
+    sc = json.load(open(os.path.join(src, "config.json")))
+    dec = sc["decoder_config"]
+    cs = load_safetensors(os.path.join(src, "model.safetensors"))
+    heads = cs["decoder.pre_transformer.layers.0.self_attn.q_proj.weight"].shape[0] // 64
+    dec.update(head_dim=64, num_attention_heads=heads, num_key_value_heads=heads, sliding_window=72, rms_norm_eps=1e-5,
+               rope_theta=10000)
+    json.dump(sc, open(os.path.join(out, "speech_tokenizer", "config.json"), "w"), indent=2)
+
 # ---- Transformers-native ----
 
 def transformers(ckpt, out, _typ):
@@ -701,7 +910,9 @@ def main():
         raise SystemExit(__doc__)
     layout, ckpt, out = args
     os.makedirs(out, exist_ok=True)
-    {"qwentts": qwentts, "crispasr": crispasr, "transformers": transformers, "blocks": blocks}[layout](ckpt, out, typ)
+    {"qwentts": qwentts, "crispasr": crispasr, "llamacpp": llamacpp, "llamacpp-reference": llamacpp_reference,
+     "transformers": transformers,
+     "blocks": blocks}[layout](ckpt, out, typ)
 
 
 if __name__ == "__main__":
