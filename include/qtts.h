@@ -61,6 +61,8 @@ typedef struct qtts_engine qtts_engine;
 typedef struct qtts_voice qtts_voice;
 typedef struct qtts_stream qtts_stream;
 
+typedef enum { QTTS_OVERLAP_AUTO = 0, QTTS_OVERLAP_ALWAYS, QTTS_OVERLAP_NEVER } qtts_overlap_mode;
+
 typedef struct {
     const char *model_path;  /* model folder (with speech_tokenizer/) or .gguf */
     int n_threads;           /* 0: all online CPUs */
@@ -79,6 +81,10 @@ typedef struct {
      * else f32), "f32", "f16" (half the memory per stream and half the bytes
      * each step reads back: at 700 positions, 80 instead of 160 MB for 0.6B). */
     const char *kv_cache;
+    /* Decoder steps beside LM steps (two threads or more): QTTS_OVERLAP_AUTO
+     * measures both ways while it runs and keeps the faster; ALWAYS and NEVER
+     * are for A/B measurements. The audio is the same either way. */
+    qtts_overlap_mode overlap;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);

@@ -1,13 +1,15 @@
-/* The benchmark machinery (src/bench/bench.h, `qtts bench`) on the tiny
- * golden CustomVoice model: every figure present and consistent with the
- * frames, streams and weights it ran on, the JSON well-formed, the CLI's
- * errors clear. Timings are not asserted (the machine is shared). */
+/* The benchmark (src/bench/bench.h, `qtts bench`) driving the engine on the
+ * tiny golden CustomVoice model, as a folder and as a .gguf: every figure
+ * present and consistent with the frames, streams and weights it ran on, the
+ * JSON well-formed, the CLI's errors clear. Timings are not asserted (the
+ * machine is shared). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "harness.h"
@@ -93,12 +95,12 @@ int main(void) {
     o.batch = B;
     o.threads = 2;
     o.probe_bytes = 4u << 20;
-    o.overlap = 0; /* the call counts below are those of sequential steps (overlap: checked after) */
+    o.overlap = QTTS_OVERLAP_NEVER; /* the call counts below are those of sequential steps (overlap: checked after) */
     qtts_bench_result r;
     int rc = qtts_bench_run(&o, &r, &err);
     TEST_CHECK(rc == 0, "bench on the tiny model: %s", err.msg);
     if (rc == 0) {
-        TEST_CHECK(!strcmp(r.source, "folder") && !strcmp(r.variant, "custom_voice") && !strcmp(r.quant, "f32"),
+        TEST_CHECK(!strcmp(r.source, "model") && !strcmp(r.variant, "custom_voice") && !strcmp(r.quant, "f32"),
                    "setup: %s %s %s", r.source, r.variant, r.quant);
         TEST_CHECK(r.threads == 2 && r.frames == F && r.batch == B && r.runs == 1, "options echoed");
         TEST_CHECK(r.frames_out == F && r.samples_out == F * fs, "1 stream: %lld frames, %lld samples",
@@ -161,7 +163,7 @@ int main(void) {
         ov.frames = 12;
         ov.batch = 2;
         ov.probe = 0;
-        ov.overlap = 1;
+        ov.overlap = QTTS_OVERLAP_ALWAYS;
         ov.threads = threads;
         qtts_bench_result ro;
         rc = qtts_bench_run(&ov, &ro, &err);
@@ -203,11 +205,27 @@ int main(void) {
     TEST_CHECK(rc == 0 && strstr(out, "time to first audio") && strstr(out, "talker step") && !strstr(out, "machine ("),
                "text report without probe (exit %d)", rc);
 
+    /* a one-file .gguf of the same model */
+    char gguf[] = "/tmp/qtts_bench_XXXXXX.gguf", cmd[2400];
+    int gfd = mkstemps(gguf, 5);
+    if (gfd >= 0) close(gfd);
+    snprintf(cmd, sizeof cmd, "%s quantize %s -o %s --type f32 >/dev/null 2>&1", QTTS_BINARY, dir, gguf);
+    TEST_CHECK(gfd >= 0 && system(cmd) == 0, "qtts quantize to %s", gguf);
+    snprintf(args, sizeof args, "-m %s --frames 3 --threads 1 --no-probe --json", gguf);
+    rc = run_cli(args, out, sizeof out);
+    j = cJSON_Parse(out);
+    TEST_CHECK(rc == 0 && j && num(j, "frames_out") == 3 && num(j, "samples_out") == 3.0 * (double)fs,
+               "qtts bench -m model.gguf: exit %d, %.200s", rc, out);
+    cJSON_Delete(j);
+    unlink(gguf);
+
     /* bad input: one clear error, usage exit 2 / failure exit 1 */
     TEST_CHECK(run_cli("--frames 0", out, sizeof out) == 2, "--frames 0");
     TEST_CHECK(run_cli("--quant q5_x", out, sizeof out) == 2, "--quant q5_x");
     TEST_CHECK(run_cli("--size 3b", out, sizeof out) == 2, "--size 3b");
     TEST_CHECK(run_cli("--batch", out, sizeof out) == 2, "--batch without value");
+    TEST_CHECK(run_cli("--batch 65", out, sizeof out) == 2, "--batch 65 (above the engine's slots)");
+    TEST_CHECK(run_cli("--variant base --frames 1", out, sizeof out) == 1, "random Base: no encoders");
     TEST_CHECK(run_cli("--overlap sometimes", out, sizeof out) == 2, "--overlap sometimes");
     TEST_CHECK(run_cli("--kv-cache bf16", out, sizeof out) == 2, "--kv-cache bf16");
     TEST_CHECK(run_cli("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");

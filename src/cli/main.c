@@ -43,6 +43,20 @@ int cli_check_decoder_precision(const char *value) {
     return -1;
 }
 
+int cli_parse_overlap(const char *value, qtts_overlap_mode *out) {
+    static const struct {
+        const char *name;
+        qtts_overlap_mode mode;
+    } modes[] = {{"auto", QTTS_OVERLAP_AUTO}, {"on", QTTS_OVERLAP_ALWAYS}, {"off", QTTS_OVERLAP_NEVER}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(value, modes[i].name)) {
+            *out = modes[i].mode;
+            return 0;
+        }
+    cli_error("--overlap: expected auto, on or off, got '%s'", value);
+    return -1;
+}
+
 int cli_check_kv_cache(const char *value) {
     if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "f16")) return 0;
     cli_error("--kv-cache: expected auto, f32 or f16, got '%s'", value);
