@@ -100,4 +100,10 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback);
 int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 
+/* Row `row` of a 2-D tensor as f32 (any storage type); a mapped table's
+ * pages are released after the read (qtts_tensor_release_lookup). */
+int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err);
+/* Rows rows[0..n) into out (n rows of shape[1] floats), released once. */
+int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err);
+
 #endif
