@@ -74,8 +74,8 @@ typedef struct {
      * weights the fastest path measured at start-up, else f32), "f32"
      * (follows the reference within 1e-4), "winograd" (~102 dB SNR against
      * f32 on the golden decoder), "winograd-f16" (the same with f16
-     * time-major weights: ~53 dB, 168 MB less memory for 0.6B), "bf16"
-     * (~33 dB). */
+     * time-major weights: ~53 dB, 168 MB less memory for 0.6B),
+     * "winograd-i16" (int16 products, x86-64 with AVX2), "bf16" (~33 dB). */
     const char *decoder_precision;
     /* The talker's KV cache: NULL or "auto" (f16 with q8_0/q4_k LM weights,
      * else f32), "f32", "f16" (half the memory per stream and half the bytes
@@ -107,7 +107,7 @@ typedef struct {
     int n_threads;
     int max_batch;
     const char *weight_type;       /* LM matrices as loaded: "f32", "bf16", "q8_0", "q4_k" */
-    const char *decoder_precision; /* "f32", "winograd", "winograd-f16" or "bf16" (qtts_engine_params) */
+    const char *decoder_precision; /* "f32", "winograd", "winograd-f16", "winograd-i16" or "bf16" (qtts_engine_params) */
     const char *kv_cache;          /* "f32" or "f16" (qtts_engine_params.kv_cache) */
 } qtts_model_info;
 

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "model/codec_decoder.h"
 #include "cli/daemon.h"
 #include "qtts.h"
 #include "server/server.h"
@@ -21,7 +22,7 @@ static void serve_usage(FILE *out) {
             "  --max-queue N          requests waiting beyond the slots; more get 503\n"
             "  --threads N            compute threads (default: all CPUs)\n"
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
-            "  --decoder-precision P  auto|f32|winograd|winograd-f16|winograd-i16|bf16\n"
+            "  --decoder-precision P  " QTTS_DECODER_PRECISION_OPTIONS "\n"
             "                         (default auto: with q8_0/q4_k weights the\n"
             "                         fastest measured here (qtts info --cpu), else f32)\n"
             "  --kv-cache T           the talker's KV cache: auto|f32|f16 (default auto: f16 with\n"

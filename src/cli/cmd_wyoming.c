@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "model/codec_decoder.h"
 #include "cli/daemon.h"
 #include "qtts.h"
 #include "server/wyoming.h"
@@ -27,7 +28,7 @@ static void wyoming_usage(FILE *out) {
             "  --max-batch N          concurrent synthesis slots (engine default if 0)\n"
             "  --max-queue N          requests waiting beyond the slots; more get an error\n"
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
-            "  --decoder-precision P  auto|f32|winograd|winograd-f16|winograd-i16|bf16\n"
+            "  --decoder-precision P  " QTTS_DECODER_PRECISION_OPTIONS "\n"
             "                         (default auto)\n"
             "  --kv-cache T           auto|f32|f16 (default auto: f16 with q8_0/q4_k weights)\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (default auto)\n"

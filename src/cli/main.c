@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "model/codec_decoder.h"
 #include "qtts.h"
 
 typedef struct {
@@ -36,10 +37,9 @@ void cli_error(const char *fmt, ...) {
 }
 
 int cli_check_decoder_precision(const char *value) {
-    if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "winograd") ||
-        !strcmp(value, "winograd-f16") || !strcmp(value, "winograd-i16") || !strcmp(value, "bf16"))
-        return 0;
-    cli_error("--decoder-precision: expected auto, f32, winograd, winograd-f16, winograd-i16 or bf16, got '%s'", value);
+    qtts_decoder_precision p;
+    if (!strcmp(value, "auto") || !qtts_decoder_precision_parse(value, &p)) return 0;
+    cli_error("--decoder-precision: expected one of %s, got '%s'", QTTS_DECODER_PRECISION_NAMES, value);
     return -1;
 }
 

@@ -149,6 +149,7 @@ typedef struct {
 
 struct qtts_codec_decoder {
     qtts_codec_config cfg;
+    qtts_decoder_precision precision; /* the form its weights are in (set_precision converts them once) */
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
     /* sizes (config dec.*): */
     int64_t n_quantizers;  /* codebooks per frame (16) */
@@ -773,11 +774,19 @@ static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_co
  * 3.7-3.9 ms per frame in 4-frame steps, 4.7-5.0 to 3.8 in 1-frame steps. */
 enum { WINOGRAD_M = 4, WINOGRAD_TCONV_M = 4, WINOGRAD_TCONV_MIN_SPF = 96 };
 
+static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err);
+
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
-    const qtts_decoder_precision now = qtts_codec_decoder_precision(d);
-    if (p == now) return 0;
-    if (now != QTTS_DECODER_F32)
-        return qtts_fail(err, "the decoder's f32 weights were already dropped for %s", qtts_decoder_precision_name(now));
+    if (p == d->precision) return 0;
+    if (d->precision != QTTS_DECODER_F32)
+        return qtts_fail(err, "the decoder's f32 weights were already dropped for %s",
+                         qtts_decoder_precision_name(d->precision));
+    if (convert_precision(d, p, err)) return -1;
+    d->precision = p;
+    return 0;
+}
+
+static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
     if (p == QTTS_DECODER_WINOGRAD_I16 && qtts_conv_i16_require(err)) return -1; /* before any weight is changed */
     if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16 || p == QTTS_DECODER_WINOGRAD_I16) {
         for (int64_t b = 0; b < d->n_blocks; b++)
@@ -841,31 +850,39 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_d
         }
         return 0;
     }
-    if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;
-    else if (!strcmp(opt, "winograd")) *out = QTTS_DECODER_WINOGRAD;
-    else if (!strcmp(opt, "winograd-f16")) *out = QTTS_DECODER_WINOGRAD_F16;
-    else if (!strcmp(opt, "winograd-i16")) *out = QTTS_DECODER_WINOGRAD_I16;
-    else if (!strcmp(opt, "bf16")) *out = QTTS_DECODER_BF16;
-    else
-        return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, winograd-f16, winograd-i16, bf16)",
-                         opt);
+    if (qtts_decoder_precision_parse(opt, out))
+        return qtts_fail(err, "unknown decoder precision \"%s\" (%s)", opt, QTTS_DECODER_PRECISION_NAMES);
     return 0;
 }
 
-const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
-    return p == QTTS_DECODER_BF16           ? "bf16"
-           : p == QTTS_DECODER_WINOGRAD     ? "winograd"
-           : p == QTTS_DECODER_WINOGRAD_F16 ? "winograd-f16"
-           : p == QTTS_DECODER_WINOGRAD_I16 ? "winograd-i16"
-                                            : "f32";
+/* The one table of precision names (QTTS_DECODER_PRECISION_NAMES lists them for messages and help). */
+static const struct {
+    qtts_decoder_precision p;
+    const char *name;
+} precision_names[] = {
+    {QTTS_DECODER_F32, "f32"},
+    {QTTS_DECODER_WINOGRAD, "winograd"},
+    {QTTS_DECODER_WINOGRAD_F16, "winograd-f16"},
+    {QTTS_DECODER_WINOGRAD_I16, "winograd-i16"},
+    {QTTS_DECODER_BF16, "bf16"},
+};
+
+int qtts_decoder_precision_parse(const char *name, qtts_decoder_precision *out) {
+    for (size_t i = 0; name && i < sizeof precision_names / sizeof precision_names[0]; i++)
+        if (!strcmp(name, precision_names[i].name)) {
+            *out = precision_names[i].p;
+            return 0;
+        }
+    return -1;
 }
 
-qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) {
-    if (d->fin_conv.wbf) return QTTS_DECODER_BF16;
-    if (d->n_blocks == 0 || !d->blk[0].ru[0].c1.wg) return QTTS_DECODER_F32;
-    if (d->blk[0].ru[0].c2.wi16) return QTTS_DECODER_WINOGRAD_I16;
-    return d->dec0.l.w.ph ? QTTS_DECODER_WINOGRAD_F16 : QTTS_DECODER_WINOGRAD;
+const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
+    for (size_t i = 0; i < sizeof precision_names / sizeof precision_names[0]; i++)
+        if (precision_names[i].p == p) return precision_names[i].name;
+    return "f32";
 }
+
+qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) { return d->precision; }
 
 static void work_set_free(work_set *w) {
     for (int i = 0; i < WS_COUNT; i++) free(w->buf[i]);
