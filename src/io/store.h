@@ -52,10 +52,9 @@ void qtts_store_release_pages(qtts_store *st);
  * table's pages from the RSS again. A read fault on a file mapping maps more
  * than the row (the kernel's fault-around, 64 KiB, or a whole large folio;
  * MADV_RANDOM turns neither off), so every row ever read would otherwise
- * stay resident: after 40 frames the code predictor's 15 embeddings were 62
- * of 63 MB resident, and over a server's life most of the 622 MB text
- * embedding would be. Its price: ~7 us to release the 622 MB table and ~6
- * us for the next read's fault (a page-cached file, this Zen 3), about 17
+ * stay resident: the code predictor's embeddings after a few dozen frames,
+ * and over a server's life most of the text embedding. Its price is a
+ * system call and the next read's fault, a few microseconds, about 17
  * lookups per frame. No-op for in-memory tensors and views in use. */
 void qtts_tensor_release_lookup(const qtts_tensor *t);
 

@@ -38,8 +38,8 @@ enum {
     PRE_CONV_K = 3,              /* pre_conv taps (decoder.pre_conv.conv: [latent][codebook_dim][3]) */
     DEFAULT_MAX_CHUNK = 8,       /* frames per internal step (see qtts_codec_decoder_set_max_chunk) */
     MAX_CHUNK_LIMIT = 256,       /* upper clamp of set_max_chunk */
-    /* Frames of all streams in one internal step: the time-major stages' buffers grow with them
-     * (8 streams x 8 frames took 40 MB more peak RSS than 16 frames, at the same speed: 0.6B, Zen 3). */
+    /* Frames of all streams in one internal step: the time-major stages' buffers grow with them, and
+     * beyond this a step is no faster per frame, only larger in memory. */
     STEP_FRAME_CAP = 16,
     DEFAULT_CM_BUDGET = 1 << 19, /* 512 KiB: largest block output kept cache-resident (see cm_chain) */
     TM_MAX_SPF = 16,             /* the first block's transposed conv runs time-major when its input has
@@ -764,14 +764,10 @@ static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_co
  * F(4, 2) multiplies 1.25 times per output and weight instead of 2, but
  * holds 5 point matrices where the conv had 2 taps. That pays where the
  * conv's input runs at WINOGRAD_TCONV_MIN_SPF samples per frame or more, so
- * each weight serves many tiles: on a Zen 3 (one thread, 4-frame steps) the
- * 384- and 192-channel blocks' convs (160 and 640 input samples per frame)
- * went from 6.7-7.0 to 5.5-5.6 ms per frame for +4 MB, while the 768-channel
- * one (32 per frame, weight-bound) gained 0.2 ms for +18 MB. With int16
- * points the 768-channel one is converted too: 5 int16 matrices take 14.7 MB
- * where its 2 f32 taps took 11.8, and on the same Zen 3 (bench_decoder
- * --winograd-i16, alternating) the transposed convs went from 4.5-4.7 to
- * 3.7-3.9 ms per frame in 4-frame steps, 4.7-5.0 to 3.8 in 1-frame steps. */
+ * each weight serves many tiles (the 384- and 192-channel blocks); the
+ * 768-channel one, at 32 samples per frame, is bound by reading its weights
+ * and would gain little for much more memory. With int16 points its
+ * matrices cost little more than its f32 taps, so it is converted too. */
 enum { WINOGRAD_M = 4, WINOGRAD_TCONV_M = 4, WINOGRAD_TCONV_MIN_SPF = 96 };
 
 static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err);
@@ -805,9 +801,8 @@ static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qt
                 for (int r = 0; r < N_RES; r++)
                     if (qtts_conv_to_i16(&bk->ru[r].c1, err) || qtts_conv_to_i16(&bk->ru[r].c2, err)) return -1;
             }
-            /* and every time-major layer: half their f32 bytes, and the int16 tiles where a step has many rows
-             * (0.6B, Zen 3: 8 streams in 8-frame steps 23.3-25.3 -> 18.5-18.9 ms per stream-frame, 1-frame steps
-             * 48-51 -> 42-44 ms per frame, golden SNR 43.8 -> 43.5 dB) */
+            /* and every time-major layer: half their f32 bytes, and the int16 tiles where a step has many
+             * rows, for a fraction of a dB */
             return each_time_major_lin(d, 1, lin_to_i16, err);
         }
         /* QTTS_DECODER_WINOGRAD_F16: every time-major layer's weights to f16 */
@@ -1393,8 +1388,7 @@ static int upsample(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *c
  * several threads: each thread takes whole streams, one after the other, on
  * its own lane and work set, so a conv never waits for the slowest thread
  * and each stream's activations stay in one core's cache; a thread out of
- * streams helps the lanes still working. Zen 3, 2 threads, 8 streams of 4
- * frames: see docs/performance.md. Same results either way (each stream's
+ * streams helps the lanes still working. Same results either way (each stream's
  * arithmetic does not depend on the thread that runs it). */
 typedef struct {
     const qtts_codec_decoder *d;

@@ -244,10 +244,8 @@ void qtts_conv_tile_scalar(const qtts_conv *cv, const float *x, int64_t ldx, int
  * them out of long channel rows, every pass over c_in rows strides through
  * memory, and every row block repeats it: x is copied once into panels of 24
  * samples per channel, contiguous per panel, so each pass reads one stream.
- * Zen 2, one thread, 1x1 convs of the decoder's shapes (channels x samples):
- * 96 x 1365 74 -> 84 GFLOP/s, 768 x 128 81 -> 92, 768 x 480 80 -> 97; the
- * 2-tap convs (transposed, as phases) measured no gain, so only 1-tap convs
- * are packed. The arithmetic is the same either way. */
+ * The 2-tap convs (transposed, as phases) measured no gain, so only 1-tap
+ * convs are packed. The arithmetic is the same either way. */
 enum { PANEL_AVX2 = 24 };
 
 /* One conv call: an f32 conv reads x through tile, a bf16 conv its channel
