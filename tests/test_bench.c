@@ -15,6 +15,9 @@
 #include "harness.h"
 #include "io/store.h"
 #include "model/codec_decoder.h"
+#include "model/codec_random.h"
+#include "model/config.h"
+#include "model/model_random.h"
 
 static const char *const keys[] = {
     "source", "model", "variant", "quant", "isa", "threads", "frames", "batch", "runs", "load_s", "prompt_tokens",
@@ -64,6 +67,38 @@ static double talker_matrix_bytes(const qtts_store *st) {
     return b;
 }
 
+/* The random checkpoint's config files are written from the loaders' own tables: what is written parses
+ * back to the same config. */
+static void check_config_round_trip(void) {
+    for (int v = 0; v < 2; v++) {
+        qtts_model_config a, b;
+        qtts_err err = {0};
+        int rc = qtts_model_random_config(&a, "1.7b", v ? QTTS_VARIANT_VOICE_DESIGN : QTTS_VARIANT_CUSTOM_VOICE, &err);
+        cJSON *j = rc ? NULL : qtts_model_config_to_json(&a);
+        rc = j ? qtts_model_config_parse(&b, j, "written config.json", &err) : -1;
+        cJSON_Delete(j);
+        TEST_CHECK(rc == 0, "config.json round trip: %s", err.msg);
+        a.cp_code_groups = a.num_code_groups; /* written once, read into both */
+        TEST_CHECK(rc == 0 && b.variant == a.variant && b.talker.hidden == a.talker.hidden &&
+                       b.talker.layers == a.talker.layers && b.cp.layers == a.cp.layers && b.text_vocab == a.text_vocab &&
+                       b.codec_eos == a.codec_eos && b.assistant == a.assistant && b.n_speakers == a.n_speakers &&
+                       b.n_languages == a.n_languages && !strcmp(b.size, a.size) &&
+                       (a.n_speakers == 0 || (!strcmp(b.speakers[a.n_speakers - 1].dialect, a.speakers[a.n_speakers - 1].dialect) &&
+                                              b.speakers[0].id == a.speakers[0].id)),
+                   "config.json round trip (%s): the same config", qtts_variant_name(a.variant));
+    }
+    qtts_codec_config a, b;
+    qtts_err err = {0};
+    qtts_codec_config_real(&a);
+    cJSON *j = qtts_codec_config_to_json(&a);
+    int rc = j ? qtts_codec_config_parse(&b, j, "written speech_tokenizer/config.json", &err) : -1;
+    cJSON_Delete(j);
+    TEST_CHECK(rc == 0 && b.frame_samples == a.frame_samples && b.dec.layers == a.dec.layers &&
+                   b.dec.n_upsample_rates == a.dec.n_upsample_rates && b.dec.upsample_rates[0] == a.dec.upsample_rates[0] &&
+                   b.enc.n_ratios == a.enc.n_ratios,
+               "speech_tokenizer/config.json round trip: %s", err.msg);
+}
+
 static int run_cli(const char *args, char *out, size_t size) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
@@ -76,6 +111,7 @@ static int run_cli(const char *args, char *out, size_t size) {
 }
 
 int main(void) {
+    check_config_round_trip();
     char dir[1024];
     golden_path(dir, sizeof dir, "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny");
     qtts_err err = {0};
