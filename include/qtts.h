@@ -61,6 +61,8 @@ typedef struct qtts_engine qtts_engine;
 typedef struct qtts_voice qtts_voice;
 typedef struct qtts_stream qtts_stream;
 
+typedef enum { QTTS_OVERLAP_AUTO = 0, QTTS_OVERLAP_ALWAYS, QTTS_OVERLAP_NEVER } qtts_overlap_mode;
+
 typedef struct {
     const char *model_path;  /* model folder (with speech_tokenizer/) or .gguf */
     int n_threads;           /* 0: all online CPUs */
@@ -72,13 +74,17 @@ typedef struct {
      * weights the fastest path measured at start-up, else f32), "f32"
      * (follows the reference within 1e-4), "winograd" (~102 dB SNR against
      * f32 on the golden decoder), "winograd-f16" (the same with f16
-     * time-major weights: ~53 dB, 168 MB less memory for 0.6B), "bf16"
-     * (~33 dB). */
+     * time-major weights: ~53 dB, 168 MB less memory for 0.6B),
+     * "winograd-i16" (int16 products, x86-64 with AVX2), "bf16" (~33 dB). */
     const char *decoder_precision;
     /* The talker's KV cache: NULL or "auto" (f16 with q8_0/q4_k LM weights,
      * else f32), "f32", "f16" (half the memory per stream and half the bytes
      * each step reads back: at 700 positions, 80 instead of 160 MB for 0.6B). */
     const char *kv_cache;
+    /* Decoder steps beside LM steps (two threads or more): QTTS_OVERLAP_AUTO
+     * measures both ways while it runs and keeps the faster; ALWAYS and NEVER
+     * are for A/B measurements. The audio is the same either way. */
+    qtts_overlap_mode overlap;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);
@@ -101,7 +107,7 @@ typedef struct {
     int n_threads;
     int max_batch;
     const char *weight_type;       /* LM matrices as loaded: "f32", "bf16", "q8_0", "q4_k" */
-    const char *decoder_precision; /* "f32", "winograd", "winograd-f16" or "bf16" (qtts_engine_params) */
+    const char *decoder_precision; /* "f32", "winograd", "winograd-f16", "winograd-i16" or "bf16" (qtts_engine_params) */
     const char *kv_cache;          /* "f32" or "f16" (qtts_engine_params.kv_cache) */
     /* Where the load's time went: one line, milliseconds per phase (what -v prints). */
     const char *load_report;

@@ -1,18 +1,23 @@
-/* The benchmark machinery (src/bench/bench.h, `qtts bench`) on the tiny
- * golden CustomVoice model: every figure present and consistent with the
- * frames, streams and weights it ran on, the JSON well-formed, the CLI's
- * errors clear. Timings are not asserted (the machine is shared). */
+/* The benchmark (src/bench/bench.h, `qtts bench`) driving the engine on the
+ * tiny golden CustomVoice model, as a folder and as a .gguf: every figure
+ * present and consistent with the frames, streams and weights it ran on, the
+ * JSON well-formed, the CLI's errors clear. Timings are not asserted (the
+ * machine is shared). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "harness.h"
 #include "io/store.h"
 #include "model/codec_decoder.h"
+#include "model/codec_random.h"
+#include "model/config.h"
+#include "model/model_random.h"
 
 static const char *const keys[] = {
     "source", "model", "variant", "quant", "isa", "threads", "frames", "batch", "runs", "load_s", "prompt_tokens",
@@ -62,6 +67,38 @@ static double talker_matrix_bytes(const qtts_store *st) {
     return b;
 }
 
+/* The random checkpoint's config files are written from the loaders' own tables: what is written parses
+ * back to the same config. */
+static void check_config_round_trip(void) {
+    for (int v = 0; v < 2; v++) {
+        qtts_model_config a, b;
+        qtts_err err = {0};
+        int rc = qtts_model_random_config(&a, "1.7b", v ? QTTS_VARIANT_VOICE_DESIGN : QTTS_VARIANT_CUSTOM_VOICE, &err);
+        cJSON *j = rc ? NULL : qtts_model_config_to_json(&a);
+        rc = j ? qtts_model_config_parse(&b, j, "written config.json", &err) : -1;
+        cJSON_Delete(j);
+        TEST_CHECK(rc == 0, "config.json round trip: %s", err.msg);
+        a.cp_code_groups = a.num_code_groups; /* written once, read into both */
+        TEST_CHECK(rc == 0 && b.variant == a.variant && b.talker.hidden == a.talker.hidden &&
+                       b.talker.layers == a.talker.layers && b.cp.layers == a.cp.layers && b.text_vocab == a.text_vocab &&
+                       b.codec_eos == a.codec_eos && b.assistant == a.assistant && b.n_speakers == a.n_speakers &&
+                       b.n_languages == a.n_languages && !strcmp(b.size, a.size) &&
+                       (a.n_speakers == 0 || (!strcmp(b.speakers[a.n_speakers - 1].dialect, a.speakers[a.n_speakers - 1].dialect) &&
+                                              b.speakers[0].id == a.speakers[0].id)),
+                   "config.json round trip (%s): the same config", qtts_variant_name(a.variant));
+    }
+    qtts_codec_config a, b;
+    qtts_err err = {0};
+    qtts_codec_config_real(&a);
+    cJSON *j = qtts_codec_config_to_json(&a);
+    int rc = j ? qtts_codec_config_parse(&b, j, "written speech_tokenizer/config.json", &err) : -1;
+    cJSON_Delete(j);
+    TEST_CHECK(rc == 0 && b.frame_samples == a.frame_samples && b.dec.layers == a.dec.layers &&
+                   b.dec.n_upsample_rates == a.dec.n_upsample_rates && b.dec.upsample_rates[0] == a.dec.upsample_rates[0] &&
+                   b.enc.n_ratios == a.enc.n_ratios,
+               "speech_tokenizer/config.json round trip: %s", err.msg);
+}
+
 static int run_cli(const char *args, char *out, size_t size) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
@@ -74,6 +111,7 @@ static int run_cli(const char *args, char *out, size_t size) {
 }
 
 int main(void) {
+    check_config_round_trip();
     char dir[1024];
     golden_path(dir, sizeof dir, "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny");
     qtts_err err = {0};
@@ -93,12 +131,12 @@ int main(void) {
     o.batch = B;
     o.threads = 2;
     o.probe_bytes = 4u << 20;
-    o.overlap = 0; /* the call counts below are those of sequential steps (overlap: checked after) */
+    o.overlap = QTTS_OVERLAP_NEVER; /* the call counts below are those of sequential steps (overlap: checked after) */
     qtts_bench_result r;
     int rc = qtts_bench_run(&o, &r, &err);
     TEST_CHECK(rc == 0, "bench on the tiny model: %s", err.msg);
     if (rc == 0) {
-        TEST_CHECK(!strcmp(r.source, "folder") && !strcmp(r.variant, "custom_voice") && !strcmp(r.quant, "f32"),
+        TEST_CHECK(!strcmp(r.source, "model") && !strcmp(r.variant, "custom_voice") && !strcmp(r.quant, "f32"),
                    "setup: %s %s %s", r.source, r.variant, r.quant);
         TEST_CHECK(r.threads == 2 && r.frames == F && r.batch == B && r.runs == 1, "options echoed");
         TEST_CHECK(r.frames_out == F && r.samples_out == F * fs, "1 stream: %lld frames, %lld samples",
@@ -161,7 +199,7 @@ int main(void) {
         ov.frames = 12;
         ov.batch = 2;
         ov.probe = 0;
-        ov.overlap = 1;
+        ov.overlap = QTTS_OVERLAP_ALWAYS;
         ov.threads = threads;
         qtts_bench_result ro;
         rc = qtts_bench_run(&ov, &ro, &err);
@@ -203,11 +241,27 @@ int main(void) {
     TEST_CHECK(rc == 0 && strstr(out, "time to first audio") && strstr(out, "talker step") && !strstr(out, "machine ("),
                "text report without probe (exit %d)", rc);
 
+    /* a one-file .gguf of the same model */
+    char gguf[] = "/tmp/qtts_bench_XXXXXX.gguf", cmd[2400];
+    int gfd = mkstemps(gguf, 5);
+    if (gfd >= 0) close(gfd);
+    snprintf(cmd, sizeof cmd, "%s quantize %s -o %s --type f32 >/dev/null 2>&1", QTTS_BINARY, dir, gguf);
+    TEST_CHECK(gfd >= 0 && system(cmd) == 0, "qtts quantize to %s", gguf);
+    snprintf(args, sizeof args, "-m %s --frames 3 --threads 1 --no-probe --json", gguf);
+    rc = run_cli(args, out, sizeof out);
+    j = cJSON_Parse(out);
+    TEST_CHECK(rc == 0 && j && num(j, "frames_out") == 3 && num(j, "samples_out") == 3.0 * (double)fs,
+               "qtts bench -m model.gguf: exit %d, %.200s", rc, out);
+    cJSON_Delete(j);
+    unlink(gguf);
+
     /* bad input: one clear error, usage exit 2 / failure exit 1 */
     TEST_CHECK(run_cli("--frames 0", out, sizeof out) == 2, "--frames 0");
     TEST_CHECK(run_cli("--quant q5_x", out, sizeof out) == 2, "--quant q5_x");
     TEST_CHECK(run_cli("--size 3b", out, sizeof out) == 2, "--size 3b");
     TEST_CHECK(run_cli("--batch", out, sizeof out) == 2, "--batch without value");
+    TEST_CHECK(run_cli("--batch 65", out, sizeof out) == 2, "--batch 65 (above the engine's slots)");
+    TEST_CHECK(run_cli("--variant base --frames 1", out, sizeof out) == 1, "random Base: no encoders");
     TEST_CHECK(run_cli("--overlap sometimes", out, sizeof out) == 2, "--overlap sometimes");
     TEST_CHECK(run_cli("--kv-cache bf16", out, sizeof out) == 2, "--kv-cache bf16");
     TEST_CHECK(run_cli("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");

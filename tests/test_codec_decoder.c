@@ -233,7 +233,30 @@ static void other_sizes(qtts_pool *pool) {
 /* Winograd with every 1-tap product in int16 (14-bit weights and inputs: 43.5 dB on the golden decoders). */
 #define WINOGRAD_I16_MIN_SNR_DB 40.0
 
+/* QTTS_DECODER_PRECISION_NAMES (help texts, messages) lists exactly the table: each name after "auto"
+ * parses and names itself back, and every precision's name is listed. */
+static void check_precision_names(void) {
+    char list[] = QTTS_DECODER_PRECISION_NAMES;
+    int n = 0;
+    for (char *tok = strtok(list, ", "); tok; tok = strtok(NULL, ", ")) {
+        if (!n++) {
+            TEST_CHECK(!strcmp(tok, "auto"), "the list starts with auto: %s", tok);
+            continue;
+        }
+        qtts_decoder_precision p;
+        TEST_CHECK(!qtts_decoder_precision_parse(tok, &p) && !strcmp(qtts_decoder_precision_name(p), tok),
+                   "precision name %s round-trips", tok);
+    }
+    const qtts_decoder_precision all[] = {QTTS_DECODER_F32, QTTS_DECODER_BF16, QTTS_DECODER_WINOGRAD,
+                                          QTTS_DECODER_WINOGRAD_F16, QTTS_DECODER_WINOGRAD_I16};
+    TEST_CHECK(n == 1 + (int)(sizeof all / sizeof all[0]), "%d names listed", n);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        TEST_CHECK(strstr(QTTS_DECODER_PRECISION_NAMES, qtts_decoder_precision_name(all[i])) != NULL, "%s listed",
+                   qtts_decoder_precision_name(all[i]));
+}
+
 int main(void) {
+    check_precision_names();
     qtts_err err = {0};
     qtts_pool *pool = qtts_pool_create(2, &err);
     TEST_CHECK(pool != NULL, "pool: %s", err.msg);

@@ -44,6 +44,7 @@ class EngineParams(Structure):
         ("verbose", c_int),
         ("decoder_precision", c_char_p),
         ("kv_cache", c_char_p),
+        ("overlap", c_int),
     ]
 
 

@@ -1,14 +1,12 @@
-/* End-to-end benchmark (`qtts bench`): a model at REAL dimensions (random
- * weights from model/model_random.h + codec/codec_random.h, loaded through
- * the normal path, or a model folder) generates a forced number of frames
- * (EOS masked) for one stream, then for B concurrent streams through the
- * batch API, decoding each step's frames with the streaming decoder batched
- * across streams, as the engine's frame loop does. Reports per-stage times,
- * real-time factors, time to first audio, peak RSS, and achieved GB/s and
- * GFLOP/s next to the machine's limits measured by bench/probe.h.
- *
- * Everything runs as one job on an engine thread (engine/executor.h) with a
- * pool of `threads`; the calling thread only waits. */
+/* End-to-end benchmark (`qtts bench`): a real engine (include/qtts.h) over
+ * a model at real dimensions (random weights written as a checkpoint by
+ * bench/random_checkpoint.h, or any model the engine loads) runs one
+ * request of exactly N frames, then B requests started together, and reports
+ * what the engine measured for them (engine/request_times.h): per-stage
+ * times, real-time factors, time to first audio, peak RSS, and achieved GB/s
+ * and GFLOP/s next to the machine's limits measured by bench/probe.h (on the
+ * engine's pool). The schedule (frames per decoder step, overlap) is the
+ * engine's own: this thread only submits and reads. */
 #ifndef QTTS_BENCH_BENCH_H
 #define QTTS_BENCH_BENCH_H
 
@@ -19,17 +17,17 @@
 #include "bench/probe.h"
 #include "core/err.h"
 #include "model/config.h"
-#include "tensor/conv_calibrate.h"
-#include "tensor/interleave_calibrate.h"
+#include "engine/calibration_cache.h"
+#include "qtts.h"
 #include "tensor/tensor.h"
 
 typedef struct {
-    const char *model_path; /* model folder (talker + speech_tokenizer/); NULL = random weights */
+    const char *model_path; /* a model the engine loads (folder or .gguf); NULL = random weights */
     const char *size;       /* random: "0.6b" or "1.7b" */
     qtts_variant variant;   /* random: base, custom_voice (1.7b also voice_design) */
     qtts_dtype wtype;       /* matrix storage; QTTS_DTYPE_INVALID with a folder = as stored */
     int frames;             /* frames per stream (>= 1) */
-    int batch;              /* concurrent streams of the second pass (1 = no second pass) */
+    int batch;              /* concurrent streams of the second pass (1 = no second pass; at most 64) */
     int threads;            /* pool size (0 = all online CPUs) */
     int runs;               /* repetitions of each pass; the best time of each figure is kept */
     int probe;              /* measure bandwidth / FMA peak */
@@ -38,8 +36,7 @@ typedef struct {
     const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
     const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
     const char *kv_cache;          /* "auto" (NULL), "f32", "f16": as qtts_engine_params */
-    int overlap;            /* decoder steps beside LM steps (2+ threads): -1 as measured (the engine's
-                               default), 0 never, 1 wherever possible */
+    qtts_overlap_mode overlap; /* decoder steps beside LM steps (2+ threads): qtts_engine_params.overlap */
 } qtts_bench_options;
 
 void qtts_bench_options_default(qtts_bench_options *o);
@@ -58,14 +55,12 @@ typedef struct {
 
 typedef struct {
     /* setup */
-    char source[16]; /* "random" or "folder" */
+    char source[16]; /* "random" or "model" */
     char model[512]; /* size or path */
     char variant[24], quant[16], isa[16];
     char decoder_precision[16]; /* "f32", "winograd" or "bf16" */
-    qtts_interleave_calibration interleave_cal; /* the quantized type's layout measurement (measured = 0: none) */
-    qtts_conv_calibration conv_cal;             /* the decoder convolution measurement */
     char kv_cache[8];           /* the talker's KV cache entries: "f32" or "f16" */
-    const char *weights_note;  /* NULL, or why random weights stayed in memory */
+    qtts_calibration_set cal;   /* the kernel measurements the engine loaded with (measured or cached) */
     int threads, frames, batch, runs;
     double load_s;                            /* weights built/loaded */
     int64_t prompt_tokens, prompt_rows;       /* text ids of the template, talker prefill rows */

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "qtts.h"
+
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 int cmd_info(int argc, char **argv);
@@ -28,10 +30,13 @@ const char *cli_model_path(const char *given);
  * (0.6b-base, a repo id or repo name) found in the download cache. Writes
  * into buf and returns it, or prints one error line and returns NULL. */
 const char *cli_resolve_model(const char *given, char *buf, size_t size);
-/* --decoder-precision: 0 for auto, f32, winograd or bf16; otherwise prints one error line and returns -1. */
+/* --decoder-precision: 0 for a name of the decoder's table (model/codec_decoder.h) or auto; otherwise prints
+ * one error line and returns -1. */
 int cli_check_decoder_precision(const char *value);
 /* --kv-cache: auto, f32 or f16; otherwise prints one error line and returns -1. */
 int cli_check_kv_cache(const char *value);
+/* --overlap auto|on|off into *out; otherwise prints one error line and returns -1. */
+int cli_parse_overlap(const char *value, qtts_overlap_mode *out);
 
 /* The voices directory (registered voices, as `qtts serve --voices-dir`):
  * the given value, else $QTTS_VOICES_DIR; NULL if neither (cmd_voices.c). */

@@ -13,9 +13,9 @@
 static void bench_usage(FILE *out) {
     fprintf(out,
             "usage: qtts bench [options]\n"
-            "  Generates N frames (EOS disabled) for 1 stream and then for B concurrent streams,\n"
-            "  decoding them with the streaming decoder, and reports stage times, RTF, time to\n"
-            "  first audio, peak RSS and GB/s / GFLOP/s against this machine's measured limits.\n"
+            "  Runs the engine on 1 request of exactly N frames (end of speech disabled), then on B\n"
+            "  requests at once, and reports the engine's stage times, RTF, time to first audio,\n"
+            "  peak RSS and GB/s / GFLOP/s against this machine's measured limits.\n"
             "      --size S              random weights at the real size: 0.6b (default) or 1.7b\n"
             "      --variant V           random: custom_voice (default), base, voice_design (1.7b)\n"
             "      --quant TYPE          weights as f32, bf16, q8_0 or q4_k (random default q8_0;\n"
@@ -23,11 +23,11 @@ static void bench_usage(FILE *out) {
             "      --decoder-precision P auto (with q8_0/q4_k the fastest measured, see info --cpu), f32, winograd,\n"
             "                            winograd-f16, winograd-i16, bf16\n"
             "      --kv-cache T          the talker's KV cache: auto (f16 with q8_0/q4_k, else f32), f32, f16\n"
-            "      --overlap MODE        auto (default: as the engine, measured), on, off: decoder steps beside LM\n"
-            "                            steps (2 threads or more)\n"
-            "  -m, --model PATH          benchmark a model folder instead of random weights\n"
+            "      --overlap MODE        auto (default: measured while running), on, off: decoder steps beside\n"
+            "                            LM steps (2 threads or more)\n"
+            "  -m, --model PATH          benchmark a model (folder or .gguf) instead of random weights\n"
             "      --frames N            frames per stream, 80 ms each (default 40)\n"
-            "      --batch B             concurrent streams of the second pass (default 1: none)\n"
+            "      --batch B             concurrent streams of the second pass, up to 64 (default 1: none)\n"
             "      --threads N           compute threads (default: all CPUs)\n"
             "      --runs R              repeat each pass R times, keep the best times (default 1)\n"
             "      --seed N              weights and sampling seed (default 1)\n"
@@ -86,19 +86,13 @@ static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const 
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); o->kv_cache = optarg; break;
         case O_OVERLAP:
-            if (!strcmp(optarg, "auto")) o->overlap = -1;
-            else if (!strcmp(optarg, "on")) o->overlap = 1;
-            else if (!strcmp(optarg, "off")) o->overlap = 0;
-            else {
-                cli_error("--overlap must be auto, on or off (got '%s')", optarg);
-                bad = 1;
-            }
+            bad = cli_parse_overlap(optarg, &o->overlap);
             break;
         case O_SIZE: bad = parse_size(optarg); o->size = optarg; break;
         case O_VARIANT: bad = parse_variant(optarg, &o->variant); break;
         case O_QUANT: *quant = optarg; break;
         case O_FRAMES: bad = cli_int_to("--frames", optarg, 1, 100000, &o->frames); break;
-        case O_BATCH: bad = cli_int_to("--batch", optarg, 1, 256, &o->batch); break;
+        case O_BATCH: bad = cli_int_to("--batch", optarg, 1, 64, &o->batch); break;
         case O_THREADS: bad = cli_int_to("--threads", optarg, 1, 256, &o->threads); break;
         case O_RUNS: bad = cli_int_to("--runs", optarg, 1, 100, &o->runs); break;
         case O_SEED:

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "model/codec_decoder.h"
 #include "cli/daemon.h"
 #include "qtts.h"
 #include "server/server.h"
@@ -21,11 +22,13 @@ static void serve_usage(FILE *out) {
             "  --max-queue N          requests waiting beyond the slots; more get 503\n"
             "  --threads N            compute threads (default: all CPUs)\n"
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
-            "  --decoder-precision P  auto|f32|winograd|winograd-f16|winograd-i16|bf16\n"
+            "  --decoder-precision P  " QTTS_DECODER_PRECISION_OPTIONS "\n"
             "                         (default auto: with q8_0/q4_k weights the\n"
             "                         fastest measured here (qtts info --cpu), else f32)\n"
             "  --kv-cache T           the talker's KV cache: auto|f32|f16 (default auto: f16 with\n"
             "                         q8_0/q4_k weights, else f32); f16 halves a stream's memory\n"
+            "  --overlap MODE         auto|on|off: decoder steps beside LM steps (2 threads or more;\n"
+            "                         default auto: measured while running)\n"
             "  --voices-dir DIR       where registered voices persist (default $QTTS_VOICES_DIR, else\n"
             "                         memory only)\n"
             "  --api-key KEY          require 'Authorization: Bearer KEY' (or $QTTS_API_KEY)\n"
@@ -56,7 +59,7 @@ static void serve_usage(FILE *out) {
 }
 
 enum {
-    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_VOICES_DIR, O_API_KEY, O_CORS,
+    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
     O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
 };
@@ -71,6 +74,7 @@ static const struct option serve_options[] = {
     {"quant", required_argument, 0, O_QUANT},
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"overlap", required_argument, 0, O_OVERLAP},
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"api-key", required_argument, 0, O_API_KEY},
     {"cors", required_argument, 0, O_CORS},
@@ -120,6 +124,7 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_QUANT: ep->weight_type = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
+        case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
         case O_VOICES_DIR: sp->voices_dir = optarg; break;
         case O_API_KEY: sp->api_key = optarg; break;
         case O_CORS: sp->cors_origin = optarg; break;

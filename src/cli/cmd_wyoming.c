@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "model/codec_decoder.h"
 #include "cli/daemon.h"
 #include "qtts.h"
 #include "server/wyoming.h"
@@ -27,9 +28,10 @@ static void wyoming_usage(FILE *out) {
             "  --max-batch N          concurrent synthesis slots (engine default if 0)\n"
             "  --max-queue N          requests waiting beyond the slots; more get an error\n"
             "  --quant TYPE           weights as f32|bf16|q8_0|q4_k (default: as stored)\n"
-            "  --decoder-precision P  auto|f32|winograd|winograd-f16|winograd-i16|bf16\n"
+            "  --decoder-precision P  " QTTS_DECODER_PRECISION_OPTIONS "\n"
             "                         (default auto)\n"
             "  --kv-cache T           auto|f32|f16 (default auto: f16 with q8_0/q4_k weights)\n"
+            "  --overlap MODE         auto|on|off: decoder steps beside LM steps (default auto)\n"
             "  --max-connections N    concurrent connections (default 16); more get an error event\n"
             "  --idle-timeout S       close a connection that sends nothing for S seconds (default 60)\n"
             "  --timeout S            one synthesis at most S seconds (default 600)\n"
@@ -44,7 +46,7 @@ static void wyoming_usage(FILE *out) {
 }
 
 enum {
-    O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE,
+    O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP,
     O_MAX_CONN, O_IDLE, O_TIMEOUT, O_MAX_INPUT, O_CHUNK_MS, O_DRAIN, O_ZEROCONF, O_GUARD_RATIO, O_NO_REPEAT_GUARD,
 };
 static const struct option wyoming_options[] = {
@@ -61,6 +63,7 @@ static const struct option wyoming_options[] = {
     {"quant", required_argument, 0, O_QUANT},
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"overlap", required_argument, 0, O_OVERLAP},
     {"max-connections", required_argument, 0, O_MAX_CONN},
     {"idle-timeout", required_argument, 0, O_IDLE},
     {"timeout", required_argument, 0, O_TIMEOUT},
@@ -95,6 +98,7 @@ static int wyoming_parse_args(int argc, char **argv, qtts_wyoming_params *wp, qt
         case O_QUANT: ep->weight_type = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
+        case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
         case O_MAX_CONN: bad = cli_int_to("--max-connections", optarg, 1, 65536, &wp->max_connections); break;
         case O_IDLE: bad = cli_int_to("--idle-timeout", optarg, 1, 86400, &wp->idle_timeout_s); break;
         case O_TIMEOUT: bad = cli_int_to("--timeout", optarg, 1, 86400, &wp->request_timeout_s); break;

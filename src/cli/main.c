@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "model/codec_decoder.h"
 #include "qtts.h"
 
 typedef struct {
@@ -37,10 +38,23 @@ void cli_error(const char *fmt, ...) {
 }
 
 int cli_check_decoder_precision(const char *value) {
-    if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "winograd") ||
-        !strcmp(value, "winograd-f16") || !strcmp(value, "winograd-i16") || !strcmp(value, "bf16"))
-        return 0;
-    cli_error("--decoder-precision: expected auto, f32, winograd, winograd-f16, winograd-i16 or bf16, got '%s'", value);
+    qtts_decoder_precision p;
+    if (!strcmp(value, "auto") || !qtts_decoder_precision_parse(value, &p)) return 0;
+    cli_error("--decoder-precision: expected one of %s, got '%s'", QTTS_DECODER_PRECISION_NAMES, value);
+    return -1;
+}
+
+int cli_parse_overlap(const char *value, qtts_overlap_mode *out) {
+    static const struct {
+        const char *name;
+        qtts_overlap_mode mode;
+    } modes[] = {{"auto", QTTS_OVERLAP_AUTO}, {"on", QTTS_OVERLAP_ALWAYS}, {"off", QTTS_OVERLAP_NEVER}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(value, modes[i].name)) {
+            *out = modes[i].mode;
+            return 0;
+        }
+    cli_error("--overlap: expected auto, on or off, got '%s'", value);
     return -1;
 }
 

@@ -6,5 +6,7 @@
 /* Seconds / milliseconds since an arbitrary fixed point. */
 double qtts_now_s(void);
 double qtts_now_ms(void);
+/* CPU time of the calling thread, in milliseconds (what a step costs on an undisturbed machine). */
+double qtts_thread_cpu_ms(void);
 
 #endif

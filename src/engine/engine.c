@@ -13,25 +13,6 @@
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
 
-void engine_copy_err(const qtts_err *from, qtts_status fallback, qtts_error *to) {
-    qtts_err_export(from, fallback, to);
-}
-
-const char *qtts_status_name(qtts_status s) {
-    switch (s) {
-    case QTTS_OK: return "ok";
-    case QTTS_ERR_INVALID: return "invalid";
-    case QTTS_ERR_BUSY: return "busy";
-    case QTTS_ERR_NO_MEMORY: return "no_memory";
-    case QTTS_ERR_MODEL: return "model";
-    case QTTS_ERR_CANCELLED: return "cancelled";
-    case QTTS_ERR_INTERNAL: return "internal";
-    case QTTS_ERR_NOT_FOUND: return "not_found";
-    case QTTS_ERR_EXISTS: return "exists";
-    }
-    return "internal";
-}
-
 const char *qtts_version(void) { return QTTS_VERSION; }
 
 const char *qtts_finish_reason_name(qtts_finish_reason r) {
@@ -115,6 +96,13 @@ qtts_engine *qtts_engine_create(const qtts_engine_params *p, qtts_error *err) {
     int threads = p->n_threads > 0 ? p->n_threads : online_cpus();
     e->max_batch = p->max_batch > 0 ? p->max_batch : QTTS_DEFAULT_MAX_BATCH;
     if (e->max_batch > QTTS_MAX_BATCH) e->max_batch = QTTS_MAX_BATCH;
+    if (p->overlap != QTTS_OVERLAP_AUTO && p->overlap != QTTS_OVERLAP_ALWAYS && p->overlap != QTTS_OVERLAP_NEVER) {
+        qtts_fail_as(&qe, QTTS_ERR_INVALID, "unknown overlap mode %d", (int)p->overlap);
+        engine_copy_err(&qe, QTTS_ERR_INVALID, err);
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+        return NULL;
+    }
     e->max_queue = p->max_queue > 0 ? p->max_queue : 4 * e->max_batch + 16;
     e->exec = qtts_exec_create(threads, &qe);
     engine_load_job j = {.e = e, .p = p};
@@ -131,10 +119,17 @@ qtts_engine *qtts_engine_create(const qtts_engine_params *p, qtts_error *err) {
         return NULL;
     }
     e->info.n_threads = threads;
-    const char *ov = getenv("QTTS_OVERLAP");
-    e->overlap_force = ov && !strcmp(ov, "0") ? 0 : ov && !strcmp(ov, "1") ? 1 : -1;
+    e->overlap_mode = p->overlap;
+    e->verbose = p->verbose;
     qtts_exec_set_idle(e->exec, engine_frame_loop, e);
     return e;
+}
+
+void engine_hold(qtts_engine *e, int hold) {
+    pthread_mutex_lock(&e->mu);
+    e->held = hold != 0;
+    pthread_mutex_unlock(&e->mu);
+    if (!hold) qtts_exec_wake(e->exec);
 }
 
 void qtts_engine_free(qtts_engine *e) {

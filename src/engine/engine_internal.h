@@ -1,4 +1,5 @@
-/* The engine object behind include/qtts.h (shared by engine.c and voice.c). */
+/* The engine object behind include/qtts.h, shared by the engine's files, and
+ * the internal entry points `qtts bench` drives it through. */
 #ifndef QTTS_ENGINE_INTERNAL_H
 #define QTTS_ENGINE_INTERNAL_H
 
@@ -9,6 +10,7 @@
 #include "engine/calibration_cache.h"
 #include "engine/executor.h"
 #include "engine/overlap_policy.h"
+#include "engine/request_times.h"
 #include "model/codec_decoder.h"
 #include "model/generate.h"
 #include "model/talker.h"
@@ -53,6 +55,9 @@ typedef struct slot {
     qtts_mode mode;
     double t_submit, t_start, t_first_audio;
     double prefill_ms, talker_ms, cp_ms, decoder_ms;
+    double cpu_start;             /* engine-thread CPU clock when it started */
+    engine_request_times times;   /* the same and more, CPU time included */
+    int exact_frames;             /* engine_request_options.exact_frames */
     int prefilled;
     int input_tokens; /* of the text alone */
     /* incremental text (request.text_incomplete), engine thread: the text so
@@ -107,6 +112,7 @@ struct qtts_engine {
     qtts_store *codec_store;       /* packed (.gguf) models: the speech tokenizer's tensors */
     int64_t frame_samples, sample_rate;
     int max_batch, max_queue;
+    int verbose; /* one line per finished request on stderr: its schedule */
 
     qtts_model_info info;
     const char **speaker_names, **language_names;
@@ -116,6 +122,7 @@ struct qtts_engine {
     struct slot *wait_head, *wait_tail;
     int n_waiting, n_active;
     atomic_int stopping; /* set by qtts_engine_free; read by the frame loop without the lock */
+    int held;            /* engine_hold: waiting requests are not admitted (guarded by mu) */
 
     /* engine thread only */
     struct slot *active;
@@ -126,7 +133,7 @@ struct qtts_engine {
     float *scratch_out[QTTS_MAX_BATCH];
     struct slot *scratch_slots[QTTS_MAX_BATCH];
     /* decoder steps overlapped with LM steps (engine/overlap_policy.h) */
-    int overlap_force;     /* QTTS_OVERLAP: -1 as measured, 0 never, 1 wherever possible */
+    qtts_overlap_mode overlap_mode; /* qtts_engine_params.overlap */
     qtts_overlap_stats overlap;
     double cycle_t0;       /* ms: end of the last decoder step */
     int64_t cycle_frames;  /* frames generated since */
@@ -154,6 +161,16 @@ void engine_drain(qtts_pool *pool, void *ctx);
 
 /* engine_submit.c */
 qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err);
+
+/* What a benchmark asks of a request beyond qtts_request. */
+typedef struct {
+    int exact_frames; /* > 0: exactly this many frames (end-of-speech masked, guards off) */
+} engine_request_options;
+qtts_stream *engine_submit_with(qtts_engine *e, const qtts_request *r, const engine_request_options *o,
+                                qtts_err *err);
+/* hold 1: requests submitted from now on wait; hold 0: they start together,
+ * in one batch (a benchmark's B streams in lockstep). */
+void engine_hold(qtts_engine *e, int hold);
 
 /* Copies an internal error to the public one (NULL to is fine); an
  * unclassified failure becomes fallback. */

@@ -43,7 +43,8 @@ static double guard_ratio_of(const qtts_request *r) {
     return ratio;
 }
 
-static void gen_params_of(const qtts_engine *e, const qtts_request *r, int64_t text_tokens, qtts_gen_params *p) {
+static void gen_params_of(const qtts_engine *e, const qtts_request *r, int64_t text_tokens, int exact_frames,
+                          qtts_gen_params *p) {
     qtts_gen_params_from_config(p, &e->talker->gen);
     if (r->greedy) {
         p->talker.do_sample = 0;
@@ -62,6 +63,12 @@ static void gen_params_of(const qtts_engine *e, const qtts_request *r, int64_t t
     p->guard_repetition = !r->no_repetition_guard;
     p->seed = r->seed;
     p->stream = 0; /* the seed alone keys a request's draws */
+    if (exact_frames > 0) { /* end-of-speech masked until past the last frame, no guard */
+        p->max_frames = exact_frames;
+        p->min_new_tokens = (int64_t)exact_frames + 2;
+        p->guard_max_frames = 0;
+        p->guard_repetition = 0;
+    }
 }
 
 /* ICL: the reference codes are decoded first (as the reference decodes
@@ -115,9 +122,12 @@ static int slot_start_ids(qtts_engine *e, qtts_pool *pool, slot *s, const int32_
         .non_streaming = s->req.layout == QTTS_LAYOUT_DEFAULT ? -1 : s->req.layout == QTTS_LAYOUT_NON_STREAMING,
     };
     qtts_gen_params p;
-    gen_params_of(e, &s->req, s->input_tokens, &p);
+    gen_params_of(e, &s->req, s->input_tokens, s->exact_frames, &p);
+    const double t0 = qtts_now_ms(), c0 = qtts_thread_cpu_ms();
     s->gen = qtts_gen_request_new(e->talker, pool, &spec, &p, err);
     if (!s->gen) goto done;
+    engine_stage_add(&s->times.prompt, qtts_now_ms() - t0, qtts_thread_cpu_ms() - c0, 1);
+    s->times.prompt_rows = qtts_gen_request_prompt_rows(s->gen);
     qtts_gen_request_set_callback(s->gen, on_frame, s);
     s->dec = qtts_codec_stream_new(e->decoder, err);
     if (!s->dec || (icl && decode_reference(e, pool, s, err)) || qtts_batch_add(e->batch, s->gen, err)) goto done;
@@ -265,6 +275,7 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
     default: r.finished_by = QTTS_FINISHED_MAX_FRAMES; break;
     }
     r.finished_by_eos = r.finished_by == QTTS_FINISHED_EOS;
+    s->times.cpu_ms = qtts_thread_cpu_ms() - s->cpu_start;
     if (error) {
         if (error->status == QTTS_ERR_CANCELLED) atomic_fetch_add(&e->n_cancelled, 1);
         else atomic_fetch_add(&e->n_failed, 1);
@@ -272,6 +283,10 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
         return;
     }
     if (s->req.keep_codes && s->gen && r.n_frames > 0) keep_codes(e, s, r.n_frames);
+    if (e->verbose) /* the schedule it ran, as qtts bench reports it */
+        fprintf(stderr, "qtts: request done: %d frames, %lld decoder steps, %lld beside LM steps, %s\n", r.n_frames,
+                (long long)s->times.decoder_steps, (long long)s->times.overlapped_decoder_steps,
+                qtts_finish_reason_name(r.finished_by));
     /* counted before the reader can see the end, so stats read after it include this request */
     atomic_fetch_add(&e->n_done, 1);
     atomic_fetch_add(r.finished_by == QTTS_FINISHED_EOS          ? &e->n_eos
@@ -279,7 +294,7 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
                      : r.guard == QTTS_GUARD_LENGTH              ? &e->n_guard_length
                                                                  : &e->n_guard_repetition,
                      1);
-    stream_finish(s->stream, &r);
+    stream_finish(s->stream, &r, &s->times);
 }
 
 static void unlink_slot(qtts_engine *e, slot *s) {
@@ -337,17 +352,25 @@ static int gather_due(qtts_engine *e, int swap, qtts_err *err) {
     return i;
 }
 
-/* Hands the decoded audio of the n gathered streams to their listeners. */
-static int deliver(qtts_engine *e, int n, int swapped, double decoder_ms, qtts_err *err) {
+/* Hands the decoded audio of the n gathered streams to their listeners;
+ * each gets its share of the step's time (swapped: an overlapped step). */
+static int deliver(qtts_engine *e, int n, int swapped, double decoder_ms, double decoder_cpu_ms, qtts_err *err) {
     for (int i = 0; i < n; i++) {
         slot *s = e->scratch_slots[i];
         int64_t count = e->scratch_nf[i] * e->frame_samples;
         s->decoder_ms += decoder_ms / n;
+        engine_stage_add(s->samples_out ? &s->times.decoder : &s->times.first_decode, decoder_ms / n,
+                         decoder_cpu_ms / n, e->scratch_nf[i]);
+        s->times.decoder_steps++;
+        s->times.overlapped_decoder_steps += swapped;
         if (!swapped) s->n_pending = 0;
         if (count > 0) {
             if (stream_push(s->stream, s->pcm, (size_t)count))
                 return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
-            if (s->t_first_audio == 0) s->t_first_audio = qtts_now_ms();
+            if (s->t_first_audio == 0) {
+                s->t_first_audio = qtts_now_ms();
+                s->times.first_audio_cpu_ms = qtts_thread_cpu_ms() - s->cpu_start;
+            }
             s->samples_out += count;
         }
     }
@@ -360,6 +383,9 @@ static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtt
     double d_prefill = (double)(tm1->prefill.wall_ns - tm0->prefill.wall_ns) / 1e6;
     double d_cp = (double)(tm1->cp.wall_ns - tm0->cp.wall_ns) / 1e6;
     double d_talker = (double)(tm1->talker.wall_ns - tm0->talker.wall_ns) / 1e6;
+    double c_prefill = (double)(tm1->prefill.cpu_ns - tm0->prefill.cpu_ns) / 1e6;
+    double c_cp = (double)(tm1->cp.cpu_ns - tm0->cp.cpu_ns) / 1e6;
+    double c_talker = (double)(tm1->talker.cpu_ns - tm0->talker.cpu_ns) / 1e6;
     int n_active = 0, n_new = 0;
     for (slot *s = e->active; s; s = s->next) {
         if (!s->gen) continue; /* incremental text: not started */
@@ -371,10 +397,14 @@ static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtt
         if (!s->gen) continue;
         if (!s->prefilled) {
             s->prefill_ms += d_prefill / n_new;
+            engine_stage_add(&s->times.prefill, d_prefill / n_new, c_prefill / n_new, 1);
             s->prefilled = 1;
         } else {
-            s->cp_ms += d_cp / (n_active - n_new);
-            s->talker_ms += d_talker / (n_active - n_new);
+            const int n_old = n_active - n_new;
+            s->cp_ms += d_cp / n_old;
+            s->talker_ms += d_talker / n_old;
+            engine_stage_add(&s->times.cp, d_cp / n_old, c_cp / n_old, 1);
+            engine_stage_add(&s->times.talker, d_talker / n_old, c_talker / n_old, 1);
         }
         frames_after += s->n_pending;
     }
@@ -409,7 +439,7 @@ static int lm_should_pause(const qtts_engine *e) {
  * first decode (time to first audio gets both threads) or last one among
  * the due requests; incremental-text requests keep their per-step feeding. */
 static int overlap_possible(const qtts_engine *e, const qtts_pool *pool) {
-    if (e->overlap_force == 0 || qtts_pool_size(pool) < 2) return 0;
+    if (e->overlap_mode == QTTS_OVERLAP_NEVER || qtts_pool_size(pool) < 2) return 0;
     for (const slot *s = e->active; s; s = s->next) {
         if (!s->gen || s->incremental || qtts_gen_request_finished(s->gen)) return 0;
         if (s->decode_now && s->samples_out == 0) return 0;
@@ -435,9 +465,9 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     }
     if (!n) return 0;
     const int possible = overlap_possible(e, pool);
-    const int overlap = possible && (e->overlap_force == 1 || qtts_overlap_choose(&e->overlap));
+    const int overlap = possible && (e->overlap_mode == QTTS_OVERLAP_ALWAYS || qtts_overlap_choose(&e->overlap));
     if (gather_due(e, overlap, err) < 0) return -1;
-    double dec_ms;
+    double dec_ms, dec_cpu_ms;
     if (overlap) { /* the LM steps append new frames to the emptied pending buffers */
         qtts_overlap_step ov = {.dec = e->decoder,
                                 .streams = e->scratch_streams,
@@ -449,18 +479,19 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
                                 .lm_pause = lm_pause_cb,
                                 .lm_ctx = e};
         if (qtts_overlap_run(pool, &ov, err)) return -1;
-        dec_ms = ov.decoder_ms;
+        dec_ms = dec_cpu_ms = ov.decoder_ms; /* on one thread while another runs the LM: its wall time */
     } else {
-        double t0 = qtts_now_ms();
+        double t0 = qtts_now_ms(), c0 = qtts_thread_cpu_ms();
         if (qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes, e->scratch_nf, n,
                                          e->scratch_out, err))
             return -1;
         dec_ms = qtts_now_ms() - t0;
+        dec_cpu_ms = qtts_thread_cpu_ms() - c0;
     }
-    if (deliver(e, n, overlap, dec_ms, err)) return -1;
+    if (deliver(e, n, overlap, dec_ms, dec_cpu_ms, err)) return -1;
     /* a decode cycle ends here: from the last decoder step to this one, per frame generated */
     const double end = qtts_now_ms();
-    if (possible && e->overlap_force < 0 && e->cycle_clean && e->cycle_frames > 0 && e->cycle_t0 > 0)
+    if (possible && e->overlap_mode == QTTS_OVERLAP_AUTO && e->cycle_clean && e->cycle_frames > 0 && e->cycle_t0 > 0)
         qtts_overlap_record(&e->overlap, overlap, (end - e->cycle_t0) / (double)e->cycle_frames);
     e->cycle_t0 = end;
     e->cycle_frames = 0;
@@ -478,7 +509,7 @@ static void admit(qtts_engine *e, qtts_pool *pool) {
     for (;;) {
         pthread_mutex_lock(&e->mu);
         slot *s = NULL;
-        if (e->n_active < e->max_batch && e->wait_head) {
+        if (e->n_active < e->max_batch && e->wait_head && !e->held) {
             s = e->wait_head;
             e->wait_head = s->next;
             if (!e->wait_head) e->wait_tail = NULL;
@@ -490,6 +521,7 @@ static void admit(qtts_engine *e, qtts_pool *pool) {
         s->next = e->active;
         e->active = s;
         s->t_start = qtts_now_ms();
+        s->cpu_start = qtts_thread_cpu_ms();
         qtts_err err = {0};
         if (atomic_load(&s->stream->cancelled)) {
             qtts_fail_as(&err, QTTS_ERR_CANCELLED, "cancelled");
@@ -541,7 +573,7 @@ int engine_frame_loop(qtts_pool *pool, void *ctx) {
     int runnable = feed_incremental(e, pool);
     if (!e->active || !runnable) {
         pthread_mutex_lock(&e->mu);
-        int more = e->wait_head != NULL && e->n_active < e->max_batch;
+        int more = e->wait_head != NULL && e->n_active < e->max_batch && !e->held;
         pthread_mutex_unlock(&e->mu);
         return more; /* 0: sleep until a job, a request or text arrives (qtts_exec_wake) */
     }

@@ -216,10 +216,18 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
 }
 
 qtts_stream *engine_submit(qtts_engine *e, const qtts_request *r, qtts_err *err) {
+    const engine_request_options none = {0};
+    return engine_submit_with(e, r, &none, err);
+}
+
+qtts_stream *engine_submit_with(qtts_engine *e, const qtts_request *r, const engine_request_options *o,
+                                qtts_err *err) {
     qtts_mode mode = QTTS_MODE_CUSTOM_VOICE;
     if (check_request(e, r, &mode, err)) return NULL;
+    if (o->exact_frames < 0) return qtts_fail_as(err, QTTS_ERR_INVALID, "exact_frames must be >= 0"), NULL;
     slot *s = slot_from_request(r, mode, err);
     if (!s) return NULL;
+    s->exact_frames = o->exact_frames;
     s->stream->exec = e->exec; /* before the caller has the stream: its appends wake the engine */
     pthread_mutex_lock(&e->mu);
     if (atomic_load(&e->stopping)) {

@@ -5,10 +5,8 @@
  * job: the engine thread runs talker + code-predictor steps while thread 1
  * runs the decoder step, until the decoder is done, the first one done then
  * helping the other (engine/overlap.h, with any further threads). That pays
- * where the LMs scale badly with threads (memory-bound: a Zen 2 read 14 GB/s
- * on one thread and only 20 on two) and the decoder well (compute-bound):
- * there the LMs cost 75 ms per frame on one thread, the decoder 66 ms on
- * the other, against 47 + 39 ms one after the other on both (0.6B q4_k).
+ * where the LMs scale badly with threads (memory-bound: one thread already
+ * reads most of the DRAM bandwidth) and the decoder well (compute-bound).
  * Elsewhere it may not (a fast bf16 decoder next to LMs that scale), so the
  * engine measures both ways: the wall time per generated frame of each
  * decode cycle (from the end of one decoder step to the end of the next,

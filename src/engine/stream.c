@@ -113,11 +113,12 @@ void stream_set_running(qtts_stream *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
-void stream_finish(qtts_stream *s, const qtts_result *r) {
+void stream_finish(qtts_stream *s, const qtts_result *r, const engine_request_times *t) {
     pthread_mutex_lock(&s->mu);
     if (s->state != STREAM_FAILED) {
         s->state = STREAM_DONE;
         if (r) s->result = *r;
+        if (t) s->times = *t;
     }
     pthread_cond_broadcast(&s->changed);
     notify_reader(s);
@@ -287,4 +288,12 @@ void qtts_stream_free(qtts_stream *s) {
     if (!s) return;
     qtts_stream_cancel(s);
     stream_release(s);
+}
+
+int engine_stream_times(qtts_stream *s, engine_request_times *out) {
+    pthread_mutex_lock(&s->mu);
+    int done = s->state == STREAM_DONE && s->head == s->tail;
+    if (done) *out = s->times;
+    pthread_mutex_unlock(&s->mu);
+    return done ? 0 : -1;
 }

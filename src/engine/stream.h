@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "engine/request_times.h"
 #include "qtts.h"
 
 typedef enum { STREAM_QUEUED, STREAM_RUNNING, STREAM_DONE, STREAM_FAILED } stream_state;
@@ -21,6 +22,7 @@ struct qtts_stream {
     float *pcm;
     size_t head, tail, cap; /* unread samples are pcm[head..tail) */
     qtts_result result;
+    engine_request_times times;
     char error[256];
     qtts_status status; /* of a failed stream */
     int32_t *codes;     /* kept codes (request.keep_codes), frame-major */
@@ -42,7 +44,7 @@ qtts_stream *stream_new(void);
 /* Engine side. */
 int stream_push(qtts_stream *s, const float *pcm, size_t n); /* -1: out of memory */
 void stream_set_running(qtts_stream *s);
-void stream_finish(qtts_stream *s, const qtts_result *r);
+void stream_finish(qtts_stream *s, const qtts_result *r, const engine_request_times *t);
 void stream_fail(qtts_stream *s, qtts_status status, const char *msg);
 /* Hands the kept codes (malloc'd, frame-major) to the stream before stream_finish. */
 void stream_set_codes(qtts_stream *s, int32_t *codes, size_t n_frames, int n_codebooks);
@@ -50,6 +52,8 @@ void stream_set_codes(qtts_stream *s, int32_t *codes, size_t n_frames, int n_cod
  * (malloc'd, grown as needed, NUL-terminated) and says whether the text is
  * complete. Returns the new total length, or -1 when out of memory. */
 long stream_text_pull(qtts_stream *s, size_t from, char **buf, size_t *cap, int *closed);
+/* A finished stream's stage times, once qtts_stream_read returned 0; -1 before. */
+int engine_stream_times(qtts_stream *s, engine_request_times *out);
 /* Drops one reference; frees at zero. */
 void stream_release(qtts_stream *s);
 

@@ -182,3 +182,53 @@ void cfg_describe_fields(FILE *out, const char *object, const cfg_field *fields,
                 accepted, f->why ? f->why : "");
     }
 }
+
+int cfg_write_fields(cJSON *obj, const cfg_field *fields, size_t n, const void *base) {
+    for (size_t i = 0; i < n; i++) {
+        const cfg_field *f = &fields[i];
+        const void *p = f->offset == CFG_NOT_STORED ? NULL : (const char *)base + f->offset;
+        cJSON *v = NULL;
+        switch (f->kind) {
+        case CFG_INT:
+            if (p) v = cJSON_CreateNumber((double)*(const int64_t *)p);
+            break;
+        case CFG_NUM:
+            if (p) v = cJSON_CreateNumber(*(const double *)p);
+            break;
+        case CFG_INT_LIST: {
+            if (!p) break;
+            int64_t count = f->count_offset == CFG_NOT_STORED ? f->list_max
+                                                              : *(const int64_t *)((const char *)base + f->count_offset);
+            if (!(v = cJSON_CreateArray())) return -1;
+            for (int64_t k = 0; k < count; k++)
+                if (!cJSON_AddItemToArray(v, cJSON_CreateNumber((double)((const int64_t *)p)[k]))) {
+                    cJSON_Delete(v);
+                    return -1;
+                }
+            break;
+        }
+        case CFG_BOOL:
+            if (p) v = cJSON_CreateBool(*(const int *)p);
+            else if (f->only) v = cJSON_CreateBool(!strcmp(f->only, "true"));
+            break;
+        case CFG_STR: /* the first accepted value */
+            if (f->only) {
+                const char *bar = strchr(f->only, '|');
+                char s[128];
+                snprintf(s, sizeof s, "%.*s", bar ? (int)(bar - f->only) : (int)strlen(f->only), f->only);
+                v = cJSON_CreateString(s);
+            }
+            break;
+        }
+        int wanted = f->kind == CFG_STR ? f->only != NULL : f->kind == CFG_BOOL ? p || f->only : p != NULL;
+        if (!v) {
+            if (wanted) return -1; /* out of memory */
+            continue;
+        }
+        if (!cJSON_AddItemToObject(obj, f->key, v)) {
+            cJSON_Delete(v);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -50,6 +50,11 @@ typedef struct {
 int cfg_read_fields(const cJSON *obj, const cfg_field *fields, size_t n, void *base, const char *what,
                     qtts_err *err);
 
+/* The inverse: adds every field of the table that base stores (and the
+ * fixed value of those that must equal one) to obj, so that reading obj back
+ * gives base. -1 when out of memory. */
+int cfg_write_fields(cJSON *obj, const cfg_field *fields, size_t n, const void *base);
+
 /* The sub-object parent[key] (a nested config class) into *out: NULL when
  * absent or null (an error only if required), an error naming what.key when
  * it is not an object. what: a file name or "<file>: <object path>". */

@@ -1,6 +1,7 @@
 #include "io/store.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,4 +406,32 @@ int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want
         return qtts_fail(err, "out of memory converting tensor '%s'", t->name);
     }
     return 0;
+}
+
+int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err) {
+    size_t rb = t->ndim == 2 ? qtts_dtype_row_bytes(t->type, t->shape[1]) : 0;
+    if (t->ndim == 2 && !rb)
+        return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));
+    int rc = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (t->ndim != 2 || rows[i] < 0 || rows[i] >= t->shape[0]) {
+            rc = qtts_fail(err, "tensor '%s': row %lld out of range (%lld rows)", t->name, (long long)rows[i],
+                           (long long)(t->ndim ? t->shape[0] : 0));
+            break;
+        }
+        const char *src = (const char *)t->data + (size_t)rows[i] * rb;
+        if (qtts_convert_to_f32(t->type, src, out + i * t->shape[1], t->shape[1], err)) {
+            rc = qtts_fail_prefix(err, "tensor '%s'", t->name);
+            break;
+        }
+    }
+    qtts_tensor_release_lookup(t); /* once per call, not per row: each release is a system call */
+    return rc;
+}
+
+int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err) {
+    if (row < INT32_MIN || row > INT32_MAX)
+        return qtts_fail(err, "tensor '%s': row %lld out of range", t->name, (long long)row);
+    const int32_t r = (int32_t)row;
+    return qtts_tensor_rows_f32(t, &r, 1, out, err);
 }

@@ -59,10 +59,9 @@ void qtts_store_release_pages(qtts_store *st);
  * table's pages from the RSS again. A read fault on a file mapping maps more
  * than the row (the kernel's fault-around, 64 KiB, or a whole large folio;
  * MADV_RANDOM turns neither off), so every row ever read would otherwise
- * stay resident: after 40 frames the code predictor's 15 embeddings were 62
- * of 63 MB resident, and over a server's life most of the 622 MB text
- * embedding would be. Its price: ~7 us to release the 622 MB table and ~6
- * us for the next read's fault (a page-cached file, this Zen 3), about 17
+ * stay resident: the code predictor's embeddings after a few dozen frames,
+ * and over a server's life most of the text embedding. Its price is a
+ * system call and the next read's fault, a few microseconds, about 17
  * lookups per frame. No-op for in-memory tensors and views in use. */
 void qtts_tensor_release_lookup(const qtts_tensor *t);
 
@@ -119,5 +118,10 @@ typedef struct qtts_weight_plan {
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err);
 /* qtts_mat_from_tensor, converting on pool (NULL: this thread). */
 int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err);
+/* Row `row` of a 2-D tensor as f32 (any storage type); a mapped table's
+ * pages are released after the read (qtts_tensor_release_lookup). */
+int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err);
+/* Rows rows[0..n) into out (n rows of shape[1] floats), released once. */
+int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err);
 
 #endif

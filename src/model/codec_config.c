@@ -170,3 +170,16 @@ void qtts_codec_config_describe(FILE *out) {
     cfg_describe_fields(out, "decoder_config", decoder_fields, N(decoder_fields));
     cfg_describe_fields(out, "encoder_config", encoder_fields, N(encoder_fields));
 }
+
+cJSON *qtts_codec_config_to_json(const qtts_codec_config *c) {
+    cJSON *root = cJSON_CreateObject(), *dec = NULL, *enc = NULL;
+    if (!root || cfg_write_fields(root, top_fields, N(top_fields), c) ||
+        !(dec = cJSON_AddObjectToObject(root, "decoder_config")) ||
+        cfg_write_fields(dec, decoder_fields, N(decoder_fields), c) ||
+        !(enc = cJSON_AddObjectToObject(root, "encoder_config")) ||
+        cfg_write_fields(enc, encoder_fields, N(encoder_fields), c)) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}

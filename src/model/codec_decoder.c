@@ -38,8 +38,8 @@ enum {
     PRE_CONV_K = 3,              /* pre_conv taps (decoder.pre_conv.conv: [latent][codebook_dim][3]) */
     DEFAULT_MAX_CHUNK = 8,       /* frames per internal step (see qtts_codec_decoder_set_max_chunk) */
     MAX_CHUNK_LIMIT = 256,       /* upper clamp of set_max_chunk */
-    /* Frames of all streams in one internal step: the time-major stages' buffers grow with them
-     * (8 streams x 8 frames took 40 MB more peak RSS than 16 frames, at the same speed: 0.6B, Zen 3). */
+    /* Frames of all streams in one internal step: the time-major stages' buffers grow with them, and
+     * beyond this a step is no faster per frame, only larger in memory. */
     STEP_FRAME_CAP = 16,
     DEFAULT_CM_BUDGET = 1 << 19, /* 512 KiB: largest block output kept cache-resident (see cm_chain) */
     TM_MAX_SPF = 16,             /* the first block's transposed conv runs time-major when its input has
@@ -149,6 +149,7 @@ typedef struct {
 
 struct qtts_codec_decoder {
     qtts_codec_config cfg;
+    qtts_decoder_precision precision; /* the form its weights are in (set_precision converts them once) */
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
     /* sizes (config dec.*): */
     int64_t n_quantizers;  /* codebooks per frame (16) */
@@ -763,21 +764,25 @@ static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_co
  * F(4, 2) multiplies 1.25 times per output and weight instead of 2, but
  * holds 5 point matrices where the conv had 2 taps. That pays where the
  * conv's input runs at WINOGRAD_TCONV_MIN_SPF samples per frame or more, so
- * each weight serves many tiles: on a Zen 3 (one thread, 4-frame steps) the
- * 384- and 192-channel blocks' convs (160 and 640 input samples per frame)
- * went from 6.7-7.0 to 5.5-5.6 ms per frame for +4 MB, while the 768-channel
- * one (32 per frame, weight-bound) gained 0.2 ms for +18 MB. With int16
- * points the 768-channel one is converted too: 5 int16 matrices take 14.7 MB
- * where its 2 f32 taps took 11.8, and on the same Zen 3 (bench_decoder
- * --winograd-i16, alternating) the transposed convs went from 4.5-4.7 to
- * 3.7-3.9 ms per frame in 4-frame steps, 4.7-5.0 to 3.8 in 1-frame steps. */
+ * each weight serves many tiles (the 384- and 192-channel blocks); the
+ * 768-channel one, at 32 samples per frame, is bound by reading its weights
+ * and would gain little for much more memory. With int16 points its
+ * matrices cost little more than its f32 taps, so it is converted too. */
 enum { WINOGRAD_M = 4, WINOGRAD_TCONV_M = 4, WINOGRAD_TCONV_MIN_SPF = 96 };
 
+static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err);
+
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
-    const qtts_decoder_precision now = qtts_codec_decoder_precision(d);
-    if (p == now) return 0;
-    if (now != QTTS_DECODER_F32)
-        return qtts_fail(err, "the decoder's f32 weights were already dropped for %s", qtts_decoder_precision_name(now));
+    if (p == d->precision) return 0;
+    if (d->precision != QTTS_DECODER_F32)
+        return qtts_fail(err, "the decoder's f32 weights were already dropped for %s",
+                         qtts_decoder_precision_name(d->precision));
+    if (convert_precision(d, p, err)) return -1;
+    d->precision = p;
+    return 0;
+}
+
+static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
     if (p == QTTS_DECODER_WINOGRAD_I16 && qtts_conv_i16_require(err)) return -1; /* before any weight is changed */
     if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16 || p == QTTS_DECODER_WINOGRAD_I16) {
         for (int64_t b = 0; b < d->n_blocks; b++)
@@ -796,9 +801,8 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
                 for (int r = 0; r < N_RES; r++)
                     if (qtts_conv_to_i16(&bk->ru[r].c1, err) || qtts_conv_to_i16(&bk->ru[r].c2, err)) return -1;
             }
-            /* and every time-major layer: half their f32 bytes, and the int16 tiles where a step has many rows
-             * (0.6B, Zen 3: 8 streams in 8-frame steps 23.3-25.3 -> 18.5-18.9 ms per stream-frame, 1-frame steps
-             * 48-51 -> 42-44 ms per frame, golden SNR 43.8 -> 43.5 dB) */
+            /* and every time-major layer: half their f32 bytes, and the int16 tiles where a step has many
+             * rows, for a fraction of a dB */
             return each_time_major_lin(d, 1, lin_to_i16, err);
         }
         /* QTTS_DECODER_WINOGRAD_F16: every time-major layer's weights to f16 */
@@ -846,31 +850,39 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, const 
         }
         return 0;
     }
-    if (!strcmp(opt, "f32")) *out = QTTS_DECODER_F32;
-    else if (!strcmp(opt, "winograd")) *out = QTTS_DECODER_WINOGRAD;
-    else if (!strcmp(opt, "winograd-f16")) *out = QTTS_DECODER_WINOGRAD_F16;
-    else if (!strcmp(opt, "winograd-i16")) *out = QTTS_DECODER_WINOGRAD_I16;
-    else if (!strcmp(opt, "bf16")) *out = QTTS_DECODER_BF16;
-    else
-        return qtts_fail(err, "unknown decoder precision \"%s\" (auto, f32, winograd, winograd-f16, winograd-i16, bf16)",
-                         opt);
+    if (qtts_decoder_precision_parse(opt, out))
+        return qtts_fail(err, "unknown decoder precision \"%s\" (%s)", opt, QTTS_DECODER_PRECISION_NAMES);
     return 0;
 }
 
-const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
-    return p == QTTS_DECODER_BF16           ? "bf16"
-           : p == QTTS_DECODER_WINOGRAD     ? "winograd"
-           : p == QTTS_DECODER_WINOGRAD_F16 ? "winograd-f16"
-           : p == QTTS_DECODER_WINOGRAD_I16 ? "winograd-i16"
-                                            : "f32";
+/* The one table of precision names (QTTS_DECODER_PRECISION_NAMES lists them for messages and help). */
+static const struct {
+    qtts_decoder_precision p;
+    const char *name;
+} precision_names[] = {
+    {QTTS_DECODER_F32, "f32"},
+    {QTTS_DECODER_WINOGRAD, "winograd"},
+    {QTTS_DECODER_WINOGRAD_F16, "winograd-f16"},
+    {QTTS_DECODER_WINOGRAD_I16, "winograd-i16"},
+    {QTTS_DECODER_BF16, "bf16"},
+};
+
+int qtts_decoder_precision_parse(const char *name, qtts_decoder_precision *out) {
+    for (size_t i = 0; name && i < sizeof precision_names / sizeof precision_names[0]; i++)
+        if (!strcmp(name, precision_names[i].name)) {
+            *out = precision_names[i].p;
+            return 0;
+        }
+    return -1;
 }
 
-qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) {
-    if (d->fin_conv.wbf) return QTTS_DECODER_BF16;
-    if (d->n_blocks == 0 || !d->blk[0].ru[0].c1.wg) return QTTS_DECODER_F32;
-    if (d->blk[0].ru[0].c2.wi16) return QTTS_DECODER_WINOGRAD_I16;
-    return d->dec0.l.w.ph ? QTTS_DECODER_WINOGRAD_F16 : QTTS_DECODER_WINOGRAD;
+const char *qtts_decoder_precision_name(qtts_decoder_precision p) {
+    for (size_t i = 0; i < sizeof precision_names / sizeof precision_names[0]; i++)
+        if (precision_names[i].p == p) return precision_names[i].name;
+    return "f32";
 }
+
+qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *d) { return d->precision; }
 
 static void work_set_free(work_set *w) {
     for (int i = 0; i < WS_COUNT; i++) free(w->buf[i]);
@@ -1381,8 +1393,7 @@ static int upsample(qtts_codec_decoder *d, qtts_pool *pool, qtts_codec_stream *c
  * several threads: each thread takes whole streams, one after the other, on
  * its own lane and work set, so a conv never waits for the slowest thread
  * and each stream's activations stay in one core's cache; a thread out of
- * streams helps the lanes still working. Zen 3, 2 threads, 8 streams of 4
- * frames: see docs/performance.md. Same results either way (each stream's
+ * streams helps the lanes still working. Same results either way (each stream's
  * arithmetic does not depend on the thread that runs it). */
 typedef struct {
     const qtts_codec_decoder *d;

@@ -85,6 +85,11 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, const 
 /* Whether choosing for opt and lm_weights looks at a measurement ("auto" with q8_0/q4_k). */
 int qtts_decoder_precision_measures(const char *opt, qtts_dtype lm_weights);
 const char *qtts_decoder_precision_name(qtts_decoder_precision p);
+/* A name of the table (not "auto") into *out; -1 when unknown. */
+int qtts_decoder_precision_parse(const char *name, qtts_decoder_precision *out);
+/* Every name the table holds, "auto" first (must match the table: test_codec_decoder checks it). */
+#define QTTS_DECODER_PRECISION_NAMES "auto, f32, winograd, winograd-f16, winograd-i16, bf16"
+#define QTTS_DECODER_PRECISION_OPTIONS "auto|f32|winograd|winograd-f16|winograd-i16|bf16"
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec);
 

@@ -451,3 +451,39 @@ const qtts_named_id *qtts_config_language(const qtts_model_config *cfg, const ch
 const qtts_named_id *qtts_config_speaker(const qtts_model_config *cfg, const char *name) {
     return find_named(cfg->speakers, cfg->n_speakers, name);
 }
+
+/* name: id pairs (and the dialect each speaker implies) under parent. */
+static int write_named(cJSON *parent, const char *key, const qtts_named_id *list, int n) {
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
+    for (int i = 0; o && i < n; i++)
+        if (!cJSON_AddNumberToObject(o, list[i].name, (double)list[i].id)) return -1;
+    return o ? 0 : -1;
+}
+
+cJSON *qtts_model_config_to_json(const qtts_model_config *in) {
+    qtts_model_config c = *in;
+    c.cp_code_groups = c.num_code_groups; /* one value in the struct, written in both places */
+    cJSON *root = cJSON_CreateObject(), *tk = NULL, *cp = NULL, *dia = NULL;
+    int ok = root && cJSON_AddStringToObject(root, "tts_model_type", qtts_variant_name(c.variant)) &&
+             (!c.size[0] || cJSON_AddStringToObject(root, "tts_model_size", c.size)) &&
+             !cfg_write_fields(root, top_fields, N(top_fields), &c) &&
+             (tk = cJSON_AddObjectToObject(root, "talker_config")) &&
+             !cfg_write_fields(tk, talker_fields, N(talker_fields), &c) &&
+             !write_named(tk, "codec_language_id", c.languages, c.n_languages) &&
+             !write_named(tk, "spk_id", c.speakers, c.n_speakers) &&
+             (dia = cJSON_AddObjectToObject(tk, "spk_is_dialect")) &&
+             (cp = cJSON_AddObjectToObject(tk, "code_predictor_config")) &&
+             !cfg_write_fields(cp, code_predictor_fields, N(code_predictor_fields), &c);
+    for (int i = 0; ok && i < c.n_speakers; i++)
+        ok = c.speakers[i].dialect[0] ? cJSON_AddStringToObject(dia, c.speakers[i].name, c.speakers[i].dialect) != NULL
+                                      : cJSON_AddFalseToObject(dia, c.speakers[i].name) != NULL;
+    if (ok && c.has_speaker_encoder) {
+        cJSON *se = cJSON_AddObjectToObject(root, "speaker_encoder_config");
+        ok = se && !cfg_write_fields(se, speaker_encoder_fields, N(speaker_encoder_fields), &c);
+    }
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}

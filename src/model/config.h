@@ -93,6 +93,12 @@ void qtts_generation_config_defaults(qtts_generation_config *g);
 int qtts_codec_config_parse(qtts_codec_config *cfg, const cJSON *root, const char *name, qtts_err *err);
 int qtts_codec_config_load(qtts_codec_config *cfg, const char *dir, qtts_err *err);
 
+/* The inverse of the _parse functions, from the same field tables (for
+ * checkpoints written by this program, e.g. random weights): a new JSON
+ * document that parses back to cfg, or NULL when out of memory. */
+cJSON *qtts_model_config_to_json(const qtts_model_config *cfg);
+cJSON *qtts_codec_config_to_json(const qtts_codec_config *cfg);
+
 /* Markdown table of every key the loaders read: required / default / derived, range, why. */
 void qtts_config_describe(FILE *out);
 void qtts_codec_config_describe(FILE *out); /* the speech_tokenizer/config.json rows of it */

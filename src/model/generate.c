@@ -180,6 +180,7 @@ void qtts_gen_request_free(qtts_gen_request *r) {
 int qtts_gen_request_finished(const qtts_gen_request *r) { return r->stop != QTTS_STOP_NONE; }
 qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r) { return r->stop; }
 int64_t qtts_gen_request_n_frames(const qtts_gen_request *r) { return r->n_frames; }
+int64_t qtts_gen_request_prompt_rows(const qtts_gen_request *r) { return r->prompt.n_rows; }
 const int32_t *qtts_gen_request_codes(const qtts_gen_request *r) { return r->codes; }
 
 /* ---- batch ---- */

@@ -96,6 +96,8 @@ void qtts_gen_request_set_guard_cap(qtts_gen_request *r, int64_t max_frames);
 int qtts_gen_request_finished(const qtts_gen_request *r);
 qtts_stop_reason qtts_gen_request_stop_reason(const qtts_gen_request *r);
 int64_t qtts_gen_request_n_frames(const qtts_gen_request *r);
+/* Rows of the talker prompt its prefill runs over. */
+int64_t qtts_gen_request_prompt_rows(const qtts_gen_request *r);
 /* All frames so far, [n_frames x num_code_groups], valid until the next step or free. */
 const int32_t *qtts_gen_request_codes(const qtts_gen_request *r);
 

@@ -8,34 +8,6 @@
 #include "tensor/linear.h"
 #include "tensor/ops.h"
 
-int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err) {
-    size_t rb = t->ndim == 2 ? qtts_dtype_row_bytes(t->type, t->shape[1]) : 0;
-    if (t->ndim == 2 && !rb)
-        return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));
-    int rc = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (t->ndim != 2 || rows[i] < 0 || rows[i] >= t->shape[0]) {
-            rc = qtts_fail(err, "tensor '%s': row %lld out of range (%lld rows)", t->name, (long long)rows[i],
-                           (long long)(t->ndim ? t->shape[0] : 0));
-            break;
-        }
-        const char *src = (const char *)t->data + (size_t)rows[i] * rb;
-        if (qtts_convert_to_f32(t->type, src, out + i * t->shape[1], t->shape[1], err)) {
-            rc = qtts_fail_prefix(err, "tensor '%s'", t->name);
-            break;
-        }
-    }
-    qtts_tensor_release_lookup(t); /* once per call: ~7 us each, 1.4 ms over a 200-token prompt row by row */
-    return rc;
-}
-
-int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err) {
-    if (row < INT32_MIN || row > INT32_MAX)
-        return qtts_fail(err, "tensor '%s': row %lld out of range", t->name, (long long)row);
-    const int32_t r = (int32_t)row;
-    return qtts_tensor_rows_f32(t, &r, 1, out, err);
-}
-
 void qtts_talker_model_free(qtts_talker_model *m) {
     if (!m) return;
     qtts_mat_free(&m->fc1);

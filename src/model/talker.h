@@ -53,10 +53,5 @@ int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const in
 /* out[D] = codec_embedding[id] (talker codebook-0 / control table). */
 int qtts_talker_codec_embed(const qtts_talker_model *m, int64_t id, float *out, qtts_err *err);
 
-/* Row `row` of a 2-D tensor as f32 (any storage type); a mapped table's
- * pages are released after the read (qtts_tensor_release_lookup). */
-int qtts_tensor_row_f32(const qtts_tensor *t, int64_t row, float *out, qtts_err *err);
-/* Rows rows[0..n) into out (n rows of shape[1] floats), released once. */
-int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err);
 
 #endif

@@ -66,7 +66,7 @@ int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err);
 /* int16 convs: integer products of 14-bit weights (one scale per output
  * row) and 14-bit inputs (one scale per time sample over all channels,
  * taken per call), summed exactly in int32 (vpmaddwd: two products per lane
- * and instruction, measured ~1.6x the f32 FMA rate on a Zen 3) and scaled
+ * and instruction, faster than f32 FMAs where measured) and scaled
  * back to f32. 16 channel pairs of such products always fit in int32
  * (2 * 8191^2 * 16 < 2^31), so the sums are flushed to f32 every
  * QTTS_CONV_I16_FLUSH pairs and no input can overflow. The bits: 12 each

@@ -26,7 +26,6 @@ int qtts_conv_i16_require(qtts_err *err) {
                      qtts_conv_isa_name(qtts_conv_isa_best()));
 }
 
-static inline int64_t pairs_of(int64_t c_in) { return (c_in + 1) / 2; }
 
 /* q = round-to-even(v) clamped to +-QTTS_CONV_I16_XMAX, with the AVX2
  * quantizer's NaN rule (max then min, each keeping its second operand when
@@ -54,7 +53,7 @@ static int i16_weights(const qtts_conv *cv, uint32_t **wq, float **ws, qtts_err 
     *ws = NULL;
     if (cv->k != 1) return qtts_fail(err, "int16: only 1-tap convolutions (this one has %lld taps)", (long long)cv->k);
     if (!cv->w) return qtts_fail(err, "int16: the conv has no f32 weights (already bf16?)");
-    const int64_t nrb = cv->rows_pad / QTTS_CONV_MR, c2n = pairs_of(cv->c_in);
+    const int64_t nrb = cv->rows_pad / QTTS_CONV_MR, c2n = qtts_conv_pairs(cv->c_in);
     *wq = qtts_calloc((size_t)(nrb * c2n * QTTS_CONV_MR), sizeof **wq, err);
     *ws = qtts_calloc((size_t)cv->rows_pad, sizeof **ws, err);
     if (!*wq || !*ws) {
@@ -129,7 +128,7 @@ void qtts_i16_quantize_weights(const float *w, int64_t ldw, int64_t C, int64_t n
 
 void qtts_i16_quantize_rows(const float *A, int64_t lda, int64_t M, int64_t K, int64_t rows_pad, uint32_t *pairs,
                             float *scale) {
-    const int64_t c2n = pairs_of(K);
+    const int64_t c2n = qtts_conv_pairs(K);
     for (int64_t m = 0; m < rows_pad; m++) {
         uint32_t *d = pairs + (m / QTTS_CONV_MR) * c2n * QTTS_CONV_MR + m % QTTS_CONV_MR;
         float mx = 0.0f;
@@ -163,7 +162,7 @@ void qtts_i16_quantize_scalar(const float *x, int64_t ldx, int64_t C, int64_t t0
         }
         const float inv = mx > 0.0f ? (float)QTTS_CONV_I16_XMAX / mx : 0.0f;
         xs[t] = mx / (float)QTTS_CONV_I16_XMAX;
-        for (int64_t c2 = 0; c2 < pairs_of(C); c2++) {
+        for (int64_t c2 = 0; c2 < qtts_conv_pairs(C); c2++) {
             const int32_t lo = quantize_one(x[2 * c2 * ldx + t] * inv);
             const int32_t hi = 2 * c2 + 1 < C ? quantize_one(x[(2 * c2 + 1) * ldx + t] * inv) : 0;
             pairs[c2 * ldp + t] = pair_of(lo, hi);
@@ -176,7 +175,7 @@ static inline int32_t hi16(uint32_t p) { return (int16_t)(uint16_t)(p >> 16); }
 
 void qtts_conv_tile_i16_scalar(const qtts_conv *cv, const uint32_t *x, const float *xs, int64_t ldx, int64_t nt,
                                int64_t rb, float *y, int64_t ldy, const float *add, int64_t ldadd) {
-    const int64_t c2n = pairs_of(cv->c_in);
+    const int64_t c2n = qtts_conv_pairs(cv->c_in);
     const uint32_t *wb = cv->wi16 + (size_t)rb * c2n * QTTS_CONV_MR;
     for (int r = 0; r < QTTS_CONV_MR; r++) {
         const int64_t row = rb * QTTS_CONV_MR + r;
@@ -260,7 +259,7 @@ void qtts_i16_quantize_range(qtts_i16_quantize_fn q, const float *x, int64_t ldx
     if (te > tv) qtts_i16_quantize_scalar(x, ldx, C, tv, te, pairs, ldp, xs);
     for (int64_t t = te; t < t1 && t < ldp; t++) {
         xs[t] = 0.0f;
-        for (int64_t c2 = 0; c2 < pairs_of(C); c2++) pairs[c2 * ldp + t] = 0;
+        for (int64_t c2 = 0; c2 < qtts_conv_pairs(C); c2++) pairs[c2 * ldp + t] = 0;
     }
 }
 
@@ -290,7 +289,7 @@ static void tile_items(void *p, int64_t i0, int64_t i1, int tid) {
 
 int qtts_conv1d_cm_i16(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t ldx, int64_t T, float *y,
                        int64_t ldy, const float *add, int64_t ldadd, qtts_conv_isa isa, qtts_conv_ws *ws) {
-    const int64_t len = qtts_i16_panels_len(T), c2n = pairs_of(cv->c_in);
+    const int64_t len = qtts_i16_panels_len(T), c2n = qtts_conv_pairs(cv->c_in);
     int owned;
     uint32_t *buf = qtts_conv_ws_get(ws, (size_t)(c2n + 1) * (size_t)len * sizeof(uint32_t), &owned);
     if (!buf) return -1;

@@ -151,4 +151,7 @@ void qtts_snake_row_neon(const float *x, float *y, int64_t n, float ea, float in
 #define QTTS_COS_C2 (-1.388731625493765e-3f)
 #define QTTS_COS_C3 2.443315711809948e-5f
 
+/* int16 forms pack two channels per 32-bit word: the words for c channels. */
+static inline int64_t qtts_conv_pairs(int64_t c) { return (c + 1) / 2; }
+
 #endif

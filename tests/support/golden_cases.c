@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "support/npy.h"
 
@@ -36,6 +37,8 @@ qtts_engine *golden_engine(const char *path, char *err, size_t err_size) {
     p.model_path = path;
     const char *threads = getenv("QTTS_TEST_THREADS"); /* a ctest variant runs 3 (tests/CMakeLists.txt) */
     p.n_threads = threads && atoi(threads) > 0 ? atoi(threads) : 2;
+    const char *ov = getenv("QTTS_TEST_OVERLAP"); /* a ctest variant overlaps wherever possible */
+    if (ov && !strcmp(ov, "1")) p.overlap = QTTS_OVERLAP_ALWAYS;
     qtts_error e = {0};
     qtts_engine *eng = qtts_engine_create(&p, &e);
     if (!eng) snprintf(err, err_size, "%s", e.message);
