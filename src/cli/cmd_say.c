@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/say_script.h"
 #include "core/clock.h"
 #include "io/file.h"
 #include "io/rvq.h"
@@ -65,6 +66,11 @@ static void say_usage(FILE *out) {
             "  input and output:\n"
             "      --file FILE           read the text from FILE\n"
             "      --stream-by-line      every input line is its own utterance\n"
+            "      --script FILE         a dialogue: '[Name] text' or 'Name: text' turns, each in its\n"
+            "                            speaker's voice, as one recording (docs/cli.md)\n"
+            "      --cast NAME=VOICE     the voice of a script's NAME: a built-in speaker, a registered\n"
+            "                            voice or a VoiceDesign description (default: NAME itself)\n"
+            "      --pause MS            silence between a script's turns (default 400)\n"
             "      --stream-text         read the text (stdin or --file) as it arrives, e.g. piped from an\n"
             "                            LLM, and speak it as one utterance while it is being written\n"
             "      --save-codes FILE     also write the generated codes (.rvq; single utterance)\n"
@@ -157,6 +163,9 @@ typedef struct {
     const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
+    const char *script; /* --script FILE */
+    char *cast[64];     /* --cast NAME=VOICE */
+    int n_cast, pause_ms;
     qtts_sample_format sfmt;
     qtts_request req;
 } say_opts;
@@ -174,6 +183,7 @@ typedef struct {
     float *xvec;       /* --ref-spk */
     int32_t *ref_codes; /* --ref-rvq */
     qtts_voice *voice;
+    say_script script; /* --script: its turns and their voices */
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
 } say_job;
@@ -182,7 +192,7 @@ enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
-    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -201,6 +211,8 @@ static const struct option say_options[] = {
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
+    {"script", required_argument, 0, O_SCRIPT}, {"cast", required_argument, 0, O_CAST},
+    {"pause", required_argument, 0, O_PAUSE},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
@@ -225,6 +237,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
     memset(o, 0, sizeof *o);
     o->output = "out.wav";
     o->sample_format = "s16";
+    o->pause_ms = 400;
     qtts_request *r = &o->req;
     qtts_request_default(r);
     optind = 1;
@@ -268,6 +281,16 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_FILE: o->file = optarg; break;
         case O_BYLINE: o->by_line = 1; break;
         case O_STREAM_TEXT: o->stream_text = 1; break;
+        case O_SCRIPT: o->script = optarg; break;
+        case O_CAST:
+            if (o->n_cast == (int)(sizeof o->cast / sizeof o->cast[0])) {
+                cli_error("--cast: at most %d names", (int)(sizeof o->cast / sizeof o->cast[0]));
+                bad = 1;
+            } else {
+                o->cast[o->n_cast++] = optarg;
+            }
+            break;
+        case O_PAUSE: bad = cli_int_to("--pause", optarg, 0, 60000, &o->pause_ms); break;
         case O_SAVE: o->save_codes = optarg; break;
         case O_THREADS: bad = cli_int_to("--threads", optarg, 1, 256, &o->threads); break;
         case O_QUANT: o->quant = optarg; break;
@@ -306,6 +329,11 @@ static int say_check_opts(say_opts *o) {
         why = "--x-vector-only needs --ref-audio, --ref-spk or --voice";
     else if (o->ref_text && o->req.x_vector_only) why = "--ref-text and --x-vector-only exclude each other";
     else if (o->play && o->output_given) why = "--play and -o exclude each other";
+    else if (o->script && (o->voice || o->ref_audio || o->ref_spk || o->req.speaker || o->req.instruct))
+        why = "--script takes each turn's voice from its tag and --cast (no --voice/--speaker/--instruct/--ref-*)";
+    else if (o->script && (o->file || o->by_line || o->stream_text || o->save_codes))
+        why = "--script reads its own file (no --file, --stream-by-line, --stream-text or --save-codes)";
+    else if (o->n_cast && !o->script) why = "--cast goes with --script";
     if (why) {
         cli_error("say: %s", why);
         return CLI_USAGE;
@@ -345,6 +373,10 @@ static int say_check_opts(say_opts *o) {
 /* The text (argument, --file or standard input), split into utterances. */
 static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
     qtts_err qe = {0};
+    if (o->script && optind < argc) {
+        cli_error("say: give the text either as an argument or with --script, not both");
+        return CLI_USAGE;
+    }
     if (optind < argc) {
         if (o->file || optind + 1 < argc) {
             cli_error(o->file ? "say: give the text either as an argument or with --file, not both"
@@ -353,7 +385,8 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         }
         j->text = strdup(argv[optind]);
         j->text_len = j->text ? strlen(j->text) : 0;
-    } else if (qtts_read_file(o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
+    } else if (qtts_read_file(o->script ? o->script : o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text,
+                              &j->text_len, &qe)) {
         cli_error("%s", qe.msg);
         return CLI_FAIL;
     }
@@ -368,9 +401,15 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
     /* All of it now, before minutes of synthesis: the offset is in the user's text. */
     size_t bad = qtts_utf8_check(j->text, j->text_len);
     if (bad != j->text_len) {
-        cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)", o->file ? o->file : "the text",
-                  (unsigned char)j->text[bad], bad);
+        cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)",
+                  o->script ? o->script : o->file ? o->file : "the text", (unsigned char)j->text[bad], bad);
         return CLI_FAIL;
+    }
+    if (o->script) { /* the turns, joined: the text to split */
+        char *joined = NULL;
+        if (say_script_parse(o->script, j->text, j->text_len, &j->script, &joined, &j->text_len)) return CLI_FAIL;
+        free(j->text);
+        j->text = joined;
     }
     qtts_split_params_default(&j->sp);
     j->sp.by_line = o->by_line;
@@ -492,6 +531,10 @@ static int say_registered_voice(say_opts *o, say_job *j) {
 static int say_load_voice(say_opts *o, say_job *j) {
     qtts_error err = {0};
     qtts_err qe = {0};
+    if (o->script)
+        return say_script_cast(&j->script, j->e, o->cast, o->n_cast, cli_voices_dir(o->voices_dir), o->script)
+                   ? CLI_FAIL
+                   : CLI_CONTINUE;
     if (o->voice) {
         int rc = say_registered_voice(o, j);
         if (rc != CLI_CONTINUE) return rc;
@@ -582,22 +625,46 @@ static int save_codes(const char *path, const qtts_stream *st) {
     return 0;
 }
 
+/* Whether chunk i + 1 continues chunk i's voice (joined with short fades);
+ * a script's next turn instead follows after a pause of silence. */
+static int joins_next(const say_job *j, long i) {
+    if (i + 1 >= j->n_chunks) return 0;
+    if (!j->script.d.n) return 1;
+    return say_script_turn_of(&j->script, j->chunks[i].start) ==
+           say_script_turn_of(&j->script, j->chunks[i + 1].start);
+}
+
 /* Streams one utterance's audio to the output; -1 after printing the error. */
 static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     const qtts_model_info *mi = qtts_engine_info(j->e);
-    if (i > 0) j->out.fade_in = FADE_SAMPLES;
+    if (i > 0 && joins_next(j, i - 1)) j->out.fade_in = FADE_SAMPLES;
     float buf[8192];
     size_t samples = 0;
     long n;
     while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
         samples += (size_t)n;
-        if (out_write(&j->out, buf, (size_t)n, i + 1 < j->n_chunks)) break;
+        if (out_write(&j->out, buf, (size_t)n, joins_next(j, i))) break;
         cli_progress_update(&j->pr, (int)(samples / (size_t)mi->frame_samples), (double)samples / mi->sample_rate);
     }
     if (n != 0) {
         cli_progress_clear(&j->pr);
         cli_error("%s", n < 0 ? qtts_stream_error(st) : j->out.err.msg);
         return -1;
+    }
+    return 0;
+}
+
+/* --pause MS of silence between a script's turns. */
+static int say_write_pause(const say_opts *o, say_job *j) {
+    static const float zeros[1024];
+    size_t n = (size_t)((long long)o->pause_ms * qtts_engine_info(j->e)->sample_rate / 1000);
+    while (n) {
+        size_t k = n < 1024 ? n : 1024;
+        if (out_write(&j->out, zeros, k, 0)) {
+            cli_error("%s: %s", o->output, j->out.err.msg);
+            return -1;
+        }
+        n -= k;
     }
     return 0;
 }
@@ -616,6 +683,12 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
     req.text = piece;
     req.seed = base_seed + (uint64_t)i;
     req.keep_codes = o->save_codes != NULL;
+    if (j->script.d.n) { /* the turn's voice */
+        const say_turn_voice *tv = &j->script.tv[say_script_turn_of(&j->script, ch.start)];
+        req.speaker = tv->speaker;
+        req.voice = tv->voice;
+        req.instruct = tv->instruct;
+    }
     cli_progress_begin(&j->pr, (int)i, qtts_text_units(j->text + ch.start, ch.len, j->sp.cjk_weight));
     int rc = -1;
     qtts_stream *st = qtts_submit(j->e, &req, &err);
@@ -627,8 +700,10 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
         qtts_stream_result(st, &res);
         cli_progress_end(&j->pr, res.n_frames, res.audio_seconds);
         out_state *out = &j->out;
-        if (i + 1 < j->n_chunks && out->n_tail) /* fade out the held-back end before the next utterance */
+        if (joins_next(j, i) && out->n_tail) /* fade out the held-back end before the next utterance */
             for (int k = 0; k < out->n_tail; k++) out->tail[k] *= (float)(out->n_tail - k) / (float)out->n_tail;
+        else if (i + 1 < j->n_chunks && say_write_pause(o, j)) /* a script's next turn */
+            rc = -2;
         if (o->verbose) say_print_timings(i, &res);
         if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && !o->quiet) {
             cli_progress_clear(&j->pr);
@@ -643,7 +718,8 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
                     res.guard == QTTS_GUARD_LENGTH ? "far longer than its text" : "its codes were looping",
                     res.guard == QTTS_GUARD_LENGTH ? "--guard-frames-per-token R (0: off)" : "--no-repetition-guard");
         }
-        rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
+        if (rc != -2) rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
+        else rc = -1;
     }
     qtts_stream_free(st);
     free(piece);
@@ -772,6 +848,7 @@ static int say_cleanup(const say_opts *o, say_job *j, int rc) {
         rc = CLI_FAIL;
     }
     qtts_voice_release(j->voice);
+    say_script_free(&j->script); /* its voices before the engine */
     qtts_engine_free(j->e);
     free(j->xvec);
     free(j->ref_codes);
