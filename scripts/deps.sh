@@ -15,6 +15,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # Python: the package (python/) and its tests, built and installed offline; numpy also writes the other-layout test files (tests/layouts)
 $SUDO apt-get install -y -qq --no-install-recommends \
   python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip python3-venv >/dev/null
+# PyYAML: the lint of the Home Assistant App's files (tests/ha_app_lint.py)
+$SUDO apt-get install -y -qq --no-install-recommends python3-yaml >/dev/null
 # SIMDe: the AVX-512 kernels' twin tests run emulated on CPUs without AVX-512 (scripts/test.sh)
 case "$(uname -m)" in x86_64|amd64) $SUDO apt-get install -y -qq --no-install-recommends libsimde-dev >/dev/null ;; esac
 # Optional: node + the official openai npm package for tests/test_server_openai
