@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/say_book.h"
 #include "cli/say_script.h"
 #include "core/clock.h"
 #include "io/file.h"
@@ -71,6 +72,9 @@ static void say_usage(FILE *out) {
             "      --cast NAME=VOICE     the voice of a script's NAME: a built-in speaker, a registered\n"
             "                            voice or a VoiceDesign description (default: NAME itself)\n"
             "      --pause MS            silence between a script's turns (default 400)\n"
+            "      --book FILE           a book (.txt or .md) read into -o DIR: one file per chapter\n"
+            "                            (--format, default mp3) and book.m3u; rerun to resume: finished\n"
+            "                            chapters are kept (docs/cli.md)\n"
             "      --stream-text         read the text (stdin or --file) as it arrives, e.g. piped from an\n"
             "                            LLM, and speak it as one utterance while it is being written\n"
             "      --save-codes FILE     also write the generated codes (.rvq; single utterance)\n"
@@ -164,6 +168,7 @@ typedef struct {
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
     const char *script; /* --script FILE */
+    const char *book;   /* --book FILE (-o is then a folder) */
     char *cast[64];     /* --cast NAME=VOICE */
     int n_cast, pause_ms;
     qtts_sample_format sfmt;
@@ -184,6 +189,8 @@ typedef struct {
     int32_t *ref_codes; /* --ref-rvq */
     qtts_voice *voice;
     say_script script; /* --script: its turns and their voices */
+    size_t samples;    /* audio samples streamed so far */
+    int n_guarded;     /* utterances the runaway guard ended */
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
 } say_job;
@@ -192,7 +199,7 @@ enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
-    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -212,7 +219,7 @@ static const struct option say_options[] = {
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
     {"script", required_argument, 0, O_SCRIPT}, {"cast", required_argument, 0, O_CAST},
-    {"pause", required_argument, 0, O_PAUSE},
+    {"pause", required_argument, 0, O_PAUSE},  {"book", required_argument, 0, O_BOOK},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
@@ -282,6 +289,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_BYLINE: o->by_line = 1; break;
         case O_STREAM_TEXT: o->stream_text = 1; break;
         case O_SCRIPT: o->script = optarg; break;
+        case O_BOOK: o->book = optarg; break;
         case O_CAST:
             if (o->n_cast == (int)(sizeof o->cast / sizeof o->cast[0])) {
                 cli_error("--cast: at most %d names", (int)(sizeof o->cast / sizeof o->cast[0]));
@@ -334,6 +342,9 @@ static int say_check_opts(say_opts *o) {
     else if (o->script && (o->file || o->by_line || o->stream_text || o->save_codes))
         why = "--script reads its own file (no --file, --stream-by-line, --stream-text or --save-codes)";
     else if (o->n_cast && !o->script) why = "--cast goes with --script";
+    else if (o->book && (o->script || o->file || o->by_line || o->stream_text || o->save_codes || o->play))
+        why = "--book reads its own file (no --script, --file, --stream-*, --save-codes or --play)";
+    else if (o->book && !o->output_given) why = "--book needs -o DIR, the folder of the chapter files";
     if (why) {
         cli_error("say: %s", why);
         return CLI_USAGE;
@@ -355,6 +366,7 @@ static int say_check_opts(say_opts *o) {
         cli_error("--quant: expected auto, f32, bf16, q8_0 or q4_k, got '%s'", o->quant);
         return CLI_USAGE;
     }
+    if (o->book && !o->format) o->format = "mp3"; /* -o is a folder */
     qtts_audio_format fmt = QTTS_AUDIO_WAV;
     qtts_err fe = {0};
     if (!o->play && (o->format ? qtts_audio_format_parse(o->format, &fmt, &fe)
@@ -643,6 +655,7 @@ static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     long n;
     while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
         samples += (size_t)n;
+        j->samples += (size_t)n;
         if (out_write(&j->out, buf, (size_t)n, joins_next(j, i))) break;
         cli_progress_update(&j->pr, (int)(samples / (size_t)mi->frame_samples), (double)samples / mi->sample_rate);
     }
@@ -709,7 +722,9 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
             cli_progress_clear(&j->pr);
             fprintf(stderr, "qtts: warning: utterance %ld stopped at the frame limit (%d frames), not at the end of "
                             "speech; raise --max-frames if it is cut short\n", i + 1, res.n_frames);
-        } else if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
+        }
+        if (res.finished_by == QTTS_FINISHED_GUARD) j->n_guarded++;
+        if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
             cli_progress_clear(&j->pr);
             fprintf(stderr,
                     "qtts: warning: utterance %ld was ended by the runaway guard after %d frames (%s); %s changes "
@@ -831,6 +846,111 @@ static int say_speak_all(const say_opts *o, say_job *j) {
     return CLI_OK;
 }
 
+/* What shapes a book chapter's audio besides its text (the resume hash). */
+static void book_settings(const say_opts *o, char *out, size_t size) {
+    const qtts_request *r = &o->req;
+    snprintf(out, size, "%s|%s|%s|%s|%s|%s|%d|%d|%llu|%g|%d|%g|%g|%d|%s|%s|%s", o->format, o->sample_format,
+             r->speaker ? r->speaker : "", o->voice ? o->voice : "", r->instruct ? r->instruct : "",
+             r->language ? r->language : "", r->greedy, r->x_vector_only, (unsigned long long)r->seed, r->temperature,
+             r->top_k, r->top_p, r->repetition_penalty, r->max_frames, o->ref_audio ? o->ref_audio : "",
+             o->ref_spk ? o->ref_spk : "", o->quant ? o->quant : "");
+}
+
+static void format_hms(double s, char *out, size_t size) {
+    long t = (long)(s + 0.5);
+    snprintf(out, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* --book: every chapter not finished before, each into NAME.part and renamed
+ * when complete; the seed chain restarts per chapter (chapter i: seed + i *
+ * 1000000), so a resumed chapter sounds as it would have. */
+static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
+    const char *ext = o->format;
+    char settings[2048];
+    size_t todo_units = 0, done_units = 0;
+    for (size_t i = 0; i < bk->b.n; i++) todo_units += strlen(bk->b.ch[i].text);
+    double t0 = qtts_now_s(), total_s = 0;
+    int guarded = 0, spoken = 0;
+    for (size_t i = 0; i < bk->b.n; i++) {
+        const qtts_chapter *ch = &bk->b.ch[i];
+        char name[160], path[4096], part[4200];
+        say_book_file_name(bk, i, ext, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", o->output, name);
+        snprintf(part, sizeof part, "%s.part", path);
+        o->req.seed = bk->seed + (uint64_t)i * 1000000u;
+        book_settings(o, settings, sizeof settings);
+        uint64_t hash = say_book_hash(ch->text, settings);
+        struct stat st;
+        if (bk->done[i].hash == hash && stat(path, &st) == 0) { /* finished before: never redone */
+            todo_units -= strlen(ch->text);
+            total_s += bk->done[i].seconds;
+            guarded += bk->done[i].guarded;
+            if (!o->quiet) fprintf(stderr, "qtts: chapter %zu/%zu '%s': done before (%s)\n", i + 1, bk->b.n, ch->title, name);
+            continue;
+        }
+        if (!o->quiet) {
+            double el = qtts_now_s() - t0;
+            char eta[32] = "";
+            if (done_units && todo_units > done_units) format_hms(el / (double)done_units * (double)(todo_units - done_units), eta, sizeof eta);
+            fprintf(stderr, "qtts: chapter %zu/%zu '%s' (%zu characters)%s%s\n", i + 1, bk->b.n, ch->title,
+                    strlen(ch->text), eta[0] ? ", book ETA " : "", eta);
+        }
+        free(j->text);
+        free(j->chunks);
+        j->chunks = NULL;
+        qtts_err qe = {0};
+        j->text_len = strlen(ch->text);
+        if (!(j->text = strdup(ch->text))) {
+            cli_error("out of memory");
+            return CLI_FAIL;
+        }
+        j->n_chunks = qtts_text_split(j->text, j->text_len, &j->sp, &j->chunks, &qe);
+        if (j->n_chunks <= 0) {
+            cli_error("chapter %zu: %s", i + 1, j->n_chunks < 0 ? qe.msg : "no text");
+            return CLI_FAIL;
+        }
+        int sr = qtts_engine_info(j->e)->sample_rate;
+        if (!(j->out.enc = qtts_encoder_open_file(part, o->format, o->sfmt, sr, 1, &qe))) {
+            cli_error("%s", qe.msg);
+            return CLI_FAIL;
+        }
+        j->samples = 0;
+        j->n_guarded = 0;
+        memset(j->out.tail, 0, sizeof j->out.tail);
+        j->out.n_tail = j->out.fade_in = 0;
+        if (say_speak_all(o, j) != CLI_OK) {
+            qtts_encoder_abort(j->out.enc); /* the .part stays behind; the next run redoes the chapter */
+            j->out.enc = NULL;
+            return CLI_FAIL;
+        }
+        double secs = (double)j->samples / sr;
+        if (rename(part, path)) {
+            cli_error("%s: %s", path, strerror(errno));
+            return CLI_FAIL;
+        }
+        if (say_book_record(bk, i, hash, secs, j->n_guarded) || say_book_write_m3u(bk, ext)) return CLI_FAIL;
+        done_units += strlen(ch->text);
+        total_s += secs;
+        guarded += j->n_guarded;
+        spoken++;
+    }
+    if (say_book_write_m3u(bk, ext)) return CLI_FAIL;
+    if (!o->quiet) {
+        char dur[32];
+        format_hms(total_s, dur, sizeof dur);
+        fprintf(stderr, "qtts: book: %zu chapters in %s (%d spoken now, %zu done before), %s of audio; %d "
+                        "utterance%s ended by the runaway guard",
+                bk->b.n, o->output, spoken, bk->b.n - (size_t)spoken, dur, guarded, guarded == 1 ? "" : "s");
+        for (size_t i = 0, first = 1; i < bk->b.n; i++)
+            if (bk->done[i].guarded) {
+                fprintf(stderr, "%s%zu", first ? " (chapters " : ", ", i + 1);
+                first = 0;
+            }
+        fprintf(stderr, "%s\n", guarded ? ")" : "");
+    }
+    return CLI_OK;
+}
+
 /* Releases everything in j; a failing player turns success into failure. */
 /* On failure a file output is finalized (valid, with the audio so far) or,
  * with no audio at all, removed. */
@@ -869,9 +989,31 @@ int cmd_say(int argc, char **argv) {
                   "--stream-by-line)");
         return CLI_USAGE;
     }
-    rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
+    say_book bk = {0};
+    if (o.book && optind < argc) {
+        cli_error("say: give the text either as an argument or with --book, not both");
+        return CLI_USAGE;
+    }
+    if (o.book) {
+        rc = say_book_open(o.book, o.output, &bk) ? CLI_FAIL : CLI_CONTINUE;
+        qtts_split_params_default(&j.sp);
+    } else {
+        rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
+    }
     if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
     if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
+    if (rc == CLI_CONTINUE && o.book) { /* the earlier run's seed, unless another is given */
+        if (bk.has_seed && !o.req.has_seed) {
+            o.req.seed = bk.seed;
+            o.req.has_seed = 1;
+        }
+        say_draw_seed(&o);
+        if ((!bk.has_seed || bk.seed != o.req.seed) && say_book_record_seed(&bk, o.req.seed)) rc = CLI_FAIL;
+        if (rc == CLI_CONTINUE) rc = say_speak_book(&o, &j, &bk);
+        say_book_close(&bk);
+        return say_cleanup(&o, &j, rc);
+    }
+    say_book_close(&bk);
     if (rc == CLI_CONTINUE) {
         say_draw_seed(&o);
         rc = say_open_output(&o, &j);
