@@ -10,7 +10,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
-      libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev librubberband-dev \
+      libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libicu-dev libcjson-dev libmicrohttpd-dev librubberband-dev \
       libavcodec-dev libavformat-dev libavutil-dev \
       libcurl4-openssl-dev libssl-dev ca-certificates \
  && rm -rf /var/lib/apt/lists/*
@@ -33,7 +33,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 # health check (qtts has no client subcommand).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libsndfile1 libsoxr0 libpcre2-8-0 libutf8proc2 libcjson1 libmicrohttpd12 librubberband2 \
+      libsndfile1 libsoxr0 libpcre2-8-0 libutf8proc2 libicu72 libcjson1 libmicrohttpd12 librubberband2 \
       libcurl4 libssl3 libavcodec59 libavformat59 libavutil57 \
       ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \

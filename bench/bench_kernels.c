@@ -3,8 +3,8 @@
  * threads; "cache" reuses one matrix (L2/L3-resident), "dram" cycles through
  * distinct copies totalling > 64 MB so every call streams from memory.
  * Usage: bench_kernels [seconds-per-case [type [threads]]]
- * (QTTS_ISA caps the kernel family; Q8_0/Q4_K are interleaved as the engine
- * does unless QTTS_INTERLEAVE=0; "x16" marks them in the table). */
+ * (QTTS_ISA caps the kernel family; Q8_0/Q4_K are interleaved unless
+ * QTTS_INTERLEAVE=0; "x16" marks them in the table). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,10 @@ static int make_copies(qtts_dtype type, int64_t rows, int64_t cols, int copies, 
         if (c) memcpy(buf, first, bytes);
         mats[c] = (qtts_mat){.type = type, .rows = rows, .cols = cols, .row_bytes = rb, .data = buf, .owned = buf};
         qtts_err err = {0};
-        if (qtts_mat_interleave(&mats[c], &err)) return -1;
+        const char *env = getenv("QTTS_INTERLEAVE");
+        const int il = !(env && !strcmp(env, "0"));
+        const qtts_weight_layout layout = {{il, 0, 0}, {il, 0, 0}};
+        if (qtts_mat_interleave(&mats[c], &layout, &err)) return -1;
     }
     return 0;
 }

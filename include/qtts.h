@@ -103,6 +103,10 @@ typedef struct {
     const char *weight_type;       /* LM matrices as loaded: "f32", "bf16", "q8_0", "q4_k" */
     const char *decoder_precision; /* "f32", "winograd", "winograd-f16" or "bf16" (qtts_engine_params) */
     const char *kv_cache;          /* "f32" or "f16" (qtts_engine_params.kv_cache) */
+    /* Where the load's time went: one line, milliseconds per phase (what -v prints). */
+    const char *load_report;
+    /* Kernel measurements the load ran (0: none needed, or all read from the per-CPU calibration cache). */
+    int kernels_measured;
 } qtts_model_info;
 
 /* Valid as long as the engine. */
@@ -167,7 +171,19 @@ typedef struct {
      * streaming layout. In-context cloning (Base with reference codes and
      * transcript) starts only when the text is complete. */
     int text_incomplete;
+    /* The text front end (what a person would read aloud): numbers, money,
+     * units, times, dates and symbols in words of the request's language,
+     * markdown, emoji and URLs cleaned up. QTTS_NORMALIZE_DEFAULT (0) is
+     * full. Incremental text is not normalized. */
+    int normalize; /* a qtts_normalize_mode */
 } qtts_request;
+
+typedef enum {
+    QTTS_NORMALIZE_DEFAULT = 0, /* full */
+    QTTS_NORMALIZE_OFF = 1,     /* the text exactly as given */
+    QTTS_NORMALIZE_BASIC = 2,   /* markdown, emoji, control characters, URLs and e-mail addresses only */
+    QTTS_NORMALIZE_FULL = 3,
+} qtts_normalize_mode;
 
 QTTS_API void qtts_request_default(qtts_request *r);
 

@@ -8,7 +8,7 @@ $SUDO apt-get update -qq
 # strace: tests/test_server_faults checks the voice write protocol's syscall order with it (SKIP without it)
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config clang libclang-rt-dev \
-  libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev librubberband-dev libavahi-client-dev \
+  libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libicu-dev libcjson-dev libmicrohttpd-dev librubberband-dev libavahi-client-dev \
   libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
   nginx strace >/dev/null
@@ -17,6 +17,10 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip python3-venv >/dev/null
 # PyYAML: the lint of the Home Assistant App's files (tests/ha_app_lint.py)
 $SUDO apt-get install -y -qq --no-install-recommends python3-yaml >/dev/null
+# Vulkan: the GPU backend builds where the loader and glslc are found; its tests run on Mesa's lavapipe
+# (mesa-vulkan-drivers, a Vulkan device on the CPU) with the Khronos validation layer
+$SUDO apt-get install -y -qq --no-install-recommends \
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers >/dev/null
 # SIMDe: the AVX-512 kernels' twin tests run emulated on CPUs without AVX-512 (scripts/test.sh)
 case "$(uname -m)" in x86_64|amd64) $SUDO apt-get install -y -qq --no-install-recommends libsimde-dev >/dev/null ;; esac
 # Optional: node + the official openai npm package for tests/test_server_openai

@@ -3,7 +3,9 @@
 # both, the AVX-512 kernel and golden tests with SIMDe (QTTS_EMU512=0 skips
 # them) and the ARM64 ones under qemu (QTTS_ARM64=0 skips them), the Python
 # package's tests on the release library (QTTS_PYTHON=0 skips them), then the
-# bounded fuzz runs. Ends with one line "N passed, N failed".
+# bounded fuzz runs, and the Vulkan kernel tests on the machine's Vulkan
+# device with the validation layer (QTTS_VULKAN=0 skips them). Ends with one
+# line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -130,7 +132,30 @@ run_python() {
   echo "== python: $ok passed, $bad failed"
 }
 
+# Vulkan: the GPU kernel tests (label gpu) of the release build on whatever
+# Vulkan device there is (CI: Mesa's lavapipe, a Vulkan 1.3 device on the CPU),
+# with the Khronos validation layer on and its errors counted as failures.
+# The release build has the backend where libvulkan-dev and glslc are found.
+run_vulkan() {
+  local why=""
+  if ! grep -q "^QTTS_VULKAN:BOOL=ON" build/CMakeCache.txt 2>/dev/null; then
+    why="the release build has no Vulkan backend (libvulkan-dev, glslc: scripts/deps.sh)"
+  elif ! ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1; then
+    why="no Vulkan validation layer (vulkan-validationlayers)"
+  fi
+  if [ -n "$why" ]; then
+    if [ "${QTTS_REQUIRE_VULKAN:-0}" = 1 ]; then echo "vulkan: $why"; failed=$((failed+1)); else echo "SKIP vulkan: $why"; fi
+    return
+  fi
+  if ! build/qtts info --devices; then
+    if [ "${QTTS_REQUIRE_VULKAN:-0}" = 1 ]; then echo "vulkan: no device"; failed=$((failed+1)); else echo "SKIP vulkan: no device"; fi
+    return
+  fi
+  QTTS_VULKAN_VALIDATE=1 QTTS_REQUIRE_VULKAN=${QTTS_REQUIRE_VULKAN:-0} run_ctest build "vulkan (validation layer on)" -L gpu
+}
+
 run_suite build "release"
+[ "${QTTS_VULKAN:-1}" = 0 ] || run_vulkan
 [ "${QTTS_PYTHON:-1}" = 0 ] || run_python
 [ "${QTTS_EMU512:-1}" = 0 ] || run_emu512
 [ "${QTTS_ARM64:-1}" = 0 ] || run_arm64

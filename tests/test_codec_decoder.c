@@ -556,10 +556,12 @@ int main(void) {
 
     /* auto = bf16 only for quantized LM weights and only where bf16 convolutions were measured faster */
     {
-        const qtts_conv_calibration *cal = qtts_conv_calibrate();
+        qtts_conv_calibration measured;
+        qtts_conv_measure(&measured);
+        const qtts_conv_calibration *cal = &measured;
         qtts_decoder_precision pq = QTTS_DECODER_F32, pb = QTTS_DECODER_BF16;
-        TEST_CHECK(qtts_decoder_precision_choose("auto", QTTS_Q8_0, &pq, &err) == 0 &&
-                       qtts_decoder_precision_choose(NULL, QTTS_BF16, &pb, &err) == 0,
+        TEST_CHECK(qtts_decoder_precision_choose("auto", QTTS_Q8_0, cal, &pq, &err) == 0 &&
+                       qtts_decoder_precision_choose(NULL, QTTS_BF16, cal, &pb, &err) == 0,
                    "auto precision: %s", err.msg);
         const qtts_conv_path best = qtts_conv_calibration_best(cal);
         const qtts_decoder_precision expect = best == QTTS_CONV_PATH_BF16           ? QTTS_DECODER_BF16

@@ -177,6 +177,7 @@ static int run(qtts_engine *e, qtts_request *r, const char *text, const size_t *
     r->layout = QTTS_LAYOUT_STREAMING;
     feeder f = {0};
     r->text_incomplete = n_cuts >= 0;
+    r->normalize = QTTS_NORMALIZE_OFF; /* incremental text is not normalized: the whole text must not be either */
     r->text = n_cuts >= 0 ? "" : text;
     qtts_error err = {0};
     double t0 = now_ms();

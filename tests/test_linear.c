@@ -418,11 +418,15 @@ int main(void) {
     wide.type = QTTS_Q8_0;
     wide.interleave = QTTS_INTERLEAVE;
     TEST_CHECK(qtts_linear_ref(&wide, NULL, xy, 1, xy) == -1, "ref: an impossible row buffer did not fail");
-    /* the interleaved layout is used exactly where it was measured faster (QTTS_INTERLEAVE unset) */
-    if (!getenv("QTTS_INTERLEAVE"))
+    /* the measurement's choice is what the loader passes down, and a matrix takes exactly that */
+    {
         for (int i = 0; i < 2; i++) {
             const qtts_dtype t = i ? QTTS_Q4_K : QTTS_Q8_0;
-            const qtts_interleave_calibration *ic = qtts_interleave_calibrate(t);
+            qtts_interleave_calibration cal;
+            qtts_interleave_measure(pool, t, &cal);
+            const qtts_interleave_calibration *ic = &cal;
+            TEST_CHECK(!ic->measured || ic->threads == qtts_pool_size(pool), "%s: measured on the pool given (%d threads)",
+                       qtts_dtype_name(t), ic->threads);
             TEST_CHECK(ic->measured == qtts_interleave_kernels(), "%s: measured exactly where x86 kernels run",
                        qtts_dtype_name(t));
             const int row_pf = ic->row_pf_gbs >= 1.03 * ic->row_gbs, x16_pf = ic->x16_pf_gbs >= 1.03 * ic->x16_gbs;
@@ -445,14 +449,14 @@ int main(void) {
             qtts_mat m;
             float *deq;
             make_mat(&m, t, 32, 256, &deq);
-            TEST_CHECK(qtts_mat_interleave(&m, &err) == 0 && (m.interleave != 0) == (ic->faster != 0),
+            qtts_weight_layout layout = {{0, 0, 0}, {0, 0, 0}};
+            *(t == QTTS_Q8_0 ? &layout.q8_0 : &layout.q4_k) = qtts_interleave_calibration_choice(ic);
+            TEST_CHECK(qtts_mat_interleave(&m, &layout, &err) == 0 && (m.interleave != 0) == (ic->faster != 0),
                        "%s: a loaded matrix is interleaved iff measured faster", qtts_dtype_name(t));
-            if (!getenv("QTTS_PREFETCH"))
-                TEST_CHECK((m.prefetch != 0) == (ic->prefetch != 0),
-                           "%s: a loaded matrix prefetches iff measured faster", qtts_dtype_name(t));
-            if (!getenv("QTTS_LOCKSTEP"))
-                TEST_CHECK((m.lockstep != 0) == (ic->lockstep != 0),
-                           "%s: a loaded matrix reads in lockstep iff measured faster", qtts_dtype_name(t));
+            TEST_CHECK((m.prefetch != 0) == (ic->prefetch != 0),
+                       "%s: a loaded matrix prefetches iff measured faster", qtts_dtype_name(t));
+            TEST_CHECK((m.lockstep != 0) == (ic->lockstep != 0),
+                       "%s: a loaded matrix reads in lockstep iff measured faster", qtts_dtype_name(t));
             printf("interleave %s: x16 %.1f GB/s (prefetching %.1f; groups by super-block %.1f), rows %.1f GB/s "
                    "(prefetching %.1f) (%.0f MB); 8 tokens %.0f vs %.0f GFLOP/s (%.0f ms) -> %s%s%s\n",
                    qtts_dtype_name(t), ic->x16_gbs, ic->x16_pf_gbs, ic->x16_blocks_gbs, ic->row_gbs, ic->row_pf_gbs,
@@ -462,6 +466,7 @@ int main(void) {
             qtts_mat_free(&m);
             free(deq);
         }
+    }
     qtts_pool_free(pool);
     return test_finish("test_linear");
 }

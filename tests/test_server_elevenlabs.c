@@ -4,7 +4,8 @@
  * sends: its headers (xi-api-key, X-Fern-*), the query's output_format and
  * the JSON body with model_id and voice_settings. Every output_format is
  * decoded back by ffprobe (codec and sample rate checked); mu-law and A-law
- * are decoded by ffmpeg and compared with pcm_8000 of the same seed; auth
+ * are decoded by ffmpeg and compared with pcm_8000 of the same seed; the
+ * speed setting shortens the audio at a resampled rate; auth
  * and error shapes ({"detail":{"status","message"}}). Skipped with a visible
  * message when ffprobe is missing (QTTS_REQUIRE_CLIENTS=1 fails instead). */
 #include <cjson/cJSON.h>
@@ -194,6 +195,19 @@ int main(void) {
         double secs = stat(path, &st) == 0 ? (double)st.st_size / 2 / formats[i].rate : 0;
         TEST_CHECK(secs > dur_24k - 0.01 && secs < dur_24k + 0.01, "%s: %.4f s, pcm_24000 %.4f s", formats[i].fmt,
                    secs, dur_24k);
+    }
+    /* voice_settings.speed (ElevenLabs' top, 1.2): the tempo changes before the resampling, so pcm_16000
+       lasts pcm_24000's duration / 1.2 */
+    {
+        const char *fast = "{\"text\": \"Good night, and sweet dreams.\", \"model_id\": \"eleven_multilingual_v2\", "
+                           "\"voice_settings\": {\"speed\": 1.2}, \"seed\": 42}";
+        th_resp r2;
+        int rc = th_request(port, "POST", "/v1/text-to-speech/ryan/stream?output_format=pcm_16000", SDK_HEADERS, fast,
+                            strlen(fast), &r2, 120);
+        double secs = rc == 0 && r2.status == 200 && r2.complete ? (double)r2.body_len / 2 / 16000 : 0;
+        TEST_CHECK(secs > dur_24k / 1.2 - 0.01 && secs < dur_24k / 1.2 + 0.01,
+                   "speed 1.2 at pcm_16000: %.4f s (status %d), want %.4f s", secs, r2.status, dur_24k / 1.2);
+        th_resp_free(&r2);
     }
     /* G.711 against linear PCM at 8 kHz: within the codecs' quantization step */
     char raw[128], path[600];

@@ -118,7 +118,7 @@ int main(void) {
     TEST_CHECK(ok, "tiny CV: %s", err.msg);
     qtts_store *s1 = ok ? as_bf16(src, &err) : NULL, *s2 = ok ? as_bf16(src, &err) : NULL;
     qtts_store_free(src);
-    qtts_talker_options views = {QTTS_DTYPE_INVALID}, conv = {QTTS_F32};
+    qtts_talker_options views = {.weight_type = QTTS_DTYPE_INVALID}, conv = {.weight_type = QTTS_F32};
     qtts_talker_model *a = s1 ? qtts_talker_model_from_store(s1, &mc, &gc, &views, &err) : NULL;
     qtts_talker_model *b = s2 ? qtts_talker_model_from_store(s2, &mc, &gc, &conv, &err) : NULL;
     TEST_CHECK(a && b, "bf16 stores: %s", err.msg);
@@ -151,7 +151,7 @@ int main(void) {
     qtts_talker_model_free(a);
     qtts_talker_model_free(b);
     /* q4_k on rows that hold no whole 256-block falls back to q8_0 (qtts_dtype_fit) */
-    qtts_talker_options q4 = {QTTS_Q4_K};
+    qtts_talker_options q4 = {.weight_type = QTTS_Q4_K};
     qtts_talker_model *fit = qtts_talker_model_load(dir, &q4, &err);
     TEST_CHECK(fit != NULL, "q4_k on 32-wide tiny weights: %s", err.msg);
     if (fit) TEST_CHECK(fit->codec_head.type == QTTS_Q8_0, "codec_head stored as %s, expected q8_0", qtts_dtype_name(fit->codec_head.type));

@@ -92,6 +92,7 @@ class Request(Structure):
         ("guard_frames_per_token", c_float),
         ("no_repetition_guard", c_int),
         ("text_incomplete", c_int),
+        ("normalize", c_int),
     ]
 
 

@@ -1,16 +1,16 @@
 #include "audio/audio_write.h"
 
+#include "audio/encoder.h"
+
 #include <math.h>
-#include <sndfile.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+/* The WAV writer is the streaming encoder's (audio/encoder.c): one WAV
+ * writer in the program, seeking back to patch the sizes at close. */
 struct qtts_wav_writer {
-    SNDFILE *sf;
-    char *path;
-    int64_t frames;
-    qtts_sample_format fmt;
+    qtts_encoder *enc;
 };
 
 short qtts_f32_to_s16(float v) {
@@ -38,57 +38,24 @@ qtts_wav_writer *qtts_wav_open(const char *path, int sample_rate, qtts_sample_fo
         qtts_fail(err, "%s: bad sample rate %d", path, sample_rate);
         return NULL;
     }
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    info.samplerate = sample_rate;
-    info.channels = 1;
-    info.format = SF_FORMAT_WAV | (fmt == QTTS_SAMPLE_F32 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16);
     qtts_wav_writer *w = qtts_calloc(1, sizeof *w, err);
     if (!w) return NULL;
-    w->path = strdup(path);
-    if (!w->path) {
-        free(w);
-        qtts_fail(err, "%s: out of memory", path);
-        return NULL;
-    }
-    w->sf = sf_open(path, SFM_WRITE, &info);
-    if (!w->sf) {
-        qtts_fail(err, "%s: cannot create WAV file: %s", path, sf_strerror(NULL));
-        free(w->path);
+    if (!(w->enc = qtts_encoder_open_file(path, "wav", fmt, sample_rate, 1, err))) {
         free(w);
         return NULL;
     }
-    w->fmt = fmt;
     return w;
 }
 
 int qtts_wav_append(qtts_wav_writer *w, const float *samples, int64_t n, qtts_err *err) {
-    short buf[4096];
-    while (n > 0) {
-        sf_count_t chunk, got;
-        if (w->fmt == QTTS_SAMPLE_S16) {
-            chunk = n > 4096 ? 4096 : (sf_count_t)n;
-            for (sf_count_t i = 0; i < chunk; i++) buf[i] = qtts_f32_to_s16(samples[i]);
-            got = sf_writef_short(w->sf, buf, chunk);
-        } else {
-            chunk = n > (1 << 20) ? (1 << 20) : (sf_count_t)n;
-            got = sf_writef_float(w->sf, samples, chunk);
-        }
-        if (got != chunk) return qtts_fail(err, "%s: write failed: %s", w->path, sf_strerror(w->sf));
-        w->frames += got;
-        samples += got;
-        n -= got;
-    }
-    return 0;
+    return n > 0 ? qtts_encoder_write(w->enc, samples, (size_t)n, err) : 0;
 }
 
-int64_t qtts_wav_frames_written(const qtts_wav_writer *w) { return w->frames; }
+int64_t qtts_wav_frames_written(const qtts_wav_writer *w) { return (int64_t)qtts_encoder_frames(w->enc); }
 
 int qtts_wav_close(qtts_wav_writer *w, qtts_err *err) {
     if (!w) return 0;
-    int rc = 0;
-    if (sf_close(w->sf) != 0) rc = qtts_fail(err, "%s: closing the WAV file failed", w->path);
-    free(w->path);
+    int rc = qtts_encoder_close(w->enc, err);
     free(w);
     return rc;
 }

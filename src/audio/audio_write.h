@@ -1,5 +1,6 @@
-/* Writing mono float audio to WAV files (libsndfile): whole buffers or
- * streamed chunk by chunk as frames are decoded. */
+/* Writing mono float audio to WAV files (through audio/encoder.h, the one
+ * WAV writer): whole buffers or streamed chunk by chunk as frames are
+ * decoded; and the one float -> 16-bit conversion. */
 #ifndef QTTS_AUDIO_AUDIO_WRITE_H
 #define QTTS_AUDIO_AUDIO_WRITE_H
 
@@ -8,13 +9,18 @@
 #include "core/err.h"
 
 typedef enum {
-    QTTS_SAMPLE_S16 = 0, /* 16-bit PCM (default): round(x * 32767), clipped */
+    QTTS_SAMPLE_S16 = 0, /* 16-bit PCM (default): qtts_f32_to_s16 */
     QTTS_SAMPLE_F32 = 1, /* 32-bit IEEE float */
 } qtts_sample_format;
 
 /* The one float -> 16-bit rule (libsndfile's and soundfile's): scale by
  * 32768, round to nearest, clip to [-32768, 32767]; NaN -> 0. Every s16 output
- * (WAV files, streaming encoders, the server's pcm/wav) uses it. */
+ * uses it: WAV files, the streaming encoders, and every server front end
+ * (HTTP pcm/wav, WebSocket, Wyoming) through the server session. Why this
+ * one: the reference pipeline writes its WAVs with soundfile (libsndfile),
+ * so 16-bit outputs compare bit for bit with the reference's; and NaN, a
+ * numeric failure upstream, plays as silence rather than a full-scale click
+ * (scaling by 32767 with NaN -> -32767 did neither). */
 short qtts_f32_to_s16(float v);
 
 /* "s16" / "f32" (also "pcm16", "float"); -1 if unknown. */

@@ -468,8 +468,15 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
     qtts_bench_result *r = c->r;
     qtts_err *err = c->err;
     double t0 = qtts_now_ms();
+    /* the loader's decisions, measured on this pool as the engine loader does (engine_tuning.c) */
+    qtts_weight_layout layout = {{0, 0, 0}, {0, 0, 0}};
+    if (o->wtype == QTTS_Q8_0 || o->wtype == QTTS_Q4_K) {
+        qtts_interleave_measure(pool, o->wtype, &r->interleave_cal);
+        *(o->wtype == QTTS_Q8_0 ? &layout.q8_0 : &layout.q4_k) = qtts_interleave_calibration_choice(&r->interleave_cal);
+    }
+    qtts_conv_measure(&r->conv_cal);
+    qtts_talker_options opt = {.weight_type = o->wtype, .pool = pool, .layout = &layout};
     if (o->model_path) {
-        qtts_talker_options opt = {o->wtype};
         if (!(c->m = qtts_talker_model_load(o->model_path, &opt, err)) ||
             !(c->dec = qtts_codec_decoder_open(o->model_path, err)) || !(c->tok = qtts_tok_load(o->model_path, err)))
             return -1;
@@ -488,7 +495,8 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
             qtts_store_free(st);
             return -1;
         }
-        if (!(c->m = qtts_talker_model_from_store(st, &mc, NULL, NULL, err)) ||
+        opt.weight_type = QTTS_DTYPE_INVALID; /* generated as o->wtype */
+        if (!(c->m = qtts_talker_model_from_store(st, &mc, NULL, &opt, err)) ||
             !(c->dec = qtts_codec_decoder_load(c->codec_store, &cc, err)))
             return -1;
     }
@@ -499,7 +507,7 @@ static int setup(bench_ctx *c, qtts_pool *pool) {
     qtts_store_release_pages(qtts_codec_decoder_owned_store(c->dec));
     qtts_heap_trim();
     qtts_decoder_precision prec;
-    if (qtts_decoder_precision_choose(o->decoder_precision, c->m->lm.layers[0].q.type, &prec, err) ||
+    if (qtts_decoder_precision_choose(o->decoder_precision, c->m->lm.layers[0].q.type, &r->conv_cal, &prec, err) ||
         qtts_codec_decoder_set_precision(c->dec, prec, err))
         return -1;
     snprintf(r->decoder_precision, sizeof r->decoder_precision, "%s", qtts_decoder_precision_name(prec));
@@ -725,7 +733,7 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     /* the choices made by measurement at load (tensor/interleave_calibrate.h, conv_calibrate.h) */
     const qtts_dtype qt = !strcmp(r->quant, "q8_0") ? QTTS_Q8_0 : !strcmp(r->quant, "q4_k") ? QTTS_Q4_K : QTTS_F32;
     if (qt != QTTS_F32 && qtts_interleave_kernels()) {
-        const qtts_interleave_calibration *ic = qtts_interleave_calibrate(qt);
+        const qtts_interleave_calibration *ic = &r->interleave_cal;
         fprintf(f, "  %s layout: %s%s%s (measured at load: 16-row interleaved %.1f GB/s, GGML rows %.1f GB/s", r->quant,
                 ic->faster ? "16-row interleaved" : "GGML rows", ic->prefetch ? ", prefetching" : "",
                 ic->lockstep ? ", groups in lockstep" : "", ic->x16_gbs, ic->row_gbs);
@@ -735,7 +743,7 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
         fprintf(f, " on %d threads; 8 tokens %.0f / %.0f GFLOP/s)\n", ic->threads, ic->x16_batch_gflops,
                 ic->row_batch_gflops);
     }
-    const qtts_conv_calibration *cc = qtts_conv_calibrate();
+    const qtts_conv_calibration *cc = &r->conv_cal;
     fprintf(f, "  decoder convolutions measured at load (1 thread, direct-conv FLOPs): f32 %.0f, Winograd %.0f", cc->f32_gflops,
             cc->winograd_gflops);
     if (cc->bf16_available) fprintf(f, ", bf16 %.0f", cc->bf16_gflops);
@@ -840,7 +848,7 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jstr(&j, "quant", r->quant);
     jstr(&j, "decoder_precision", r->decoder_precision);
     jstr(&j, "kv_cache", r->kv_cache);
-    const qtts_conv_calibration *cc = qtts_conv_calibrate(); /* what decided "auto" (measured once per process) */
+    const qtts_conv_calibration *cc = &r->conv_cal; /* what decided "auto" */
     jnum(&j, "conv_cal_f32_gflops", cc->f32_gflops);
     jnum(&j, "conv_cal_winograd_gflops", cc->winograd_gflops);
     jnum(&j, "conv_cal_bf16_gflops", cc->bf16_gflops);

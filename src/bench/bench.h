@@ -19,6 +19,8 @@
 #include "bench/probe.h"
 #include "core/err.h"
 #include "model/config.h"
+#include "tensor/conv_calibrate.h"
+#include "tensor/interleave_calibrate.h"
 #include "tensor/tensor.h"
 
 typedef struct {
@@ -60,6 +62,8 @@ typedef struct {
     char model[512]; /* size or path */
     char variant[24], quant[16], isa[16];
     char decoder_precision[16]; /* "f32", "winograd" or "bf16" */
+    qtts_interleave_calibration interleave_cal; /* the quantized type's layout measurement (measured = 0: none) */
+    qtts_conv_calibration conv_cal;             /* the decoder convolution measurement */
     char kv_cache[8];           /* the talker's KV cache entries: "f32" or "f16" */
     const char *weights_note;  /* NULL, or why random weights stayed in memory */
     int threads, frames, batch, runs;

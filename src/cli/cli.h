@@ -12,6 +12,7 @@ int cmd_info(int argc, char **argv);
 int cmd_say(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_normalize(int argc, char **argv);
 int cmd_codec(int argc, char **argv);
 int cmd_download(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/model_files.h"
@@ -13,6 +14,7 @@
 #include "model/codec_decoder.h"
 #include "model/config.h"
 #include "io/hub.h"
+#include "gpu/gpu.h"
 #include "tensor/conv.h"
 #include "tensor/conv_calibrate.h"
 #include "tensor/cpu.h"
@@ -193,9 +195,16 @@ static void print_cpu(void) {
     printf("kernels: %s%s%s%s (dense layers); convolutions: %s\n", qtts_isa_name(qtts_cpu_isa()),
            cap && *cap ? " (QTTS_ISA=" : "", cap && *cap ? cap : "", cap && *cap ? ")" : "",
            qtts_conv_isa_name(QTTS_CONV_ISA_AUTO));
-    for (int i = 0; i < 2 && qtts_interleave_kernels(); i++) {
+    /* measured as an engine of every online CPU would (an engine measures on its own pool at load, or reads
+     * its per-CPU cache) */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    qtts_err perr = {0};
+    qtts_pool *pool = qtts_interleave_kernels() ? qtts_pool_create(ncpu < 1 ? 1 : (int)ncpu, &perr) : NULL;
+    for (int i = 0; i < 2 && pool; i++) {
         const qtts_dtype t = i ? QTTS_Q4_K : QTTS_Q8_0;
-        const qtts_interleave_calibration *ic = qtts_interleave_calibrate(t);
+        qtts_interleave_calibration cal;
+        qtts_interleave_measure(pool, t, &cal);
+        const qtts_interleave_calibration *ic = &cal;
         const char *env = getenv("QTTS_INTERLEAVE"), *penv = getenv("QTTS_PREFETCH"), *lenv = getenv("QTTS_LOCKSTEP");
         char pf_x16[96] = "", pf_row[48] = "";
         if (qtts_cpu_isa() == QTTS_ISA_AVX2) {
@@ -213,7 +222,10 @@ static void print_cpu(void) {
                penv && (!strcmp(penv, "0") || !strcmp(penv, "1")) ? " (prefetch overridden by QTTS_PREFETCH)" : "",
                lenv && (!strcmp(lenv, "0") || !strcmp(lenv, "1")) ? " (lockstep overridden by QTTS_LOCKSTEP)" : "");
     }
-    const qtts_conv_calibration *c = qtts_conv_calibrate();
+    qtts_pool_free(pool);
+    qtts_conv_calibration conv;
+    qtts_conv_measure(&conv);
+    const qtts_conv_calibration *c = &conv;
     printf("decoder convolutions, measured on one thread (%.1f ms, direct-conv FLOPs): f32 %.1f GFLOP/s, "
            "f32 Winograd %.1f (x%.2f)",
            c->ms, c->f32_gflops, c->winograd_gflops, c->f32_gflops > 0 ? c->winograd_gflops / c->f32_gflops : 0);
@@ -227,8 +239,7 @@ static void print_cpu(void) {
     else
         printf("; no int16 convolutions with these kernels");
     qtts_decoder_precision chosen = QTTS_DECODER_F32; /* what the engine takes: its own chooser */
-    qtts_err perr = {0};
-    qtts_decoder_precision_choose("auto", QTTS_Q8_0, &chosen, &perr); /* "auto" cannot fail */
+    qtts_decoder_precision_choose("auto", QTTS_Q8_0, c, &chosen, &perr); /* "auto" cannot fail */
     printf("\ndecoder precision auto: %s with q8_0/q4_k weights (a path that changes the arithmetic only when at "
            "least 1.1x faster than its f32 form), f32 otherwise\n",
            qtts_decoder_precision_name(chosen));
@@ -240,10 +251,12 @@ int cmd_info(int argc, char **argv) {
         fprintf(out, "usage: qtts info PATH\n"
                      "       qtts info --config-keys\n"
                      "       qtts info --cpu\n"
+                     "       qtts info --devices\n"
                      "  PATH: a Qwen3-TTS model folder (official or Transformers-native), a bare speech-tokenizer folder,\n"
                      "        a qtts .gguf, or a qwentts.cpp or CrispASR .gguf (its companion file next to it)\n"
                      "  --config-keys: every config key qtts reads, with its default or why it is required\n"
-                     "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n");
+                     "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n"
+                     "  --devices: the Vulkan devices (name, driver, memory, subgroup size, the features qtts uses)\n");
         return argc == 2 ? CLI_OK : CLI_USAGE;
     }
     if (!strcmp(argv[1], "--config-keys")) {
@@ -252,6 +265,14 @@ int cmd_info(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--cpu")) {
         print_cpu();
+        return CLI_OK;
+    }
+    if (!strcmp(argv[1], "--devices")) {
+        qtts_err err = {0};
+        if (qtts_gpu_list_devices(stdout, &err)) {
+            cli_error("info --devices: %s", err.msg);
+            return CLI_FAIL;
+        }
         return CLI_OK;
     }
     if (argv[1][0] == '-') {

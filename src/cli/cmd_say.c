@@ -26,6 +26,8 @@
 #include "io/spk.h"
 #include "qtts.h"
 #include "voices/voice_files.h"
+#include "text/norm_lang.h"
+#include "text/normalize.h"
 #include "text/split.h"
 #include "text/utf8.h"
 
@@ -54,6 +56,9 @@ static void say_usage(FILE *out) {
             "                            cloned as the server does; CustomVoice: a built-in speaker\n"
             "      --voices-dir DIR      where registered voices are (default $QTTS_VOICES_DIR)\n"
             "      --lang NAME           language or 'auto' (default auto)\n"
+            "      --normalize MODE      full (default: numbers, money, units, dates, markdown, URLs in words),\n"
+            "                            basic (markdown, emoji, URLs only) or off; see qtts normalize\n"
+            "      --no-normalize        the same as --normalize off\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
             "      --greedy              argmax everywhere (deterministic)\n"
@@ -193,13 +198,15 @@ typedef struct {
     int n_guarded;     /* utterances the runaway guard ended */
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
+    int normalized; /* the text front end ran on the whole text: chunks go as they are */
 } say_job;
 
 enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
-    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
+    O_NO_NORMALIZE,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -215,6 +222,7 @@ static const struct option say_options[] = {
     {"cp-temperature", required_argument, 0, O_CPTEMP}, {"cp-top-k", required_argument, 0, O_CPTOPK},
     {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
+    {"normalize", required_argument, 0, O_NORMALIZE}, {"no-normalize", no_argument, 0, O_NO_NORMALIZE},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
@@ -265,6 +273,14 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_REF_SPK: o->ref_spk = optarg; break;
         case O_REF_RVQ: o->ref_rvq = optarg; break;
         case O_LANG: r->language = optarg; break;
+        case O_NORMALIZE: {
+            int m = qtts_norm_mode_parse(optarg);
+            if (m < 0) cli_error("--normalize takes off, basic or full, not '%s'", optarg), bad = 1;
+            else r->normalize = m == QTTS_NORM_OFF ? QTTS_NORMALIZE_OFF : m == QTTS_NORM_BASIC ? QTTS_NORMALIZE_BASIC
+                                                                                               : QTTS_NORMALIZE_FULL;
+            break;
+        }
+        case O_NO_NORMALIZE: r->normalize = QTTS_NORMALIZE_OFF; break;
         case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
@@ -422,6 +438,21 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         if (say_script_parse(o->script, j->text, j->text_len, &j->script, &joined, &j->text_len)) return CLI_FAIL;
         free(j->text);
         j->text = joined;
+        /* the turns' offsets index this text: each chunk is normalized by the engine at submit */
+    } else if (o->req.normalize != QTTS_NORMALIZE_OFF) {
+        /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
+        static const qtts_norm_mode MODES[] = {QTTS_NORM_FULL, QTTS_NORM_OFF, QTTS_NORM_BASIC, QTTS_NORM_FULL};
+        const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
+        size_t n = 0;
+        char *norm = qtts_text_normalize(j->text, j->text_len, lang, MODES[o->req.normalize], &n, &qe);
+        if (!norm) {
+            cli_error("normalizing the text: %s", qe.msg);
+            return CLI_FAIL;
+        }
+        if (o->verbose) fprintf(stderr, "normalized: %s\n", norm);
+        free(j->text);
+        j->text = norm, j->text_len = n;
+        j->normalized = 1;
     }
     qtts_split_params_default(&j->sp);
     j->sp.by_line = o->by_line;
@@ -466,6 +497,7 @@ static int say_start_engine(const say_opts *o, say_job *j) {
         const qtts_model_info *mi = qtts_engine_info(j->e);
         fprintf(stderr, "qtts: %s %s model, weights %s, decoder %s, KV cache %s, %d threads\n", mi->size, mi->variant,
                 mi->weight_type, mi->decoder_precision, mi->kv_cache, mi->n_threads);
+        if (mi->load_report) fprintf(stderr, "qtts: %s\n", mi->load_report);
     }
     return CLI_CONTINUE;
 }
@@ -694,6 +726,7 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
     }
     qtts_request req = o->req;
     req.text = piece;
+    if (j->normalized) req.normalize = QTTS_NORMALIZE_OFF; /* done once for the whole text */
     req.seed = base_seed + (uint64_t)i;
     req.keep_codes = o->save_codes != NULL;
     if (j->script.d.n) { /* the turn's voice */
@@ -849,11 +882,11 @@ static int say_speak_all(const say_opts *o, say_job *j) {
 /* What shapes a book chapter's audio besides its text (the resume hash). */
 static void book_settings(const say_opts *o, char *out, size_t size) {
     const qtts_request *r = &o->req;
-    snprintf(out, size, "%s|%s|%s|%s|%s|%s|%d|%d|%llu|%g|%d|%g|%g|%d|%s|%s|%s", o->format, o->sample_format,
+    snprintf(out, size, "%s|%s|%s|%s|%s|%s|%d|%d|%llu|%g|%d|%g|%g|%d|%s|%s|%s|%d", o->format, o->sample_format,
              r->speaker ? r->speaker : "", o->voice ? o->voice : "", r->instruct ? r->instruct : "",
              r->language ? r->language : "", r->greedy, r->x_vector_only, (unsigned long long)r->seed, r->temperature,
              r->top_k, r->top_p, r->repetition_penalty, r->max_frames, o->ref_audio ? o->ref_audio : "",
-             o->ref_spk ? o->ref_spk : "", o->quant ? o->quant : "");
+             o->ref_spk ? o->ref_spk : "", o->quant ? o->quant : "", (int)r->normalize);
 }
 
 static void format_hms(double s, char *out, size_t size) {

@@ -18,6 +18,7 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "write a model as one quantized .gguf file (q8_0, q4_k, bf16, f32)"},
     {"info", cmd_info, "show what a model folder, .gguf or speech-tokenizer folder contains"},
     {"tokenize", cmd_tokenize, "text -> token ids with the model's text tokenizer"},
+    {"normalize", cmd_normalize, "text -> what the model reads (numbers, markdown, URLs in words)"},
     {"codec", cmd_codec, "speech tokenizer on its own: encode audio to .rvq (+ .spk), decode .rvq to audio"},
     {"download", cmd_download, "fetch an official checkpoint from the HuggingFace hub into the model cache"},
     {"bench", cmd_bench, "end-to-end speed benchmark at real model sizes (random weights) or on a model"},

@@ -7,6 +7,10 @@
 #include <malloc.h>
 #endif
 #include <string.h>
+#include <stdint.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static void vfail(qtts_err *e, qtts_status status, const char *fmt, va_list ap) {
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
@@ -72,6 +76,16 @@ void *qtts_malloc(size_t size, qtts_err *e) {
 void qtts_heap_trim(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);
+#endif
+}
+
+void qtts_advise_huge(void *p, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20, b = ((uintptr_t)p + huge - 1) & ~(huge - 1),
+                    e = ((uintptr_t)p + size) & ~(huge - 1);
+    if (e > b) (void)madvise((void *)b, e - b, MADV_HUGEPAGE);
+#else
+    (void)p, (void)size;
 #endif
 }
 

@@ -36,5 +36,10 @@ void *qtts_calloc(size_t count, size_t size, qtts_err *e);
  * originals before quantization, conversions) leave free holes that glibc
  * keeps resident: 908 -> 847 MB after loading 0.6B q4_k. */
 void qtts_heap_trim(void);
+/* Asks for transparent huge pages on the whole 2 MiB pages inside a large
+ * fresh buffer (Linux madvise; a no-op elsewhere or when refused): a load
+ * writes hundreds of MB of converted weights, and with 4 KiB pages the
+ * faults cost about as much as the conversion. */
+void qtts_advise_huge(void *p, size_t size);
 
 #endif

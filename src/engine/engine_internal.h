@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "engine/calibration_cache.h"
 #include "engine/executor.h"
 #include "engine/overlap_policy.h"
 #include "model/codec_decoder.h"
@@ -76,8 +77,28 @@ struct clone_frontend *clone_frontend_open(const char *model_dir, const qtts_sto
 void clone_frontend_free(struct clone_frontend *c);
 void clone_frontend_release_pages(struct clone_frontend *c);
 
+/* engine_tuning.c: the loader's kernel decisions (engine thread, during a load). */
+typedef struct engine_tuning {
+    qtts_calibration_key key;
+    qtts_calibration_set cal; /* from the cache, completed by measurements */
+    char path[4200];          /* the cache file ("" : none) */
+    int dirty;                /* measured something the file lacks */
+    int n_measured;           /* measurements this load ran */
+    double measure_ms;
+    int verbose;
+    qtts_weight_layout layout; /* what the LM matrices were loaded with */
+} engine_tuning;
+void engine_tuning_begin(qtts_engine *e, qtts_pool *pool, int verbose);
+void engine_tuning_end(qtts_engine *e); /* writes the cache where something was measured */
+/* The layout for LM matrices of `type` (measured on pool or cached, or as the environment forces). */
+const qtts_weight_layout *engine_tuning_layout(qtts_engine *e, qtts_pool *pool, qtts_dtype type);
+/* The decoder convolution measurement (cached, or measured on this thread). */
+const qtts_conv_calibration *engine_tuning_conv(qtts_engine *e);
+
 struct qtts_engine {
     qtts_exec *exec;
+    engine_tuning tuning;
+    char load_report[768];
     qtts_talker_model *talker;
     qtts_codec_decoder *decoder;
     qtts_tokenizer *tok;

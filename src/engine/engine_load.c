@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "engine/engine_internal.h"
 #include "io/gguf.h"
 #include "io/layout.h"
@@ -46,10 +47,38 @@ int engine_build_name_lists(qtts_engine *e) {
     return 0;
 }
 
+/* The type the LM matrices will have: as asked (fitted to their width), or as stored. */
+static qtts_dtype lm_weight_type(const qtts_store *st, qtts_dtype want) {
+    const qtts_tensor *t = qtts_store_find(st, "talker.model.layers.0.self_attn.q_proj.weight");
+    if (!t || t->ndim != 2) return want;
+    return want == QTTS_DTYPE_INVALID ? t->type : qtts_dtype_fit(want, t->shape[1], t->type);
+}
+
+/* Milliseconds per load phase, for the report. */
+typedef struct {
+    double open, calibrate, weights, decoder, text, release, precision;
+} load_times;
+
+/* The talker from st (which it takes), its matrices converted and laid out
+ * as the loader decided on the engine's pool. */
+static int load_talker(qtts_engine *e, qtts_pool *pool, qtts_store *st, const qtts_model_config *cfg,
+                       const qtts_generation_config *gen, qtts_talker_options *topt, load_times *lt, qtts_err *err) {
+    double t0 = qtts_now_ms();
+    const double m0 = e->tuning.measure_ms;
+    topt->pool = pool;
+    topt->layout = engine_tuning_layout(e, pool, lm_weight_type(st, topt->weight_type));
+    lt->calibrate += e->tuning.measure_ms - m0;
+    t0 += e->tuning.measure_ms - m0;
+    e->talker = qtts_talker_model_from_store(st, cfg, gen, topt, err); /* owns the store */
+    lt->weights += qtts_now_ms() - t0;
+    return e->talker ? 0 : -1;
+}
+
 /* A model whose tensors are not an official folder's (a qtts .gguf, another
  * project's GGUF pair, a Transformers-native folder): its text files are in
  * a private folder, its tensors under the official names (io/layout.h). */
-static int load_packed(qtts_engine *e, qtts_model_files *mf, const qtts_talker_options *topt, qtts_err *err) {
+static int load_packed(qtts_engine *e, qtts_pool *pool, qtts_model_files *mf, qtts_talker_options *topt,
+                       load_times *lt, qtts_err *err) {
     const char *tmp = mf->dir;
     qtts_store *model_store = mf->model_store;
     e->codec_store = mf->codec_store;
@@ -62,36 +91,61 @@ static int load_packed(qtts_engine *e, qtts_model_files *mf, const qtts_talker_o
     int ok = !qtts_model_config_load(&cfg, tmp, err) && !qtts_generation_config_load(&gen, tmp, err) &&
              !qtts_codec_config_load(&cc, codec_dir, err);
     if (ok) {
-        e->talker = qtts_talker_model_from_store(model_store, &cfg, &gen, topt, err); /* owns the store */
+        ok = !load_talker(e, pool, model_store, &cfg, &gen, topt, lt, err);
         model_store = NULL;
-        ok = e->talker && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, err)) != NULL &&
-             (e->tok = qtts_tok_load(tmp, err)) != NULL;
+        double t0 = qtts_now_ms();
+        ok = ok && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, err)) != NULL;
+        lt->decoder += qtts_now_ms() - t0;
+        t0 = qtts_now_ms();
+        ok = ok && (e->tok = qtts_tok_load(tmp, err)) != NULL;
         if (ok && cfg.variant == QTTS_VARIANT_BASE)
             ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, err)) != NULL;
+        lt->text += qtts_now_ms() - t0;
     }
     qtts_store_free(model_store);
     return ok ? 0 : -1;
 }
 
 /* An official model folder. */
-static int load_folder(qtts_engine *e, const char *path, const qtts_talker_options *topt, qtts_err *err) {
-    e->talker = qtts_talker_model_load(path, topt, err);
-    if (!e->talker) return -1;
+static int load_folder(qtts_engine *e, qtts_pool *pool, const char *path, qtts_talker_options *topt, load_times *lt,
+                       qtts_err *err) {
+    double t0 = qtts_now_ms();
+    qtts_model_config cfg;
+    qtts_generation_config gen;
+    if (qtts_model_config_load(&cfg, path, err) || qtts_generation_config_load(&gen, path, err)) return -1;
+    qtts_store *st = qtts_store_open(path, err);
+    lt->open += qtts_now_ms() - t0;
+    if (!st || load_talker(e, pool, st, &cfg, &gen, topt, lt, err)) return -1;
+    t0 = qtts_now_ms();
     e->decoder = qtts_codec_decoder_open(path, err);
+    lt->decoder += qtts_now_ms() - t0;
     if (!e->decoder) return -1;
+    t0 = qtts_now_ms();
     e->tok = qtts_tok_load(path, err);
     if (!e->tok) return -1;
     if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
         e->cloner = clone_frontend_open(path, e->talker->store, NULL, &e->talker->cfg, err);
         if (!e->cloner) return -1;
     }
+    lt->text += qtts_now_ms() - t0;
     return 0;
+}
+
+static void load_report(qtts_engine *e, const load_times *lt, double total) {
+    snprintf(e->load_report, sizeof e->load_report,
+             "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LM weights %.0f (convert, repack), "
+             "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f",
+             total, lt->open, lt->calibrate, e->tuning.n_measured, lt->weights, lt->decoder, lt->precision, lt->text,
+             lt->release);
+    e->info.load_report = e->load_report;
+    e->info.kernels_measured = e->tuning.n_measured;
 }
 
 void engine_load_models(qtts_pool *pool, void *ctx) {
     engine_load_job *j = ctx;
     qtts_engine *e = j->e;
-    (void)pool;
+    const double t_load = qtts_now_ms();
+    load_times lt = {0};
     j->rc = -1;
     qtts_talker_options topt = {.weight_type = QTTS_DTYPE_INVALID};
     if (j->p->weight_type && *j->p->weight_type && strcmp(j->p->weight_type, "auto") != 0) {
@@ -107,11 +161,15 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
         j->err.status = QTTS_ERR_INVALID;
         return;
     }
+    engine_tuning_begin(e, pool, j->p->verbose);
     const char *path = j->p->model_path;
     qtts_model_files mf;
+    double t0 = qtts_now_ms();
     if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT, &j->err)) return;
+    lt.open += qtts_now_ms() - t0;
     if (mf.note[0] && j->p->verbose) fprintf(stderr, "qtts: %s (%s layout): %s\n", mf.files, mf.layout, mf.note);
-    int rc = mf.model_store ? load_packed(e, &mf, &topt, &j->err) : load_folder(e, path, &topt, &j->err);
+    int rc = mf.model_store ? load_packed(e, pool, &mf, &topt, &lt, &j->err)
+                            : load_folder(e, pool, path, &topt, &lt, &j->err);
     qtts_model_files_close(&mf);
     if (rc) return;
     /* Converted and packed weights live in their own memory now: let the
@@ -119,22 +177,35 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
      * and the heap's holes (f32 copies packed into other layouts) go back to
      * the system before the decoder's conversion adds its own weights (0.6B
      * q4_k in the bench: load peak 992 -> 973 MB, 908 -> 848 MB after it). */
+    t0 = qtts_now_ms();
     qtts_store_release_pages(e->talker->store);
     qtts_store_release_pages(qtts_codec_decoder_owned_store(e->decoder));
     qtts_store_release_pages(e->codec_store);
     if (e->cloner) clone_frontend_release_pages(e->cloner);
     qtts_heap_trim();
+    lt.release += qtts_now_ms() - t0;
+    const qtts_dtype lm_type = e->talker->lm.layers[0].q.type;
     qtts_decoder_precision prec;
-    if (qtts_decoder_precision_choose(j->p->decoder_precision, e->talker->lm.layers[0].q.type, &prec, &j->err) ||
+    const qtts_conv_calibration *conv = NULL;
+    if (qtts_decoder_precision_measures(j->p->decoder_precision, lm_type)) {
+        const double m0 = e->tuning.measure_ms;
+        conv = engine_tuning_conv(e);
+        lt.calibrate += e->tuning.measure_ms - m0;
+    }
+    t0 = qtts_now_ms();
+    if (qtts_decoder_precision_choose(j->p->decoder_precision, lm_type, conv, &prec, &j->err) ||
         qtts_codec_decoder_set_precision(e->decoder, prec, &j->err))
         return;
     qtts_heap_trim(); /* the direct weights a Winograd or bf16 conversion freed */
-    e->info.weight_type = qtts_dtype_name(e->talker->lm.layers[0].q.type);
+    lt.precision += qtts_now_ms() - t0;
+    engine_tuning_end(e);
+    e->info.weight_type = qtts_dtype_name(lm_type);
     e->info.decoder_precision = qtts_decoder_precision_name(prec);
     if (qtts_kv_type_choose(j->p->kv_cache, e->talker->lm.layers[0].q.type, &e->talker->kv_type, &j->err)) return;
     e->info.kv_cache = qtts_dtype_name(e->talker->kv_type);
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch) return;
+    load_report(e, &lt, qtts_now_ms() - t_load);
     j->rc = 0;
 }
 

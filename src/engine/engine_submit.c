@@ -13,6 +13,8 @@
 #include "core/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
+#include "text/norm_lang.h"
+#include "text/normalize.h"
 #include "text/utf8.h"
 
 void slot_free(slot *s) {
@@ -148,6 +150,29 @@ static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode 
     return 0;
 }
 
+/* The text front end on the engine's copy of the text (byte work on the
+ * caller's thread, like validation). */
+static int normalize_text(const qtts_request *r, char **text, qtts_err *err) {
+    static const qtts_norm_mode MODES[] = {QTTS_NORM_FULL, QTTS_NORM_OFF, QTTS_NORM_BASIC, QTTS_NORM_FULL};
+    if (r->normalize < 0 || r->normalize > QTTS_NORMALIZE_FULL)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "normalize must be a qtts_normalize_mode (0-3), not %d",
+                            r->normalize);
+    qtts_norm_mode mode = MODES[r->normalize];
+    if (mode == QTTS_NORM_OFF) return 0;
+    /* a language without text rules (a dialect): guessed from the text */
+    const char *lang = qtts_norm_lang_find(r->language) ? r->language : "auto";
+    char *out = qtts_text_normalize(*text, strlen(*text), lang, mode, NULL, err);
+    if (!out) return qtts_fail_prefix(err, "normalizing the text");
+    if (!out[strspn(out, " \t\r\n")]) {
+        free(out);
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text has nothing to read once normalized (markup, "
+                                                   "emoji or code only); set normalize to off to read it as it is");
+    }
+    free(*text);
+    *text = out;
+    return 0;
+}
+
 /* The engine's own copy of the request (strings and a voice reference). */
 static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *err) {
     slot *s = calloc(1, sizeof *s);
@@ -155,6 +180,10 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
     if (s) {
         s->req = *r;
         s->text = r->text_incomplete ? NULL : dup_or_null(r->text, &oom); /* incremental: in the stream */
+        if (s->text && normalize_text(r, &s->text, err)) {
+            slot_free(s);
+            return NULL;
+        }
         s->language = dup_or_null(r->language, &oom);
         s->speaker = dup_or_null(r->speaker, &oom);
         s->instruct = dup_or_null(r->instruct, &oom);

@@ -31,8 +31,10 @@ enum { N_TEXT_FILES = sizeof text_files / sizeof text_files[0] };
 
 int qtts_pack_is_quantizable(const char *name, int ndim) {
     size_t n = strlen(name);
+    /* not the embedding tables: the loader reads their rows as stored whatever --quant says, so a .gguf
+     * loads to exactly the engine the folder gives with the same --quant (bit-identical audio) */
     return ndim == 2 && !strncmp(name, "talker.", 7) && n > 7 && !strcmp(name + n - 7, ".weight") &&
-           !strstr(name, "norm");
+           !strstr(name, "norm") && !strstr(name, "embedding");
 }
 
 /* config and tokenizer files; vocab.json is 2.8 MB */
@@ -178,6 +180,9 @@ int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtt
     *codec_store = qtts_store_new(err);
     if (!*codec_store) goto done;
     qtts_store_set_source(*codec_store, gguf_path);
+    /* the speech tokenizer's f32 weights are copied at load: their pages must be released as the talker's are
+     * (without this the 0.6B .gguf kept ~450 MB of them resident) */
+    if (qtts_store_borrow_mappings(*codec_store, *model_store, err)) goto done;
     size_t plen = strlen(QTTS_PACK_CODEC_PREFIX);
     for (int i = 0; i < qtts_store_count(*model_store); i++) {
         const qtts_tensor *t = qtts_store_at(*model_store, i);

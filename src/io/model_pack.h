@@ -14,8 +14,9 @@
 #define QTTS_PACK_CODEC_PREFIX "speech_tokenizer."
 
 /* Whether a tensor is a dense weight matrix that quantization applies to:
- * the talker's and code predictor's 2-D ".weight" tensors (norms, biases,
- * codec and speaker-encoder tensors stay as they are). */
+ * the talker's and code predictor's 2-D ".weight" tensors that the loader
+ * converts with --quant (norms, biases, embedding tables, codec and
+ * speaker-encoder tensors stay as they are). */
 int qtts_pack_is_quantizable(const char *name, int ndim);
 
 /* Writes the model at in_path (any layout io/layout.h reads) as a GGUF at

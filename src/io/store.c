@@ -1,5 +1,6 @@
 #include "io/store.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ typedef struct {
     void *addr;
     size_t len;
     int file_backed; /* its pages can be dropped and re-read */
+    int borrowed;    /* another store's (qtts_store_borrow_mappings): not unmapped with this one */
 } mapping;
 
 struct qtts_store {
@@ -45,7 +47,8 @@ void qtts_store_free(qtts_store *st) {
     if (!st) return;
     for (int i = 0; i < st->count; i++) free((void *)st->tensors[i].name);
     for (int i = 0; i < st->n_owned; i++) free(st->owned[i]);
-    for (int i = 0; i < st->n_maps; i++) munmap(st->maps[i].addr, st->maps[i].len);
+    for (int i = 0; i < st->n_maps; i++)
+        if (!st->maps[i].borrowed) munmap(st->maps[i].addr, st->maps[i].len);
     free(st->tensors);
     free(st->buckets);
     free(st->owned);
@@ -148,8 +151,17 @@ int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_bac
         st->maps = n;
         st->cap_maps = cap;
     }
-    st->maps[st->n_maps++] = (mapping){addr, len, file_backed};
+    st->maps[st->n_maps++] = (mapping){addr, len, file_backed, 0};
     for (int i = 0; i < st->count; i++) st->tensors[i].mapped |= in_mapping(st, st->tensors[i].data);
+    return 0;
+}
+
+int qtts_store_borrow_mappings(qtts_store *st, const qtts_store *from, qtts_err *err) {
+    for (int i = 0; i < from->n_maps; i++) {
+        if (qtts_store_keep_mapping(st, from->maps[i].addr, from->maps[i].len, from->maps[i].file_backed, err))
+            return -1;
+        st->maps[st->n_maps - 1].borrowed = 1;
+    }
     return 0;
 }
 
@@ -295,8 +307,10 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
     return want;
 }
 
-int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
-    if (qtts_mat_from_tensor(m, t, want, err) || qtts_mat_interleave(m, err)) {
+int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err) {
+    const qtts_dtype want = plan ? plan->type : QTTS_DTYPE_INVALID;
+    if (qtts_mat_from_tensor_pool(m, t, want, plan ? plan->pool : NULL, err) ||
+        qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err)) {
         qtts_mat_free(m);
         return -1;
     }
@@ -307,7 +321,51 @@ int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype wa
     return 0;
 }
 
+int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
+    const qtts_weight_plan plan = {.type = want};
+    return qtts_mat_from_tensor_plan(m, t, &plan, err);
+}
+
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {
+    return qtts_mat_from_tensor_pool(m, t, want, NULL, err);
+}
+
+/* Rows [begin, end) of a conversion, through one f32 row. */
+typedef struct {
+    const qtts_tensor *t;
+    qtts_mat *m;
+    size_t src_row;
+    atomic_int failed; /* out of memory for a row buffer */
+} convert_job;
+
+static void convert_rows(void *ctx, int64_t begin, int64_t end, int tid) {
+    convert_job *j = ctx;
+    (void)tid;
+    const qtts_mat *m = j->m;
+    float *row = malloc((size_t)m->cols * sizeof(float));
+    if (!row) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    for (int64_t r = begin; r < end; r++) {
+        const char *src = (const char *)j->t->data + (size_t)r * j->src_row;
+        char *dst = (char *)m->owned + (size_t)r * m->row_bytes;
+        qtts_dequantize_row(j->t->type, src, row, m->cols);
+        switch (m->type) {
+        case QTTS_F32: memcpy(dst, row, (size_t)m->cols * sizeof(float)); break;
+        case QTTS_BF16:
+            for (int64_t i = 0; i < m->cols; i++) ((uint16_t *)(void *)dst)[i] = qtts_f32_to_bf16(row[i]);
+            break;
+        case QTTS_F16:
+            for (int64_t i = 0; i < m->cols; i++) ((uint16_t *)(void *)dst)[i] = qtts_f32_to_f16(row[i]);
+            break;
+        default: qtts_quantize_row(m->type, row, dst, m->cols); break;
+        }
+    }
+    free(row);
+}
+
+int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err) {
     memset(m, 0, sizeof *m);
     if (t->ndim < 2) return qtts_fail(err, "tensor '%s' is not a matrix", t->name);
     int64_t rows = t->shape[0], cols = 1;
@@ -328,35 +386,23 @@ int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtt
         m->data = t->data;
         return 0;
     }
-    void *buf = qtts_malloc(m->row_bytes * (size_t)rows, err);
-    float *row = qtts_malloc((size_t)cols * sizeof(float), err);
-    if (!buf || !row) {
-        free(buf);
-        free(row);
-        return -1;
+    if (!qtts_dtype_known(t->type)) return qtts_fail(err, "tensor '%s': cannot convert dtype %d to f32", t->name, (int)t->type);
+    if (cols % qtts_dtype_block_elems(t->type))
+        return qtts_fail(err, "tensor '%s': %lld columns is not a whole number of %s blocks", t->name, (long long)cols,
+                         qtts_dtype_name(t->type));
+    /* 64-aligned: the interleaving and stacking that may follow use whole-vector loads */
+    const size_t bytes = m->row_bytes * (size_t)rows, alloc = (bytes + 63) / 64 * 64;
+    m->owned = aligned_alloc(64, alloc ? alloc : 64);
+    if (!m->owned) return qtts_fail(err, "out of memory converting tensor '%s' (%zu bytes)", t->name, bytes);
+    m->data = m->owned;
+    qtts_advise_huge(m->owned, alloc);
+    convert_job j = {.t = t, .m = m, .src_row = qtts_dtype_row_bytes(t->type, cols)};
+    atomic_init(&j.failed, 0);
+    /* a row's conversion is about as much work as a matrix-vector product reading it (a Q4_K fit: far more) */
+    qtts_parallel_for_work(pool, rows, 16, (double)rows * (double)cols, convert_rows, &j);
+    if (atomic_load(&j.failed)) {
+        qtts_mat_free(m);
+        return qtts_fail(err, "out of memory converting tensor '%s'", t->name);
     }
-    size_t src_row = qtts_dtype_row_bytes(t->type, cols);
-    for (int64_t r = 0; r < rows; r++) {
-        const char *src = (const char *)t->data + (size_t)r * src_row;
-        char *dst = (char *)buf + (size_t)r * m->row_bytes;
-        if (qtts_convert_to_f32(t->type, src, row, cols, err)) {
-            free(buf);
-            free(row);
-            return qtts_fail_prefix(err, "tensor '%s'", t->name);
-        }
-        switch (want) {
-        case QTTS_F32: memcpy(dst, row, (size_t)cols * sizeof(float)); break;
-        case QTTS_BF16:
-            for (int64_t i = 0; i < cols; i++) ((uint16_t *)dst)[i] = qtts_f32_to_bf16(row[i]);
-            break;
-        case QTTS_F16:
-            for (int64_t i = 0; i < cols; i++) ((uint16_t *)dst)[i] = qtts_f32_to_f16(row[i]);
-            break;
-        default: qtts_quantize_row(want, row, dst, cols); break;
-        }
-    }
-    free(row);
-    m->data = buf;
-    m->owned = buf;
     return 0;
 }

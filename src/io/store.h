@@ -5,6 +5,8 @@
 #define QTTS_IO_STORE_H
 
 #include "core/err.h"
+#include "core/threadpool.h"
+#include "tensor/interleave.h"
 #include "tensor/tensor.h"
 
 typedef struct qtts_store qtts_store;
@@ -31,6 +33,11 @@ int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, 
  * RSS and re-read from the file. An anonymous mapping's never are (dropping
  * them would zero its contents). */
 int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_backed, qtts_err *err);
+/* Tells st about from's mappings, which some of st's tensors lie in (from
+ * must outlive st; st never unmaps them), so that their pages can be
+ * released as a mapped tensor's are: converted copies then do not keep the
+ * originals resident. */
+int qtts_store_borrow_mappings(qtts_store *st, const qtts_store *from, qtts_err *err);
 
 /* For the file readers: the bytes [begin, end) of one tensor's data. */
 typedef struct qtts_span {
@@ -99,5 +106,18 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback);
  * weights that only qtts_linear reads. */
 int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
 int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err);
+
+/* What a model load does with its weight matrices, decided by the engine
+ * loader and passed down to every qtts_mat_from_tensor_plan. */
+typedef struct qtts_weight_plan {
+    qtts_dtype type;                  /* storage type; QTTS_DTYPE_INVALID: as stored (zero-copy) */
+    qtts_pool *pool;                  /* converts rows on its threads (its owner calls); NULL: this thread */
+    const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
+} qtts_weight_plan;
+
+/* qtts_mat_from_tensor_kernel as plan says (NULL plan: as stored, rows). */
+int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err);
+/* qtts_mat_from_tensor, converting on pool (NULL: this thread). */
+int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err);
 
 #endif

@@ -20,7 +20,7 @@ void qtts_code_predictor_free(qtts_code_predictor *cp) {
 }
 
 int qtts_code_predictor_load(qtts_code_predictor *cp, const qtts_store *st, const qtts_model_config *cfg,
-                             qtts_dtype wtype, qtts_err *err) {
+                             const qtts_weight_plan *plan, qtts_err *err) {
     memset(cp, 0, sizeof *cp);
     const int64_t Dt = cfg->talker.hidden, Dc = cfg->cp.hidden, V = cfg->cp.vocab;
     cp->n_groups = (int)cfg->num_code_groups - 1;
@@ -34,18 +34,18 @@ int qtts_code_predictor_load(qtts_code_predictor *cp, const qtts_store *st, cons
         if (!(cp->emb[i] = qtts_store_get2(st, name, V, Dt, err))) goto fail;
         snprintf(name, sizeof name, "talker.code_predictor.lm_head.%d.weight", i);
         const qtts_tensor *t = qtts_store_get2(st, name, V, Dc, err);
-        if (!t || qtts_mat_from_tensor_kernel(&cp->heads[i], t, wtype, err)) goto fail;
+        if (!t || qtts_mat_from_tensor_plan(&cp->heads[i], t, plan, err)) goto fail;
     }
     const qtts_tensor *pw = qtts_store_find(st, "talker.code_predictor.small_to_mtp_projection.weight");
     if (pw || Dt != Dc) {
         const qtts_tensor *pb;
         if (!(pw = qtts_store_get2(st, "talker.code_predictor.small_to_mtp_projection.weight", Dc, Dt, err)) ||
             !(pb = qtts_store_get1(st, "talker.code_predictor.small_to_mtp_projection.bias", Dc, err)) ||
-            qtts_mat_from_tensor_kernel(&cp->proj, pw, wtype, err) || !(cp->proj_b = qtts_tensor_to_f32(pb, err)))
+            qtts_mat_from_tensor_plan(&cp->proj, pw, plan, err) || !(cp->proj_b = qtts_tensor_to_f32(pb, err)))
             goto fail;
         cp->has_proj = 1;
     }
-    if (qtts_lm_load(&cp->lm, st, "talker.code_predictor.model.", &cfg->cp, wtype, err)) goto fail;
+    if (qtts_lm_load(&cp->lm, st, "talker.code_predictor.model.", &cfg->cp, plan, err)) goto fail;
     return 0;
 fail:
     qtts_code_predictor_free(cp);

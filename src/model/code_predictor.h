@@ -20,7 +20,7 @@ typedef struct {
 } qtts_code_predictor;
 
 int qtts_code_predictor_load(qtts_code_predictor *cp, const qtts_store *st, const qtts_model_config *cfg,
-                             qtts_dtype wtype, qtts_err *err);
+                             const qtts_weight_plan *plan, qtts_err *err);
 void qtts_code_predictor_free(qtts_code_predictor *cp);
 
 /* Picks a token from the raw logits of codebook `group` (1..G-1) for batch

@@ -822,15 +822,20 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
     return qtts_conv_to_bf16(&d->fin_conv, err);
 }
 
-int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err) {
+int qtts_decoder_precision_measures(const char *opt, qtts_dtype lm_weights) {
+    /* f32 weights ask for the reference: f32, and no start-up measurement for it */
+    return (!opt || !*opt || !strcmp(opt, "auto")) && (lm_weights == QTTS_Q8_0 || lm_weights == QTTS_Q4_K);
+}
+
+int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, const qtts_conv_calibration *measured,
+                                  qtts_decoder_precision *out, qtts_err *err) {
     if (!opt || !*opt || !strcmp(opt, "auto")) {
-        /* f32 weights ask for the reference: f32, and no start-up measurement for it */
-        if (lm_weights != QTTS_Q8_0 && lm_weights != QTTS_Q4_K) {
+        if (!qtts_decoder_precision_measures(opt, lm_weights) || !measured) {
             *out = QTTS_DECODER_F32;
             return 0;
         }
         /* another path only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
-        const qtts_conv_calibration *c = qtts_conv_calibrate();
+        const qtts_conv_calibration *c = measured;
         /* not WINOGRAD_F16: widening its panels made 8 streams' 16-frame steps ~5% slower (Zen 3), a memory
          * saving to be asked for */
         switch (qtts_conv_calibration_best(c)) {

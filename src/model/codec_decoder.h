@@ -26,6 +26,7 @@
 #include "core/threadpool.h"
 #include "io/store.h"
 #include "tensor/tensor.h"
+#include "tensor/conv_calibrate.h"
 #include "model/config.h"
 
 typedef struct qtts_codec_decoder qtts_codec_decoder;
@@ -74,11 +75,15 @@ qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *de
 /* The precision for a user option: "f32", "winograd", "winograd-f16",
  * "winograd-i16", "bf16", or NULL/""/"auto": with quantized LM weights
  * (q8_0/q4_k: speed was asked for, and their own error is far larger) the
- * fastest conv path as measured on this CPU at first use
- * (tensor/conv_calibrate.h: each of winograd, winograd-i16 and bf16 only
- * where it beats its f32 form by a margin), else f32. WINOGRAD_F16 only
- * when asked for. */
-int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, qtts_decoder_precision *out, qtts_err *err);
+ * fastest conv path in `measured` (tensor/conv_calibrate.h: each of
+ * winograd, winograd-i16 and bf16 only where it beats its f32 form by a
+ * margin; the engine loader measures on this CPU or reads its cache), else
+ * f32. WINOGRAD_F16 only when asked for. measured may be NULL where
+ * qtts_decoder_precision_measures says no measurement is needed. */
+int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, const qtts_conv_calibration *measured,
+                                  qtts_decoder_precision *out, qtts_err *err);
+/* Whether choosing for opt and lm_weights looks at a measurement ("auto" with q8_0/q4_k). */
+int qtts_decoder_precision_measures(const char *opt, qtts_dtype lm_weights);
 const char *qtts_decoder_precision_name(qtts_decoder_precision p);
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec);

@@ -14,11 +14,12 @@ static float *load_vec(const qtts_store *st, const char *name, int64_t n, qtts_e
     return t ? qtts_tensor_to_f32(t, err) : NULL;
 }
 
-static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t rows, int64_t cols, qtts_dtype wtype,
+static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t rows, int64_t cols,
+                    const qtts_weight_plan *plan,
                     qtts_err *err) {
     const qtts_tensor *t = qtts_store_get2(st, name, rows, cols, err);
     if (!t) return -1;
-    return qtts_mat_from_tensor_kernel(m, t, wtype, err);
+    return qtts_mat_from_tensor_plan(m, t, plan, err);
 }
 
 /* Stacks owned matrices of one type and width into one (see qtts_lm_layer). */
@@ -49,6 +50,7 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     size_t bytes_all = (rb * (size_t)rows + 63) / 64 * 64; /* 64-aligned: whole-vector kernel loads */
     char *buf = aligned_alloc(64, bytes_all ? bytes_all : 64);
     if (!buf) return qtts_fail(err, "out of memory stacking %lld weight rows", (long long)rows);
+    qtts_advise_huge(buf, bytes_all ? bytes_all : 64);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         size_t bytes = rb * (size_t)parts[i]->rows;
@@ -64,7 +66,8 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     return 0;
 }
 
-int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg, qtts_dtype wtype,
+int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg,
+                 const qtts_weight_plan *plan,
                  qtts_err *err) {
     memset(lm, 0, sizeof *lm);
     lm->cfg = *cfg;
@@ -76,13 +79,13 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
     for (int64_t i = 0; i < cfg->layers; i++) {
         qtts_lm_layer *L = &lm->layers[i];
 #define NM(suffix) (snprintf(name, sizeof name, "%slayers.%lld.%s", prefix, (long long)i, suffix), name)
-        if (load_mat(&L->q, st, NM("self_attn.q_proj.weight"), qd, D, wtype, err) ||
-            load_mat(&L->k, st, NM("self_attn.k_proj.weight"), kvd, D, wtype, err) ||
-            load_mat(&L->v, st, NM("self_attn.v_proj.weight"), kvd, D, wtype, err) ||
-            load_mat(&L->o, st, NM("self_attn.o_proj.weight"), D, qd, wtype, err) ||
-            load_mat(&L->gate, st, NM("mlp.gate_proj.weight"), I, D, wtype, err) ||
-            load_mat(&L->up, st, NM("mlp.up_proj.weight"), I, D, wtype, err) ||
-            load_mat(&L->down, st, NM("mlp.down_proj.weight"), D, I, wtype, err) ||
+        if (load_mat(&L->q, st, NM("self_attn.q_proj.weight"), qd, D, plan, err) ||
+            load_mat(&L->k, st, NM("self_attn.k_proj.weight"), kvd, D, plan, err) ||
+            load_mat(&L->v, st, NM("self_attn.v_proj.weight"), kvd, D, plan, err) ||
+            load_mat(&L->o, st, NM("self_attn.o_proj.weight"), D, qd, plan, err) ||
+            load_mat(&L->gate, st, NM("mlp.gate_proj.weight"), I, D, plan, err) ||
+            load_mat(&L->up, st, NM("mlp.up_proj.weight"), I, D, plan, err) ||
+            load_mat(&L->down, st, NM("mlp.down_proj.weight"), D, I, plan, err) ||
             !(L->in_norm = load_vec(st, NM("input_layernorm.weight"), D, err)) ||
             !(L->post_norm = load_vec(st, NM("post_attention_layernorm.weight"), D, err)) ||
             !(L->q_norm = load_vec(st, NM("self_attn.q_norm.weight"), cfg->head_dim, err)) ||

@@ -34,10 +34,10 @@ typedef struct {
 } qtts_lm;
 
 /* Loads "<prefix>layers.{i}.*" and "<prefix>norm.weight" (prefix e.g.
- * "talker.model."). wtype: storage type for the matrices (QTTS_DTYPE_INVALID
- * keeps the checkpoint's type as a zero-copy view). */
-int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg, qtts_dtype wtype,
-                 qtts_err *err);
+ * "talker.model."). plan: the matrices' storage type, layout and conversion
+ * pool (NULL: the checkpoint's type as a zero-copy view, GGML rows). */
+int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg,
+                 const qtts_weight_plan *plan, qtts_err *err);
 void qtts_lm_free(qtts_lm *lm);
 
 /* Per-sequence KV cache: one K and one V array per layer, [cap][kv_heads*head_dim],

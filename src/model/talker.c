@@ -62,7 +62,10 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
     m->kv_type = QTTS_F32;
     if (gen) m->gen = *gen;
     else qtts_generation_config_defaults(&m->gen);
-    qtts_dtype wt = opt ? opt->weight_type : QTTS_DTYPE_INVALID;
+    const qtts_weight_plan plan = {.type = opt ? opt->weight_type : QTTS_DTYPE_INVALID,
+                                   .pool = opt ? opt->pool : NULL,
+                                   .layout = opt ? opt->layout : NULL},
+                           *wt = &plan;
     const int64_t D = cfg->talker.hidden, TH = cfg->text_hidden;
     const qtts_tensor *t;
     if (cfg->cp.vocab > cfg->talker.vocab) {
@@ -74,11 +77,11 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
         !(m->codec_emb = qtts_store_get2(st, "talker.model.codec_embedding.weight", cfg->talker.vocab, D, err)))
         goto fail;
     if (!(t = qtts_store_get2(st, "talker.text_projection.linear_fc1.weight", -1, TH, err)) ||
-        qtts_mat_from_tensor_kernel(&m->fc1, t, wt, err))
+        qtts_mat_from_tensor_plan(&m->fc1, t, wt, err))
         goto fail;
     int64_t mid = t->shape[0];
     if (!(t = qtts_store_get2(st, "talker.text_projection.linear_fc2.weight", D, mid, err)) ||
-        qtts_mat_from_tensor_kernel(&m->fc2, t, wt, err))
+        qtts_mat_from_tensor_plan(&m->fc2, t, wt, err))
         goto fail;
     if (!(t = qtts_store_get1(st, "talker.text_projection.linear_fc1.bias", mid, err)) ||
         !(m->fc1_b = qtts_tensor_to_f32(t, err)) ||
@@ -86,7 +89,7 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
         !(m->fc2_b = qtts_tensor_to_f32(t, err)))
         goto fail;
     if (!(t = qtts_store_get2(st, "talker.codec_head.weight", cfg->talker.vocab, D, err)) ||
-        qtts_mat_from_tensor_kernel(&m->codec_head, t, wt, err))
+        qtts_mat_from_tensor_plan(&m->codec_head, t, wt, err))
         goto fail;
     if (qtts_lm_load(&m->lm, st, "talker.model.", &cfg->talker, wt, err)) goto fail;
     if (qtts_code_predictor_load(&m->cp, st, cfg, wt, err)) goto fail;

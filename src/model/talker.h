@@ -13,6 +13,10 @@ typedef struct {
      * projection, small_to_mtp_projection). QTTS_DTYPE_INVALID keeps the
      * checkpoint's type (zero-copy view of the mapped file). */
     qtts_dtype weight_type;
+    /* Converts weights on this pool's threads (its owner loads); NULL: the calling thread. */
+    qtts_pool *pool;
+    /* The Q8_0/Q4_K layout and kernel flags the engine loader chose; NULL: GGML rows. */
+    const qtts_weight_layout *layout;
 } qtts_talker_options;
 
 typedef struct qtts_talker_model {

@@ -19,7 +19,7 @@ int srv_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(print
 size_t srv_buf_take(srv_buf *b, void *out, size_t max);
 size_t srv_buf_pending(const srv_buf *b);
 void srv_buf_free(srv_buf *b);
-/* Sink adapter for srv_audio_out: user is an srv_buf*. */
+/* An encoder sink (audio/encoder.h) that appends: user is an srv_buf*. */
 int srv_buf_sink(void *user, const void *data, size_t n);
 
 #endif

@@ -1,12 +1,11 @@
 /* ElevenLabs-compatible routes (elevenlabs.h). A text-to-speech request
  * becomes the equivalent /v1/audio/speech body and goes through the same
- * parser (speech_request.h); its audio is resampled to the output_format's
- * rate (soxr) and encoded as it arrives, for both routes: the body is sent
- * chunked either way. */
+ * parser (speech_request.h); the server session (session.h) resamples its
+ * audio to the output_format's rate and encodes it as it arrives, for both
+ * routes: the body is sent chunked either way. */
 #include "server/elevenlabs.h"
 
 #include <cjson/cJSON.h>
-#include <soxr.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,8 +17,9 @@
 #include "server/audio_out.h"
 #include "server/auth.h"
 #include "server/internal.h"
+#include "server/pump.h"
+#include "server/session.h"
 
-#define READ_MAX 8192
 #define DEFAULT_FORMAT "mp3_44100_128" /* ElevenLabs' default */
 
 /* ---- output_format: codec_rate[_kbps] ---- */
@@ -244,111 +244,84 @@ static enum MHD_Result route_models(qtts_server *s, struct MHD_Connection *c) {
 
 typedef struct {
     qtts_server *s;
-    srv_job job;
+    srv_job job;          /* the pump's side: resumes the suspended connection */
+    srv_session *session; /* engine -> tempo -> the format's rate -> encoder */
     el_format f;
-    srv_audio_out *enc; /* mp3, pcm, wav, opus */
-    soxr_t rs;          /* 24 kHz to the format's rate; NULL at 24 kHz */
-    srv_buf out;
-    float *fbuf, *rbuf;
-    size_t rcap;
-    int state; /* 0 running, 1 finished, 2 cut */
-    int counted, listed;
+    srv_buf out; /* bytes ready for the socket */
+    srv_buf raw; /* G.711: the session's 16-bit PCM not yet companded */
+    int state;   /* 0 running, 1 finished, 2 cut */
+    int counted;
 } el_stream;
 
 static void el_free(el_stream *es) {
     if (!es) return;
-    if (es->listed) srv_pump_remove(es->s->pump, &es->job);
-    if (es->job.st) qtts_stream_free(es->job.st);
-    srv_job_destroy(&es->job);
-    srv_audio_out_free(es->enc);
-    if (es->rs) soxr_delete(es->rs);
+    srv_session_free(es->session); /* no notification reaches the job after this */
+    srv_pump_remove(es->s->pump, &es->job);
     srv_buf_free(&es->out);
-    free(es->fbuf);
-    free(es->rbuf);
+    srv_buf_free(&es->raw);
     if (es->counted) atomic_fetch_sub(&es->s->metrics.inflight, 1);
     free(es);
 }
 
-/* Encodes n samples at the output rate. */
-static int encode(el_stream *es, const float *y, size_t n) {
+static int is_g711(el_codec c) { return c == EL_ULAW || c == EL_ALAW; }
+
+/* G.711: the session's little-endian 16-bit samples (its one float -> s16
+ * rule) companded into out; an odd trailing byte waits for its pair. */
+static int compand(el_stream *es) {
     el_codec codec = k_codecs[es->f.row].codec;
-    if (codec != EL_ULAW && codec != EL_ALAW) return n && srv_audio_out_write(es->enc, y, n) ? -1 : 0;
+    size_t n = srv_buf_pending(&es->raw) / 2;
+    const unsigned char *p = (const unsigned char *)es->raw.data + es->raw.off;
     uint8_t b[1024];
     while (n) {
         size_t k = n < sizeof b ? n : sizeof b;
-        for (size_t i = 0; i < k; i++) {
-            float x = y[i] * 32768.0f;
-            int v = x >= 32767.0f ? 32767 : x <= -32768.0f ? -32768 : (int)(x < 0 ? x - 0.5f : x + 0.5f);
+        for (size_t i = 0; i < k; i++, p += 2) {
+            int v = (int16_t)(uint16_t)(p[0] | p[1] << 8);
             b[i] = codec == EL_ULAW ? g711_ulaw(v) : g711_alaw(v);
         }
         if (srv_buf_append(&es->out, b, k)) return -1;
-        y += k;
+        es->raw.off += 2 * k;
         n -= k;
     }
     return 0;
 }
 
-/* 24 kHz samples in (x NULL: the end), the output rate's out. */
-static int push(el_stream *es, const float *x, size_t n) {
-    if (!es->rs) return encode(es, x, n);
-    size_t want = (size_t)((double)n * es->f.rate / QTTS_SAMPLE_RATE) + 1024;
-    if (want > es->rcap) {
-        float *p = realloc(es->rbuf, want * sizeof *p);
-        if (!p) return -1;
-        es->rbuf = p;
-        es->rcap = want;
-    }
-    for (;;) {
-        size_t idone = 0, odone = 0;
-        if (soxr_process(es->rs, x, x ? n : 0, &idone, es->rbuf, es->rcap, &odone)) return -1;
-        if (encode(es, es->rbuf, odone)) return -1;
-        if (x) {
-            x += idone;
-            n -= idone;
-            if (!n) return 0;
-        } else if (!odone) {
-            return 0; /* flushed */
-        }
-    }
-}
-
-static void finish(el_stream *es) {
-    el_codec codec = k_codecs[es->f.row].codec;
-    if (push(es, NULL, 0) || (codec != EL_ULAW && codec != EL_ALAW && srv_audio_out_finish(es->enc))) {
-        es->state = 2;
-        return;
-    }
-    es->state = 1;
-}
-
-/* The body: never blocks (the pump resumes the suspended connection). */
+/* The body: never blocks. With nothing to send it suspends the connection;
+ * the pump resumes it when the engine's notifier fires (or the client
+ * leaves, the deadline passes, the server aborts). */
 static ssize_t el_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     el_stream *es = cls;
+    int g711 = is_g711(k_codecs[es->f.row].codec);
     for (;;) {
         if (srv_buf_pending(&es->out)) return (ssize_t)srv_buf_take(&es->out, buf, max);
         if (es->state == 1) return MHD_CONTENT_READER_END_OF_STREAM;
         if (es->state == 2) return MHD_CONTENT_READER_END_WITH_ERROR;
+        qtts_stream *st = srv_session_stream(es->session);
         if (atomic_load(&es->s->aborting)) {
-            qtts_stream_cancel(es->job.st);
+            qtts_stream_cancel(st);
             es->state = 2;
             continue;
         }
-        size_t n = 0;
-        switch (srv_job_take(&es->job, es->fbuf, READ_MAX, &n)) {
-        case JOB_SAMPLES:
-            if (push(es, es->fbuf, n)) es->state = 2;
+        srv_session_state got = srv_session_read(es->session, g711 ? &es->raw : &es->out);
+        if ((got == SRV_SESSION_AUDIO || got == SRV_SESSION_DONE) && g711 && compand(es)) got = SRV_SESSION_FAILED;
+        switch (got) {
+        case SRV_SESSION_AUDIO: continue;
+        case SRV_SESSION_DONE:
+            es->state = 1;
+            atomic_fetch_add(&es->s->metrics.audio_samples_out, srv_session_samples(es->session));
             continue;
-        case JOB_DONE: finish(es); continue;
-        case JOB_FAILED: es->state = 2; continue;
-        case JOB_GONE: qtts_stream_cancel(es->job.st); return MHD_CONTENT_READER_END_WITH_ERROR;
-        case JOB_EMPTY:
+        case SRV_SESSION_FAILED: es->state = 2; continue;
+        case SRV_SESSION_WAITING:
+            if (srv_job_gone(&es->job)) {
+                qtts_stream_cancel(st);
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
             if ((long long)qtts_now_ms() > es->job.deadline_ms) {
-                qtts_stream_cancel(es->job.st);
+                qtts_stream_cancel(st);
                 es->state = 2;
                 continue;
             }
-            if (srv_job_wait(es->s->pump, &es->job)) return 0;
+            if (srv_job_wait(&es->job)) return 0; /* suspended */
             continue;
         }
     }
@@ -430,49 +403,39 @@ static enum MHD_Result route_tts(qtts_server *s, struct MHD_Connection *c, const
                             "%s", b.msg);
     }
     el_stream *es = calloc(1, sizeof *es);
-    if (es) es->fbuf = malloc(READ_MAX * sizeof(float));
-    if (!es || !es->fbuf) {
-        free(es);
+    if (!es) {
         qtts_voice_release(o.voice);
         cJSON_Delete(req);
         return srv_el_error(s, c, 500, "internal_error", "out of memory");
     }
-    srv_job_init(&es->job);
     es->s = s;
     es->f = f;
     es->job.conn = c;
     es->job.deadline_ms = (long long)qtts_now_ms() + (long long)s->p.request_timeout_s * 1000;
     atomic_fetch_add(&s->metrics.inflight, 1);
     es->counted = 1;
+    srv_pump_add(s->pump, &es->job); /* before the notifier can fire */
+    /* Streamed either way (a WAV header then says "length unknown"); G.711
+     * is 16-bit PCM from the session, companded here. */
+    srv_session_opts so = {.fmt = k_codecs[f.row].fmt,
+                           .speed = o.speed,
+                           .sample_rate = s->info->sample_rate,
+                           .out_rate = f.rate,
+                           .whole = 0,
+                           .notify = srv_job_notify,
+                           .notify_user = &es->job,
+                           .notify_fd = -1};
     qtts_error err = {0};
-    es->job.st = qtts_submit(s->engine, &o.r, &err);
+    es->session = srv_session_start(s->engine, &o.r, &so, &err);
     qtts_voice_release(o.voice); /* the request holds its own */
     cJSON_Delete(req);
-    if (!es->job.st) {
+    if (!es->session) {
         el_free(es);
         int st = http_status_of(err.status);
         return srv_el_error(s, c, st, st == 503 ? "system_busy" : st >= 500 ? "internal_error" : "invalid_request",
                             "%s", err.message);
     }
     atomic_fetch_add(&s->metrics.speech_requests, 1);
-    char eerr[256] = "";
-    el_codec codec = k_codecs[f.row].codec;
-    soxr_error_t serr = NULL;
-    if (f.rate != QTTS_SAMPLE_RATE) {
-        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-        es->rs = soxr_create(QTTS_SAMPLE_RATE, f.rate, 1, &serr, &io, &q, NULL);
-    }
-    if ((f.rate != QTTS_SAMPLE_RATE && !es->rs) ||
-        (codec != EL_ULAW && codec != EL_ALAW &&
-         !(es->enc = srv_audio_out_new(k_codecs[f.row].fmt, f.rate, 0, srv_buf_sink, &es->out, NULL, eerr,
-                                       sizeof eerr)))) {
-        el_free(es);
-        return srv_el_error(s, c, 500, "internal_error", "cannot start the %s encoder: %s", k_codecs[f.row].name,
-                            serr ? serr : eerr);
-    }
-    srv_pump_add(s->pump, &es->job);
-    es->listed = 1;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, el_reader, es,
                                                                el_reader_free);
     if (!r) {

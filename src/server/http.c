@@ -1,12 +1,11 @@
 /* libmicrohttpd front end: a fixed pool of HTTP threads, routing, body
- * limits, authentication, CORS, plain responses, draining. */
+ * limits, authentication, CORS preflight, draining (responses: respond.c). */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,100 +139,6 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->max_connections = 1024;
     p->max_connections_per_ip = 0;
     p->header_timeout_s = 30;
-}
-
-int http_status_of(qtts_status st) {
-    switch (st) {
-    case QTTS_OK: return 200;
-    case QTTS_ERR_INVALID: return 400;
-    case QTTS_ERR_BUSY: return 503;
-    case QTTS_ERR_CANCELLED: return 499;
-    case QTTS_ERR_NOT_FOUND: return 404;
-    case QTTS_ERR_EXISTS: return 409;
-    case QTTS_ERR_NO_MEMORY:
-    case QTTS_ERR_MODEL:
-    case QTTS_ERR_INTERNAL: return 500;
-    }
-    return 500;
-}
-
-cJSON *srv_parse_json_body(const srv_req *rq, const char **why) {
-    const char *text = rq->body.data ? rq->body.data : "";
-    size_t len = rq->body.data ? rq->body.len : 0;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) {
-        *why = "the request body is not valid JSON";
-        return NULL;
-    }
-    size_t used = end ? (size_t)(end - text) : len;
-    while (used < len && strchr(" \t\r\n", text[used]) && text[used]) used++;
-    if (used < len) {
-        cJSON_Delete(root);
-        *why = "the request body has bytes after its JSON document";
-        return NULL;
-    }
-    for (size_t i = 0; i + 6 <= len; i++)
-        if (text[i] == '\\' && (text[i + 1] == 'u' || text[i + 1] == 'U') && !strncmp(text + i + 2, "0000", 4)) {
-            cJSON_Delete(root);
-            *why = "the request body contains a NUL character (\\u0000)";
-            return NULL;
-        }
-    return root;
-}
-
-enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r) {
-    if (!r) return MHD_NO;
-    if (s->cors_origin) {
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_origin);
-        MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Qtts-Seed, X-Qtts-Finished-By");
-        MHD_add_response_header(r, "Vary", "Origin");
-    }
-    srv_metrics_status(&s->metrics, status);
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-enum MHD_Result srv_respond(qtts_server *s, struct MHD_Connection *c, int status, const char *mime, const void *data,
-                            size_t n) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)data, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    if (mime) MHD_add_response_header(r, "Content-Type", mime);
-    return srv_queue(s, c, status, r);
-}
-
-enum MHD_Result srv_respond_json(qtts_server *s, struct MHD_Connection *c, int status, const char *json) {
-    return srv_respond(s, c, status, "application/json", json, strlen(json));
-}
-
-enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
-                                  const char *param, const char *code, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    cJSON *root = cJSON_CreateObject();
-    cJSON *e = cJSON_AddObjectToObject(root, "error");
-    char *js = NULL;
-    if (e && cJSON_AddStringToObject(e, "message", msg) && cJSON_AddStringToObject(e, "type", type) &&
-        (param ? cJSON_AddStringToObject(e, "param", param) : cJSON_AddNullToObject(e, "param")) &&
-        (code ? cJSON_AddStringToObject(e, "code", code) : cJSON_AddNullToObject(e, "code")))
-        js = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (s->p.verbose) fprintf(stderr, "qtts serve: %d %s\n", status, msg);
-    struct MHD_Response *r =
-        js ? MHD_create_response_from_buffer(strlen(js), js, MHD_RESPMEM_MUST_FREE)
-           : MHD_create_response_from_buffer(strlen(msg), msg, MHD_RESPMEM_MUST_COPY);
-    if (!r) {
-        free(js);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", js ? "application/json" : "text/plain");
-    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
-    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
-    return srv_queue(s, c, status, r);
 }
 
 static enum MHD_Result route_health(qtts_server *s, struct MHD_Connection *c) {
@@ -638,7 +543,7 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     }
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    s->pump = srv_pump_start(&s->aborting, err, err_size);
+    s->pump = srv_pump_start(&s->aborting, &s->metrics.stream_wakeups, err, err_size);
     if (!s->pump) {
         qtts_server_free(s);
         return NULL;
@@ -713,7 +618,9 @@ int qtts_server_drain(qtts_server *s, int deadline_ms) {
     }
     int cut = atomic_load(&s->metrics.inflight);
     if (cut > 0) {
-        atomic_store(&s->aborting, 1); /* readers see it within one read timeout */
+        atomic_store(&s->aborting, 1);
+        srv_pump_kick(s->pump);   /* resumes the suspended readers: they see the flag */
+        srv_ws_pool_kick(s->ws); /* and the WebSocket sessions */
         long long end2 = (long long)qtts_now_ms() + 2000;
         while (atomic_load(&s->metrics.inflight) > 0 && (long long)qtts_now_ms() < end2) {
             struct timespec ts = {0, 20 * 1000000};

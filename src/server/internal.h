@@ -43,6 +43,8 @@ typedef struct {
     int ws_reserved;    /* holds a WebSocket session slot until the upgrade happens */
 } srv_req;
 
+/* ---- respond.c ---- */
+
 /* The HTTP status for an engine failure: invalid -> 400, busy -> 503,
  * cancelled -> 499 (client went away), the rest -> 500. */
 int http_status_of(qtts_status st);
@@ -51,7 +53,6 @@ int http_status_of(qtts_status st);
  * whitespace, and \u0000 escapes, are refused: C strings would cut there).
  * NULL with why set on failure. */
 cJSON *srv_parse_json_body(const srv_req *rq, const char **why);
-
 
 /* Responses: each queues a response and records its status in the metrics. */
 enum MHD_Result srv_respond(qtts_server *s, struct MHD_Connection *c, int status, const char *mime, const void *data,

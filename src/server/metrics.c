@@ -17,6 +17,7 @@ void srv_metrics_init(srv_metrics *m) {
     atomic_init(&m->voice_registrations, 0);
     atomic_init(&m->disconnects, 0);
     atomic_init(&m->audio_samples_out, 0);
+    atomic_init(&m->stream_wakeups, 0);
     atomic_init(&m->inflight, 0);
     hist_init(&m->ttfa, k_ttfa_bounds);
     hist_init(&m->rtf, k_rtf_bounds);
@@ -66,11 +67,15 @@ int srv_metrics_render(srv_metrics *m, qtts_engine *e, int sample_rate, srv_buf 
                          "# HELP qtts_inflight_requests Requests being processed by the server.\n"
                          "# TYPE qtts_inflight_requests gauge\nqtts_inflight_requests %d\n"
                          "# HELP qtts_audio_sent_seconds_total Seconds of audio sent to clients.\n"
-                         "# TYPE qtts_audio_sent_seconds_total counter\nqtts_audio_sent_seconds_total %.3f\n",
+                         "# TYPE qtts_audio_sent_seconds_total counter\nqtts_audio_sent_seconds_total %.3f\n"
+                         "# HELP qtts_stream_wakeups_total Wake-ups of the threads waiting for synthesis (each on "
+                         "an event, never on a timer).\n"
+                         "# TYPE qtts_stream_wakeups_total counter\nqtts_stream_wakeups_total %llu\n",
                          (unsigned long long)atomic_load(&m->speech_requests),
                          (unsigned long long)atomic_load(&m->voice_registrations),
                          (unsigned long long)atomic_load(&m->disconnects), atomic_load(&m->inflight),
-                         (double)atomic_load(&m->audio_samples_out) / (sample_rate > 0 ? sample_rate : 24000));
+                         (double)atomic_load(&m->audio_samples_out) / (sample_rate > 0 ? sample_rate : 24000),
+                         (unsigned long long)atomic_load(&m->stream_wakeups));
     rc |= render_hist(o, "qtts_time_to_first_audio_seconds", "Time from request to the first audio samples.",
                       &m->ttfa);
     rc |= render_hist(o, "qtts_real_time_factor", "Processing time divided by audio duration, per request.",

@@ -21,6 +21,10 @@ typedef struct {
     atomic_uint_least64_t by_status[600];
     atomic_uint_least64_t speech_requests, voice_registrations, disconnects;
     atomic_uint_least64_t audio_samples_out; /* samples sent to clients */
+    /* Wake-ups of the threads that wait for synthesis (the HTTP stream pump,
+     * WebSocket sessions): each follows an event (audio, an end, a client
+     * message, a deadline), never a timer, so an idle stream adds none. */
+    atomic_uint_least64_t stream_wakeups;
     atomic_int inflight;
     srv_hist ttfa; /* seconds from request accepted to first audio */
     srv_hist rtf;  /* processing wall time / audio duration */

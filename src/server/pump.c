@@ -1,159 +1,128 @@
 #include "server/pump.h"
-#include "core/clock.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 
-#define PUMP_READ_MAX 16384 /* samples per read */
-#define PUMP_IDLE_NS (5 * 1000000L)
-#define PUMP_GONE_EVERY 20 /* sweeps between hang-up checks of suspended jobs */
+#include "core/clock.h"
+#include "server/wake.h"
+
+#ifndef POLLRDHUP
+#define POLLRDHUP 0 /* outside Linux a hang-up shows as POLLHUP or at the next read */
+#endif
 
 struct srv_pump {
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     srv_job *head;
+    unsigned long generation; /* changes when a job leaves the list */
+    srv_wake wake;
     atomic_int stopping;
     atomic_int *aborting;
-    float buf[PUMP_READ_MAX];
+    atomic_uint_least64_t *wakeups;
+    struct pollfd *pfd; /* the wake pipe, then one per suspended job (the pump thread's) */
+    srv_job **pjob;
+    size_t cap;
 };
 
-static int conn_gone(struct MHD_Connection *c) {
+static int conn_fd(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 0;
-    struct pollfd pfd = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&pfd, 1, 0) <= 0) return 0;
-    if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
-    char ch;
-    return (pfd.revents & POLLIN) && recv(ci->connect_fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    return ci ? (int)ci->connect_fd : -1;
 }
 
-/* With j->mu held. */
-static void wake(srv_job *j) {
-    if (j->suspended) {
-        j->suspended = 0;
-        MHD_resume_connection(j->conn);
+/* With p->mu held. */
+static void resume(srv_job *j) {
+    if (!j->suspended) return;
+    j->suspended = 0;
+    MHD_resume_connection(j->conn);
+}
+
+/* With p->mu held: the poll set (the wake pipe and each suspended job's
+ * socket, for a hang-up) and the earliest deadline among them. */
+static nfds_t build_poll_set(srv_pump *p, long long *deadline) {
+    size_t n = 0;
+    for (srv_job *j = p->head; j; j = j->next) n += j->suspended;
+    if (n + 1 > p->cap) {
+        size_t cap = (n + 1) * 2;
+        struct pollfd *pf = realloc(p->pfd, cap * sizeof *pf);
+        if (pf) p->pfd = pf;
+        srv_job **pj = realloc(p->pjob, cap * sizeof *pj);
+        if (pj) p->pjob = pj;
+        if (pf && pj) p->cap = cap;
     }
-}
-
-static int append(srv_job *j, const float *x, size_t n) {
-    if (j->len + n > j->cap) {
-        size_t cap = j->cap ? j->cap : 16384;
-        while (cap < j->len + n) cap *= 2;
-        float *p = realloc(j->pcm, cap * sizeof *p);
-        if (!p) return -1;
-        j->pcm = p;
-        j->cap = cap;
+    nfds_t k = 0;
+    *deadline = -1;
+    p->pfd[k++] = (struct pollfd){.fd = p->wake.rd, .events = POLLIN}; /* cap >= 1 from the start */
+    for (srv_job *j = p->head; j; j = j->next) {
+        if (!j->suspended) continue;
+        if (*deadline < 0 || j->deadline_ms < *deadline) *deadline = j->deadline_ms;
+        int fd = j->gone ? -1 : conn_fd(j->conn);
+        if (fd < 0 || k >= p->cap) continue; /* out of memory: its hang-up is seen at its next event */
+        p->pjob[k] = j;
+        p->pfd[k++] = (struct pollfd){.fd = fd, .events = POLLRDHUP};
     }
-    memcpy(j->pcm + j->len, x, n * sizeof *x);
-    j->len += n;
-    return 0;
-}
-
-static void unlink_job(srv_pump *p, srv_job *j) {
-    for (srv_job **pp = &p->head; *pp; pp = &(*pp)->next)
-        if (*pp == j) {
-            *pp = j->next;
-            break;
-        }
-    j->next = NULL;
-    j->listed = 0;
+    return k;
 }
 
 static void *pump_main(void *arg) {
     srv_pump *p = arg;
-    unsigned long sweep = 0;
     pthread_mutex_lock(&p->mu);
     while (!atomic_load(&p->stopping)) {
-        if (!p->head) {
-            pthread_cond_wait(&p->cv, &p->mu);
-            continue;
+        long long deadline;
+        nfds_t n = build_poll_set(p, &deadline);
+        unsigned long gen = p->generation;
+        pthread_mutex_unlock(&p->mu);
+        int timeout = -1;
+        if (deadline >= 0) {
+            long long left = deadline - (long long)qtts_now_ms() + 1;
+            timeout = left < 0 ? 0 : left > 1 << 30 ? 1 << 30 : (int)left;
         }
-        int progressed = 0, check_gone = ++sweep % PUMP_GONE_EVERY == 0;
+        if (poll(p->pfd, n, timeout) < 0) n = 0; /* EINTR: look at everything again */
+        if (p->wakeups) atomic_fetch_add(p->wakeups, 1);
+        srv_wake_drain(&p->wake);
+        pthread_mutex_lock(&p->mu);
+        if (gen == p->generation) /* every polled job is still listed (and suspended: only the pump resumes) */
+            for (nfds_t i = 1; i < n; i++)
+                if (p->pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) p->pjob[i]->gone = 1;
         int aborting = atomic_load(p->aborting);
         long long now = (long long)qtts_now_ms();
-        for (srv_job *j = p->head, *next; j; j = next) {
-            next = j->next;
-            long n;
-            /* Drain what the engine has for this request (bounded per sweep). */
-            int reads = 0;
-            do {
-                n = qtts_stream_read(j->st, p->buf, PUMP_READ_MAX, 0);
-                if (n > 0) {
-                    pthread_mutex_lock(&j->mu);
-                    if (append(j, p->buf, (size_t)n)) {
-                        j->oom = 1;
-                        j->end = -1;
-                        snprintf(j->error, sizeof j->error, "out of memory buffering audio");
-                    }
-                    wake(j);
-                    pthread_mutex_unlock(&j->mu);
-                    progressed = 1;
-                }
-            } while (n > 0 && ++reads < 8 && !j->oom);
-            if (j->oom) {
-                unlink_job(p, j);
-                continue;
-            }
-            if (n == 0 || n == QTTS_STREAM_ERROR) {
-                pthread_mutex_lock(&j->mu);
-                j->end = n == 0 ? 1 : -1;
-                if (n != 0) {
-                    const char *e = qtts_stream_error(j->st);
-                    snprintf(j->error, sizeof j->error, "%s", e && *e ? e : "synthesis failed");
-                }
-                wake(j);
-                pthread_mutex_unlock(&j->mu);
-                unlink_job(p, j);
-                progressed = 1;
-                continue;
-            }
-            if (n == QTTS_STREAM_TIMEOUT && (aborting || check_gone || now > j->deadline_ms)) {
-                pthread_mutex_lock(&j->mu);
-                if (j->suspended) {
-                    if (check_gone && conn_gone(j->conn)) j->gone = 1;
-                    if (j->gone || aborting || now > j->deadline_ms) wake(j);
-                }
-                pthread_mutex_unlock(&j->mu);
-            }
-        }
-        if (!progressed && !atomic_load(&p->stopping)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += PUMP_IDLE_NS;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&p->cv, &p->mu, &ts);
-        }
+        for (srv_job *j = p->head; j; j = j->next)
+            if (j->suspended && (atomic_load(&j->ready) || j->gone || aborting || now > j->deadline_ms)) resume(j);
     }
     /* Stopping: nobody may stay suspended (MHD_stop_daemon requires it). */
-    for (srv_job *j = p->head; j; j = j->next) {
-        pthread_mutex_lock(&j->mu);
-        wake(j);
-        pthread_mutex_unlock(&j->mu);
-    }
+    for (srv_job *j = p->head; j; j = j->next) resume(j);
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-srv_pump *srv_pump_start(atomic_int *aborting, char *err, size_t err_size) {
+srv_pump *srv_pump_start(atomic_int *aborting, atomic_uint_least64_t *wakeups, char *err, size_t err_size) {
     srv_pump *p = calloc(1, sizeof *p);
     if (!p) {
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->stopping, 0);
     p->aborting = aborting;
+    p->wakeups = wakeups;
+    p->cap = 16;
+    p->pfd = malloc(p->cap * sizeof *p->pfd);
+    p->pjob = malloc(p->cap * sizeof *p->pjob);
+    if (!p->pfd || !p->pjob) {
+        snprintf(err, err_size, "out of memory");
+        p->wake.rd = p->wake.wr = -1;
+        srv_pump_free(p);
+        return NULL;
+    }
+    if (srv_wake_open(&p->wake)) {
+        snprintf(err, err_size, "cannot create the stream pump's pipe: %s", strerror(errno));
+        srv_pump_free(p);
+        return NULL;
+    }
     int rc = pthread_create(&p->thread, NULL, pump_main, p);
     if (rc) {
         snprintf(err, err_size, "cannot start the stream pump thread: %s", strerror(rc));
@@ -164,12 +133,14 @@ srv_pump *srv_pump_start(atomic_int *aborting, char *err, size_t err_size) {
     return p;
 }
 
+void srv_pump_kick(srv_pump *p) {
+    if (p) srv_wake_signal(&p->wake);
+}
+
 void srv_pump_stop(srv_pump *p) {
     if (!p || !p->started) return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->stopping, 1);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    srv_wake_signal(&p->wake);
     pthread_join(p->thread, NULL);
     p->started = 0;
 }
@@ -177,67 +148,62 @@ void srv_pump_stop(srv_pump *p) {
 void srv_pump_free(srv_pump *p) {
     if (!p) return;
     srv_pump_stop(p);
+    srv_wake_close(&p->wake);
     pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
+    free(p->pfd);
+    free(p->pjob);
     free(p);
-}
-
-void srv_job_init(srv_job *j) {
-    memset(j, 0, sizeof *j);
-    pthread_mutex_init(&j->mu, NULL);
-}
-
-void srv_job_destroy(srv_job *j) {
-    free(j->pcm);
-    j->pcm = NULL;
-    pthread_mutex_destroy(&j->mu);
 }
 
 void srv_pump_add(srv_pump *p, srv_job *j) {
     pthread_mutex_lock(&p->mu);
+    j->pump = p;
+    atomic_init(&j->ready, 0);
+    j->suspended = j->gone = 0;
     j->next = p->head;
     p->head = j;
     j->listed = 1;
-    pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }
 
 void srv_pump_remove(srv_pump *p, srv_job *j) {
     pthread_mutex_lock(&p->mu);
-    if (j->listed) unlink_job(p, j);
+    if (j->listed) {
+        for (srv_job **pp = &p->head; *pp; pp = &(*pp)->next)
+            if (*pp == j) {
+                *pp = j->next;
+                break;
+            }
+        j->next = NULL;
+        j->listed = 0;
+        p->generation++;
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
-srv_take srv_job_take(srv_job *j, float *out, size_t max, size_t *n) {
-    *n = 0;
-    pthread_mutex_lock(&j->mu);
-    srv_take r;
-    if (j->len) {
-        size_t k = j->len < max ? j->len : max;
-        memcpy(out, j->pcm, k * sizeof *out);
-        memmove(j->pcm, j->pcm + k, (j->len - k) * sizeof *out);
-        j->len -= k;
-        *n = k;
-        r = JOB_SAMPLES;
-    } else if (j->gone) {
-        r = JOB_GONE;
-    } else if (j->end) {
-        r = j->end > 0 ? JOB_DONE : JOB_FAILED;
-    } else {
-        r = JOB_EMPTY;
-    }
-    pthread_mutex_unlock(&j->mu);
-    return r;
+void srv_job_notify(void *job) {
+    srv_job *j = job;
+    atomic_store(&j->ready, 1);
+    srv_wake_signal(&j->pump->wake);
 }
 
-int srv_job_wait(srv_pump *p, srv_job *j) {
-    pthread_mutex_lock(&j->mu);
-    int suspend = !j->len && !j->end && !j->gone && !atomic_load(&p->stopping) && !atomic_load(p->aborting) &&
-                  (long long)qtts_now_ms() <= j->deadline_ms;
+int srv_job_gone(srv_job *j) {
+    pthread_mutex_lock(&j->pump->mu);
+    int gone = j->gone;
+    pthread_mutex_unlock(&j->pump->mu);
+    return gone;
+}
+
+int srv_job_wait(srv_job *j) {
+    srv_pump *p = j->pump;
+    pthread_mutex_lock(&p->mu);
+    int suspend = !atomic_exchange(&j->ready, 0) && !j->gone && !atomic_load(&p->stopping) &&
+                  !atomic_load(p->aborting) && (long long)qtts_now_ms() <= j->deadline_ms;
     if (suspend) {
         j->suspended = 1;
         MHD_suspend_connection(j->conn);
+        srv_wake_signal(&p->wake); /* the pump watches this client and its deadline from now on */
     }
-    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&p->mu);
     return suspend;
 }

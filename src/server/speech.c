@@ -8,57 +8,50 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "server/audio_out.h"
 #include "server/b64.h"
 #include "server/internal.h"
 #include "server/pump.h"
+#include "server/session.h"
 #include "server/speech_request.h"
-#include "server/stretch.h"
-
-#define READ_MAX 8192     /* samples per read */
 
 /* ---- per-request state ---- */
 
+typedef enum {
+    SPEECH_RUNNING,
+    SPEECH_FINISHED, /* send what is left of out, then end the body */
+    SPEECH_CUT,      /* end the body with an error (the client sees a short response) */
+} speech_state;
+
 struct srv_speech {
     qtts_server *s;
-    struct MHD_Connection *conn;
-    srv_job job; /* the engine stream and the pump's buffer */
+    srv_job job;          /* the pump's side: resumes the suspended connection */
+    srv_session *session; /* the synthesis: engine -> stretch -> encoder */
     srv_out_mode mode;
     srv_format fmt;
-    srv_audio_out *enc;
-    srv_stretch *stretch;
-    srv_buf out; /* bytes ready for the socket */
+    srv_buf out; /* bytes ready for the socket (buffered: the whole body) */
     srv_buf raw; /* SSE: encoded audio not yet framed */
-    float *fbuf;
-    float *all; /* buffered mode: every sample so far */
-    size_t n_all, cap_all;
-    int state; /* 0 running, 1 finished (drain out, then end), 2 cut */
+    speech_state state;
     int got_first;
     double t0;
-    size_t samples_out;
     int counted; /* holds one unit of metrics.inflight */
-    int listed;  /* in the pump */
     int started; /* a response is under way: ending early means the client left */
 };
 
 static void speech_release(srv_speech *ss) {
     if (!ss) return;
-    if (ss->started && ss->state == 0 && !atomic_load(&ss->s->aborting))
+    if (ss->started && ss->state == SPEECH_RUNNING && !atomic_load(&ss->s->aborting))
         atomic_fetch_add(&ss->s->metrics.disconnects, 1); /* closed before the end */
-    if (ss->listed) srv_pump_remove(ss->s->pump, &ss->job);
-    if (ss->job.st) qtts_stream_free(ss->job.st); /* cancels if still running */
-    srv_job_destroy(&ss->job);
-    srv_audio_out_free(ss->enc);
-    srv_stretch_free(ss->stretch);
+    srv_session_free(ss->session); /* no notification reaches the job after this; cancels if still running */
+    srv_pump_remove(ss->s->pump, &ss->job);
     srv_buf_free(&ss->out);
     srv_buf_free(&ss->raw);
-    free(ss->fbuf);
-    free(ss->all);
     if (ss->counted) atomic_fetch_sub(&ss->s->metrics.inflight, 1);
     free(ss);
 }
 
 void srv_speech_abandon(srv_speech *ss) { speech_release(ss); }
+
+static qtts_stream *speech_stream(const srv_speech *ss) { return srv_session_stream(ss->session); }
 
 static int sse_flush_raw(srv_speech *ss) {
     size_t n = srv_buf_pending(&ss->raw);
@@ -74,21 +67,6 @@ static int sse_flush_raw(srv_speech *ss) {
     return rc;
 }
 
-/* Encodes n samples (after the tempo change). */
-static int push_audio(srv_speech *ss, const float *x, size_t n, int final) {
-    if (ss->stretch) {
-        const float *y;
-        long m = srv_stretch_process(ss->stretch, x, n, final, &y);
-        if (m < 0) return -1;
-        x = y;
-        n = (size_t)m;
-    }
-    if (n && srv_audio_out_write(ss->enc, x, n)) return -1;
-    if (final && srv_audio_out_finish(ss->enc)) return -1;
-    ss->samples_out += n;
-    return ss->mode == SRV_OUT_SSE ? sse_flush_raw(ss) : 0;
-}
-
 static void observe_first(srv_speech *ss) {
     if (ss->got_first) return;
     ss->got_first = 1;
@@ -97,8 +75,9 @@ static void observe_first(srv_speech *ss) {
 
 static void observe_done(srv_speech *ss) {
     int sr = ss->s->info->sample_rate > 0 ? ss->s->info->sample_rate : QTTS_SAMPLE_RATE;
-    double secs = (double)ss->samples_out / sr;
-    atomic_fetch_add(&ss->s->metrics.audio_samples_out, ss->samples_out);
+    size_t samples = srv_session_samples(ss->session);
+    double secs = (double)samples / sr;
+    atomic_fetch_add(&ss->s->metrics.audio_samples_out, samples);
     if (secs > 0) srv_hist_observe(&ss->s->metrics.rtf, (qtts_now_s() - ss->t0) / secs);
 }
 
@@ -114,73 +93,74 @@ static void stream_fail(srv_speech *ss, const char *msg) {
         cJSON_Delete(root);
         if (js && !srv_buf_printf(&ss->out, "event: error\ndata: %s\n\n", js)) {
             free(js);
-            ss->state = 1;
+            ss->state = SPEECH_FINISHED;
             return;
         }
         free(js);
     }
-    ss->state = 2;
+    ss->state = SPEECH_CUT;
 }
 
+/* The session ended well: SSE gets the rest of the audio and the done event. */
 static void stream_finish(srv_speech *ss) {
-    if (push_audio(ss, NULL, 0, 1)) {
+    if (ss->mode == SRV_OUT_SSE && sse_flush_raw(ss)) {
         stream_fail(ss, "out of memory");
         return;
     }
     qtts_result res;
     memset(&res, 0, sizeof res);
-    qtts_stream_result(ss->job.st, &res);
+    qtts_stream_result(speech_stream(ss), &res);
     observe_done(ss);
+    size_t samples = srv_session_samples(ss->session);
     if (ss->mode == SRV_OUT_SSE &&
         srv_buf_printf(&ss->out,
                        "event: speech.audio.done\ndata: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":%d,"
                        "\"output_tokens\":%d,\"total_tokens\":%d},\"seed\":%llu,\"audio_seconds\":%.3f,"
                        "\"finished_by\":\"%s\"%s%s%s}\n\n",
                        res.input_tokens, res.n_frames, res.input_tokens + res.n_frames, (unsigned long long)res.seed,
-                       (double)ss->samples_out / QTTS_SAMPLE_RATE, qtts_finish_reason_name(res.finished_by),
+                       (double)samples / QTTS_SAMPLE_RATE, qtts_finish_reason_name(res.finished_by),
                        res.guard ? ",\"guard\":\"" : "", res.guard ? qtts_guard_reason_name(res.guard) : "",
                        res.guard ? "\"" : "")) {
         stream_fail(ss, "out of memory");
         return;
     }
-    ss->state = 1;
+    ss->state = SPEECH_FINISHED;
 }
 
 /* Streaming body. Never blocks: with nothing to send it suspends the
- * connection and returns 0; the pump resumes it when audio (or the end)
- * arrives, and libmicrohttpd calls again. */
+ * connection and returns 0; the pump resumes it when the engine has audio
+ * (or the end), and libmicrohttpd calls again. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     srv_speech *ss = cls;
     qtts_server *s = ss->s;
     for (;;) {
         if (srv_buf_pending(&ss->out)) return (ssize_t)srv_buf_take(&ss->out, buf, max);
-        if (ss->state == 1) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (ss->state == 2) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (ss->state == SPEECH_FINISHED) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (ss->state == SPEECH_CUT) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (atomic_load(&s->aborting)) {
-            qtts_stream_cancel(ss->job.st);
+            qtts_stream_cancel(speech_stream(ss));
             stream_fail(ss, "server is shutting down");
             continue;
         }
-        size_t n = 0;
-        switch (srv_job_take(&ss->job, ss->fbuf, READ_MAX, &n)) {
-        case JOB_SAMPLES:
+        switch (srv_session_read(ss->session, ss->mode == SRV_OUT_SSE ? &ss->raw : &ss->out)) {
+        case SRV_SESSION_AUDIO:
             observe_first(ss);
-            if (push_audio(ss, ss->fbuf, n, 0)) stream_fail(ss, "out of memory");
+            if (ss->mode == SRV_OUT_SSE && sse_flush_raw(ss)) stream_fail(ss, "out of memory");
             continue;
-        case JOB_DONE: stream_finish(ss); continue;
-        case JOB_FAILED: stream_fail(ss, ss->job.error); continue;
-        case JOB_GONE:
-            qtts_stream_cancel(ss->job.st);
-            ss->started = ss->state == 0; /* counted as a disconnect on release */
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        case JOB_EMPTY:
+        case SRV_SESSION_DONE: stream_finish(ss); continue;
+        case SRV_SESSION_FAILED: stream_fail(ss, srv_session_error(ss->session)); continue;
+        case SRV_SESSION_WAITING:
+            if (srv_job_gone(&ss->job)) {
+                qtts_stream_cancel(speech_stream(ss));
+                return MHD_CONTENT_READER_END_WITH_ERROR; /* counted as a disconnect on release */
+            }
             if ((long long)qtts_now_ms() > ss->job.deadline_ms) {
-                qtts_stream_cancel(ss->job.st);
+                qtts_stream_cancel(speech_stream(ss));
                 stream_fail(ss, "request timed out");
                 continue;
             }
-            if (srv_job_wait(s->pump, &ss->job)) return 0; /* suspended */
+            if (srv_job_wait(&ss->job)) return 0; /* suspended */
             continue;
         }
     }
@@ -231,9 +211,10 @@ static int parse_speech(qtts_server *s, const cJSON *root, srv_speech_request *o
     return 0;
 }
 
-/* Buffered response: gathers every sample (suspending the connection while
- * the engine works), then answers with Content-Length. Called again by the
- * access handler each time the pump resumes the connection. */
+/* Buffered response: the session keeps every sample and encodes them at the
+ * end (suspending the connection while the engine works), then the answer
+ * goes out with Content-Length. Called again by the access handler each
+ * time the pump resumes the connection. */
 enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
     srv_speech *ss = rq->speech;
     enum MHD_Result rc;
@@ -242,29 +223,19 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
             rc = srv_respond_error(s, c, 503, "server_busy", NULL, "shutting_down", "server is shutting down");
             goto done;
         }
-        if (ss->cap_all - ss->n_all < READ_MAX) {
-            size_t nc = ss->cap_all ? ss->cap_all * 2 : 65536;
-            float *p = realloc(ss->all, nc * sizeof *p);
-            if (!p) {
-                rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
-                goto done;
-            }
-            ss->all = p;
-            ss->cap_all = nc;
-        }
-        size_t n = 0;
-        srv_take t = srv_job_take(&ss->job, ss->all + ss->n_all, ss->cap_all - ss->n_all, &n);
-        if (t == JOB_SAMPLES) {
+        srv_session_state st = srv_session_read(ss->session, &ss->out);
+        if (st == SRV_SESSION_AUDIO) {
             observe_first(ss);
-            ss->n_all += n;
             continue;
         }
-        if (t == JOB_DONE) break;
-        if (t == JOB_FAILED) {
-            rc = srv_respond_error(s, c, 500, "server_error", NULL, "synthesis_failed", "%s", ss->job.error);
+        if (st == SRV_SESSION_DONE) break;
+        if (st == SRV_SESSION_FAILED) {
+            int engine = qtts_stream_status(speech_stream(ss)) != QTTS_OK;
+            rc = srv_respond_error(s, c, 500, "server_error", NULL, engine ? "synthesis_failed" : NULL, "%s%s",
+                                   engine ? "" : "encoding failed: ", srv_session_error(ss->session));
             goto done;
         }
-        if (t == JOB_GONE) {
+        if (srv_job_gone(&ss->job)) {
             rc = MHD_NO; /* closes the connection; the request is cancelled below */
             goto done;
         }
@@ -272,40 +243,21 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
             rc = srv_respond_error(s, c, 504, "server_error", NULL, "timeout", "request timed out");
             goto done;
         }
-        if (srv_job_wait(s->pump, &ss->job)) return MHD_YES; /* suspended until the pump resumes us */
+        if (srv_job_wait(&ss->job)) return MHD_YES; /* suspended until the pump resumes us */
     }
-    ss->state = 1;
+    ss->state = SPEECH_FINISHED;
     {
-        const float *x = ss->all;
-        size_t n = ss->n_all;
-        if (ss->stretch) {
-            long m = srv_stretch_process(ss->stretch, ss->all, ss->n_all, 1, &x);
-            if (m < 0) {
-                rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
-                goto done;
-            }
-            n = (size_t)m;
-        }
-        char err[256];
-        srv_buf body = {0};
-        ss->enc = srv_audio_out_new(ss->fmt, s->info->sample_rate, n, srv_buf_sink, &body, &body, err, sizeof err);
-        if (!ss->enc || (n && srv_audio_out_write(ss->enc, x, n)) || srv_audio_out_finish(ss->enc)) {
-            srv_buf_free(&body);
-            rc = srv_respond_error(s, c, 500, "server_error", NULL, NULL, "encoding failed: %s",
-                                   ss->enc ? "out of memory" : err);
-            goto done;
-        }
-        ss->samples_out = n;
         observe_done(ss);
         qtts_result res;
         memset(&res, 0, sizeof res);
-        qtts_stream_result(ss->job.st, &res);
-        struct MHD_Response *r = MHD_create_response_from_buffer(body.len, body.data, MHD_RESPMEM_MUST_FREE);
+        qtts_stream_result(speech_stream(ss), &res);
+        /* The body changes hands: ss->out never had bytes taken from its front here. */
+        struct MHD_Response *r = MHD_create_response_from_buffer(ss->out.len, ss->out.data, MHD_RESPMEM_MUST_FREE);
         if (!r) {
-            srv_buf_free(&body);
             rc = MHD_NO;
             goto done;
         }
+        ss->out = (srv_buf){0};
         char seed[32];
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)res.seed);
         MHD_add_response_header(r, "Content-Type", srv_format_mime(ss->fmt));
@@ -317,7 +269,7 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
         rc = srv_queue(s, c, 200, r);
     }
 done:
-    if (rc == MHD_YES && ss->state == 0) ss->state = 2; /* an error response went out */
+    if (rc == MHD_YES && ss->state == SPEECH_RUNNING) ss->state = SPEECH_CUT; /* an error response went out */
     rq->speech = NULL;
     speech_release(ss);
     return rc;
@@ -336,16 +288,12 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
         return respond_bad(s, c, &b);
     }
     srv_speech *ss = calloc(1, sizeof *ss);
-    if (ss) ss->fbuf = malloc(READ_MAX * sizeof(float));
-    if (!ss || !ss->fbuf) {
-        if (ss) free(ss);
+    if (!ss) {
         if (o.voice) qtts_voice_release(o.voice);
         cJSON_Delete(root);
         return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
     }
-    srv_job_init(&ss->job);
     ss->s = s;
-    ss->conn = c;
     ss->mode = o.mode;
     ss->fmt = o.fmt;
     ss->t0 = qtts_now_s();
@@ -353,11 +301,19 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
     ss->job.deadline_ms = (long long)qtts_now_ms() + (long long)s->p.request_timeout_s * 1000;
     atomic_fetch_add(&s->metrics.inflight, 1);
     ss->counted = 1;
+    srv_pump_add(s->pump, &ss->job); /* before the notifier can fire */
+    srv_session_opts so = {.fmt = o.fmt,
+                           .speed = o.speed,
+                           .sample_rate = s->info->sample_rate,
+                           .whole = o.mode == SRV_OUT_BUFFERED,
+                           .notify = srv_job_notify,
+                           .notify_user = &ss->job,
+                           .notify_fd = -1};
     qtts_error err = {0};
-    ss->job.st = qtts_submit(s->engine, &o.r, &err);
+    ss->session = srv_session_start(s->engine, &o.r, &so, &err);
     if (o.voice) qtts_voice_release(o.voice); /* the request holds its own reference */
     cJSON_Delete(root);                       /* o.r's strings pointed into it */
-    if (!ss->job.st) {
+    if (!ss->session) {
         speech_release(ss);
         int status = http_status_of(err.status);
         return srv_respond_error(s, c, status, status == 503 ? "server_busy" : status >= 500 ? "server_error"
@@ -366,22 +322,10 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
                                  err.message);
     }
     atomic_fetch_add(&s->metrics.speech_requests, 1);
-    if (o.speed != 1.0 && !(ss->stretch = srv_stretch_new(s->info->sample_rate, o.speed))) {
-        speech_release(ss);
-        return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "cannot create the time stretcher");
-    }
-    srv_pump_add(s->pump, &ss->job);
-    ss->listed = 1;
     ss->started = 1;
     if (o.mode == SRV_OUT_BUFFERED) {
         rq->speech = ss;
         return srv_speech_resume(s, c, rq);
-    }
-    ss->enc = srv_audio_out_new(o.fmt, s->info->sample_rate, 0, srv_buf_sink, o.mode == SRV_OUT_SSE ? &ss->raw : &ss->out,
-                                NULL, err.message, sizeof err.message);
-    if (!ss->enc) {
-        speech_release(ss);
-        return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "%s", err.message);
     }
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_reader, ss,
                                                                stream_free_cb);

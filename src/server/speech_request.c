@@ -245,6 +245,17 @@ static int parse(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_reques
         get_str(root, "ref_audio", &ref_audio, b) || get_str(root, "ref_text", &ref_text, b) ||
         parse_input_and_format(ctx, root, o, b) || parse_sampling(root, o, b))
         return -1;
+    const char *normalize = NULL; /* "off", "basic", "full" (the default) */
+    if (get_str(root, "normalize", &normalize, b)) return -1;
+    if (normalize) {
+        static const char *const MODES[] = {"off", "basic", "full"};
+        static const int VALUES[] = {QTTS_NORMALIZE_OFF, QTTS_NORMALIZE_BASIC, QTTS_NORMALIZE_FULL};
+        int m = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcasecmp(normalize, MODES[i])) m = i;
+        if (m < 0) return fail(b, 400, "normalize", "invalid_normalize", "normalize is off, basic or full, not '%s'", normalize);
+        o->r.normalize = VALUES[m];
+    }
     if (lang && *lang && strcasecmp(lang, "auto")) {
         const char *canon = match_name(qtts_language_alias(lang), info->languages, info->n_languages);
         if (!canon) {

@@ -14,11 +14,12 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "server/audio_out.h"
 #include "server/internal.h"
+#include "server/send.h"
+#include "server/session.h"
 #include "server/socket_compat.h"
 #include "server/speech_request.h"
-#include "server/stretch.h"
+#include "server/wake.h"
 #include "voices/voice_store.h"
 #include "server/ws_frame.h"
 
@@ -45,6 +46,7 @@ struct srv_ws_pool {
     int q_head, q_len;
     atomic_int stopping; /* read by running sessions without the lock */
     int joined;          /* srv_ws_pool_stop has joined the threads */
+    srv_wake stop;       /* readable once stopping or the server aborts: every session looks at the flags */
 };
 
 /* ---- one session ---- */
@@ -56,11 +58,11 @@ typedef struct {
     unsigned char *in;
     size_t in_len, in_cap;
     cJSON *config; /* the last session.config (an object without "input") */
+    srv_wake wake; /* the engine's notifier of the current utterance */
     /* the current utterance */
-    qtts_stream *st;
+    srv_session *session;
+    qtts_stream *st; /* the session's stream; NULL between utterances */
     srv_format fmt;
-    srv_audio_out *enc;
-    srv_stretch *stretch;
     srv_buf out;   /* encoded audio waiting to go out as one binary message */
     int text_done; /* input.done seen */
     int skip_to_done; /* the utterance ended (EOS) before its text: drop pieces until input.done */
@@ -68,32 +70,12 @@ typedef struct {
     double t_last;
 } ws_session;
 
-static int send_all(int sock, const void *p, size_t n) {
-    const unsigned char *b = p;
-    double deadline = qtts_now_ms() + WS_SEND_TIMEOUT_MS;
-    while (n) {
-        ssize_t w = send(sock, b, n, QTTS_MSG_NOSIGNAL);
-        if (w > 0) {
-            b += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int left = (int)(deadline - qtts_now_ms());
-            struct pollfd pf = {.fd = sock, .events = POLLOUT};
-            if (left <= 0 || poll(&pf, 1, left) <= 0) return -1;
-            continue;
-        }
-        return -1;
-    }
-    return 0;
-}
-
 static int send_frame(ws_session *ss, int opcode, const void *p, size_t n) {
     unsigned char h[10];
     size_t hn = ws_frame_header(opcode, n, h);
-    return send_all(ss->sock, h, hn) || (n && send_all(ss->sock, p, n)) ? -1 : 0;
+    return srv_send_all(ss->sock, h, hn, WS_SEND_TIMEOUT_MS) || (n && srv_send_all(ss->sock, p, n, WS_SEND_TIMEOUT_MS))
+               ? -1
+               : 0;
 }
 
 static int send_json(ws_session *ss, cJSON *o) {
@@ -120,18 +102,14 @@ static int send_error(ws_session *ss, const char *code, const char *fmt, ...) {
     return send_json(ss, o);
 }
 
-static int buf_sink(void *user, const void *data, size_t n) { return srv_buf_append(user, data, n); }
-
 static void utterance_end(ws_session *ss) {
     if (ss->st && !ss->text_done) ss->skip_to_done = 1;
-    qtts_stream_free(ss->st); /* cancels it if it still runs */
+    srv_session_free(ss->session); /* cancels it if it still runs */
+    ss->session = NULL;
     ss->st = NULL;
-    srv_audio_out_free(ss->enc);
-    ss->enc = NULL;
-    srv_stretch_free(ss->stretch);
-    ss->stretch = NULL;
     srv_buf_free(&ss->out);
     ss->text_done = 0;
+    ss->t_last = qtts_now_ms(); /* the idle timeout counts from here: the client waited for the utterance */
 }
 
 /* session.config (or the stored one) + "input" -> a started incremental request. */
@@ -159,18 +137,14 @@ static int utterance_start(ws_session *ss) {
         o.r.text = "";
         o.r.text_incomplete = 1;
         qtts_error err = {0};
-        ss->st = qtts_submit(s->engine, &o.r, &err);
-        char why[256] = "";
-        if (ss->st && o.speed != 1.0 && !(ss->stretch = srv_stretch_new(s->info->sample_rate, o.speed)))
-            snprintf(why, sizeof why, "out of memory");
-        if (ss->st && !why[0] &&
-            !(ss->enc = srv_audio_out_new(o.fmt, s->info->sample_rate, 0, buf_sink, &ss->out, NULL, why, sizeof why)))
-            if (!why[0]) snprintf(why, sizeof why, "out of memory");
+        srv_session_opts so = {.fmt = o.fmt,
+                               .speed = o.speed,
+                               .sample_rate = s->info->sample_rate,
+                               .notify_fd = ss->wake.wr};
+        ss->session = srv_session_start(s->engine, &o.r, &so, &err);
+        ss->st = ss->session ? srv_session_stream(ss->session) : NULL;
         if (!ss->st) {
             rc = send_error(ss, err.status == QTTS_ERR_BUSY ? "server_busy" : "invalid_request", "%s", err.message);
-        } else if (why[0]) {
-            utterance_end(ss);
-            rc = send_error(ss, "server_error", "%s", why);
         } else {
             atomic_fetch_add(&s->metrics.speech_requests, 1);
             ss->fmt = o.fmt;
@@ -186,12 +160,8 @@ static int utterance_start(ws_session *ss) {
     return rc;
 }
 
-/* Encodes x (NULL at the end) and sends what the encoder produced. */
-static int send_audio(ws_session *ss, const float *x, size_t n, int final) {
-    const float *y = x;
-    long m = (long)n;
-    if (ss->stretch && (m = srv_stretch_process(ss->stretch, x, n, final, &y)) < 0) return -1;
-    if ((m > 0 && srv_audio_out_write(ss->enc, y, (size_t)m)) || (final && srv_audio_out_finish(ss->enc))) return -1;
+/* Sends the encoded audio waiting in out as one binary message. */
+static int send_audio(ws_session *ss) {
     size_t k = srv_buf_pending(&ss->out);
     if (!k) return 0;
     int rc = send_frame(ss, WS_OP_BINARY, ss->out.data + ss->out.off, k);
@@ -199,38 +169,32 @@ static int send_audio(ws_session *ss, const float *x, size_t n, int final) {
     return rc;
 }
 
-/* Moves available audio to the client; at the end of the utterance sends
- * audio.done. Returns -1 when the connection is gone. */
+/* Moves the audio the engine has to the client; at the end of the
+ * utterance sends audio.done. Returns -1 when the connection is gone. */
 static int pump_audio(ws_session *ss) {
-    float buf[8192];
-    for (;;) {
-        long n = qtts_stream_read(ss->st, buf, sizeof buf / sizeof buf[0], 0);
-        if (n == QTTS_STREAM_TIMEOUT) return 0;
-        if (n > 0) {
-            if (send_audio(ss, buf, (size_t)n, 0)) return -1;
-            atomic_fetch_add(&ss->s->metrics.audio_samples_out, (uint64_t)n);
-            continue;
-        }
-        if (n == 0) {
-            qtts_result res;
-            qtts_stream_result(ss->st, &res);
-            if (send_audio(ss, NULL, 0, 1)) return -1;
-            cJSON *d = cJSON_CreateObject(), *u = cJSON_AddObjectToObject(d, "usage");
-            cJSON_AddStringToObject(d, "type", "audio.done");
-            cJSON_AddStringToObject(d, "finished_by", qtts_finish_reason_name(res.finished_by));
-            if (res.guard) cJSON_AddStringToObject(d, "guard", qtts_guard_reason_name(res.guard));
-            cJSON_AddNumberToObject(u, "input_tokens", res.input_tokens);
-            cJSON_AddNumberToObject(u, "output_tokens", res.n_frames);
-            cJSON_AddNumberToObject(u, "total_tokens", res.input_tokens + res.n_frames);
-            cJSON_AddNumberToObject(d, "audio_seconds", res.audio_seconds);
-            cJSON_AddNumberToObject(d, "seed", (double)res.seed);
-            utterance_end(ss);
-            return send_json(ss, d);
-        }
-        int rc = send_error(ss, "synthesis_failed", "%s", qtts_stream_error(ss->st));
+    srv_session_state st = srv_session_read(ss->session, &ss->out);
+    if (st == SRV_SESSION_WAITING) return 0;
+    if (st == SRV_SESSION_AUDIO) return send_audio(ss);
+    if (st == SRV_SESSION_FAILED) {
+        int rc = send_error(ss, "synthesis_failed", "%s", srv_session_error(ss->session));
         utterance_end(ss);
         return rc;
     }
+    qtts_result res;
+    qtts_stream_result(ss->st, &res);
+    if (send_audio(ss)) return -1;
+    atomic_fetch_add(&ss->s->metrics.audio_samples_out, (uint64_t)srv_session_samples(ss->session));
+    cJSON *d = cJSON_CreateObject(), *u = cJSON_AddObjectToObject(d, "usage");
+    cJSON_AddStringToObject(d, "type", "audio.done");
+    cJSON_AddStringToObject(d, "finished_by", qtts_finish_reason_name(res.finished_by));
+    if (res.guard) cJSON_AddStringToObject(d, "guard", qtts_guard_reason_name(res.guard));
+    cJSON_AddNumberToObject(u, "input_tokens", res.input_tokens);
+    cJSON_AddNumberToObject(u, "output_tokens", res.n_frames);
+    cJSON_AddNumberToObject(u, "total_tokens", res.input_tokens + res.n_frames);
+    cJSON_AddNumberToObject(d, "audio_seconds", res.audio_seconds);
+    cJSON_AddNumberToObject(d, "seed", (double)res.seed);
+    utterance_end(ss);
+    return send_json(ss, d);
 }
 
 static const char *jstr(const cJSON *o, const char *k) {
@@ -327,6 +291,7 @@ static void session_run(srv_ws_pool *p, ws_job *j) {
     qtts_server *s = p->s;
     ws_session ss;
     memset(&ss, 0, sizeof ss);
+    ss.wake.rd = ss.wake.wr = -1;
     ss.s = s;
     ss.sock = j->sock;
     ws_reader_init(&ss.rd, WS_MAX_MESSAGE);
@@ -339,11 +304,18 @@ static void session_run(srv_ws_pool *p, ws_job *j) {
         ss.in_len = j->extra_len;
     }
     ss.t_last = qtts_now_ms();
-    int alive = ss.in != NULL && on_bytes(&ss) == 0;
+    int alive = ss.in != NULL && srv_wake_open(&ss.wake) == 0 && on_bytes(&ss) == 0;
     while (alive && !atomic_load(&s->aborting) && !atomic_load(&p->stopping)) {
-        struct pollfd pf = {.fd = ss.sock, .events = POLLIN};
-        int pr = poll(&pf, 1, ss.st ? 10 : 500); /* with an utterance running, audio is polled every 10 ms */
-        if (pr > 0) {
+        /* Sleeps until the client sends, the engine has audio or an end, the
+         * server stops, or (between utterances) the idle timeout. */
+        struct pollfd pf[3] = {{.fd = ss.sock, .events = POLLIN},
+                               {.fd = ss.wake.rd, .events = POLLIN},
+                               {.fd = p->stop.rd, .events = POLLIN}};
+        int idle_left = (int)(ss.t_last + WS_IDLE_TIMEOUT_MS - qtts_now_ms());
+        int pr = poll(pf, 3, ss.st ? -1 : idle_left > 0 ? idle_left : 0);
+        atomic_fetch_add(&s->metrics.stream_wakeups, 1);
+        if (pr > 0 && pf[1].revents) srv_wake_drain(&ss.wake);
+        if (pr > 0 && pf[0].revents) {
             if (ss.in_len == ss.in_cap) { /* a frame larger than the buffer: grow up to the message limit */
                 size_t cap = ss.in_cap * 2;
                 unsigned char *nb = cap <= 2 * WS_MAX_MESSAGE + 16 ? realloc(ss.in, cap) : NULL;
@@ -372,6 +344,7 @@ static void session_run(srv_ws_pool *p, ws_job *j) {
     }
     if (ss.st && !ss.closing) atomic_fetch_add(&s->metrics.disconnects, 1);
     utterance_end(&ss); /* a disconnect cancels the utterance */
+    srv_wake_close(&ss.wake);
     cJSON_Delete(ss.config);
     ws_reader_free(&ss.rd);
     free(ss.in);
@@ -404,13 +377,14 @@ static void *session_thread(void *arg) {
 srv_ws_pool *srv_ws_pool_new(qtts_server *s, int n_threads) {
     srv_ws_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    p->stop.rd = p->stop.wr = -1;
     p->s = s;
     p->n_threads = n_threads > 0 ? n_threads : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->threads = calloc((size_t)p->n_threads, sizeof *p->threads);
     p->queue = calloc((size_t)p->n_threads, sizeof *p->queue);
-    if (!p->threads || !p->queue) {
+    if (!p->threads || !p->queue || srv_wake_open(&p->stop)) {
         srv_ws_pool_free(p);
         return NULL;
     }
@@ -428,6 +402,7 @@ void srv_ws_pool_stop(srv_ws_pool *p) {
     atomic_store(&p->stopping, 1);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    srv_wake_signal(&p->stop);
     for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
     p->joined = 1;
 }
@@ -437,9 +412,14 @@ void srv_ws_pool_free(srv_ws_pool *p) {
     srv_ws_pool_stop(p);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    srv_wake_close(&p->stop);
     free(p->threads);
     free(p->queue);
     free(p);
+}
+
+void srv_ws_pool_kick(srv_ws_pool *p) {
+    if (p) srv_wake_signal(&p->stop); /* never drained: each session sees the flags and ends */
 }
 
 int srv_ws_pool_reserve(srv_ws_pool *p) {

@@ -22,8 +22,9 @@
  *
  * Threads: a fixed pool of session threads made when the server starts (the
  * process's thread count never changes); each runs one session at a time and
- * only parses, calls the engine API and moves bytes, never model compute. A
- * disconnect cancels the utterance at the next frame. */
+ * only parses, calls the engine API and moves bytes, never model compute; it
+ * sleeps in poll() on the socket, the engine's notifier and the pool's stop
+ * descriptor. A disconnect cancels the utterance at the next frame. */
 #ifndef QTTS_SERVER_WS_SPEECH_H
 #define QTTS_SERVER_WS_SPEECH_H
 
@@ -39,6 +40,8 @@ srv_ws_pool *srv_ws_pool_new(qtts_server *s, int n_threads);
  * pool stays valid (an upgrade that completes later is closed at once), so
  * the HTTP daemon can be stopped after it. Idempotent. */
 void srv_ws_pool_stop(srv_ws_pool *p);
+/* Wakes every session to look at the server's flags (it started aborting). */
+void srv_ws_pool_kick(srv_ws_pool *p);
 /* srv_ws_pool_stop, then frees the pool (after the HTTP daemon stopped). */
 void srv_ws_pool_free(srv_ws_pool *p);
 /* Reserves a session thread for a connection about to be upgraded; 0 when

@@ -25,15 +25,15 @@
 #include "core/clock.h"
 #include "model/config.h"
 #include "server/buf.h"
+#include "server/send.h"
+#include "server/session.h"
 #include "server/socket_compat.h"
+#include "server/wake.h"
 #include "voices/voice_store.h"
 #include "server/wyoming_frame.h"
 #include "text/utf8.h"
 
 #define WY_SEND_TIMEOUT_S 10  /* a client that stops reading is dropped */
-#define WY_IDLE_POLL_MS 100   /* how often an idle connection looks at the stop flags */
-#define WY_TEXT_POLL_MS 5     /* while text still arrives: socket and audio are looked at in turn */
-#define WY_AUDIO_WAIT_MS 50   /* while only audio is left: one wait on the engine stream */
 #define WY_DESIGN_VOICE "design"
 #define WY_ATTRIBUTION_NAME "Qwen"
 #define WY_ATTRIBUTION_URL "https://github.com/QwenLM/Qwen3-TTS"
@@ -69,6 +69,8 @@ struct qtts_wyoming {
     int n_running; /* under mu */
     atomic_int draining; /* idle connections close, running syntheses finish */
     atomic_int aborting; /* running syntheses are cut */
+    srv_wake drain_wake, abort_wake; /* readable once draining / aborting is set (never drained) */
+    atomic_uint_least64_t wakeups;   /* connection threads' wake-ups (qtts_wyoming_stream_wakeups) */
     wy_zeroconf *zc;
 };
 
@@ -84,6 +86,8 @@ void qtts_wyoming_params_default(qtts_wyoming_params *p) {
 }
 
 int qtts_wyoming_port(const qtts_wyoming *w) { return w ? w->port : 0; }
+
+uint64_t qtts_wyoming_stream_wakeups(qtts_wyoming *w) { return w ? atomic_load(&w->wakeups) : 0; }
 
 static void wlog(const qtts_wyoming *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void wlog(const qtts_wyoming *w, const char *fmt, ...) {
@@ -238,9 +242,9 @@ typedef struct {
     char peer[64];
     wy_reader rd;
     srv_buf out;
-    float *fbuf;
-    unsigned char *pcm;
-    size_t chunk_samples;
+    srv_buf audio;      /* 16-bit PCM from the session, not yet sent */
+    size_t chunk_bytes; /* an audio-chunk event's payload at most */
+    srv_wake wake;      /* the engine's notifier of the synthesis */
     int input_closed;  /* the client sent EOF */
     double last_rx_ms;
     /* the synthesis under way */
@@ -252,30 +256,16 @@ typedef struct {
     qtts_request req;  /* kept for a streamed request's submit at its first words */
     char *instruct;    /* req.instruct (owned) */
     qtts_voice *voice; /* req.voice (one reference) */
-    qtts_stream *st;
+    srv_session *session;
+    qtts_stream *st;   /* the session's stream */
     long text_chars;
     double t_start_ms, t_first_text_ms, t_first_audio_ms;
     size_t samples;
 } wy_conn;
 
-static int send_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t k = send(fd, p, n, QTTS_MSG_NOSIGNAL);
-        if (k > 0) {
-            p += k;
-            n -= (size_t)k;
-        } else if (k < 0 && errno == EINTR) {
-            continue;
-        } else {
-            return -1; /* gone, or SO_SNDTIMEO ran out */
-        }
-    }
-    return 0;
-}
-
 static int send_event(wy_conn *c, const char *type, const cJSON *data, const void *payload, size_t n) {
     if (wy_write_event(&c->out, type, data, payload, n)) return -1;
-    int rc = send_all(c->fd, c->out.data + c->out.off, srv_buf_pending(&c->out));
+    int rc = srv_send_all(c->fd, c->out.data + c->out.off, srv_buf_pending(&c->out), WY_SEND_TIMEOUT_S * 1000);
     c->out.off = c->out.len = 0;
     return rc;
 }
@@ -296,10 +286,10 @@ static int send_error(wy_conn *c, const char *code, const char *fmt, ...) {
     return -1;
 }
 
-/* audio-start / audio-chunk (with n samples of c->pcm) / audio-stop; the
+/* audio-start / audio-chunk (with n bytes of pcm) / audio-stop; the
  * timestamp is where the event's audio starts, in ms. audio-stop carries
  * only the timestamp. */
-static int send_audio_event(wy_conn *c, const char *type, size_t n) {
+static int send_audio_event(wy_conn *c, const char *type, const void *pcm, size_t n) {
     int with_format = strcmp(type, "audio-stop") != 0;
     cJSON *d = cJSON_CreateObject();
     int rc = -1;
@@ -307,13 +297,15 @@ static int send_audio_event(wy_conn *c, const char *type, size_t n) {
         (!with_format || (cJSON_AddNumberToObject(d, "rate", c->w->info->sample_rate) &&
                           cJSON_AddNumberToObject(d, "width", 2) && cJSON_AddNumberToObject(d, "channels", 1))) &&
         cJSON_AddNumberToObject(d, "timestamp", floor((double)c->samples * 1000.0 / c->w->info->sample_rate)))
-        rc = send_event(c, type, d, n ? c->pcm : NULL, n * 2);
+        rc = send_event(c, type, d, n ? pcm : NULL, n);
     cJSON_Delete(d);
     return rc;
 }
 
 static void utt_reset(wy_conn *c) {
-    if (c->st) qtts_stream_free(c->st); /* cancels it if it still runs */
+    srv_session_free(c->session); /* cancels it if it still runs */
+    c->session = NULL;
+    c->audio.off = c->audio.len = 0;
     if (c->voice) qtts_voice_release(c->voice);
     free(c->instruct);
     c->st = NULL;
@@ -493,9 +485,13 @@ static int utt_submit(wy_conn *c, const char *text) {
     qtts_error err = {0};
     c->req.text = text;
     c->req.text_incomplete = c->streaming;
-    c->st = qtts_submit(c->w->e, &c->req, &err);
+    /* Wyoming's audio is 16-bit PCM at the model's rate (audio-start says so) */
+    srv_session_opts so = {.fmt = SRV_FMT_PCM, .speed = 1.0, .sample_rate = c->w->info->sample_rate,
+                           .notify_fd = c->wake.wr};
+    c->session = srv_session_start(c->w->e, &c->req, &so, &err);
     c->req.text = NULL;
-    if (!c->st) return send_error(c, code_of(err.status), "%s", err.message);
+    if (!c->session) return send_error(c, code_of(err.status), "%s", err.message);
+    c->st = srv_session_stream(c->session);
     c->submitted = 1;
     c->t_first_text_ms = qtts_now_ms();
     return 0;
@@ -505,7 +501,7 @@ static int is_blank(const char *s) { return !s[strspn(s, " \t\r\n\v\f")]; }
 
 /* An utterance with no words: audio-start + audio-stop (+ synthesize-stopped). */
 static int utt_empty(wy_conn *c) {
-    int rc = send_audio_event(c, "audio-start", 0) || send_event(c, "audio-stop", NULL, NULL, 0) ||
+    int rc = send_audio_event(c, "audio-start", NULL, 0) || send_event(c, "audio-stop", NULL, NULL, 0) ||
              (c->streaming && send_event(c, "synthesize-stopped", NULL, NULL, 0));
     utt_reset(c);
     return rc ? -1 : 0;
@@ -616,62 +612,62 @@ static int handle_event(wy_conn *c, const wy_event *ev) {
     return 0;
 }
 
-/* Moves the audio the engine has to the client, waiting up to timeout_ms
- * for the first of it. Returns 0, or -1 when the connection must close. */
-static int utt_pump(wy_conn *c, int timeout_ms) {
+/* Sends the PCM waiting in c->audio as audio-chunk events of at most
+ * chunk_ms each (audio-start before the first). */
+static int send_chunks(wy_conn *c) {
+    size_t n;
+    while ((n = srv_buf_pending(&c->audio)) > 0) {
+        size_t k = n < c->chunk_bytes ? n : c->chunk_bytes;
+        if (!c->audio_started) {
+            c->t_first_audio_ms = qtts_now_ms();
+            if (send_audio_event(c, "audio-start", NULL, 0)) return -1;
+            c->audio_started = 1;
+        }
+        if (send_audio_event(c, "audio-chunk", c->audio.data + c->audio.off, k)) return -1;
+        c->audio.off += k;
+        c->samples += k / 2;
+    }
+    c->audio.off = c->audio.len = 0;
+    return 0;
+}
+
+/* Moves the audio the engine has now to the client. Returns 0, or -1 when
+ * the connection must close. */
+static int utt_pump(wy_conn *c) {
     qtts_wyoming *w = c->w;
     if (qtts_now_ms() - c->t_start_ms > (double)w->p.request_timeout_s * 1000.0) {
         qtts_stream_cancel(c->st);
         return send_error(c, "timeout", "the synthesis took longer than %d s", w->p.request_timeout_s);
     }
-    for (;;) {
-        if (atomic_load(&w->aborting)) {
-            qtts_stream_cancel(c->st);
-            return send_error(c, "shutting_down", "the server is shutting down");
-        }
-        long n = qtts_stream_read(c->st, c->fbuf, c->chunk_samples, timeout_ms);
-        timeout_ms = 0;
-        if (n == QTTS_STREAM_TIMEOUT) return 0;
-        if (n > 0) {
-            for (long i = 0; i < n; i++) { /* float -> 16-bit little-endian PCM */
-                float x = c->fbuf[i];
-                x = x > 1.0f ? 1.0f : !(x > -1.0f) ? -1.0f : x; /* NaN -> -1 rather than undefined */
-                int v = (int)lrintf(x * 32767.0f);
-                c->pcm[2 * i] = (unsigned char)(v & 0xFF);
-                c->pcm[2 * i + 1] = (unsigned char)((v >> 8) & 0xFF);
-            }
-            if (!c->audio_started) {
-                c->t_first_audio_ms = qtts_now_ms();
-                if (send_audio_event(c, "audio-start", 0)) return -1;
-                c->audio_started = 1;
-            }
-            if (send_audio_event(c, "audio-chunk", (size_t)n)) {
-                wlog(w, "%s: client gone (send failed): synthesis cancelled", c->peer);
-                return -1;
-            }
-            c->samples += (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            if ((!c->audio_started && send_audio_event(c, "audio-start", 0)) ||
-                send_audio_event(c, "audio-stop", 0) ||
-                (c->streaming && send_event(c, "synthesize-stopped", NULL, NULL, 0)))
-                return -1;
-            wlog(w, "%s: %.2f s of audio in %.2f s, first audio %.0f ms after the first text", c->peer,
-                 (double)c->samples / w->info->sample_rate, (qtts_now_ms() - c->t_start_ms) / 1000.0,
-                 c->t_first_audio_ms ? c->t_first_audio_ms - c->t_first_text_ms : 0.0);
-            utt_reset(c);
-            return 0;
-        }
-        qtts_status st = qtts_stream_status(c->st);
-        return send_error(c, code_of(st), "synthesis failed: %s", qtts_stream_error(c->st));
+    if (atomic_load(&w->aborting)) {
+        qtts_stream_cancel(c->st);
+        return send_error(c, "shutting_down", "the server is shutting down");
     }
+    srv_session_state st = srv_session_read(c->session, &c->audio);
+    if (st == SRV_SESSION_FAILED)
+        return send_error(c, code_of(srv_session_status(c->session)), "synthesis failed: %s",
+                          srv_session_error(c->session));
+    if (send_chunks(c)) {
+        wlog(w, "%s: client gone (send failed): synthesis cancelled", c->peer);
+        return -1;
+    }
+    if (st != SRV_SESSION_DONE) return 0;
+    if ((!c->audio_started && send_audio_event(c, "audio-start", NULL, 0)) ||
+        send_audio_event(c, "audio-stop", NULL, 0) ||
+        (c->streaming && send_event(c, "synthesize-stopped", NULL, NULL, 0)))
+        return -1;
+    wlog(w, "%s: %.2f s of audio in %.2f s, first audio %.0f ms after the first text", c->peer,
+         (double)c->samples / w->info->sample_rate, (qtts_now_ms() - c->t_start_ms) / 1000.0,
+         c->t_first_audio_ms ? c->t_first_audio_ms - c->t_first_text_ms : 0.0);
+    utt_reset(c);
+    return 0;
 }
 
-/* Both directions closed or the socket failed (a half-close is not a hang-up). */
-static int peer_gone(int fd) {
-    struct pollfd pf = {.fd = fd, .events = 0};
-    return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR | POLLNVAL));
+/* Milliseconds until t_ms, for poll(); -1 (forever) when t_ms < 0. */
+static int ms_until(double t_ms) {
+    if (t_ms < 0) return -1;
+    double left = t_ms - qtts_now_ms() + 1;
+    return left <= 0 ? 0 : left > 1e9 ? 1000000000 : (int)left;
 }
 
 static void conn_run(wy_conn *c) {
@@ -697,25 +693,48 @@ static void conn_run(wy_conn *c) {
             wy_event_free(&ev);
             if (rc) return;
         }
-        if (c->active && c->text_done) {
-            if (utt_pump(c, WY_AUDIO_WAIT_MS)) return;
-            if (c->active && peer_gone(c->fd)) {
+        int audio_only = c->active && c->text_done; /* the text is all here: only audio is left */
+        if (audio_only) {
+            if (utt_pump(c)) return;
+            if (!c->active) { /* it ended: the next events; the client was waiting for it, not idle */
+                c->last_rx_ms = qtts_now_ms();
+                continue;
+            }
+        } else {
+            if (!c->active && (c->input_closed || atomic_load(&w->draining))) return;
+            if (c->input_closed) {
+                send_error(c, "incomplete", "the client closed its side before synthesize-stop");
+                return;
+            }
+            if (c->submitted && utt_pump(c)) return;
+        }
+        /* Sleeps until the client sends (or, with only audio left, hangs
+         * up), the engine has audio or an end, the server stops, or a
+         * deadline: the idle timeout, the request's time limit. */
+        enum { P_SOCK, P_ABORT, P_ENGINE, P_DRAIN };
+        struct pollfd pf[4] = {{.fd = c->fd, .events = audio_only ? 0 : POLLIN},
+                               {.fd = w->abort_wake.rd, .events = POLLIN},
+                               {.fd = c->session ? c->wake.rd : -1, .events = POLLIN},
+                               {.fd = c->active ? -1 : w->drain_wake.rd, .events = POLLIN}};
+        double until = audio_only ? -1 : c->last_rx_ms + (double)w->p.idle_timeout_s * 1000.0;
+        if (c->session) {
+            double end = c->t_start_ms + (double)w->p.request_timeout_s * 1000.0;
+            if (until < 0 || end < until) until = end;
+        }
+        int pr = poll(pf, 4, ms_until(until));
+        atomic_fetch_add(&w->wakeups, 1);
+        if (pr > 0 && pf[P_ENGINE].revents) srv_wake_drain(&c->wake);
+        if (audio_only) {
+            if (pr > 0 && (pf[P_SOCK].revents & (POLLHUP | POLLERR | POLLNVAL))) {
                 wlog(w, "%s: client gone: synthesis cancelled", c->peer);
                 return;
             }
             continue;
         }
-        if (!c->active && (c->input_closed || atomic_load(&w->draining))) return;
-        if (c->input_closed) {
-            send_error(c, "incomplete", "the client closed its side before synthesize-stop");
-            return;
-        }
-        if (c->submitted && utt_pump(c, 0)) return;
-        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-        int pr = poll(&pf, 1, c->submitted ? WY_TEXT_POLL_MS : WY_IDLE_POLL_MS);
+        if (pr > 0 && !pf[P_SOCK].revents) continue;
         if (pr < 0 && errno != EINTR) return;
         if (pr > 0) {
-            if (pf.revents & (POLLERR | POLLNVAL)) {
+            if (pf[P_SOCK].revents & (POLLERR | POLLNVAL)) {
                 if (c->active) wlog(w, "%s: client gone (socket error): synthesis cancelled", c->peer);
                 return;
             }
@@ -779,17 +798,16 @@ static void conn_serve(wy_slot *s) {
         c->fd = s->fd;
         pthread_mutex_unlock(&w->mu);
         wy_reader_init(&c->rd);
-        c->chunk_samples = (size_t)w->info->sample_rate * (size_t)w->p.chunk_ms / 1000;
-        if (c->chunk_samples < 1) c->chunk_samples = 1;
-        c->fbuf = malloc(c->chunk_samples * sizeof *c->fbuf);
-        c->pcm = malloc(c->chunk_samples * 2);
+        c->chunk_bytes = 2 * ((size_t)w->info->sample_rate * (size_t)w->p.chunk_ms / 1000);
+        if (c->chunk_bytes < 2) c->chunk_bytes = 2;
+        int woke = srv_wake_open(&c->wake) == 0;
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         char h[48] = "?", port[8] = "?";
         if (!getpeername(c->fd, (struct sockaddr *)&ss, &sl))
             getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
         snprintf(c->peer, sizeof c->peer, "%s:%s", h, port);
-        if (c->fbuf && c->pcm) {
+        if (woke) {
             wlog(w, "%s: connected", c->peer);
             conn_run(c);
             wlog(w, "%s: closed", c->peer);
@@ -800,8 +818,8 @@ static void conn_serve(wy_slot *s) {
         linger_input(c->fd);
         wy_reader_free(&c->rd);
         srv_buf_free(&c->out);
-        free(c->fbuf);
-        free(c->pcm);
+        srv_buf_free(&c->audio);
+        srv_wake_close(&c->wake);
         free(c);
     }
     slot_close_fd(s);
@@ -822,6 +840,7 @@ static void *slot_main(void *arg) {
         pthread_mutex_lock(&w->mu);
         s->state = SLOT_FREE;
         w->n_running--;
+        pthread_cond_broadcast(&w->cv); /* qtts_wyoming_stop may be waiting for the last one */
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -866,7 +885,7 @@ static void *accept_main(void *arg) {
     qtts_wyoming *w = arg;
     for (;;) {
         struct pollfd pf[2] = {{.fd = w->listen_fd, .events = POLLIN}, {.fd = w->wake[0], .events = POLLIN}};
-        int pr = poll(pf, 2, 1000);
+        int pr = poll(pf, 2, -1); /* the listener, or stop's wake-up */
         if (pr < 0 && errno != EINTR) break;
         if (pr <= 0) continue;
         if (pf[1].revents) break;
@@ -920,6 +939,8 @@ static void wyoming_free(qtts_wyoming *w) {
     if (w->wake[0] >= 0) close(w->wake[0]);
     if (w->wake[1] >= 0) close(w->wake[1]);
     if (w->voices) srv_voices_free(w->voices);
+    srv_wake_close(&w->drain_wake);
+    srv_wake_close(&w->abort_wake);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w->slots);
@@ -1021,6 +1042,7 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
         return NULL;
     }
     w->listen_fd = w->wake[0] = w->wake[1] = -1;
+    w->drain_wake.rd = w->drain_wake.wr = w->abort_wake.rd = w->abort_wake.wr = -1;
     int me = pthread_mutex_init(&w->mu, NULL), ce = me ? 0 : pthread_cond_init(&w->cv, NULL);
     if (me || ce) {
         if (!me) pthread_mutex_destroy(&w->mu);
@@ -1049,6 +1071,12 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
     w->p.zeroconf_name = w->zc_name;
     atomic_init(&w->draining, 0);
     atomic_init(&w->aborting, 0);
+    atomic_init(&w->wakeups, 0);
+    if (srv_wake_open(&w->drain_wake) || srv_wake_open(&w->abort_wake)) {
+        snprintf(err, err_size, "wyoming: cannot create a pipe: %s", strerror(errno));
+        wyoming_free(w);
+        return NULL;
+    }
     if (!strcmp(w->info->variant, "base")) {
         w->voices = srv_voices_open(e, w->voices_dir, warn_voice, NULL, err, err_size);
         if (!w->voices) {
@@ -1114,17 +1142,21 @@ int qtts_wyoming_stop(qtts_wyoming *w, int deadline_ms) {
     wy_zeroconf_stop(w->zc);
     w->zc = NULL;
     atomic_store(&w->draining, 1);
-    double end = qtts_now_ms() + (deadline_ms > 0 ? deadline_ms : 0);
-    int running;
-    for (;;) {
-        pthread_mutex_lock(&w->mu);
-        running = w->n_running;
-        pthread_mutex_unlock(&w->mu);
-        if (!running || qtts_now_ms() >= end) break;
-        struct timespec ts = {0, 20 * 1000000};
-        nanosleep(&ts, NULL);
+    srv_wake_signal(&w->drain_wake); /* idle connections close at once */
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end); /* the condition variable's clock */
+    long long ns = (long long)end.tv_nsec + (long long)(deadline_ms > 0 ? deadline_ms : 0) * 1000000LL;
+    end.tv_sec += (time_t)(ns / 1000000000LL);
+    end.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_mutex_lock(&w->mu);
+    while (w->n_running && pthread_cond_timedwait(&w->cv, &w->mu, &end) != ETIMEDOUT) {
     }
-    if (running) atomic_store(&w->aborting, 1);
+    int running = w->n_running;
+    pthread_mutex_unlock(&w->mu);
+    if (running) {
+        atomic_store(&w->aborting, 1);
+        srv_wake_signal(&w->abort_wake);
+    }
     /* With the accept thread gone no slot becomes RUNNING: the ones running
      * now are all the connections left. */
     pthread_mutex_lock(&w->mu);

@@ -6,13 +6,16 @@
  * started with the server (the thread count does not change with
  * connections); each connection thread serves the connections of its slot,
  * one at a time. A connection thread parses events, validates and
- * enqueues requests through the public engine API, converts audio to 16-bit
- * PCM and writes bytes; every model computation is an engine job. The engine
+ * enqueues requests through the server session (server/session.h: 16-bit
+ * PCM, the conversion every output uses) and writes bytes, sleeping in
+ * poll() on the socket and the engine's notifier; every model computation
+ * is an engine job. The engine
  * may be shared with the HTTP server (qtts_server) in the same process. */
 #ifndef QTTS_SERVER_WYOMING_H
 #define QTTS_SERVER_WYOMING_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "qtts.h"
 
@@ -46,6 +49,10 @@ void qtts_wyoming_params_default(qtts_wyoming_params *p);
  * VoiceDesign model without instruct, an unreadable voices_dir). */
 qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, char *err, size_t err_size);
 int qtts_wyoming_port(const qtts_wyoming *w);
+/* How often the connection threads woke up. Each wake-up follows an event
+ * (client bytes, engine audio, a stop, a deadline), never a timer: a test
+ * counts them across an idle synthesis. */
+uint64_t qtts_wyoming_stream_wakeups(qtts_wyoming *w);
 /* Stops accepting, lets running syntheses finish for up to deadline_ms
  * (idle connections close at once), cuts the rest, joins every thread and
  * frees the server (not the engine). Returns the number of connections cut. */

@@ -1,6 +1,5 @@
 #include "tensor/conv_calibrate.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +72,7 @@ static void unit_free(unit_path *p) {
     qtts_conv_free(&p->pw);
 }
 
-static void measure(qtts_conv_calibration *c) {
+void qtts_conv_measure(qtts_conv_calibration *c) {
     memset(c, 0, sizeof *c);
     c->bf16_available = qtts_conv_bf16_supported();
     c->i16_available = qtts_conv_i16_supported();
@@ -135,15 +134,4 @@ qtts_conv_path qtts_conv_calibration_best(const qtts_conv_calibration *c) {
     if (c->bf16_faster && (!c->i16_faster || c->bf16_gflops >= c->i16_gflops)) return QTTS_CONV_PATH_BF16;
     if (c->i16_faster) return QTTS_CONV_PATH_WINOGRAD_I16;
     return c->winograd_faster ? QTTS_CONV_PATH_WINOGRAD : QTTS_CONV_PATH_F32;
-}
-
-/* Written once under pthread_once, read-only afterwards. */
-static pthread_once_t g_cal_once = PTHREAD_ONCE_INIT;
-static qtts_conv_calibration g_cal;
-
-static void cal_init(void) { measure(&g_cal); }
-
-const qtts_conv_calibration *qtts_conv_calibrate(void) {
-    pthread_once(&g_cal_once, cal_init);
-    return &g_cal;
 }

@@ -24,8 +24,9 @@ typedef struct qtts_conv_calibration {
 typedef enum { QTTS_CONV_PATH_F32, QTTS_CONV_PATH_WINOGRAD, QTTS_CONV_PATH_WINOGRAD_I16, QTTS_CONV_PATH_BF16 } qtts_conv_path;
 qtts_conv_path qtts_conv_calibration_best(const qtts_conv_calibration *c);
 
-/* Measured once per process (~30 ms, one thread, on the first call;
- * thread-safe) and constant after. */
-const qtts_conv_calibration *qtts_conv_calibrate(void);
+/* Measures on the calling thread (~30 ms). The engine loader calls it once
+ * (or reads its per-CPU cache) and passes the result to
+ * qtts_decoder_precision_choose. */
+void qtts_conv_measure(qtts_conv_calibration *c);
 
 #endif

@@ -4,30 +4,16 @@
 #include <string.h>
 
 #include "tensor/cpu.h"
-#include "tensor/interleave_calibrate.h"
 #include "tensor/quant.h"
 
 int qtts_interleave_kernels(void) { return qtts_cpu_isa() == QTTS_ISA_AVX512 || qtts_cpu_isa() == QTTS_ISA_AVX2; }
 
-/* QTTS_INTERLEAVE, QTTS_PREFETCH, QTTS_LOCKSTEP: 0 or 1 forces a choice
- * (for A/B measurements); -1 when unset or anything else (then measure). */
-static int forced(const char *var) {
-    const char *env = getenv(var);
-    if (env && !strcmp(env, "0")) return 0;
-    if (env && !strcmp(env, "1")) return 1;
-    return -1;
-}
-
 /* Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family selected,
- * and the layout measured faster for the type on this CPU
- * (tensor/interleave_calibrate.h). QTTS_INTERLEAVE=0 / 1 in the environment
- * turns it off / on regardless of the measurement (A/B comparisons). */
-static int can_interleave(const qtts_mat *m) {
+ * and the loader's choice for the type says so. */
+static int can_interleave(const qtts_mat *m, const qtts_interleave_choice *c) {
     if (m->interleave || m->rows <= 0 || m->rows % QTTS_INTERLEAVE) return 0;
     if (m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) return 0;
-    if (!qtts_interleave_kernels()) return 0;
-    const int f = forced("QTTS_INTERLEAVE");
-    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->faster;
+    return qtts_interleave_kernels() && c->interleave;
 }
 
 static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
@@ -74,7 +60,28 @@ static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t
     }
 }
 
-int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
+/* Groups [begin, end) of a repacking. */
+typedef struct {
+    const qtts_mat *m;
+    uint8_t *buf;
+    int64_t nb;
+    size_t row_bytes;
+} repack_job;
+
+static void repack_groups(void *ctx, int64_t begin, int64_t end, int tid) {
+    const repack_job *j = ctx;
+    (void)tid;
+    for (int64_t g = begin; g < end; g++) {
+        const char *src = (const char *)j->m->data + (size_t)g * j->m->row_bytes * QTTS_INTERLEAVE;
+        uint8_t *dst = j->buf + (size_t)g * j->row_bytes * QTTS_INTERLEAVE;
+        if (j->m->type == QTTS_Q8_0) pack_group_q8_0(src, j->m->row_bytes, j->nb, dst);
+        else pack_group_q4_k(src, j->m->row_bytes, j->nb, dst);
+    }
+}
+
+int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) { return qtts_mat_interleave_force_pool(m, NULL, err); }
+
+int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err) {
     if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || m->interleave || m->rows % QTTS_INTERLEAVE)
         return qtts_fail(err, "cannot interleave a %s matrix of %lld rows", qtts_dtype_name(m->type),
                          (long long)m->rows);
@@ -83,12 +90,10 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
     const size_t bytes = row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
     uint8_t *buf = aligned_alloc(64, alloc ? alloc : 64);
     if (!buf) return qtts_fail(err, "out of memory repacking a %zu-byte matrix", bytes);
-    for (int64_t g = 0; g < m->rows / QTTS_INTERLEAVE; g++) {
-        const char *src = (const char *)m->data + (size_t)g * m->row_bytes * QTTS_INTERLEAVE;
-        uint8_t *dst = buf + (size_t)g * row_bytes * QTTS_INTERLEAVE;
-        if (m->type == QTTS_Q8_0) pack_group_q8_0(src, m->row_bytes, nb, dst);
-        else pack_group_q4_k(src, m->row_bytes, nb, dst);
-    }
+    qtts_advise_huge(buf, alloc);
+    repack_job j = {.m = m, .buf = buf, .nb = nb, .row_bytes = row_bytes};
+    /* a memory shuffle: as much work per byte as a matrix-vector product reading it */
+    qtts_parallel_for_work(pool, m->rows / QTTS_INTERLEAVE, 4, (double)bytes, repack_groups, &j);
     m->row_bytes = row_bytes;
     free(m->owned);
     m->data = m->owned = buf;
@@ -96,26 +101,23 @@ int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) {
     return 0;
 }
 
-/* Whether m's kernel prefetches (the AVX2 kernels of both layouts can):
- * as measured, or as QTTS_PREFETCH=0 / 1 forces. */
-static int prefetch_for(const qtts_mat *m) {
-    if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
-    const int f = forced("QTTS_PREFETCH");
-    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->prefetch;
+const qtts_interleave_choice *qtts_weight_layout_for(const qtts_weight_layout *layout, qtts_dtype type) {
+    static const qtts_interleave_choice rows = {0, 0, 0};
+    if (!layout) return &rows;
+    return type == QTTS_Q8_0 ? &layout->q8_0 : type == QTTS_Q4_K ? &layout->q4_k : &rows;
 }
 
-/* Whether m's one-token kernel reads its two groups line by line in step
- * (AVX2, interleaved): as measured, or as QTTS_LOCKSTEP=0 / 1 forces. */
-static int lockstep_for(const qtts_mat *m) {
-    if (!m->interleave || qtts_cpu_isa() != QTTS_ISA_AVX2) return 0;
-    const int f = forced("QTTS_LOCKSTEP");
-    return f >= 0 ? f : qtts_interleave_calibrate(m->type)->lockstep;
+int qtts_mat_interleave(qtts_mat *m, const qtts_weight_layout *layout, qtts_err *err) {
+    return qtts_mat_interleave_pool(m, layout, NULL, err);
 }
 
-int qtts_mat_interleave(qtts_mat *m, qtts_err *err) {
-    if (can_interleave(m) && qtts_mat_interleave_force(m, err)) return -1;
-    m->prefetch = prefetch_for(m);
-    m->lockstep = lockstep_for(m);
+int qtts_mat_interleave_pool(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err) {
+    const qtts_interleave_choice *c = qtts_weight_layout_for(layout, m->type);
+    if (can_interleave(m, c) && qtts_mat_interleave_force_pool(m, pool, err)) return -1;
+    /* only the AVX2 kernels of both layouts prefetch; lockstep is for interleaved ones */
+    const int avx2 = qtts_cpu_isa() == QTTS_ISA_AVX2 && (m->type == QTTS_Q8_0 || m->type == QTTS_Q4_K);
+    m->prefetch = avx2 && c->prefetch;
+    m->lockstep = avx2 && m->interleave && c->lockstep;
     return 0;
 }
 

@@ -34,20 +34,35 @@
 #define QTTS_TENSOR_INTERLEAVE_H
 
 #include "core/err.h"
+#include "core/threadpool.h"
 #include "tensor/tensor.h"
 
 enum { QTTS_INTERLEAVE = 16, QTTS_Q4_K_X16_SUPER = 2368, QTTS_Q8_0_X16_BLOCK = 544 };
 
+/* How matrices of one type (Q8_0 or Q4_K) are stored and read: the engine
+ * loader decides it from its measurement (interleave_calibrate.h) or from
+ * the QTTS_INTERLEAVE / QTTS_PREFETCH / QTTS_LOCKSTEP overrides it reads
+ * once, and passes it down; the kernels never decide. */
+typedef struct qtts_interleave_choice {
+    int interleave; /* the interleaved layout (where the matrix allows it) */
+    int prefetch;   /* AVX2: the kernel prefetches its weights */
+    int lockstep;   /* AVX2, interleaved: one token's two groups read line by line in step */
+} qtts_interleave_choice;
+typedef struct qtts_weight_layout {
+    qtts_interleave_choice q8_0, q4_k;
+} qtts_weight_layout;
+
+/* layout's choice for type (NULL layout or another type: GGML rows, no flags). */
+const qtts_interleave_choice *qtts_weight_layout_for(const qtts_weight_layout *layout, qtts_dtype type);
+
 /* Repacks m in place (new owned storage; the old owned storage is freed, a
- * view's mapping is left alone) when m would be interleaved on this CPU:
- * Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family (AVX-512 or
- * AVX2) selected, and the layout measured faster for the type on this CPU
- * (interleave_calibrate.h; QTTS_INTERLEAVE=0 / 1 in the environment forces
- * it off / on for A/B measurements). Else a no-op. */
-int qtts_mat_interleave(qtts_mat *m, qtts_err *err);
-/* (It also sets m->prefetch for Q8_0/Q4_K on AVX2 as measured for the
- * chosen layout, and m->lockstep for an interleaved one: interleave_calibrate.h;
- * QTTS_PREFETCH=0 / 1 and QTTS_LOCKSTEP=0 / 1 force them.) */
+ * view's mapping is left alone) when layout says so for m's type and m can
+ * be: Q8_0/Q4_K, rows % 16 == 0, row-major, an x86 kernel family (AVX-512
+ * or AVX2) selected. Sets m->prefetch and m->lockstep from the choice where
+ * the selected kernels have them (AVX2). NULL layout: rows, no flags. */
+int qtts_mat_interleave(qtts_mat *m, const qtts_weight_layout *layout, qtts_err *err);
+/* The same, repacking on pool's threads (its owner calls; NULL: this thread). */
+int qtts_mat_interleave_pool(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err);
 
 /* Whether the selected kernel family reads interleaved matrices (AVX-512 or
  * AVX2; elsewhere they would take the scalar path, so they are never made). */
@@ -56,6 +71,7 @@ int qtts_interleave_kernels(void);
 /* The same repacking, unconditional (for tests): m must be Q8_0/Q4_K,
  * row-major, rows % 16 == 0. */
 int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err);
+int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err);
 
 /* Row r of m as f32, whatever its type and layout. */
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out);

@@ -1,6 +1,5 @@
 #include "tensor/interleave_calibrate.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +15,7 @@
  * talker's are twice that), alternating; enough of them to overflow the last-level cache. A single
  * 1024x2048 shape ranked the layouts as close where the engine found the interleaved Q8_0 kernel 20%
  * slower (a Zen 2): per-row overheads differ between 1024 and 3072 columns. */
-enum { CAL_SHORT = 1024, CAL_LONG = 3072, CAL_MAX_THREADS = 16 };
+enum { CAL_SHORT = 1024, CAL_LONG = 3072 };
 #define CAL_MIN_BYTES (64.0 * 1024 * 1024)
 #define CAL_MAX_BYTES (96.0 * 1024 * 1024) /* bounds the time; a larger cache then holds part of it */
 #define CAL_MARGIN 1.03
@@ -112,9 +111,9 @@ static void measure_round(qtts_pool *pool, qtts_mat *m, int n, int x16, int flag
     }
 }
 
-static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
+void qtts_interleave_measure(qtts_pool *pool, qtts_dtype type, qtts_interleave_calibration *c) {
     memset(c, 0, sizeof *c);
-    if (!qtts_interleave_kernels()) return;
+    if (!qtts_interleave_kernels() || (type != QTTS_Q8_0 && type != QTTS_Q4_K)) return;
     const double t0 = qtts_now_ms();
     const size_t mat_bytes = (size_t)(CAL_SHORT * CAL_LONG / qtts_dtype_block_elems(type)) * qtts_dtype_block_bytes(type);
     const int n = 2 * (int)(buffer_bytes() / (double)(2 * mat_bytes)) + 2; /* even: both shapes alike */
@@ -133,17 +132,9 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
         m[i] = (qtts_mat){.type = type, .rows = rows, .cols = cols, .row_bytes = qtts_dtype_row_bytes(type, cols),
                           .data = p, .owned = p};
     }
-    /* every core, as the engine reads its weights: one thread alone ranks the layouts differently here */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    qtts_err perr = {0};
-    qtts_pool *pool = ok ? qtts_pool_create(ncpu < 1                 ? 1
-                                            : ncpu > CAL_MAX_THREADS ? CAL_MAX_THREADS
-                                                                     : (int)ncpu,
-                                            &perr)
-                         : NULL;
-    ok = ok && pool;
+    /* the engine's own threads, as it reads its weights: one thread alone ranks the layouts differently here */
     if (ok) {
-        c->threads = qtts_pool_size(pool);
+        c->threads = pool ? qtts_pool_size(pool) : 1;
         for (int i = 0; i < CAL_LONG * CAL_BATCH; i++) x[i] = (float)((i * 37) % 19) * 0.1f - 0.9f;
         pass_gbs(pool, m, n, 0, 0, x, y); /* warm-up: page faults, frequency */
         const int pf = qtts_cpu_isa() == QTTS_ISA_AVX2; /* only the AVX2 kernels prefetch and step in lockstep */
@@ -181,7 +172,6 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
         }
         c->buffer_mb = (double)n * (double)mat_bytes / 1e6;
     }
-    qtts_pool_free(pool);
     for (int i = 0; m && i < n; i++) qtts_mat_free(&m[i]);
     free(m);
     free(x);
@@ -189,21 +179,7 @@ static void measure(qtts_dtype type, qtts_interleave_calibration *c) {
     c->ms = qtts_now_ms() - t0;
 }
 
-/* Written once under pthread_once each, read-only afterwards. */
-static pthread_once_t g_once_q8 = PTHREAD_ONCE_INIT, g_once_q4 = PTHREAD_ONCE_INIT;
-static qtts_interleave_calibration g_cal_q8, g_cal_q4;
-static void init_q8(void) { measure(QTTS_Q8_0, &g_cal_q8); }
-static void init_q4(void) { measure(QTTS_Q4_K, &g_cal_q4); }
-
-const qtts_interleave_calibration *qtts_interleave_calibrate(qtts_dtype type) {
-    static const qtts_interleave_calibration none = {0};
-    if (type == QTTS_Q8_0) {
-        pthread_once(&g_once_q8, init_q8);
-        return &g_cal_q8;
-    }
-    if (type == QTTS_Q4_K) {
-        pthread_once(&g_once_q4, init_q4);
-        return &g_cal_q4;
-    }
-    return &none;
+qtts_interleave_choice qtts_interleave_calibration_choice(const qtts_interleave_calibration *c) {
+    if (!c->measured) return (qtts_interleave_choice){0, 0, 0};
+    return (qtts_interleave_choice){.interleave = c->faster, .prefetch = c->prefetch, .lockstep = c->lockstep};
 }

@@ -8,6 +8,8 @@
 #ifndef QTTS_TENSOR_INTERLEAVE_CALIBRATE_H
 #define QTTS_TENSOR_INTERLEAVE_CALIBRATE_H
 
+#include "core/threadpool.h"
+#include "tensor/interleave.h"
 #include "tensor/tensor.h"
 
 typedef struct qtts_interleave_calibration {
@@ -24,13 +26,19 @@ typedef struct qtts_interleave_calibration {
     double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere); x16 in lockstep */
     double x16_blocks_gbs;    /* AVX2: x16 at its prefetch setting, the groups super-block by super-block */
     double row_batch_gflops, x16_batch_gflops; /* n = 8 tokens (a prefill, several streams), in cache */
-    int threads;              /* the online CPUs, at most 16 (a temporary pool, joined before returning) */
+    int threads;              /* the pool's threads (the engine's: as its kernels read the weights) */
     double buffer_mb, ms;     /* the buffer measured and what the measurement took */
 } qtts_interleave_calibration;
 
-/* For QTTS_Q8_0 or QTTS_Q4_K: measured once per process per type on the
- * first call (64-96 MB, twice the last-level cache where that fits; about
- * 0.35-0.45 s on a 2-vCPU Zen 3; thread-safe), constant after. */
-const qtts_interleave_calibration *qtts_interleave_calibrate(qtts_dtype type);
+/* Measures QTTS_Q8_0 or QTTS_Q4_K on pool (its owner calls; NULL: this
+ * thread alone) over 64-96 MB, twice the last-level cache where that fits;
+ * about 0.35-0.45 s on a 2-vCPU Zen 3. The engine loader calls it once per
+ * type and keeps the result (or reads it from its per-CPU cache); another
+ * type, or no x86 kernel family, gives measured = 0. */
+void qtts_interleave_measure(qtts_pool *pool, qtts_dtype type, qtts_interleave_calibration *c);
+
+/* What a measurement decides: the faster layout and its kernel flags (all 0
+ * where nothing was measured). */
+qtts_interleave_choice qtts_interleave_calibration_choice(const qtts_interleave_calibration *c);
 
 #endif

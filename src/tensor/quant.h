@@ -23,6 +23,9 @@ typedef struct {
 /* n must be a multiple of the type's block size. qtts_dequantize_row also
  * converts the plain types (F32, BF16, F16) to f32. */
 void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n);
+/* The scalar twin of qtts_quantize_row (its Q4_K fit uses SSE2 where built
+ * for it): the same bytes, which tests check. */
+void qtts_quantize_row_ref(qtts_dtype t, const float *src, void *dst, int64_t n);
 void qtts_dequantize_row(qtts_dtype t, const void *src, float *dst, int64_t n);
 
 /* The storage-only GGML types (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,

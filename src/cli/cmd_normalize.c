@@ -1,0 +1,75 @@
+/* qtts normalize [--lang L] [--mode M] [TEXT]: prints what the model will
+ * read for TEXT (or all of stdin) after the text front end. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/file.h"
+#include "text/normalize.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: qtts normalize [--lang L] [--mode off|basic|full] [TEXT]\n"
+            "\n"
+            "Prints TEXT (or all of stdin when TEXT is absent) as the model will read it:\n"
+            "markdown, emoji and URLs cleaned up, numbers, money, units, times and dates in\n"
+            "words of the language.\n"
+            "\n"
+            "  --lang L     zh, en, ja, ko, de, fr, ru, pt, es, it (or the model's names:\n"
+            "               English, ...), or auto (default: guessed from the text)\n"
+            "  --mode M     off (unchanged), basic (cleanup only) or full (default)\n"
+            "  -h, --help   this help\n");
+}
+
+int cmd_normalize(int argc, char **argv) {
+    const char *lang = "auto", *text = NULL;
+    int mode = QTTS_NORM_FULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if ((!strcmp(a, "--lang") || !strcmp(a, "-l")) && i + 1 < argc) {
+            lang = argv[++i];
+        } else if (!strcmp(a, "--mode") && i + 1 < argc) {
+            mode = qtts_norm_mode_parse(argv[++i]);
+            if (mode < 0) {
+                cli_error("normalize: --mode takes off, basic or full, not \"%s\"", argv[i]);
+                return CLI_USAGE;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("normalize: unknown option %s (or it needs a value)", a);
+            usage(stderr);
+            return CLI_USAGE;
+        } else if (!text) {
+            text = a;
+        } else {
+            cli_error("normalize: one TEXT only (quote it)");
+            return CLI_USAGE;
+        }
+    }
+    char *owned = NULL;
+    size_t len = 0;
+    qtts_err err = {0};
+    if (!text) {
+        if (qtts_read_stream(stdin, "standard input", (size_t)1 << 26, &owned, &len, &err)) {
+            cli_error("normalize: %s", err.msg);
+            return CLI_FAIL;
+        }
+        text = owned;
+    } else {
+        len = strlen(text);
+    }
+    size_t out_len = 0;
+    char *out = qtts_text_normalize(text, len, lang, (qtts_norm_mode)mode, &out_len, &err);
+    free(owned);
+    if (!out) {
+        cli_error("normalize: %s", err.msg);
+        return CLI_FAIL;
+    }
+    fwrite(out, 1, out_len, stdout);
+    putchar('\n');
+    free(out);
+    return CLI_OK;
+}

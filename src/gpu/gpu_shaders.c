@@ -1,0 +1,39 @@
+/* The SPIR-V of every shader in gpu_shaders.h, compiled by glslc at build time. */
+#include "gpu/gpu_shaders.h"
+
+static const uint32_t spv_gemv_f32[] = {
+#include "gemv_f32.spv.inc"
+};
+static const uint32_t spv_gemv_bf16[] = {
+#include "gemv_bf16.spv.inc"
+};
+static const uint32_t spv_gemv_q8_0[] = {
+#include "gemv_q8_0.spv.inc"
+};
+static const uint32_t spv_gemv_q4_k[] = {
+#include "gemv_q4_k.spv.inc"
+};
+static const uint32_t spv_rmsnorm[] = {
+#include "rmsnorm.spv.inc"
+};
+static const uint32_t spv_rope[] = {
+#include "rope.spv.inc"
+};
+static const uint32_t spv_kv_store[] = {
+#include "kv_store.spv.inc"
+};
+static const uint32_t spv_attention[] = {
+#include "attention.spv.inc"
+};
+static const uint32_t spv_silu_mul[] = {
+#include "silu_mul.spv.inc"
+};
+static const uint32_t spv_embed_add[] = {
+#include "embed_add.spv.inc"
+};
+static const uint32_t spv_argmax[] = {
+#include "argmax.spv.inc"
+};
+
+#define QTTS_GPU_SHADER_CODE(name, nb) [QTTS_SHADER_##name] = {#name, spv_##name, sizeof spv_##name, nb},
+const qtts_gpu_shader_code qtts_gpu_shader_codes[QTTS_SHADER_COUNT] = {QTTS_GPU_SHADER_TABLE(QTTS_GPU_SHADER_CODE)};
