@@ -15,6 +15,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # Python: the package (python/) and its tests, built and installed offline; numpy also writes the other-layout test files (tests/layouts)
 $SUDO apt-get install -y -qq --no-install-recommends \
   python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip python3-venv >/dev/null
+# PyYAML: the lint of the Home Assistant App's files (tests/ha_app_lint.py)
+$SUDO apt-get install -y -qq --no-install-recommends python3-yaml >/dev/null
 # Vulkan: the GPU backend builds where the loader and glslc are found; its tests run on Mesa's lavapipe
 # (mesa-vulkan-drivers, a Vulkan device on the CPU) with the Khronos validation layer
 $SUDO apt-get install -y -qq --no-install-recommends \

@@ -18,6 +18,8 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/say_book.h"
+#include "cli/say_script.h"
 #include "core/clock.h"
 #include "io/file.h"
 #include "io/rvq.h"
@@ -70,6 +72,14 @@ static void say_usage(FILE *out) {
             "  input and output:\n"
             "      --file FILE           read the text from FILE\n"
             "      --stream-by-line      every input line is its own utterance\n"
+            "      --script FILE         a dialogue: '[Name] text' or 'Name: text' turns, each in its\n"
+            "                            speaker's voice, as one recording (docs/cli.md)\n"
+            "      --cast NAME=VOICE     the voice of a script's NAME: a built-in speaker, a registered\n"
+            "                            voice or a VoiceDesign description (default: NAME itself)\n"
+            "      --pause MS            silence between a script's turns (default 400)\n"
+            "      --book FILE           a book (.txt or .md) read into -o DIR: one file per chapter\n"
+            "                            (--format, default mp3) and book.m3u; rerun to resume: finished\n"
+            "                            chapters are kept (docs/cli.md)\n"
             "      --stream-text         read the text (stdin or --file) as it arrives, e.g. piped from an\n"
             "                            LLM, and speak it as one utterance while it is being written\n"
             "      --save-codes FILE     also write the generated codes (.rvq; single utterance)\n"
@@ -162,6 +172,10 @@ typedef struct {
     const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
+    const char *script; /* --script FILE */
+    const char *book;   /* --book FILE (-o is then a folder) */
+    char *cast[64];     /* --cast NAME=VOICE */
+    int n_cast, pause_ms;
     qtts_sample_format sfmt;
     qtts_request req;
 } say_opts;
@@ -179,6 +193,9 @@ typedef struct {
     float *xvec;       /* --ref-spk */
     int32_t *ref_codes; /* --ref-rvq */
     qtts_voice *voice;
+    say_script script; /* --script: its turns and their voices */
+    size_t samples;    /* audio samples streamed so far */
+    int n_guarded;     /* utterances the runaway guard ended */
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
     int normalized; /* the text front end ran on the whole text: chunks go as they are */
@@ -188,7 +205,8 @@ enum {
     O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
-    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_NORMALIZE, O_NO_NORMALIZE,
+    O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
+    O_NO_NORMALIZE,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -208,6 +226,8 @@ static const struct option say_options[] = {
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
+    {"script", required_argument, 0, O_SCRIPT}, {"cast", required_argument, 0, O_CAST},
+    {"pause", required_argument, 0, O_PAUSE},  {"book", required_argument, 0, O_BOOK},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
@@ -232,6 +252,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
     memset(o, 0, sizeof *o);
     o->output = "out.wav";
     o->sample_format = "s16";
+    o->pause_ms = 400;
     qtts_request *r = &o->req;
     qtts_request_default(r);
     optind = 1;
@@ -283,6 +304,17 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_FILE: o->file = optarg; break;
         case O_BYLINE: o->by_line = 1; break;
         case O_STREAM_TEXT: o->stream_text = 1; break;
+        case O_SCRIPT: o->script = optarg; break;
+        case O_BOOK: o->book = optarg; break;
+        case O_CAST:
+            if (o->n_cast == (int)(sizeof o->cast / sizeof o->cast[0])) {
+                cli_error("--cast: at most %d names", (int)(sizeof o->cast / sizeof o->cast[0]));
+                bad = 1;
+            } else {
+                o->cast[o->n_cast++] = optarg;
+            }
+            break;
+        case O_PAUSE: bad = cli_int_to("--pause", optarg, 0, 60000, &o->pause_ms); break;
         case O_SAVE: o->save_codes = optarg; break;
         case O_THREADS: bad = cli_int_to("--threads", optarg, 1, 256, &o->threads); break;
         case O_QUANT: o->quant = optarg; break;
@@ -321,6 +353,14 @@ static int say_check_opts(say_opts *o) {
         why = "--x-vector-only needs --ref-audio, --ref-spk or --voice";
     else if (o->ref_text && o->req.x_vector_only) why = "--ref-text and --x-vector-only exclude each other";
     else if (o->play && o->output_given) why = "--play and -o exclude each other";
+    else if (o->script && (o->voice || o->ref_audio || o->ref_spk || o->req.speaker || o->req.instruct))
+        why = "--script takes each turn's voice from its tag and --cast (no --voice/--speaker/--instruct/--ref-*)";
+    else if (o->script && (o->file || o->by_line || o->stream_text || o->save_codes))
+        why = "--script reads its own file (no --file, --stream-by-line, --stream-text or --save-codes)";
+    else if (o->n_cast && !o->script) why = "--cast goes with --script";
+    else if (o->book && (o->script || o->file || o->by_line || o->stream_text || o->save_codes || o->play))
+        why = "--book reads its own file (no --script, --file, --stream-*, --save-codes or --play)";
+    else if (o->book && !o->output_given) why = "--book needs -o DIR, the folder of the chapter files";
     if (why) {
         cli_error("say: %s", why);
         return CLI_USAGE;
@@ -342,6 +382,7 @@ static int say_check_opts(say_opts *o) {
         cli_error("--quant: expected auto, f32, bf16, q8_0 or q4_k, got '%s'", o->quant);
         return CLI_USAGE;
     }
+    if (o->book && !o->format) o->format = "mp3"; /* -o is a folder */
     qtts_audio_format fmt = QTTS_AUDIO_WAV;
     qtts_err fe = {0};
     if (!o->play && (o->format ? qtts_audio_format_parse(o->format, &fmt, &fe)
@@ -360,6 +401,10 @@ static int say_check_opts(say_opts *o) {
 /* The text (argument, --file or standard input), split into utterances. */
 static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
     qtts_err qe = {0};
+    if (o->script && optind < argc) {
+        cli_error("say: give the text either as an argument or with --script, not both");
+        return CLI_USAGE;
+    }
     if (optind < argc) {
         if (o->file || optind + 1 < argc) {
             cli_error(o->file ? "say: give the text either as an argument or with --file, not both"
@@ -368,7 +413,8 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         }
         j->text = strdup(argv[optind]);
         j->text_len = j->text ? strlen(j->text) : 0;
-    } else if (qtts_read_file(o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
+    } else if (qtts_read_file(o->script ? o->script : o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text,
+                              &j->text_len, &qe)) {
         cli_error("%s", qe.msg);
         return CLI_FAIL;
     }
@@ -383,11 +429,17 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
     /* All of it now, before minutes of synthesis: the offset is in the user's text. */
     size_t bad = qtts_utf8_check(j->text, j->text_len);
     if (bad != j->text_len) {
-        cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)", o->file ? o->file : "the text",
-                  (unsigned char)j->text[bad], bad);
+        cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)",
+                  o->script ? o->script : o->file ? o->file : "the text", (unsigned char)j->text[bad], bad);
         return CLI_FAIL;
     }
-    if (o->req.normalize != QTTS_NORMALIZE_OFF) {
+    if (o->script) { /* the turns, joined: the text to split */
+        char *joined = NULL;
+        if (say_script_parse(o->script, j->text, j->text_len, &j->script, &joined, &j->text_len)) return CLI_FAIL;
+        free(j->text);
+        j->text = joined;
+        /* the turns' offsets index this text: each chunk is normalized by the engine at submit */
+    } else if (o->req.normalize != QTTS_NORMALIZE_OFF) {
         /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
         static const qtts_norm_mode MODES[] = {QTTS_NORM_FULL, QTTS_NORM_OFF, QTTS_NORM_BASIC, QTTS_NORM_FULL};
         const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
@@ -523,6 +575,10 @@ static int say_registered_voice(say_opts *o, say_job *j) {
 static int say_load_voice(say_opts *o, say_job *j) {
     qtts_error err = {0};
     qtts_err qe = {0};
+    if (o->script)
+        return say_script_cast(&j->script, j->e, o->cast, o->n_cast, cli_voices_dir(o->voices_dir), o->script)
+                   ? CLI_FAIL
+                   : CLI_CONTINUE;
     if (o->voice) {
         int rc = say_registered_voice(o, j);
         if (rc != CLI_CONTINUE) return rc;
@@ -613,22 +669,47 @@ static int save_codes(const char *path, const qtts_stream *st) {
     return 0;
 }
 
+/* Whether chunk i + 1 continues chunk i's voice (joined with short fades);
+ * a script's next turn instead follows after a pause of silence. */
+static int joins_next(const say_job *j, long i) {
+    if (i + 1 >= j->n_chunks) return 0;
+    if (!j->script.d.n) return 1;
+    return say_script_turn_of(&j->script, j->chunks[i].start) ==
+           say_script_turn_of(&j->script, j->chunks[i + 1].start);
+}
+
 /* Streams one utterance's audio to the output; -1 after printing the error. */
 static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     const qtts_model_info *mi = qtts_engine_info(j->e);
-    if (i > 0) j->out.fade_in = FADE_SAMPLES;
+    if (i > 0 && joins_next(j, i - 1)) j->out.fade_in = FADE_SAMPLES;
     float buf[8192];
     size_t samples = 0;
     long n;
     while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
         samples += (size_t)n;
-        if (out_write(&j->out, buf, (size_t)n, i + 1 < j->n_chunks)) break;
+        j->samples += (size_t)n;
+        if (out_write(&j->out, buf, (size_t)n, joins_next(j, i))) break;
         cli_progress_update(&j->pr, (int)(samples / (size_t)mi->frame_samples), (double)samples / mi->sample_rate);
     }
     if (n != 0) {
         cli_progress_clear(&j->pr);
         cli_error("%s", n < 0 ? qtts_stream_error(st) : j->out.err.msg);
         return -1;
+    }
+    return 0;
+}
+
+/* --pause MS of silence between a script's turns. */
+static int say_write_pause(const say_opts *o, say_job *j) {
+    static const float zeros[1024];
+    size_t n = (size_t)((long long)o->pause_ms * qtts_engine_info(j->e)->sample_rate / 1000);
+    while (n) {
+        size_t k = n < 1024 ? n : 1024;
+        if (out_write(&j->out, zeros, k, 0)) {
+            cli_error("%s: %s", o->output, j->out.err.msg);
+            return -1;
+        }
+        n -= k;
     }
     return 0;
 }
@@ -648,6 +729,12 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
     if (j->normalized) req.normalize = QTTS_NORMALIZE_OFF; /* done once for the whole text */
     req.seed = base_seed + (uint64_t)i;
     req.keep_codes = o->save_codes != NULL;
+    if (j->script.d.n) { /* the turn's voice */
+        const say_turn_voice *tv = &j->script.tv[say_script_turn_of(&j->script, ch.start)];
+        req.speaker = tv->speaker;
+        req.voice = tv->voice;
+        req.instruct = tv->instruct;
+    }
     cli_progress_begin(&j->pr, (int)i, qtts_text_units(j->text + ch.start, ch.len, j->sp.cjk_weight));
     int rc = -1;
     qtts_stream *st = qtts_submit(j->e, &req, &err);
@@ -659,14 +746,18 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
         qtts_stream_result(st, &res);
         cli_progress_end(&j->pr, res.n_frames, res.audio_seconds);
         out_state *out = &j->out;
-        if (i + 1 < j->n_chunks && out->n_tail) /* fade out the held-back end before the next utterance */
+        if (joins_next(j, i) && out->n_tail) /* fade out the held-back end before the next utterance */
             for (int k = 0; k < out->n_tail; k++) out->tail[k] *= (float)(out->n_tail - k) / (float)out->n_tail;
+        else if (i + 1 < j->n_chunks && say_write_pause(o, j)) /* a script's next turn */
+            rc = -2;
         if (o->verbose) say_print_timings(i, &res);
         if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && !o->quiet) {
             cli_progress_clear(&j->pr);
             fprintf(stderr, "qtts: warning: utterance %ld stopped at the frame limit (%d frames), not at the end of "
                             "speech; raise --max-frames if it is cut short\n", i + 1, res.n_frames);
-        } else if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
+        }
+        if (res.finished_by == QTTS_FINISHED_GUARD) j->n_guarded++;
+        if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
             cli_progress_clear(&j->pr);
             fprintf(stderr,
                     "qtts: warning: utterance %ld was ended by the runaway guard after %d frames (%s); %s changes "
@@ -675,7 +766,8 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
                     res.guard == QTTS_GUARD_LENGTH ? "far longer than its text" : "its codes were looping",
                     res.guard == QTTS_GUARD_LENGTH ? "--guard-frames-per-token R (0: off)" : "--no-repetition-guard");
         }
-        rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
+        if (rc != -2) rc = o->save_codes ? save_codes(o->save_codes, st) : 0;
+        else rc = -1;
     }
     qtts_stream_free(st);
     free(piece);
@@ -787,6 +879,111 @@ static int say_speak_all(const say_opts *o, say_job *j) {
     return CLI_OK;
 }
 
+/* What shapes a book chapter's audio besides its text (the resume hash). */
+static void book_settings(const say_opts *o, char *out, size_t size) {
+    const qtts_request *r = &o->req;
+    snprintf(out, size, "%s|%s|%s|%s|%s|%s|%d|%d|%llu|%g|%d|%g|%g|%d|%s|%s|%s|%d", o->format, o->sample_format,
+             r->speaker ? r->speaker : "", o->voice ? o->voice : "", r->instruct ? r->instruct : "",
+             r->language ? r->language : "", r->greedy, r->x_vector_only, (unsigned long long)r->seed, r->temperature,
+             r->top_k, r->top_p, r->repetition_penalty, r->max_frames, o->ref_audio ? o->ref_audio : "",
+             o->ref_spk ? o->ref_spk : "", o->quant ? o->quant : "", (int)r->normalize);
+}
+
+static void format_hms(double s, char *out, size_t size) {
+    long t = (long)(s + 0.5);
+    snprintf(out, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* --book: every chapter not finished before, each into NAME.part and renamed
+ * when complete; the seed chain restarts per chapter (chapter i: seed + i *
+ * 1000000), so a resumed chapter sounds as it would have. */
+static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
+    const char *ext = o->format;
+    char settings[2048];
+    size_t todo_units = 0, done_units = 0;
+    for (size_t i = 0; i < bk->b.n; i++) todo_units += strlen(bk->b.ch[i].text);
+    double t0 = qtts_now_s(), total_s = 0;
+    int guarded = 0, spoken = 0;
+    for (size_t i = 0; i < bk->b.n; i++) {
+        const qtts_chapter *ch = &bk->b.ch[i];
+        char name[160], path[4096], part[4200];
+        say_book_file_name(bk, i, ext, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", o->output, name);
+        snprintf(part, sizeof part, "%s.part", path);
+        o->req.seed = bk->seed + (uint64_t)i * 1000000u;
+        book_settings(o, settings, sizeof settings);
+        uint64_t hash = say_book_hash(ch->text, settings);
+        struct stat st;
+        if (bk->done[i].hash == hash && stat(path, &st) == 0) { /* finished before: never redone */
+            todo_units -= strlen(ch->text);
+            total_s += bk->done[i].seconds;
+            guarded += bk->done[i].guarded;
+            if (!o->quiet) fprintf(stderr, "qtts: chapter %zu/%zu '%s': done before (%s)\n", i + 1, bk->b.n, ch->title, name);
+            continue;
+        }
+        if (!o->quiet) {
+            double el = qtts_now_s() - t0;
+            char eta[32] = "";
+            if (done_units && todo_units > done_units) format_hms(el / (double)done_units * (double)(todo_units - done_units), eta, sizeof eta);
+            fprintf(stderr, "qtts: chapter %zu/%zu '%s' (%zu characters)%s%s\n", i + 1, bk->b.n, ch->title,
+                    strlen(ch->text), eta[0] ? ", book ETA " : "", eta);
+        }
+        free(j->text);
+        free(j->chunks);
+        j->chunks = NULL;
+        qtts_err qe = {0};
+        j->text_len = strlen(ch->text);
+        if (!(j->text = strdup(ch->text))) {
+            cli_error("out of memory");
+            return CLI_FAIL;
+        }
+        j->n_chunks = qtts_text_split(j->text, j->text_len, &j->sp, &j->chunks, &qe);
+        if (j->n_chunks <= 0) {
+            cli_error("chapter %zu: %s", i + 1, j->n_chunks < 0 ? qe.msg : "no text");
+            return CLI_FAIL;
+        }
+        int sr = qtts_engine_info(j->e)->sample_rate;
+        if (!(j->out.enc = qtts_encoder_open_file(part, o->format, o->sfmt, sr, 1, &qe))) {
+            cli_error("%s", qe.msg);
+            return CLI_FAIL;
+        }
+        j->samples = 0;
+        j->n_guarded = 0;
+        memset(j->out.tail, 0, sizeof j->out.tail);
+        j->out.n_tail = j->out.fade_in = 0;
+        if (say_speak_all(o, j) != CLI_OK) {
+            qtts_encoder_abort(j->out.enc); /* the .part stays behind; the next run redoes the chapter */
+            j->out.enc = NULL;
+            return CLI_FAIL;
+        }
+        double secs = (double)j->samples / sr;
+        if (rename(part, path)) {
+            cli_error("%s: %s", path, strerror(errno));
+            return CLI_FAIL;
+        }
+        if (say_book_record(bk, i, hash, secs, j->n_guarded) || say_book_write_m3u(bk, ext)) return CLI_FAIL;
+        done_units += strlen(ch->text);
+        total_s += secs;
+        guarded += j->n_guarded;
+        spoken++;
+    }
+    if (say_book_write_m3u(bk, ext)) return CLI_FAIL;
+    if (!o->quiet) {
+        char dur[32];
+        format_hms(total_s, dur, sizeof dur);
+        fprintf(stderr, "qtts: book: %zu chapters in %s (%d spoken now, %zu done before), %s of audio; %d "
+                        "utterance%s ended by the runaway guard",
+                bk->b.n, o->output, spoken, bk->b.n - (size_t)spoken, dur, guarded, guarded == 1 ? "" : "s");
+        for (size_t i = 0, first = 1; i < bk->b.n; i++)
+            if (bk->done[i].guarded) {
+                fprintf(stderr, "%s%zu", first ? " (chapters " : ", ", i + 1);
+                first = 0;
+            }
+        fprintf(stderr, "%s\n", guarded ? ")" : "");
+    }
+    return CLI_OK;
+}
+
 /* Releases everything in j; a failing player turns success into failure. */
 /* On failure a file output is finalized (valid, with the audio so far) or,
  * with no audio at all, removed. */
@@ -804,6 +1001,7 @@ static int say_cleanup(const say_opts *o, say_job *j, int rc) {
         rc = CLI_FAIL;
     }
     qtts_voice_release(j->voice);
+    say_script_free(&j->script); /* its voices before the engine */
     qtts_engine_free(j->e);
     free(j->xvec);
     free(j->ref_codes);
@@ -824,9 +1022,31 @@ int cmd_say(int argc, char **argv) {
                   "--stream-by-line)");
         return CLI_USAGE;
     }
-    rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
+    say_book bk = {0};
+    if (o.book && optind < argc) {
+        cli_error("say: give the text either as an argument or with --book, not both");
+        return CLI_USAGE;
+    }
+    if (o.book) {
+        rc = say_book_open(o.book, o.output, &bk) ? CLI_FAIL : CLI_CONTINUE;
+        qtts_split_params_default(&j.sp);
+    } else {
+        rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
+    }
     if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
     if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
+    if (rc == CLI_CONTINUE && o.book) { /* the earlier run's seed, unless another is given */
+        if (bk.has_seed && !o.req.has_seed) {
+            o.req.seed = bk.seed;
+            o.req.has_seed = 1;
+        }
+        say_draw_seed(&o);
+        if ((!bk.has_seed || bk.seed != o.req.seed) && say_book_record_seed(&bk, o.req.seed)) rc = CLI_FAIL;
+        if (rc == CLI_CONTINUE) rc = say_speak_book(&o, &j, &bk);
+        say_book_close(&bk);
+        return say_cleanup(&o, &j, rc);
+    }
+    say_book_close(&bk);
     if (rc == CLI_CONTINUE) {
         say_draw_seed(&o);
         rc = say_open_output(&o, &j);

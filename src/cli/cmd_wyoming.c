@@ -24,6 +24,8 @@ static void wyoming_usage(FILE *out) {
             "  --voice NAME           the voice of requests that name none (default: the first listed)\n"
             "  --instruct TEXT        VoiceDesign: the description of the voice (required); CustomVoice:\n"
             "                         a style instruction for every request\n"
+            "  --language L           the language of requests that name none, as a code (en) or name\n"
+            "                         (default auto; Home Assistant names none)\n"
             "  --threads N            compute threads (default: all CPUs)\n"
             "  --max-batch N          concurrent synthesis slots (engine default if 0)\n"
             "  --max-queue N          requests waiting beyond the slots; more get an error\n"
@@ -47,7 +49,7 @@ static void wyoming_usage(FILE *out) {
 
 enum {
     O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP,
-    O_MAX_CONN, O_IDLE, O_TIMEOUT, O_MAX_INPUT, O_CHUNK_MS, O_DRAIN, O_ZEROCONF, O_GUARD_RATIO, O_NO_REPEAT_GUARD,
+    O_MAX_CONN, O_IDLE, O_TIMEOUT, O_MAX_INPUT, O_CHUNK_MS, O_DRAIN, O_ZEROCONF, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_LANGUAGE,
 };
 static const struct option wyoming_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -57,6 +59,7 @@ static const struct option wyoming_options[] = {
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"voice", required_argument, 0, O_VOICE},
     {"instruct", required_argument, 0, O_INSTRUCT},
+    {"language", required_argument, 0, O_LANGUAGE},
     {"threads", required_argument, 0, O_THREADS},
     {"max-batch", required_argument, 0, O_MAX_BATCH},
     {"max-queue", required_argument, 0, O_MAX_QUEUE},
@@ -92,6 +95,7 @@ static int wyoming_parse_args(int argc, char **argv, qtts_wyoming_params *wp, qt
         case O_VOICES_DIR: wp->voices_dir = optarg; break;
         case O_VOICE: wp->voice = optarg; break;
         case O_INSTRUCT: wp->instruct = optarg; break;
+        case O_LANGUAGE: wp->language = optarg; break;
         case O_THREADS: bad = cli_int_to("--threads", optarg, 0, 1024, &ep->n_threads); break;
         case O_MAX_BATCH: bad = cli_int_to("--max-batch", optarg, 0, 1024, &ep->max_batch); break;
         case O_MAX_QUEUE: bad = cli_int_to("--max-queue", optarg, 0, 1000000, &ep->max_queue); break;

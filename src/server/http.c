@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "server/auth.h"
+#include "server/elevenlabs.h"
 #include "server/internal.h"
 #include "server/web.h"
 #include "server/ws_frame.h"
@@ -247,11 +248,13 @@ typedef enum {
     R_SPEECH,
     R_VOICES,
     R_VOICE_ITEM,
-    R_SPEECH_STREAM
+    R_SPEECH_STREAM,
+    R_ELEVENLABS /* server/elevenlabs.c */
 } route_id;
 
-static route_id match_route(const char *url, const char **tail) {
+static route_id match_route(struct MHD_Connection *c, const char *url, const char **tail) {
     *tail = NULL;
+    if (srv_el_match(c, url)) return R_ELEVENLABS;
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return R_PAGE;
     if (!strcmp(url, "/v1/audio/speech/stream")) return R_SPEECH_STREAM;
     if (!strcmp(url, "/health") || !strcmp(url, "/healthz")) return R_HEALTH;
@@ -278,6 +281,7 @@ static int method_allowed(route_id r, const char *m) {
     case R_VOICES: return !strcmp(m, "GET") || !strcmp(m, "POST");
     case R_VOICE_ITEM: return !strcmp(m, "DELETE") || !strcmp(m, "GET");
     case R_SPEECH_STREAM: return !strcmp(m, "GET");
+    case R_ELEVENLABS: return 1; /* it answers 405 in its own shape */
     default: return 0;
     }
 }
@@ -351,7 +355,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *con_cls = rq;
         track_headers(s, c, 0);
         const char *tail;
-        route_id r = match_route(url, &tail);
+        route_id r = match_route(c, url, &tail);
         if (!strcmp(method, "OPTIONS")) {
             rq->responded = 1;
             return route_preflight(s, c);
@@ -362,8 +366,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             /* browsers cannot set headers on a WebSocket: the key may come as ?api_key= there */
             const char *qkey = r == R_SPEECH_STREAM ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "api_key")
                                                     : NULL;
-            if (!srv_auth_bearer_ok(auth, s->api_key) && !(qkey && srv_ct_equal(qkey, strlen(qkey), s->api_key, strlen(s->api_key)))) {
+            if (!srv_auth_bearer_ok(auth, s->api_key) && !srv_el_key_ok(c, s->api_key) && !(qkey && srv_ct_equal(qkey, strlen(qkey), s->api_key, strlen(s->api_key)))) {
                 rq->responded = 1;
+                if (r == R_ELEVENLABS)
+                    return srv_el_error(s, c, 401, "invalid_api_key", "missing or invalid API key (send 'xi-api-key: <key>')");
                 return srv_respond_error(s, c, 401, "authentication_error", NULL, "invalid_api_key",
                                          "missing or invalid API key (send 'Authorization: Bearer <key>')");
             }
@@ -419,7 +425,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     /* Body complete. */
     rq->responded = 1;
     const char *tail;
-    route_id r = match_route(url, &tail);
+    route_id r = match_route(c, url, &tail);
     if (atomic_load(&s->draining) && r != R_HEALTH && r != R_METRICS && r != R_PAGE)
         return srv_respond_error(s, c, 503, "server_busy", NULL, "shutting_down", "server is shutting down");
     switch (r) {
@@ -429,6 +435,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_AUDIO_MODELS: return route_audio_models(s, c);
     case R_METRICS: return route_metrics(s, c);
     case R_SPEECH: return srv_route_speech(s, c, rq);
+    case R_ELEVENLABS: return srv_el_route(s, c, url, method, rq->body.data, rq->body.len);
     case R_VOICES: return !strcmp(method, "GET") ? srv_route_voices_list(s, c) : srv_route_voices_add(s, c, rq);
     case R_VOICE_ITEM:
         if (!strcmp(method, "GET"))

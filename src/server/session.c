@@ -1,5 +1,6 @@
 #include "server/session.h"
 
+#include <soxr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@ struct srv_session {
     qtts_stream *st;
     srv_session_opts o;
     srv_stretch *stretch;
+    soxr_t rs;    /* to out_rate; NULL at the model's rate */
+    float *rbuf;  /* resampled samples */
+    size_t rcap;
     qtts_encoder *enc;
     srv_buf *dst;       /* where the encoder's bytes go during a read */
     size_t enc_base;    /* whole: dst->len when the encoder opened (its offset 0) */
@@ -62,7 +66,7 @@ static int open_encoder(srv_session *ss) {
     ss->enc_base = ss->dst->len;
     ss->enc_pos = 0;
     qtts_err e;
-    ss->enc = qtts_encoder_open(srv_format_codec(ss->o.fmt), QTTS_SAMPLE_S16, ss->o.sample_rate, 1, &sink, &e);
+    ss->enc = qtts_encoder_open(srv_format_codec(ss->o.fmt), QTTS_SAMPLE_S16, ss->o.out_rate, 1, &sink, &e);
     if (!ss->enc) fail(ss, QTTS_ERR_INTERNAL, e.msg);
     return ss->enc ? 0 : -1;
 }
@@ -77,6 +81,32 @@ static int encode(srv_session *ss, const float *x, size_t n, int final) {
     int rc = qtts_encoder_close(ss->enc, &e);
     ss->enc = NULL;
     return rc ? (fail(ss, QTTS_ERR_INTERNAL, e.msg), -1) : 0;
+}
+
+/* Samples at the model's rate (x NULL: flush) to out_rate, then encoded. */
+static int resample(srv_session *ss, const float *x, size_t n, int final) {
+    size_t want = (size_t)((double)n * ss->o.out_rate / ss->o.sample_rate) + 1024;
+    if (want > ss->rcap) {
+        float *p = realloc(ss->rbuf, want * sizeof *p);
+        if (!p) return fail(ss, QTTS_ERR_NO_MEMORY, "out of memory resampling audio"), -1;
+        ss->rbuf = p;
+        ss->rcap = want;
+    }
+    for (;;) {
+        size_t idone = 0, odone = 0;
+        soxr_error_t se = soxr_process(ss->rs, final ? NULL : x, final ? 0 : n, &idone, ss->rbuf, ss->rcap, &odone);
+        if (se) return fail(ss, QTTS_ERR_INTERNAL, se), -1;
+        if (!final) {
+            if (encode(ss, ss->rbuf, odone, 0)) return -1;
+            x += idone;
+            n -= idone;
+            if (!n) return 0;
+        } else if (odone) {
+            if (encode(ss, ss->rbuf, odone, 0)) return -1;
+        } else {
+            return encode(ss, NULL, 0, 1); /* flushed */
+        }
+    }
 }
 
 static int keep(srv_session *ss, const float *x, size_t n) {
@@ -109,6 +139,7 @@ static int take(srv_session *ss, const float *x, size_t n, int final) {
         x = y;
         n = (size_t)m;
     }
+    if (ss->rs) return (n && resample(ss, x, n, 0)) || (final && resample(ss, NULL, 0, 1)) ? -1 : 0;
     return encode(ss, x, n, final);
 }
 
@@ -121,9 +152,23 @@ srv_session *srv_session_start(qtts_engine *e, const qtts_request *r, const srv_
         return NULL;
     }
     ss->o = *o;
+    if (!ss->o.out_rate) ss->o.out_rate = o->sample_rate;
+    if (ss->o.out_rate != o->sample_rate) {
+        soxr_error_t se = NULL;
+        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+        if (!(ss->rs = soxr_create(o->sample_rate, ss->o.out_rate, 1, &se, &io, &q, NULL))) {
+            srv_stretch_free(ss->stretch);
+            free(ss);
+            err->status = QTTS_ERR_INTERNAL;
+            snprintf(err->message, sizeof err->message, "cannot resample to %d Hz: %s", o->out_rate, se ? se : "soxr");
+            return NULL;
+        }
+    }
     ss->end = SRV_SESSION_WAITING;
     ss->status = QTTS_OK;
     if (!(ss->st = qtts_submit(e, r, err))) {
+        if (ss->rs) soxr_delete(ss->rs);
         srv_stretch_free(ss->stretch);
         free(ss);
         return NULL;
@@ -164,6 +209,8 @@ void srv_session_free(srv_session *ss) {
     qtts_stream_free(ss->st); /* cancels it if it still runs */
     if (ss->enc) qtts_encoder_abort(ss->enc);
     srv_stretch_free(ss->stretch);
+    if (ss->rs) soxr_delete(ss->rs);
+    free(ss->rbuf);
     free(ss->all);
     free(ss);
 }

@@ -1,9 +1,10 @@
 /* One synthesis as every server front end serves it: submit the request,
  * take the engine's PCM as it arrives, change its tempo (speed, stretch.h),
- * encode it (audio/encoder.h: wav, pcm, flac, mp3, opus, aac) and hand the
+ * resample it where the response asks for another rate (soxr), encode it
+ * (audio/encoder.h: wav, pcm, flac, mp3, opus, aac) and hand the
  * bytes to the front end, which only frames them: an HTTP body or SSE
  * events (speech.c), WebSocket messages (ws_speech.c), Wyoming audio-chunk
- * events (wyoming.c).
+ * events (wyoming.c), ElevenLabs' formats (elevenlabs.c).
  *
  * A session never waits: srv_session_read takes what the engine has now.
  * The engine tells the front end when there is more through the notifier
@@ -25,6 +26,7 @@ typedef struct {
     srv_format fmt;
     double speed;    /* 1: as spoken; else the tempo change, pitch kept */
     int sample_rate; /* the model's */
+    int out_rate;    /* the encoded audio's: 0 (or sample_rate) as the model speaks, else resampled */
     /* 1: the whole response at once (a buffered HTTP response): the samples
      * are kept and encoded at the end, so headers carry real sizes (WAV
      * lengths, FLAC totals, the MP3 Xing tag). 0: bytes as they come; a

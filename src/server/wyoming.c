@@ -53,7 +53,7 @@ struct qtts_wyoming {
     qtts_engine *e;
     const qtts_model_info *info;
     qtts_wyoming_params p;
-    char *host, *voices_dir, *voice, *instruct, *zc_name; /* owned copies of p's strings */
+    char *host, *voices_dir, *voice, *instruct, *language, *zc_name; /* owned copies of p's strings */
     srv_voices *voices; /* Base models */
     const char **lang_codes; /* ISO 639-1 code (or the model's name) of each info->languages entry but "auto" */
     int n_lang_codes;
@@ -460,6 +460,7 @@ static int utt_prepare(wy_conn *c, const cJSON *data) {
             return -1;
     }
     if (parse_ext(c, data, &instruct) || resolve_voice(c, name, speaker)) return -1;
+    if (!language) language = w->language;
     if (resolve_language(w->info, language, &c->req.language)) {
         char list[512] = "";
         for (int i = 0; i < w->n_lang_codes; i++)
@@ -948,6 +949,7 @@ static void wyoming_free(qtts_wyoming *w) {
     free(w->voices_dir);
     free(w->voice);
     free(w->instruct);
+    free(w->language);
     free(w->zc_name);
     free(w);
 }
@@ -965,6 +967,9 @@ static int check_params(qtts_wyoming *w, char *err, size_t n) {
     if (!strcmp(info->variant, "voice_design") && (!w->instruct || !*w->instruct))
         return snprintf(err, n, "a VoiceDesign model needs --instruct TEXT: the description of the voice it speaks "
                                 "with"), -1;
+    const char *lang = NULL;
+    if (w->language && resolve_language(info, w->language, &lang))
+        return snprintf(err, n, "--language '%s' is not one of this model's languages", w->language), -1;
     if (base && w->instruct && *w->instruct)
         return snprintf(err, n, "--instruct is not supported with a Base model (it clones registered voices)"), -1;
     if (w->voice && !strcmp(info->variant, "custom_voice")) {
@@ -1052,6 +1057,7 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
         dup_param(p->voices_dir && *p->voices_dir ? p->voices_dir : NULL, &w->voices_dir) ||
         dup_param(p->voice && *p->voice ? p->voice : NULL, &w->voice) ||
         dup_param(p->instruct && *p->instruct ? p->instruct : NULL, &w->instruct) ||
+        dup_param(p->language && *p->language ? p->language : NULL, &w->language) ||
         dup_param(p->zeroconf_name && *p->zeroconf_name ? p->zeroconf_name : "qtts", &w->zc_name)) {
         snprintf(err, err_size, "out of memory");
         wyoming_free(w);
@@ -1061,6 +1067,7 @@ qtts_wyoming *qtts_wyoming_start(qtts_engine *e, const qtts_wyoming_params *p, c
     w->p.voices_dir = w->voices_dir;
     w->p.voice = w->voice;
     w->p.instruct = w->instruct;
+    w->p.language = w->language;
     w->p.zeroconf_name = w->zc_name;
     atomic_init(&w->draining, 0);
     atomic_init(&w->aborting, 0);

@@ -26,6 +26,8 @@ typedef struct {
     const char *voice;        /* the voice of requests that name none; NULL: the first one listed */
     const char *instruct;     /* VoiceDesign: the designed voice's description (required); CustomVoice:
                                * a style instruction for every request; NULL: none */
+    const char *language;     /* the language of requests that name none (Home Assistant sends none): a
+                               * code or name as requests give it; NULL: auto */
     int max_connections;      /* concurrent connections (default 16); more get an error event */
     int idle_timeout_s;       /* close a connection that sends nothing this long (default 60; it also bounds
                                * the wait for the next synthesize-chunk) */
