@@ -29,6 +29,12 @@ static void serve_usage(FILE *out) {
             "  --voices-dir DIR       where registered voices persist (default $QTTS_VOICES_DIR, else\n"
             "                         memory only)\n"
             "  --api-key KEY          require 'Authorization: Bearer KEY' (or $QTTS_API_KEY)\n"
+            "  --public-lists         with --api-key, answer GET /v1/audio/voices and /v1/audio/models\n"
+            "                         without the key (Open WebUI reads them without it)\n"
+            "  --voice-alias NAME=VOICE  another name for a voice: a speaker (CustomVoice), a registered\n"
+            "                         voice (Base) or the voice description (VoiceDesign); repeatable.\n"
+            "                         OpenAI's voice names (alloy, echo, ...) are aliases by default\n"
+            "  --no-voice-aliases     drop the default aliases of OpenAI's voice names"
             "  --cors ORIGIN          send CORS headers for ORIGIN (default: off)\n"
             "  --max-body-mb N        request body limit in MiB (default 32)\n"
             "  --max-input-chars N    'input' text limit (default 4096)\n"
@@ -59,6 +65,7 @@ enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
     O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
+    O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
 };
 static const struct option serve_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -73,6 +80,9 @@ static const struct option serve_options[] = {
     {"kv-cache", required_argument, 0, O_KVCACHE},
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"api-key", required_argument, 0, O_API_KEY},
+    {"public-lists", no_argument, 0, O_PUBLIC_LISTS},
+    {"voice-alias", required_argument, 0, O_VOICE_ALIAS},
+    {"no-voice-aliases", no_argument, 0, O_NO_VOICE_ALIASES},
     {"cors", required_argument, 0, O_CORS},
     {"max-body-mb", required_argument, 0, O_MAX_BODY},
     {"max-input-chars", required_argument, 0, O_MAX_INPUT},
@@ -100,9 +110,10 @@ typedef struct {
     int port, zeroconf;
 } wyoming_opts;
 
+#define MAX_VOICE_ALIASES 256
+
 static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_engine_params *ep, wyoming_opts *wy,
-                            const char **model,
-                            int *drain_s) {
+                            const char **model, int *drain_s, const char **aliases) {
     long long v;
     optind = 1;
     opterr = 0;
@@ -122,6 +133,15 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
         case O_VOICES_DIR: sp->voices_dir = optarg; break;
         case O_API_KEY: sp->api_key = optarg; break;
+        case O_PUBLIC_LISTS: sp->public_lists = 1; break;
+        case O_NO_VOICE_ALIASES: sp->no_default_voice_aliases = 1; break;
+        case O_VOICE_ALIAS:
+            if (sp->n_voice_aliases >= MAX_VOICE_ALIASES) {
+                cli_error("--voice-alias: at most %d", MAX_VOICE_ALIASES);
+                return CLI_USAGE;
+            }
+            aliases[sp->n_voice_aliases++] = optarg;
+            break;
         case O_CORS: sp->cors_origin = optarg; break;
         case O_MAX_BODY:
             if (!(bad = cli_int("--max-body-mb", optarg, 1, 4096, &v))) sp->max_body = (size_t)v << 20;
@@ -175,7 +195,9 @@ int cmd_serve(int argc, char **argv) {
     const char *vdir = getenv("QTTS_VOICES_DIR"); /* the same default as say --voice and qtts voices */
     if (vdir && *vdir) sp.voices_dir = vdir;
     wyoming_opts wy = {-1, 0};
-    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s);
+    const char *aliases[MAX_VOICE_ALIASES];
+    sp.voice_aliases = aliases;
+    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s, aliases);
     if (rc != CLI_CONTINUE) return rc;
     sigset_t sigs; /* kept off the engine, pool and HTTP threads */
     qtts_engine *e;

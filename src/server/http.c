@@ -17,6 +17,7 @@
 
 #include "server/auth.h"
 #include "server/internal.h"
+#include "server/voice_alias.h"
 #include "server/web.h"
 #include "server/ws_frame.h"
 #include "server/ws_speech.h"
@@ -451,8 +452,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             rq->responded = 1;
             return route_preflight(s, c);
         }
-        /* The page is public (it asks for the key and sends it on its own requests). */
-        if (r != R_HEALTH && r != R_PAGE && s->api_key) {
+        /* The page is public (it asks for the key and sends it on its own requests). Open WebUI reads the
+           two listings without its key: --public-lists opens them. */
+        int public_list = s->p.public_lists && (r == R_VOICES || r == R_AUDIO_MODELS) &&
+                          (!strcmp(method, "GET") || !strcmp(method, "HEAD"));
+        if (r != R_HEALTH && r != R_PAGE && !public_list && s->api_key) {
             const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
             /* browsers cannot set headers on a WebSocket: the key may come as ?api_key= there */
             const char *qkey = r == R_SPEECH_STREAM ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "api_key")
@@ -562,6 +566,7 @@ void qtts_server_free(qtts_server *s) {
     pthread_mutex_destroy(&guard_of(s)->mu);
     srv_pump_free(s->pump);
     srv_voices_free(s->voices);
+    srv_voice_aliases_free(s->aliases);
     free(s->host);
     free(s->voices_dir);
     free(s->api_key);
@@ -621,6 +626,12 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     }
     if (p->port < 0 || p->port > 65535) {
         snprintf(err, err_size, "invalid port %d", p->port);
+        qtts_server_free(s);
+        return NULL;
+    }
+    s->aliases = srv_voice_aliases_new(s->info, p->no_default_voice_aliases, p->voice_aliases, p->n_voice_aliases, err,
+                                       err_size);
+    if (!s->aliases) {
         qtts_server_free(s);
         return NULL;
     }

@@ -29,6 +29,13 @@ typedef struct {
                                  * connects from one address) */
     int request_timeout_s;   /* synthesis time limit per request (default 600) */
     int reuse_port;          /* share the port with other processes (SO_REUSEPORT); off: a port in use fails */
+    int public_lists;        /* with api_key: GET /v1/audio/voices and /v1/audio/models answer without it */
+    /* Voice aliases (server/voice_alias.h): "NAME=TARGET" entries over the
+     * default table of OpenAI's voice names, which no_default_voice_aliases
+     * drops. */
+    const char *const *voice_aliases;
+    int n_voice_aliases;
+    int no_default_voice_aliases;
     /* Runaway-guard defaults for requests that do not set their own
      * (qtts_request's fields: 0 = the engine's auto ratio, < 0 = off). */
     float guard_frames_per_token;

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "server/internal.h"
+#include "server/voice_alias.h"
 #include "server/multipart.h"
 #include "server/voice_request.h"
 
@@ -42,6 +44,21 @@ enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) 
             cJSON_AddBoolToObject(v, "x_vector_only", !list[i].has_codes || !list[i].ref_text);
             cJSON_AddItemToArray(arr, v);
         }
+    }
+    /* aliases (OpenAI's voice names by default) with what each stands for, unless a registered voice has the
+       name (it comes first) */
+    for (int i = 0; i < srv_voice_aliases_count(s->aliases); i++) {
+        const char *name, *target;
+        srv_voice_alias_at(s->aliases, i, &name, &target);
+        int shadowed = 0;
+        for (size_t k = 0; k < n && !shadowed; k++) shadowed = !strcasecmp(list[k].name, name);
+        cJSON *v = shadowed ? NULL : cJSON_CreateObject();
+        if (!v) continue;
+        cJSON_AddStringToObject(v, "id", name);
+        cJSON_AddStringToObject(v, "name", name);
+        cJSON_AddStringToObject(v, "type", "alias");
+        cJSON_AddStringToObject(v, !strcmp(s->info->variant, "voice_design") ? "instructions" : "alias_of", target);
+        cJSON_AddItemToArray(arr, v);
     }
     srv_voices_list_free(list, n);
     char *js = cJSON_PrintUnformatted(root);
