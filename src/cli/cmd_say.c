@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "core/clock.h"
+#include "core/sampling_ranges.h"
 #include "io/file.h"
 #include "io/rvq.h"
 #include "io/spk.h"
@@ -249,16 +250,19 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
         case O_TEMP: /* 0 means greedy, as in the HTTP API */
-            bad = cli_float("--temperature", optarg, 0, 100, &r->temperature);
+            bad = cli_float("--temperature", optarg, 0, QTTS_TEMPERATURE_MAX, &r->temperature);
             if (!bad && r->temperature == 0) r->greedy = 1;
             break;
-        case O_TOPK: bad = cli_int_to("--top-k", optarg, 0, 1 << 20, &r->top_k); break; /* 0: the model's */
-        case O_TOPP: bad = cli_float("--top-p", optarg, 1e-6, 1, &r->top_p); break;
-        case O_REP: bad = cli_float("--repetition-penalty", optarg, 1e-3, 100, &r->repetition_penalty); break;
+        case O_TOPK: bad = cli_int_to("--top-k", optarg, 0, QTTS_TOP_K_MAX, &r->top_k); break; /* 0: the model's */
+        case O_TOPP: bad = cli_float("--top-p", optarg, QTTS_TOP_P_MIN, 1, &r->top_p); break;
+        case O_REP:
+            bad = cli_float("--repetition-penalty", optarg, QTTS_REPETITION_PENALTY_MIN, QTTS_REPETITION_PENALTY_MAX,
+                            &r->repetition_penalty);
+            break;
         case O_CPTEMP: bad = cli_float("--cp-temperature", optarg, 1e-3, 100, &r->cp_temperature); break;
         case O_CPTOPK: bad = cli_int_to("--cp-top-k", optarg, 0, 1 << 20, &r->cp_top_k); break;
         case O_CPTOPP: bad = cli_float("--cp-top-p", optarg, 1e-6, 1, &r->cp_top_p); break;
-        case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, 1 << 20, &r->max_frames); break;
+        case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, QTTS_MAX_FRAMES_MAX, &r->max_frames); break;
         case O_GUARD_RATIO:
             if (!(bad = cli_float("--guard-frames-per-token", optarg, 0, 1000, &r->guard_frames_per_token)) &&
                 r->guard_frames_per_token == 0)
@@ -533,7 +537,7 @@ static void say_draw_seed(say_opts *o) {
     uint64_t s = 0;
     if (!ur || fread(&s, sizeof s, 1, ur) != 1) s = (uint64_t)qtts_now_s() * 1000003u;
     if (ur) fclose(ur);
-    o->req.seed = s >> 1;
+    o->req.seed = s & QTTS_SEED_EXACT_MAX; /* exact as a JSON number for the server and Wyoming too */
     o->req.has_seed = 1;
     if (!o->req.greedy && !o->quiet) fprintf(stderr, "qtts: seed %llu\n", (unsigned long long)o->req.seed);
 }

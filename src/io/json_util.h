@@ -13,6 +13,11 @@ cJSON *json_load_file(const char *path, qtts_err *err);
 /* A non-negative integer-valued number. */
 int json_is_uint(const cJSON *v);
 
+/* A seed: an integer JSON number in [0, 2^53-1] (the largest exact in
+ * every JSON client) or a decimal string of any uint64. 0, or -1 with *why
+ * ("must be ..." text). */
+int json_seed(const cJSON *v, uint64_t *out, const char **why);
+
 /* A string by dotted path ("talker_config.model_type"), or def. */
 const char *json_str_or(const cJSON *root, const char *dotted, const char *def);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/sampling_ranges.h"
+#include "io/json_util.h"
 #include "model/config.h"
 #include "server/b64.h"
 #include "server/voice_alias.h"
@@ -154,26 +156,28 @@ static int parse_sampling(const cJSON *root, srv_speech_request *o, srv_bad_req 
     double x;
     if (get_num(root, "speed", 0.25, 4.0, 0, &has, &x, b)) return -1;
     if (has) o->speed = x;
-    if (get_num(root, "seed", 0, 9007199254740991.0, 1, &has, &x, b)) return -1;
-    if (has) {
-        o->r.has_seed = 1;
-        o->r.seed = (uint64_t)x;
-    }
-    if (get_num(root, "temperature", 0, 10, 0, &has, &x, b)) return -1;
+    const cJSON *seed = field(root, "seed");
+    const char *why = "";
+    if (seed && json_seed(seed, &o->r.seed, &why))
+        return fail(b, 400, "seed", cJSON_IsNumber(seed) || cJSON_IsString(seed) ? "invalid_value" : "invalid_type",
+                    "'seed' %s", why);
+    o->r.has_seed = seed != NULL;
+    if (get_num(root, "temperature", 0, QTTS_TEMPERATURE_MAX, 0, &has, &x, b)) return -1;
     if (has) {
         if (x == 0) o->r.greedy = 1;
         else o->r.temperature = (float)x;
     }
-    if (get_num(root, "top_k", 0, 100000, 1, &has, &x, b)) return -1;
+    if (get_num(root, "top_k", 0, QTTS_TOP_K_MAX, 1, &has, &x, b)) return -1;
     if (has) o->r.top_k = (int)x;
     if (get_num(root, "top_p", 0, 1, 0, &has, &x, b)) return -1;
     if (has) {
-        if (x == 0) return fail(b, 400, "top_p", "invalid_value", "'top_p' must be in (0, 1]");
+        if (x < QTTS_TOP_P_MIN) return fail(b, 400, "top_p", "invalid_value", "'top_p' must be in [%g, 1]", QTTS_TOP_P_MIN);
         o->r.top_p = (float)x;
     }
-    if (get_num(root, "repetition_penalty", 0.01, 10, 0, &has, &x, b)) return -1;
+    if (get_num(root, "repetition_penalty", QTTS_REPETITION_PENALTY_MIN, QTTS_REPETITION_PENALTY_MAX, 0, &has, &x, b))
+        return -1;
     if (has) o->r.repetition_penalty = (float)x;
-    if (get_num(root, "max_new_tokens", 1, 1 << 20, 1, &has, &x, b)) return -1;
+    if (get_num(root, "max_new_tokens", 1, QTTS_MAX_FRAMES_MAX, 1, &has, &x, b)) return -1;
     if (has) o->r.max_frames = (int)x;
     /* runaway guard: frames per text token (0 = off), loop detection */
     if (get_num(root, "guard_frames_per_token", 0, 1000, 0, &has, &x, b)) return -1;

@@ -223,7 +223,9 @@ static int pump_audio(ws_session *ss) {
             cJSON_AddNumberToObject(u, "output_tokens", res.n_frames);
             cJSON_AddNumberToObject(u, "total_tokens", res.input_tokens + res.n_frames);
             cJSON_AddNumberToObject(d, "audio_seconds", res.audio_seconds);
-            cJSON_AddNumberToObject(d, "seed", (double)res.seed);
+            char seed[24]; /* an exact integer: a double would round seeds above 2^53 */
+            snprintf(seed, sizeof seed, "%llu", (unsigned long long)res.seed);
+            cJSON_AddRawToObject(d, "seed", seed);
             utterance_end(ss);
             return send_json(ss, d);
         }
