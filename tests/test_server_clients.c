@@ -156,8 +156,23 @@ int main(void) {
     th_resp r;
     /* CustomVoice, no key: what a first-time user runs */
     const char *plain[] = {"-m", CV_MODEL, "--threads", "2", NULL};
-    if (th_start(&srv, plain, 120) == 0) replay_clients(srv.port, "", "no key");
-    else TEST_CHECK(0, "server starts: %s", srv.log);
+    if (th_start(&srv, plain, 120) == 0) {
+        replay_clients(srv.port, "", "no key");
+        /* NUL: a raw NUL byte inside a string would cut the text silently; a literal backslash before
+           "u0000" is ordinary text */
+        const char nul[] = "{\"input\":\"Hi\0there\",\"voice\":\"ryan\",\"response_format\":\"wav\"}";
+        th_request(srv.port, "POST", "/v1/audio/speech", NULL, nul, sizeof nul - 1, &r, 60);
+        check_error(&r, 400, "NUL", "a raw NUL byte in 'input'");
+        th_resp_free(&r);
+        const char *lit = "{\"input\":\"Type C:\\\\u0000 literally\",\"voice\":\"ryan\",\"response_format\":\"wav\","
+                          "\"max_new_tokens\":3}";
+        th_post_json(srv.port, "/v1/audio/speech", NULL, lit, &r, 60);
+        TEST_CHECK(r.status == 200, "a literal backslash before u0000 is text (%d %s)", r.status,
+                   r.status == 200 ? "" : body_of(&r));
+        th_resp_free(&r);
+    } else {
+        TEST_CHECK(0, "server starts: %s", srv.log);
+    }
     TEST_CHECK(th_stop(&srv, 30) == 0, "server exits cleanly: %s", srv.log);
 
     /* with a key the listings stay closed unless --public-lists */

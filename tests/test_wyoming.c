@@ -566,6 +566,8 @@ static void test_errors(int port) {
     TEST_CHECK(bigseed.n > 0, "a 64-bit seed as a string is accepted (%zu samples)", bigseed.n);
     audio_free(&bigseed);
     expect_bad_event(port, "{\"type\":\"describe\",}\n", 21, "JSON", "bad JSON header");
+    const char nul_text[] = "{\"type\":\"synthesize\",\"data\":{\"text\":\"a\\u0000b\"}}\n";
+    expect_bad_event(port, nul_text, sizeof nul_text - 1, "NUL", "\\u0000 in the text (would cut it)");
     const char big_dl[] = "{\"type\":\"synthesize\",\"data_length\":2000000}\n";
     expect_bad_event(port, big_dl, sizeof big_dl - 1, "data_length", "data_length over the limit");
     const char big_pl[] = "{\"type\":\"audio-chunk\",\"payload_length\":17000000}\n";

@@ -30,6 +30,16 @@ int json_is_uint(const cJSON *v) {
            v->valuedouble < 9.0e15;
 }
 
+int json_has_nul(const char *text, size_t len) {
+    if (memchr(text, 0, len)) return 1;
+    for (size_t i = 0; i + 6 <= len; i++) {
+        if (text[i] != '\\') continue;
+        if ((text[i + 1] == 'u' || text[i + 1] == 'U') && !strncmp(text + i + 2, "0000", 4)) return 1;
+        i++; /* the escaped character, a second backslash included */
+    }
+    return 0;
+}
+
 int json_seed(const cJSON *v, uint64_t *out, const char **why) {
     if (cJSON_IsString(v)) {
         const char *p = v->valuestring;

@@ -3,6 +3,7 @@
 #define QTTS_IO_JSON_UTIL_H
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/err.h"
@@ -17,6 +18,11 @@ int json_is_uint(const cJSON *v);
  * every JSON client) or a decimal string of any uint64. 0, or -1 with *why
  * ("must be ..." text). */
 int json_seed(const cJSON *v, uint64_t *out, const char **why);
+
+/* 1 if JSON text holds a NUL: a raw NUL byte or a \u0000 escape (a
+ * backslash that is itself escaped, "C:\\u0000", starts none). C strings end
+ * there, so parsed text would be cut silently. */
+int json_has_nul(const char *text, size_t len);
 
 /* A string by dotted path ("talker_config.model_type"), or def. */
 const char *json_str_or(const cJSON *root, const char *dotted, const char *def);

@@ -22,6 +22,7 @@
 #include "server/ws_frame.h"
 #include "server/ws_speech.h"
 #include "core/clock.h"
+#include "io/json_util.h"
 
 /* Per-connection memory (libmicrohttpd's pool: request line + headers, then
  * the write buffer). Headers that do not fit get 431 and a close, so this is
@@ -173,12 +174,11 @@ cJSON *srv_parse_json_body(const srv_req *rq, const char **why) {
         *why = "the request body has bytes after its JSON document";
         return NULL;
     }
-    for (size_t i = 0; i + 6 <= len; i++)
-        if (text[i] == '\\' && (text[i + 1] == 'u' || text[i + 1] == 'U') && !strncmp(text + i + 2, "0000", 4)) {
-            cJSON_Delete(root);
-            *why = "the request body contains a NUL character (\\u0000)";
-            return NULL;
-        }
+    if (json_has_nul(text, len)) {
+        cJSON_Delete(root);
+        *why = "the request body contains a NUL character (a NUL byte or \\u0000)";
+        return NULL;
+    }
     return root;
 }
 

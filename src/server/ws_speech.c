@@ -1,3 +1,4 @@
+#include "io/json_util.h"
 #include "server/ws_speech.h"
 
 #include <cjson/cJSON.h>
@@ -242,7 +243,7 @@ static const char *jstr(const cJSON *o, const char *k) {
 
 /* One client text message. Returns -1 to end the session. */
 static int on_message(ws_session *ss, const unsigned char *data, size_t len) {
-    cJSON *m = cJSON_ParseWithLength((const char *)data, len);
+    cJSON *m = json_has_nul((const char *)data, len) ? NULL : cJSON_ParseWithLength((const char *)data, len);
     const char *type = jstr(m, "type");
     int rc = 0;
     if (!cJSON_IsObject(m) || !type) {
