@@ -230,6 +230,10 @@ static int resolve_clone(const srv_speech_ctx *ctx, const char *voice, const cha
             return fail(b, 400, "ref_audio", "invalid_audio", "'ref_audio' is not valid base64: %s",
                         bytes ? "empty" : why);
         }
+        if (ref_text && qtts_utf8_count(ref_text, strlen(ref_text)) < 0) {
+            free(bytes);
+            return fail(b, 400, "ref_text", "invalid_value", "'ref_text' is not valid UTF-8");
+        }
         o->ref_audio = bytes;
         o->ref_audio_len = n;
         o->ref_text = ref_text && *ref_text ? ref_text : NULL;

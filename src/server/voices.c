@@ -11,6 +11,7 @@
 #include "server/voice_alias.h"
 #include "server/multipart.h"
 #include "server/voice_request.h"
+#include "text/utf8.h"
 
 enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) {
     cJSON *root = cJSON_CreateObject();
@@ -38,7 +39,10 @@ enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) 
             cJSON_AddStringToObject(v, "id", list[i].name);
             cJSON_AddStringToObject(v, "name", list[i].name);
             cJSON_AddStringToObject(v, "type", "cloned");
-            if (list[i].ref_text) cJSON_AddStringToObject(v, "ref_text", list[i].ref_text);
+            /* a transcript file that is not UTF-8 (copied in by hand, or stored by an older server) would make the
+               whole list invalid JSON for every client: it is listed as null */
+            const char *rt = list[i].ref_text;
+            if (rt && qtts_utf8_count(rt, strlen(rt)) >= 0) cJSON_AddStringToObject(v, "ref_text", rt);
             else cJSON_AddNullToObject(v, "ref_text");
             cJSON_AddNumberToObject(v, "ref_frames", (double)list[i].n_frames);
             cJSON_AddBoolToObject(v, "x_vector_only", !list[i].has_codes || !list[i].ref_text);
