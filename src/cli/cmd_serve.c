@@ -41,7 +41,7 @@ static void serve_usage(FILE *out) {
             "  --http-threads N       HTTP threads (default 16)\n"
             "  --timeout S            per-request synthesis limit in seconds (default 600)\n"
             "  --drain-timeout S      on SIGTERM/SIGINT, wait this long for in-flight requests (default 30)\n"
-            "  --max-connections N    open connections at most (default 1024; at least --http-threads)\n"
+            "  --max-connections N    open connections at most (default 2048; at least --http-threads)\n"
             "  --max-connections-per-ip N  open connections per client address (default 0: no limit; a\n"
             "                         reverse proxy connects from one address)\n"
             "  --idle-timeout S       close a connection idle for S seconds (default 60)\n"

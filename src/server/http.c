@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,7 +142,7 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->http_threads = 16;
     p->idle_timeout_s = 60;
     p->request_timeout_s = 600;
-    p->max_connections = 1024;
+    p->max_connections = 2048;
     p->max_connections_per_ip = 0;
     p->header_timeout_s = 30;
 }
@@ -545,9 +549,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (!rq) return;
     if (rq->speech) srv_speech_abandon(rq->speech); /* the client went away mid-synthesis */
     if (rq->ws_reserved) srv_ws_pool_unreserve(((qtts_server *)cls)->ws); /* the upgrade never happened */
+    int large = rq->body.cap >= ((size_t)1 << 20);
     srv_buf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
+    /* a large body's pages stay in this thread's arena otherwise: give them back to the system */
+#ifdef __GLIBC__
+    if (large) malloc_trim(0);
+#else
+    (void)large;
+#endif
 }
 
 static char *dup_or_null(const char *x) { return x && *x ? strdup(x) : NULL; }
@@ -611,7 +622,24 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     if (s->p.http_threads <= 0) s->p.http_threads = 16;
     if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 60;
     if (s->p.request_timeout_s <= 0) s->p.request_timeout_s = 600;
-    if (s->p.max_connections <= 0) s->p.max_connections = 1024;
+    if (s->p.max_connections <= 0) s->p.max_connections = 2048;
+    /* Every connection is a file descriptor: raise the soft limit toward the hard one so that the
+       connection limit holds, or lower the limit to what the descriptors allow (a margin for the
+       listener, voices, WebSocket and engine files). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rlim_t want = (rlim_t)s->p.max_connections + 256;
+        if (rl.rlim_cur < want) {
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur < want && rl.rlim_cur > 256 + (rlim_t)s->p.http_threads) {
+            fprintf(stderr, "qtts serve: warning: open files limited to %llu (ulimit -n): --max-connections %d -> %d\n",
+                    (unsigned long long)rl.rlim_cur, s->p.max_connections, (int)(rl.rlim_cur - 256));
+            s->p.max_connections = (int)(rl.rlim_cur - 256);
+        }
+    }
     if (s->p.max_connections_per_ip < 0) s->p.max_connections_per_ip = 0;
     if (s->p.header_timeout_s < 0) s->p.header_timeout_s = 0;
     box->guard.header_timeout_ms = s->p.header_timeout_s * 1000;
@@ -654,8 +682,11 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         qtts_server_free(s);
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     MHD_ALLOW_UPGRADE;
+    /* epoll where there is one (MHD_USE_AUTO): select() cannot watch fds >= 1024, and libmicrohttpd closed
+       such connections right after accept, below --max-connections 1024 (about 1,004 idle sockets reset
+       every new client). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
     /* SO_REUSEPORT only when asked: passing the option as 0 would also drop
      * libmicrohttpd's default SO_REUSEADDR, and a restarted server could not
      * listen while its old connections sit in TIME_WAIT. */

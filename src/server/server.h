@@ -23,7 +23,8 @@ typedef struct {
     int header_timeout_s;    /* a request's headers must be complete this long after the connection opened (or
                               * its previous response ended); default 30, 0 = no deadline. Needs
                               * qtts_server_tick */
-    int max_connections;     /* open connections at most (default 1024; at least http_threads) */
+    int max_connections;     /* open connections at most (default 2048; at least http_threads); the
+                              * open-files limit is raised to fit, or the limit lowered to it */
     int ws_sessions;         /* WebSocket sessions at once (default 8): a fixed pool of session threads */
     int max_connections_per_ip; /* per client address; 0 (default) = no per-address limit (a reverse proxy
                                  * connects from one address) */
