@@ -170,6 +170,18 @@ int main(void) {
         TEST_CHECK(r.status == 200, "a literal backslash before u0000 is text (%d %s)", r.status,
                    r.status == 200 ? "" : body_of(&r));
         th_resp_free(&r);
+        th_request(srv.port, "DELETE", "/v1/audio/voices/Ryan", NULL, NULL, 0, &r, 30);
+        check_error(&r, 409, "built-in speakers cannot be deleted", "DELETE of a built-in speaker");
+        th_resp_free(&r);
+        /* a second server on the same port: one qtts line, no unprefixed libmicrohttpd line */
+        char port[16];
+        snprintf(port, sizeof port, "%d", srv.port);
+        const char *again[] = {"-m", CV_MODEL, "--threads", "1", "--port", port, NULL};
+        th_server second;
+        TEST_CHECK(th_start(&second, again, 60) != 0 && strstr(second.log, "qtts: cannot listen") &&
+                       !strstr(second.log, "Failed to bind"),
+                   "a port in use: only qtts's own message: %s", second.log);
+        th_stop(&second, 10);
     } else {
         TEST_CHECK(0, "server starts: %s", srv.log);
     }

@@ -227,7 +227,8 @@ int cmd_serve(int argc, char **argv) {
             qtts_engine_free(e);
             return CLI_FAIL;
         }
-        fprintf(stderr, "qtts serve: Wyoming on tcp://%s:%d\n", sp.host ? sp.host : "127.0.0.1",
+        const char *h = sp.host ? sp.host : "127.0.0.1";
+        fprintf(stderr, "qtts serve: Wyoming on tcp://%s%s%s:%d\n", daemon_host_open(h), h, daemon_host_close(h),
                 qtts_wyoming_port(wys));
     }
     daemon_banner("serve", e, "http", sp.host, qtts_server_port(s));

@@ -586,6 +586,15 @@ void qtts_server_free(qtts_server *s) {
     free(s);
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    const qtts_server *s = cls;
+    if (!s->p.verbose) return;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = 0;
+    fprintf(stderr, "qtts serve: libmicrohttpd: %s\n", line);
+}
+
 static void warn_voice(void *user, const char *msg) {
     (void)user;
     fprintf(stderr, "qtts serve: warning: skipping voice: %s\n", msg);
@@ -687,6 +696,10 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
        every new client). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+    /* libmicrohttpd's own log lines ("Failed to bind to port ...") repeat what qtts reports in its own
+       words: only with -v, and prefixed */
+    struct MHD_OptionItem log_opt[2] = {{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
+                                        {MHD_OPTION_END, 0, NULL}};
     /* SO_REUSEPORT only when asked: passing the option as 0 would also drop
      * libmicrohttpd's default SO_REUSEADDR, and a restarted server could not
      * listen while its old connections sit in TIME_WAIT. */
@@ -719,7 +732,7 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->p.http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)s->p.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_connections_per_ip,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, MHD_OPTION_ARRAY, reuse, MHD_OPTION_NOTIFY_CONNECTION,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, MHD_OPTION_ARRAY, reuse, MHD_OPTION_ARRAY, log_opt, MHD_OPTION_NOTIFY_CONNECTION,
         s->p.header_timeout_s > 0 ? on_connection : NULL, &box->guard, MHD_OPTION_END);
     if (!s->daemon) {
         int e = errno;

@@ -188,6 +188,11 @@ enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, s
 
 enum MHD_Result srv_route_voices_delete(qtts_server *s, struct MHD_Connection *c, const char *name) {
     char err[512] = "";
+    for (int i = 0; i < s->info->n_speakers; i++)
+        if (!strcasecmp(name, s->info->speakers[i]))
+            return srv_respond_error(s, c, 409, "invalid_request_error", "name", "builtin_voice",
+                                     "'%s' is a built-in speaker of this model; built-in speakers cannot be deleted",
+                                     s->info->speakers[i]);
     int rc = srv_voices_delete(s->voices, name, err, sizeof err);
     int e = errno; /* srv_voices_delete: the cause of a -1 */
     if (rc == -2)
