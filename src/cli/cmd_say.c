@@ -365,6 +365,11 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         cli_error("out of memory reading the text");
         return CLI_FAIL;
     }
+    /* a UTF-8 byte order mark (Windows editors write one) marks the encoding; it is not text to speak */
+    if (optind >= argc && j->text_len >= 3 && !memcmp(j->text, "\xEF\xBB\xBF", 3)) {
+        memmove(j->text, j->text + 3, j->text_len - 2);
+        j->text_len -= 3;
+    }
     if (strlen(j->text) != j->text_len) {
         cli_error("the text contains a NUL byte");
         return CLI_FAIL;
