@@ -1,6 +1,7 @@
-/* A leading UTF-8 byte order mark (Windows Notepad writes one) is no text:
- * tokenize from stdin and say --file drop it, so the ids and the audio equal
- * those of the same text without it. */
+/* Text input and terminals in qtts say / tokenize: a leading UTF-8 byte
+ * order mark (Windows Notepad writes one) is no text, so the ids and the
+ * audio equal those of the same text without it; audio is not written to a
+ * terminal, and a terminal on stdin gets a hint. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,23 @@ int main(void) {
                  dir, QTTS_BINARY, CV, QTTS_BINARY, CV);
         TEST_CHECK(system(cmd) == 0, "say --file with a BOM speaks the same audio as without");
         rm_rf(dir);
+    }
+    /* a terminal on stdout (script(1) gives one): audio is refused, not written to it; a terminal on stdin:
+       a hint instead of a silent wait */
+    if (system("command -v script >/dev/null 2>&1") == 0) {
+        char out[4096];
+        snprintf(cmd, sizeof cmd, "script -qc \"'%s' say -m '%s' --speaker ryan hi -o -\" /dev/null </dev/null",
+                 QTTS_BINARY, CV);
+        capture(cmd, out, sizeof out);
+        TEST_CHECK(strstr(out, "standard output is a terminal") && !strstr(out, "RIFF"),
+                   "-o - to a terminal is refused: %s", out);
+        snprintf(cmd, sizeof cmd, "script -qc \"'%s' say -m '%s' --speaker ryan --format wav -o /dev/null\" /dev/null </dev/null",
+                 QTTS_BINARY, CV);
+        capture(cmd, out, sizeof out);
+        TEST_CHECK(strstr(out, "reading the text from standard input (Ctrl-D to end)") != NULL,
+                   "stdin on a terminal gets a hint: %s", out);
+    } else {
+        printf("SKIP terminal checks: script(1) is not installed\n");
     }
     return test_finish("test_cli_bom");
 }

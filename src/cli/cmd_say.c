@@ -343,6 +343,10 @@ static int say_check_opts(say_opts *o) {
         cli_error("--sample-format f32 applies to wav, pcm and flac output, not %s", qtts_audio_format_name(fmt));
         return CLI_USAGE;
     }
+    if (!o->play && !strcmp(o->output, "-") && isatty(STDOUT_FILENO)) { /* audio bytes would garble the terminal */
+        cli_error("-o -: standard output is a terminal; pipe it (| ffplay -) or redirect it (> out.wav)");
+        return CLI_USAGE;
+    }
     return CLI_CONTINUE;
 }
 
@@ -357,9 +361,13 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         }
         j->text = strdup(argv[optind]);
         j->text_len = j->text ? strlen(j->text) : 0;
-    } else if (qtts_read_file(o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
-        cli_error("%s", qe.msg);
-        return CLI_FAIL;
+    } else {
+        if ((!o->file || !strcmp(o->file, "-")) && isatty(STDIN_FILENO)) /* otherwise it looks like a hang */
+            fprintf(stderr, "qtts: reading the text from standard input (Ctrl-D to end)\n");
+        if (qtts_read_file(o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text, &j->text_len, &qe)) {
+            cli_error("%s", qe.msg);
+            return CLI_FAIL;
+        }
     }
     if (!j->text) {
         cli_error("out of memory reading the text");
