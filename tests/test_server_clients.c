@@ -170,6 +170,11 @@ int main(void) {
         TEST_CHECK(r.status == 200, "a literal backslash before u0000 is text (%d %s)", r.status,
                    r.status == 200 ? "" : body_of(&r));
         th_resp_free(&r);
+        /* region tags name the language, as on Wyoming and in qtts say */
+        th_post_json(srv.port, "/v1/audio/speech", NULL,
+                     "{\"input\":\"Hi.\",\"voice\":\"ryan\",\"language\":\"en-US\",\"max_new_tokens\":3}", &r, 60);
+        TEST_CHECK(r.status == 200, "language en-US (%d %s)", r.status, r.status == 200 ? "" : body_of(&r));
+        th_resp_free(&r);
         th_request(srv.port, "DELETE", "/v1/audio/voices/Ryan", NULL, NULL, 0, &r, 30);
         check_error(&r, 409, "built-in speakers cannot be deleted", "DELETE of a built-in speaker");
         th_resp_free(&r);
@@ -275,5 +280,14 @@ int main(void) {
     TEST_CHECK(th_start(&srv, bad, 60) != 0 && strstr(srv.log, "not a speaker"),
                "--voice-alias to an unknown speaker is refused: %s", srv.log);
     th_stop(&srv, 10);
+    /* CLI: a bad --host is a usage error (exit 2), and say takes region tags too */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' serve -m '%s' --host 999.1.1.1 2>/dev/null", QTTS_BINARY, CV_MODEL);
+    int rc = system(cmd);
+    TEST_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "serve --host 999.1.1.1 exits 2 (%d)", rc);
+    snprintf(cmd, sizeof cmd, "'%s' say -q -m '%s' --speaker ryan --lang en-US --max-frames 2 --format wav -o /dev/null hi",
+             QTTS_BINARY, CV_MODEL);
+    rc = system(cmd);
+    TEST_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "say --lang en-US (%d)", rc);
     return test_finish("test_server_clients");
 }

@@ -1,5 +1,7 @@
 /* qtts serve: the HTTP server (src/server) in front of one engine. */
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <string.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +179,12 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
     }
     if (optind < argc) {
         cli_error("serve: unknown option '%s' (see 'qtts serve --help')", argv[optind]);
+        return CLI_USAGE;
+    }
+    unsigned char addr[16]; /* a bad value is a usage error (2), found before the model loads */
+    if (sp->host && inet_pton(AF_INET, sp->host, addr) != 1 && inet_pton(AF_INET6, sp->host, addr) != 1 &&
+        strcmp(sp->host, "localhost")) {
+        cli_error("--host '%s' is not an IPv4/IPv6 address (or localhost)", sp->host);
         return CLI_USAGE;
     }
     return CLI_CONTINUE;
