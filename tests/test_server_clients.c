@@ -264,6 +264,9 @@ int main(void) {
     /* Base without registered voices: a 400 that says what to do */
     const char *base[] = {"-m", BASE_MODEL, "--threads", "2", "--voice-alias", "nova=alice", NULL};
     if (th_start(&srv, base, 120) == 0) {
+        usleep(200000);
+        th_drain_log(&srv);
+        TEST_CHECK(strstr(srv.log, "starts with no voices") != NULL, "a Base server without voices warns: %s", srv.log);
         owui_speech(srv.port, "", "alloy", &r);
         check_error(&r, 400, "--voice-alias alloy=VOICE", "Base: alloy");
         th_resp_free(&r);
@@ -280,6 +283,18 @@ int main(void) {
     TEST_CHECK(th_start(&srv, bad, 60) != 0 && strstr(srv.log, "not a speaker"),
                "--voice-alias to an unknown speaker is refused: %s", srv.log);
     th_stop(&srv, 10);
+    /* a voices dir whose parents are missing is created, as qtts voices add does */
+    char vroot[] = "/tmp/qtts_clients_vdXXXXXX", nested[128];
+    if (mkdtemp(vroot)) {
+        snprintf(nested, sizeof nested, "%s/new/sub", vroot);
+        const char *nest[] = {"-m", BASE_MODEL, "--threads", "1", "--voices-dir", nested, NULL};
+        TEST_CHECK(th_start(&srv, nest, 60) == 0 && stat(nested, &st) == 0 && S_ISDIR(st.st_mode),
+                   "--voices-dir with missing parents is created: %s", srv.log);
+        th_stop(&srv, 30);
+        char rm[256];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", vroot);
+        TEST_CHECK(system(rm) == 0, "cleanup");
+    }
     /* CLI: a bad --host is a usage error (exit 2), and say takes region tags too */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' serve -m '%s' --host 999.1.1.1 2>/dev/null", QTTS_BINARY, CV_MODEL);

@@ -239,7 +239,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "qtts serve: Wyoming on tcp://%s%s%s:%d\n", daemon_host_open(h), h, daemon_host_close(h),
                 qtts_wyoming_port(wys));
     }
-    daemon_banner("serve", e, "http", sp.host, qtts_server_port(s));
+    daemon_banner("serve", e, "http", sp.host, qtts_server_port(s), sp.voices_dir && *sp.voices_dir ? sp.voices_dir : NULL);
     /* the server's housekeeping (the request-header deadline) once a second */
     int sig = daemon_wait(&sigs, serve_tick, s);
     fprintf(stderr, "qtts serve: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
