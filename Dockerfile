@@ -45,8 +45,11 @@ COPY --from=build /out/qtts /usr/local/bin/qtts
 
 # Voices persist in /voices (a volume shared by every replica); `qtts download
 # NAME` run in this image stores models under /models, where `-m NAME` finds them.
+# MALLOC_ARENA_MAX=2: glibc otherwise keeps one arena per HTTP thread, and large
+# request bodies left RSS at 909 MB instead of 127 MB (docs/server.md).
 ENV QTTS_VOICES_DIR=/voices \
-    QTTS_HOME=/models
+    QTTS_HOME=/models \
+    MALLOC_ARENA_MAX=2
 # A new named volume copies /voices' owner from the image, so uid 10001 can write it.
 VOLUME ["/models", "/voices"]
 USER 10001:10001

@@ -349,6 +349,26 @@ int main(void) {
     free(p);
     close(c->fd);
 
+    /* a seed above 2^53 (as a string) is used and reported as an exact integer, not a rounded float */
+    TEST_CHECK(ws_open(c, port, "/v1/audio/speech/stream", NULL) == 101, "open");
+    ws_send_json(c, "{\"type\":\"session.config\",\"voice\":\"vivian\",\"response_format\":\"pcm\","
+                    "\"seed\":\"18446744073709551615\",\"max_new_tokens\":3}");
+    ws_send_json(c, "{\"type\":\"input.text\",\"text\":\"Hi.\"}");
+    ws_send_json(c, "{\"type\":\"input.done\"}");
+    int exact = 0;
+    for (int i = 0; i < 200; i++) {
+        unsigned char *m = NULL;
+        size_t mn = 0;
+        int mop = ws_recv(c, &m, &mn, 30);
+        int done = mop < 0 || (mop == 1 && (strstr((char *)m, "audio.done") || strstr((char *)m, "\"error\"")));
+        if (mop == 1 && strstr((char *)m, "audio.done")) exact = strstr((char *)m, "\"seed\":18446744073709551615") != NULL;
+        if (done && mop == 1 && !exact) printf("last message: %s\n", (char *)m);
+        free(m);
+        if (done) break;
+    }
+    TEST_CHECK(exact, "audio.done reports the seed 18446744073709551615 exactly");
+    close(c->fd);
+
     /* a disconnect while the utterance waits for text cancels it */
     th_resp r;
     th_get(port, "/metrics", NULL, &r);

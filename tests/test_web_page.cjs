@@ -95,7 +95,7 @@ async function disconnects(base) {
 
 async function serverVoices(base, key) {
   const r = await fetch(`${base}/v1/audio/voices`, { headers: key ? { Authorization: `Bearer ${key}` } : {} });
-  return (await r.json()).voices.map((v) => v.id || v.name);
+  return (await r.json()).voices.filter((v) => v.type !== 'alias').map((v) => v.id || v.name); // aliases are not in the picker
 }
 
 // A deterministic, short request: greedy sampling, fixed seed, FRAMES frames.

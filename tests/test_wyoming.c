@@ -522,6 +522,19 @@ static void expect_refusal(int port, const char *type, const char *data, const c
     wc_close(&c);
 }
 
+/* The same for synthesize, checking that the message contains want. */
+static void expect_refusal_text(int port, const char *data, const char *want, const char *what) {
+    wconn c;
+    TEST_CHECK(wc_open_slot(&c, port) == 0, "%s: a connection slot", what);
+    wc_send(&c, "synthesize", data, 0, NULL, 0);
+    wev ev;
+    int r = wc_read(&c, &ev, 20);
+    const char *text = r == 1 ? str_field(ev.data, "text") : NULL;
+    TEST_CHECK(text && strstr(text, want), "%s: the message says '%s' (got: %s)", what, want, text ? text : "nothing");
+    if (r == 1) wev_free(&ev);
+    wc_close(&c);
+}
+
 static void expect_bad_event(int port, const void *bytes, size_t n, const char *word, const char *what) {
     wconn c;
     TEST_CHECK(wc_open_slot(&c, port) == 0, "%s: a connection slot", what);
@@ -544,7 +557,17 @@ static void test_errors(int port) {
                    "unsupported language");
     expect_refusal(port, "synthesize", "{\"text\":42}", "invalid_request", "text not a string");
     expect_refusal(port, "synthesize", "{\"text\":\"Hi.\",\"qtts\":{\"seed\":-1}}", "invalid_request", "bad seed");
+    /* integers in messages are integers (not %g's 1.04858e+06), and the ranges are the HTTP API's */
+    expect_refusal_text(port, "{\"text\":\"Hi.\",\"qtts\":{\"max_frames\":0}}", "[1, 1048576]", "max_frames 0");
+    expect_refusal_text(port, "{\"text\":\"Hi.\",\"qtts\":{\"seed\":-1}}", "[0, 9007199254740991]", "seed -1");
+    expect_refusal_text(port, "{\"text\":\"Hi.\",\"qtts\":{\"top_k\":100001}}", "[0, 100000]", "top_k over");
+    audio bigseed;
+    one_shot(port, "{\"text\":\"Hi.\",\"qtts\":{\"seed\":\"18446744073709551615\",\"max_frames\":3}}", &bigseed);
+    TEST_CHECK(bigseed.n > 0, "a 64-bit seed as a string is accepted (%zu samples)", bigseed.n);
+    audio_free(&bigseed);
     expect_bad_event(port, "{\"type\":\"describe\",}\n", 21, "JSON", "bad JSON header");
+    const char nul_text[] = "{\"type\":\"synthesize\",\"data\":{\"text\":\"a\\u0000b\"}}\n";
+    expect_bad_event(port, nul_text, sizeof nul_text - 1, "NUL", "\\u0000 in the text (would cut it)");
     const char big_dl[] = "{\"type\":\"synthesize\",\"data_length\":2000000}\n";
     expect_bad_event(port, big_dl, sizeof big_dl - 1, "data_length", "data_length over the limit");
     const char big_pl[] = "{\"type\":\"audio-chunk\",\"payload_length\":17000000}\n";

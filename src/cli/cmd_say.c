@@ -21,6 +21,7 @@
 #include "cli/say_book.h"
 #include "cli/say_script.h"
 #include "core/clock.h"
+#include "core/sampling_ranges.h"
 #include "io/file.h"
 #include "io/rvq.h"
 #include "io/spk.h"
@@ -285,16 +286,19 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
         case O_TEMP: /* 0 means greedy, as in the HTTP API */
-            bad = cli_float("--temperature", optarg, 0, 100, &r->temperature);
+            bad = cli_float("--temperature", optarg, 0, QTTS_TEMPERATURE_MAX, &r->temperature);
             if (!bad && r->temperature == 0) r->greedy = 1;
             break;
-        case O_TOPK: bad = cli_int_to("--top-k", optarg, 0, 1 << 20, &r->top_k); break; /* 0: the model's */
-        case O_TOPP: bad = cli_float("--top-p", optarg, 1e-6, 1, &r->top_p); break;
-        case O_REP: bad = cli_float("--repetition-penalty", optarg, 1e-3, 100, &r->repetition_penalty); break;
+        case O_TOPK: bad = cli_int_to("--top-k", optarg, 0, QTTS_TOP_K_MAX, &r->top_k); break; /* 0: the model's */
+        case O_TOPP: bad = cli_float("--top-p", optarg, QTTS_TOP_P_MIN, 1, &r->top_p); break;
+        case O_REP:
+            bad = cli_float("--repetition-penalty", optarg, QTTS_REPETITION_PENALTY_MIN, QTTS_REPETITION_PENALTY_MAX,
+                            &r->repetition_penalty);
+            break;
         case O_CPTEMP: bad = cli_float("--cp-temperature", optarg, 1e-3, 100, &r->cp_temperature); break;
         case O_CPTOPK: bad = cli_int_to("--cp-top-k", optarg, 0, 1 << 20, &r->cp_top_k); break;
         case O_CPTOPP: bad = cli_float("--cp-top-p", optarg, 1e-6, 1, &r->cp_top_p); break;
-        case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, 1 << 20, &r->max_frames); break;
+        case O_MAXF: bad = cli_int_to("--max-frames", optarg, 1, QTTS_MAX_FRAMES_MAX, &r->max_frames); break;
         case O_GUARD_RATIO:
             if (!(bad = cli_float("--guard-frames-per-token", optarg, 0, 1000, &r->guard_frames_per_token)) &&
                 r->guard_frames_per_token == 0)
@@ -395,6 +399,10 @@ static int say_check_opts(say_opts *o) {
         cli_error("--sample-format f32 applies to wav, pcm and flac output, not %s", qtts_audio_format_name(fmt));
         return CLI_USAGE;
     }
+    if (!o->play && !strcmp(o->output, "-") && isatty(STDOUT_FILENO)) { /* audio bytes would garble the terminal */
+        cli_error("-o -: standard output is a terminal; pipe it (| ffplay -) or redirect it (> out.wav)");
+        return CLI_USAGE;
+    }
     return CLI_CONTINUE;
 }
 
@@ -413,14 +421,23 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         }
         j->text = strdup(argv[optind]);
         j->text_len = j->text ? strlen(j->text) : 0;
-    } else if (qtts_read_file(o->script ? o->script : o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text,
-                              &j->text_len, &qe)) {
-        cli_error("%s", qe.msg);
-        return CLI_FAIL;
+    } else {
+        if (!o->script && (!o->file || !strcmp(o->file, "-")) && isatty(STDIN_FILENO)) /* otherwise it looks like a hang */
+            fprintf(stderr, "qtts: reading the text from standard input (Ctrl-D to end)\n");
+        if (qtts_read_file(o->script ? o->script : o->file ? o->file : "-", MAX_TEXT_BYTES, &j->text, &j->text_len,
+                           &qe)) {
+            cli_error("%s", qe.msg);
+            return CLI_FAIL;
+        }
     }
     if (!j->text) {
         cli_error("out of memory reading the text");
         return CLI_FAIL;
+    }
+    /* a UTF-8 byte order mark (Windows editors write one) marks the encoding; it is not text to speak */
+    if (optind >= argc && j->text_len >= 3 && !memcmp(j->text, "\xEF\xBB\xBF", 3)) {
+        memmove(j->text, j->text + 3, j->text_len - 2);
+        j->text_len -= 3;
     }
     if (strlen(j->text) != j->text_len) {
         cli_error("the text contains a NUL byte");
@@ -620,7 +637,7 @@ static void say_draw_seed(say_opts *o) {
     uint64_t s = 0;
     if (!ur || fread(&s, sizeof s, 1, ur) != 1) s = (uint64_t)qtts_now_s() * 1000003u;
     if (ur) fclose(ur);
-    o->req.seed = s >> 1;
+    o->req.seed = s & QTTS_SEED_EXACT_MAX; /* exact as a JSON number for the server and Wyoming too */
     o->req.has_seed = 1;
     if (!o->req.greedy && !o->quiet) fprintf(stderr, "qtts: seed %llu\n", (unsigned long long)o->req.seed);
 }

@@ -1,5 +1,7 @@
 /* qtts serve: the HTTP server (src/server) in front of one engine. */
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <string.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +34,19 @@ static void serve_usage(FILE *out) {
             "  --voices-dir DIR       where registered voices persist (default $QTTS_VOICES_DIR, else\n"
             "                         memory only)\n"
             "  --api-key KEY          require 'Authorization: Bearer KEY' (or $QTTS_API_KEY)\n"
+            "  --public-lists         with --api-key, answer GET /v1/audio/voices and /v1/audio/models\n"
+            "                         without the key (Open WebUI reads them without it)\n"
+            "  --voice-alias NAME=VOICE  another name for a voice: a speaker (CustomVoice), a registered\n"
+            "                         voice (Base) or the voice description (VoiceDesign); repeatable.\n"
+            "                         OpenAI's voice names (alloy, echo, ...) are aliases by default\n"
+            "  --no-voice-aliases     drop the default aliases of OpenAI's voice names"
             "  --cors ORIGIN          send CORS headers for ORIGIN (default: off)\n"
             "  --max-body-mb N        request body limit in MiB (default 32)\n"
             "  --max-input-chars N    'input' text limit (default 4096)\n"
             "  --http-threads N       HTTP threads (default 16)\n"
             "  --timeout S            per-request synthesis limit in seconds (default 600)\n"
             "  --drain-timeout S      on SIGTERM/SIGINT, wait this long for in-flight requests (default 30)\n"
-            "  --max-connections N    open connections at most (default 1024; at least --http-threads)\n"
+            "  --max-connections N    open connections at most (default 2048; at least --http-threads)\n"
             "  --max-connections-per-ip N  open connections per client address (default 0: no limit; a\n"
             "                         reverse proxy connects from one address)\n"
             "  --idle-timeout S       close a connection idle for S seconds (default 60)\n"
@@ -62,6 +70,7 @@ enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
     O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
+    O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
 };
 static const struct option serve_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -77,6 +86,9 @@ static const struct option serve_options[] = {
     {"overlap", required_argument, 0, O_OVERLAP},
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"api-key", required_argument, 0, O_API_KEY},
+    {"public-lists", no_argument, 0, O_PUBLIC_LISTS},
+    {"voice-alias", required_argument, 0, O_VOICE_ALIAS},
+    {"no-voice-aliases", no_argument, 0, O_NO_VOICE_ALIASES},
     {"cors", required_argument, 0, O_CORS},
     {"max-body-mb", required_argument, 0, O_MAX_BODY},
     {"max-input-chars", required_argument, 0, O_MAX_INPUT},
@@ -104,9 +116,10 @@ typedef struct {
     int port, zeroconf;
 } wyoming_opts;
 
+#define MAX_VOICE_ALIASES 256
+
 static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_engine_params *ep, wyoming_opts *wy,
-                            const char **model,
-                            int *drain_s) {
+                            const char **model, int *drain_s, const char **aliases) {
     long long v;
     optind = 1;
     opterr = 0;
@@ -127,6 +140,15 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
         case O_VOICES_DIR: sp->voices_dir = optarg; break;
         case O_API_KEY: sp->api_key = optarg; break;
+        case O_PUBLIC_LISTS: sp->public_lists = 1; break;
+        case O_NO_VOICE_ALIASES: sp->no_default_voice_aliases = 1; break;
+        case O_VOICE_ALIAS:
+            if (sp->n_voice_aliases >= MAX_VOICE_ALIASES) {
+                cli_error("--voice-alias: at most %d", MAX_VOICE_ALIASES);
+                return CLI_USAGE;
+            }
+            aliases[sp->n_voice_aliases++] = optarg;
+            break;
         case O_CORS: sp->cors_origin = optarg; break;
         case O_MAX_BODY:
             if (!(bad = cli_int("--max-body-mb", optarg, 1, 4096, &v))) sp->max_body = (size_t)v << 20;
@@ -164,6 +186,12 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         cli_error("serve: unknown option '%s' (see 'qtts serve --help')", argv[optind]);
         return CLI_USAGE;
     }
+    unsigned char addr[16]; /* a bad value is a usage error (2), found before the model loads */
+    if (sp->host && inet_pton(AF_INET, sp->host, addr) != 1 && inet_pton(AF_INET6, sp->host, addr) != 1 &&
+        strcmp(sp->host, "localhost")) {
+        cli_error("--host '%s' is not an IPv4/IPv6 address (or localhost)", sp->host);
+        return CLI_USAGE;
+    }
     return CLI_CONTINUE;
 }
 
@@ -180,7 +208,9 @@ int cmd_serve(int argc, char **argv) {
     const char *vdir = getenv("QTTS_VOICES_DIR"); /* the same default as say --voice and qtts voices */
     if (vdir && *vdir) sp.voices_dir = vdir;
     wyoming_opts wy = {-1, 0};
-    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s);
+    const char *aliases[MAX_VOICE_ALIASES];
+    sp.voice_aliases = aliases;
+    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s, aliases);
     if (rc != CLI_CONTINUE) return rc;
     sigset_t sigs; /* kept off the engine, pool and HTTP threads */
     qtts_engine *e;
@@ -210,10 +240,11 @@ int cmd_serve(int argc, char **argv) {
             qtts_engine_free(e);
             return CLI_FAIL;
         }
-        fprintf(stderr, "qtts serve: Wyoming on tcp://%s:%d\n", sp.host ? sp.host : "127.0.0.1",
+        const char *h = sp.host ? sp.host : "127.0.0.1";
+        fprintf(stderr, "qtts serve: Wyoming on tcp://%s%s%s:%d\n", daemon_host_open(h), h, daemon_host_close(h),
                 qtts_wyoming_port(wys));
     }
-    daemon_banner("serve", e, "http", sp.host, qtts_server_port(s));
+    daemon_banner("serve", e, "http", sp.host, qtts_server_port(s), sp.voices_dir && *sp.voices_dir ? sp.voices_dir : NULL);
     /* the server's housekeeping (the request-header deadline) once a second */
     int sig = daemon_wait(&sigs, serve_tick, s);
     fprintf(stderr, "qtts serve: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);

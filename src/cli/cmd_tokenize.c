@@ -14,8 +14,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: qtts tokenize [TEXT] [-m PATH] [--tokens] [--template KIND]\n"
             "\n"
-            "Prints the token ids of TEXT (or of all of stdin, verbatim, when TEXT is absent)\n"
-            "as a JSON array.\n"
+            "Prints the token ids of TEXT (or of all of stdin, verbatim but for a leading byte order mark,\n"
+            "when TEXT is absent) as a JSON array.\n"
             "\n"
             "  -m, --model PATH   model folder with vocab.json, merges.txt, tokenizer_config.json\n"
             "                     (default: $QTTS_MODEL)\n"
@@ -114,6 +114,10 @@ int cmd_tokenize(int argc, char **argv) {
             return CLI_FAIL;
         }
         text = owned;
+        if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) { /* a byte order mark is no text */
+            text += 3;
+            len -= 3;
+        }
     }
     if (kind >= 0 && memchr(text, 0, len)) {
         cli_error("tokenize: --template text must not contain NUL bytes");

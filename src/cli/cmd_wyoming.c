@@ -155,7 +155,7 @@ int cmd_wyoming(int argc, char **argv) {
         qtts_engine_free(e);
         return CLI_FAIL;
     }
-    daemon_banner("wyoming", e, "tcp", wp.host, qtts_wyoming_port(w));
+    daemon_banner("wyoming", e, "tcp", wp.host, qtts_wyoming_port(w), wp.voices_dir && *wp.voices_dir ? wp.voices_dir : NULL);
     int sig = daemon_wait(&sigs, NULL, NULL);
     fprintf(stderr, "qtts wyoming: %s: draining (up to %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
     int cut = qtts_wyoming_stop(w, drain_s * 1000);

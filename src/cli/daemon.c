@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli/args.h"
@@ -31,12 +32,23 @@ int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *
     return CLI_CONTINUE;
 }
 
-void daemon_banner(const char *cmd, const qtts_engine *e, const char *scheme, const char *host, int port) {
+/* An IPv6 literal goes in brackets in a URL (http://[::1]:8080). */
+const char *daemon_host_open(const char *host) { return host && strchr(host, ':') ? "[" : ""; }
+const char *daemon_host_close(const char *host) { return host && strchr(host, ':') ? "]" : ""; }
+
+void daemon_banner(const char *cmd, const qtts_engine *e, const char *scheme, const char *host, int port,
+                   const char *voices_dir) {
     const qtts_model_info *info = qtts_engine_info(e);
     fprintf(stderr,
-            "qtts %s: %s %s model (weights %s, decoder %s, KV cache %s), %d threads, batch %d; listening on %s://%s:%d\n",
+            "qtts %s: %s %s model (weights %s, decoder %s, KV cache %s), %d threads, batch %d; listening on %s://%s%s%s:%d\n",
             cmd, info->size, info->variant, info->weight_type, info->decoder_precision, info->kv_cache, info->n_threads,
-            info->max_batch, scheme, host, port);
+            info->max_batch, scheme, daemon_host_open(host), host, daemon_host_close(host), port);
+    /* Home Assistant and the API clients see no voice at all otherwise, and every request fails */
+    if (!strcmp(info->variant, "base") && !voices_dir)
+        fprintf(stderr,
+                "qtts %s: warning: this Base model clones voices and there is no --voices-dir (or $QTTS_VOICES_DIR): "
+                "it starts with no voices\n",
+                cmd);
     fflush(stderr);
 }
 

@@ -17,7 +17,11 @@ int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *
                         qtts_engine **out);
 
 /* "qtts CMD: 0.6b base model (weights ..., decoder ...), N threads, batch B; listening on URL" */
-void daemon_banner(const char *cmd, const qtts_engine *e, const char *scheme, const char *host, int port);
+/* "[" and "]" around an IPv6 literal host in a URL, else "". */
+const char *daemon_host_open(const char *host);
+const char *daemon_host_close(const char *host);
+void daemon_banner(const char *cmd, const qtts_engine *e, const char *scheme, const char *host, int port,
+                   const char *voices_dir); /* NULL: a Base model gets a warning */
 
 /* Waits for SIGTERM or SIGINT, calling tick(ctx) about once a second when
  * tick is not NULL; returns the signal. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/sampling_ranges.h"
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
 #include "text/norm_lang.h"
@@ -49,7 +50,7 @@ static uint64_t random_seed(void) {
         close(fd);
     }
     if (!s) s = (uint64_t)qtts_now_ms() * 6364136223846793005ull + (uint64_t)getpid();
-    return s >> 1; /* keep it printable as a signed 64-bit number too */
+    return s & QTTS_SEED_EXACT_MAX; /* reported in JSON: exact as a number in every client */
 }
 
 /* Mode of a request on this model. */

@@ -439,8 +439,12 @@ const char *qtts_language_alias(const char *name) {
         {"zh", "chinese"}, {"en", "english"},    {"de", "german"},  {"es", "spanish"}, {"ja", "japanese"},
         {"fr", "french"},  {"ko", "korean"},     {"ru", "russian"}, {"it", "italian"}, {"pt", "portuguese"},
     };
+    /* a region or script tag after the code (en-US, en_GB, zh-Hans-CN: BCP 47 and POSIX forms, as Wyoming
+       clients send them) names the same language */
+    size_t n = strlen(name);
+    if (n > 3 && (name[2] == '-' || name[2] == '_')) n = 2;
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-        if (!strcasecmp(name, codes[i][0])) return codes[i][1];
+        if (n == 2 && !strncasecmp(name, codes[i][0], 2)) return codes[i][1];
     return name;
 }
 

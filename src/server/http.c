@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -10,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,10 +21,12 @@
 #include "server/auth.h"
 #include "server/elevenlabs.h"
 #include "server/internal.h"
+#include "server/voice_alias.h"
 #include "server/web.h"
 #include "server/ws_frame.h"
 #include "server/ws_speech.h"
 #include "core/clock.h"
+#include "io/json_util.h"
 
 /* Per-connection memory (libmicrohttpd's pool: request line + headers, then
  * the write buffer). Headers that do not fit get 431 and a close, so this is
@@ -136,7 +142,7 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->http_threads = 16;
     p->idle_timeout_s = 60;
     p->request_timeout_s = 600;
-    p->max_connections = 1024;
+    p->max_connections = 2048;
     p->max_connections_per_ip = 0;
     p->header_timeout_s = 30;
 }
@@ -360,8 +366,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             rq->responded = 1;
             return route_preflight(s, c);
         }
-        /* The page is public (it asks for the key and sends it on its own requests). */
-        if (r != R_HEALTH && r != R_PAGE && s->api_key) {
+        /* The page is public (it asks for the key and sends it on its own requests). Open WebUI reads the
+           two listings without its key: --public-lists opens them. */
+        int public_list = s->p.public_lists && (r == R_VOICES || r == R_AUDIO_MODELS) &&
+                          (!strcmp(method, "GET") || !strcmp(method, "HEAD"));
+        if (r != R_HEALTH && r != R_PAGE && !public_list && s->api_key) {
             const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
             /* browsers cannot set headers on a WebSocket: the key may come as ?api_key= there */
             const char *qkey = r == R_SPEECH_STREAM ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "api_key")
@@ -453,9 +462,16 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (!rq) return;
     if (rq->speech) srv_speech_abandon(rq->speech); /* the client went away mid-synthesis */
     if (rq->ws_reserved) srv_ws_pool_unreserve(((qtts_server *)cls)->ws); /* the upgrade never happened */
+    int large = rq->body.cap >= ((size_t)1 << 20);
     srv_buf_free(&rq->body);
     free(rq);
     *con_cls = NULL;
+    /* a large body's pages stay in this thread's arena otherwise: give them back to the system */
+#ifdef __GLIBC__
+    if (large) malloc_trim(0);
+#else
+    (void)large;
+#endif
 }
 
 static char *dup_or_null(const char *x) { return x && *x ? strdup(x) : NULL; }
@@ -474,12 +490,22 @@ void qtts_server_free(qtts_server *s) {
     pthread_mutex_destroy(&guard_of(s)->mu);
     srv_pump_free(s->pump);
     srv_voices_free(s->voices);
+    srv_voice_aliases_free(s->aliases);
     free(s->host);
     free(s->voices_dir);
     free(s->api_key);
     free(s->cors_origin);
     free(s->model_id);
     free(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    const qtts_server *s = cls;
+    if (!s->p.verbose) return;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = 0;
+    fprintf(stderr, "qtts serve: libmicrohttpd: %s\n", line);
 }
 
 static void warn_voice(void *user, const char *msg) {
@@ -518,7 +544,24 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     if (s->p.http_threads <= 0) s->p.http_threads = 16;
     if (s->p.idle_timeout_s <= 0) s->p.idle_timeout_s = 60;
     if (s->p.request_timeout_s <= 0) s->p.request_timeout_s = 600;
-    if (s->p.max_connections <= 0) s->p.max_connections = 1024;
+    if (s->p.max_connections <= 0) s->p.max_connections = 2048;
+    /* Every connection is a file descriptor: raise the soft limit toward the hard one so that the
+       connection limit holds, or lower the limit to what the descriptors allow (a margin for the
+       listener, voices, WebSocket and engine files). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rlim_t want = (rlim_t)s->p.max_connections + 256;
+        if (rl.rlim_cur < want) {
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur < want && rl.rlim_cur > 256 + (rlim_t)s->p.http_threads) {
+            fprintf(stderr, "qtts serve: warning: open files limited to %llu (ulimit -n): --max-connections %d -> %d\n",
+                    (unsigned long long)rl.rlim_cur, s->p.max_connections, (int)(rl.rlim_cur - 256));
+            s->p.max_connections = (int)(rl.rlim_cur - 256);
+        }
+    }
     if (s->p.max_connections_per_ip < 0) s->p.max_connections_per_ip = 0;
     if (s->p.header_timeout_s < 0) s->p.header_timeout_s = 0;
     box->guard.header_timeout_ms = s->p.header_timeout_s * 1000;
@@ -533,6 +576,12 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     }
     if (p->port < 0 || p->port > 65535) {
         snprintf(err, err_size, "invalid port %d", p->port);
+        qtts_server_free(s);
+        return NULL;
+    }
+    s->aliases = srv_voice_aliases_new(s->info, p->no_default_voice_aliases, p->voice_aliases, p->n_voice_aliases, err,
+                                       err_size);
+    if (!s->aliases) {
         qtts_server_free(s);
         return NULL;
     }
@@ -555,8 +604,15 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         qtts_server_free(s);
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     MHD_ALLOW_UPGRADE;
+    /* epoll where there is one (MHD_USE_AUTO): select() cannot watch fds >= 1024, and libmicrohttpd closed
+       such connections right after accept, below --max-connections 1024 (about 1,004 idle sockets reset
+       every new client). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+    /* libmicrohttpd's own log lines ("Failed to bind to port ...") repeat what qtts reports in its own
+       words: only with -v, and prefixed */
+    struct MHD_OptionItem log_opt[2] = {{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
+                                        {MHD_OPTION_END, 0, NULL}};
     /* SO_REUSEPORT only when asked: passing the option as 0 would also drop
      * libmicrohttpd's default SO_REUSEADDR, and a restarted server could not
      * listen while its old connections sit in TIME_WAIT. */
@@ -589,7 +645,7 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->p.http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)s->p.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_connections_per_ip,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, MHD_OPTION_ARRAY, reuse, MHD_OPTION_NOTIFY_CONNECTION,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, MHD_OPTION_ARRAY, reuse, MHD_OPTION_ARRAY, log_opt, MHD_OPTION_NOTIFY_CONNECTION,
         s->p.header_timeout_s > 0 ? on_connection : NULL, &box->guard, MHD_OPTION_END);
     if (!s->daemon) {
         int e = errno;

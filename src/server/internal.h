@@ -23,6 +23,7 @@ struct qtts_server {
     struct MHD_Daemon *daemon;
     int port;
     srv_voices *voices;
+    struct srv_voice_aliases *aliases; /* other names for voices (server/voice_alias.h) */
     srv_pump *pump;
     struct srv_ws_pool *ws; /* WebSocket sessions (server/ws_speech.h) */
     srv_metrics metrics;

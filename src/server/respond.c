@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/json_util.h"
 #include "server/internal.h"
 
 int http_status_of(qtts_status st) {
@@ -40,12 +41,11 @@ cJSON *srv_parse_json_body(const srv_req *rq, const char **why) {
         *why = "the request body has bytes after its JSON document";
         return NULL;
     }
-    for (size_t i = 0; i + 6 <= len; i++)
-        if (text[i] == '\\' && (text[i + 1] == 'u' || text[i + 1] == 'U') && !strncmp(text + i + 2, "0000", 4)) {
-            cJSON_Delete(root);
-            *why = "the request body contains a NUL character (\\u0000)";
-            return NULL;
-        }
+    if (json_has_nul(text, len)) {
+        cJSON_Delete(root);
+        *why = "the request body contains a NUL character (a NUL byte or \\u0000)";
+        return NULL;
+    }
     return root;
 }
 

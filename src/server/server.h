@@ -23,12 +23,20 @@ typedef struct {
     int header_timeout_s;    /* a request's headers must be complete this long after the connection opened (or
                               * its previous response ended); default 30, 0 = no deadline. Needs
                               * qtts_server_tick */
-    int max_connections;     /* open connections at most (default 1024; at least http_threads) */
+    int max_connections;     /* open connections at most (default 2048; at least http_threads); the
+                              * open-files limit is raised to fit, or the limit lowered to it */
     int ws_sessions;         /* WebSocket sessions at once (default 8): a fixed pool of session threads */
     int max_connections_per_ip; /* per client address; 0 (default) = no per-address limit (a reverse proxy
                                  * connects from one address) */
     int request_timeout_s;   /* synthesis time limit per request (default 600) */
     int reuse_port;          /* share the port with other processes (SO_REUSEPORT); off: a port in use fails */
+    int public_lists;        /* with api_key: GET /v1/audio/voices and /v1/audio/models answer without it */
+    /* Voice aliases (server/voice_alias.h): "NAME=TARGET" entries over the
+     * default table of OpenAI's voice names, which no_default_voice_aliases
+     * drops. */
+    const char *const *voice_aliases;
+    int n_voice_aliases;
+    int no_default_voice_aliases;
     /* Runaway-guard defaults for requests that do not set their own
      * (qtts_request's fields: 0 = the engine's auto ratio, < 0 = off). */
     float guard_frames_per_token;

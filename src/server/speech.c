@@ -188,6 +188,7 @@ static int lookup_voice(void *user, const char *name, qtts_voice **out, char *er
 void srv_speech_context(qtts_server *s, srv_speech_ctx *ctx) {
     *ctx = (srv_speech_ctx){
         .info = s->info,
+        .aliases = s->aliases,
         .max_input_chars = s->p.max_input_chars,
         .guard_frames_per_token = s->p.guard_frames_per_token,
         .no_repetition_guard = s->p.no_repetition_guard,

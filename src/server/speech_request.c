@@ -8,8 +8,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/sampling_ranges.h"
+#include "io/json_util.h"
 #include "model/config.h"
 #include "server/b64.h"
+#include "server/voice_alias.h"
 #include "text/utf8.h"
 
 int srv_bad_req_fail(srv_bad_req *b, int status, const char *param, const char *code, const char *fmt, ...) {
@@ -65,6 +68,15 @@ static int get_bool(const cJSON *root, const char *name, int *out, srv_bad_req *
     return 0;
 }
 
+/* Voice names never contain spaces, and clients split lists typed as
+ * "vivian, ryan" on the comma only: the name is trimmed in place. */
+static char *trim(char *v) {
+    while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n') v++;
+    size_t n = strlen(v);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n')) v[--n] = 0;
+    return v;
+}
+
 /* 'voice': a name, or OpenAI's object form {"id": "..."} (custom voices). */
 static int get_voice(const cJSON *root, const char **out, srv_bad_req *b) {
     const cJSON *v = field(root, "voice");
@@ -73,12 +85,12 @@ static int get_voice(const cJSON *root, const char **out, srv_bad_req *b) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
         if (!cJSON_IsString(id))
             return fail(b, 400, "voice", "invalid_type", "'voice' as an object must have a string 'id'");
-        *out = id->valuestring;
+        *out = trim(id->valuestring);
         return 0;
     }
     if (!cJSON_IsString(v))
         return fail(b, 400, "voice", "invalid_type", "'voice' must be a string or an object {\"id\": \"...\"}");
-    *out = v->valuestring;
+    *out = trim(v->valuestring);
     return 0;
 }
 
@@ -144,26 +156,28 @@ static int parse_sampling(const cJSON *root, srv_speech_request *o, srv_bad_req 
     double x;
     if (get_num(root, "speed", 0.25, 4.0, 0, &has, &x, b)) return -1;
     if (has) o->speed = x;
-    if (get_num(root, "seed", 0, 9007199254740991.0, 1, &has, &x, b)) return -1;
-    if (has) {
-        o->r.has_seed = 1;
-        o->r.seed = (uint64_t)x;
-    }
-    if (get_num(root, "temperature", 0, 10, 0, &has, &x, b)) return -1;
+    const cJSON *seed = field(root, "seed");
+    const char *why = "";
+    if (seed && json_seed(seed, &o->r.seed, &why))
+        return fail(b, 400, "seed", cJSON_IsNumber(seed) || cJSON_IsString(seed) ? "invalid_value" : "invalid_type",
+                    "'seed' %s", why);
+    o->r.has_seed = seed != NULL;
+    if (get_num(root, "temperature", 0, QTTS_TEMPERATURE_MAX, 0, &has, &x, b)) return -1;
     if (has) {
         if (x == 0) o->r.greedy = 1;
         else o->r.temperature = (float)x;
     }
-    if (get_num(root, "top_k", 0, 100000, 1, &has, &x, b)) return -1;
+    if (get_num(root, "top_k", 0, QTTS_TOP_K_MAX, 1, &has, &x, b)) return -1;
     if (has) o->r.top_k = (int)x;
     if (get_num(root, "top_p", 0, 1, 0, &has, &x, b)) return -1;
     if (has) {
-        if (x == 0) return fail(b, 400, "top_p", "invalid_value", "'top_p' must be in (0, 1]");
+        if (x < QTTS_TOP_P_MIN) return fail(b, 400, "top_p", "invalid_value", "'top_p' must be in [%g, 1]", QTTS_TOP_P_MIN);
         o->r.top_p = (float)x;
     }
-    if (get_num(root, "repetition_penalty", 0.01, 10, 0, &has, &x, b)) return -1;
+    if (get_num(root, "repetition_penalty", QTTS_REPETITION_PENALTY_MIN, QTTS_REPETITION_PENALTY_MAX, 0, &has, &x, b))
+        return -1;
     if (has) o->r.repetition_penalty = (float)x;
-    if (get_num(root, "max_new_tokens", 1, 1 << 20, 1, &has, &x, b)) return -1;
+    if (get_num(root, "max_new_tokens", 1, QTTS_MAX_FRAMES_MAX, 1, &has, &x, b)) return -1;
     if (has) o->r.max_frames = (int)x;
     /* runaway guard: frames per text token (0 = off), loop detection */
     if (get_num(root, "guard_frames_per_token", 0, 1000, 0, &has, &x, b)) return -1;
@@ -185,6 +199,8 @@ static int resolve_speaker(const srv_speech_ctx *ctx, const char *voice, srv_spe
     list_names(names, sizeof names, info->speakers, info->n_speakers);
     if (!voice || !*voice) return fail(b, 400, "voice", "missing_voice", "'voice' is required (one of: %s)", names);
     const char *canon = match_name(voice, info->speakers, info->n_speakers);
+    const char *alias = canon ? NULL : srv_voice_alias_target(ctx->aliases, voice);
+    if (alias) canon = match_name(alias, info->speakers, info->n_speakers);
     if (canon) {
         o->r.speaker = canon;
         return 0;
@@ -193,12 +209,11 @@ static int resolve_speaker(const srv_speech_ctx *ctx, const char *voice, srv_spe
     if (ctx->voice_get(ctx->voice_user, voice, NULL, e2, sizeof e2) == 0)
         return fail(b, 400, "voice", "unsupported_for_model",
                     "'%s' is a cloned voice, which needs a Base model; this model's speakers: %s", voice, names);
-    static const char *const openai[] = {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage",
-                                         "shimmer", "verse"};
-    for (size_t i = 0; i < sizeof openai / sizeof openai[0]; i++)
-        if (!strcasecmp(voice, openai[i]))
-            return fail(b, 400, "voice", "voice_not_found",
-                        "'%s' is an OpenAI voice name; this model's built-in speakers are: %s", voice, names);
+    if (srv_voice_is_openai_name(voice))
+        return fail(b, 400, "voice", "voice_not_found",
+                    "'%s' is an OpenAI voice name, not mapped on this server (--voice-alias %s=SPEAKER); this "
+                    "model's built-in speakers are: %s",
+                    voice, voice, names);
     return fail(b, 400, "voice", "voice_not_found", "unknown voice '%s' (one of: %s)", voice, names);
 }
 
@@ -215,6 +230,10 @@ static int resolve_clone(const srv_speech_ctx *ctx, const char *voice, const cha
             return fail(b, 400, "ref_audio", "invalid_audio", "'ref_audio' is not valid base64: %s",
                         bytes ? "empty" : why);
         }
+        if (ref_text && qtts_utf8_count(ref_text, strlen(ref_text)) < 0) {
+            free(bytes);
+            return fail(b, 400, "ref_text", "invalid_value", "'ref_text' is not valid UTF-8");
+        }
         o->ref_audio = bytes;
         o->ref_audio_len = n;
         o->ref_text = ref_text && *ref_text ? ref_text : NULL;
@@ -224,10 +243,25 @@ static int resolve_clone(const srv_speech_ctx *ctx, const char *voice, const cha
         return fail(b, 400, "voice", "missing_voice",
                     "a Base model clones a voice: give 'voice' (a registered voice) or 'ref_audio'");
     char e2[512] = "";
-    switch (ctx->voice_get(ctx->voice_user, voice, &o->voice, e2, sizeof e2)) {
+    int got = ctx->voice_get(ctx->voice_user, voice, &o->voice, e2, sizeof e2);
+    const char *alias = got == -2 ? srv_voice_alias_target(ctx->aliases, voice) : NULL;
+    if (alias) { /* a registered voice of the alias's own name comes first */
+        got = ctx->voice_get(ctx->voice_user, alias, &o->voice, e2, sizeof e2);
+        if (got == -2) {
+            o->voice = NULL;
+            return fail(b, 400, "voice", "voice_not_found",
+                        "'%s' stands for the voice '%s' (--voice-alias), which is not registered", voice, alias);
+        }
+    }
+    switch (got) {
     case 0: break;
     case -2:
         o->voice = NULL;
+        if (srv_voice_is_openai_name(voice))
+            return fail(b, 400, "voice", "voice_not_found",
+                        "'%s' is an OpenAI voice name; a Base model clones voices: register a voice named '%s' "
+                        "(POST /v1/audio/voices) or map the name with --voice-alias %s=VOICE",
+                        voice, voice, voice);
         return fail(b, 400, "voice", "voice_not_found", "unknown voice '%s' (register it with POST /v1/audio/voices)",
                     voice);
     default: o->voice = NULL; return fail(b, 500, "voice", NULL, "%s", e2);
@@ -268,6 +302,9 @@ static int parse(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_reques
     }
     if (instructions && check_text_length(ctx, "instructions", instructions, b)) return -1;
     if (instructions && *instructions) o->r.instruct = instructions;
+    /* VoiceDesign: a voice alias stands for its description when the request has none */
+    if (!strcmp(info->variant, "voice_design") && !o->r.instruct && voice)
+        o->r.instruct = srv_voice_alias_target(ctx->aliases, voice);
     if (!strcmp(info->variant, "voice_design") && !o->r.instruct)
         return fail(b, 400, "instructions", "missing_instructions",
                     "a VoiceDesign model needs 'instructions' describing the voice");

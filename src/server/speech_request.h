@@ -36,8 +36,11 @@ int srv_bad_req_fail(srv_bad_req *b, int status, const char *param, const char *
  * (the callback drops the reference itself). */
 typedef int (*srv_voice_lookup_fn)(void *user, const char *name, qtts_voice **out, char *err, size_t err_size);
 
+struct srv_voice_aliases;
+
 typedef struct {
     const qtts_model_info *info;   /* variant, speakers, languages */
+    const struct srv_voice_aliases *aliases; /* other names for voices (server/voice_alias.h); may be NULL */
     int max_input_chars;           /* limit of 'input' and 'instructions' */
     float guard_frames_per_token;  /* server defaults of the runaway guard */
     int no_repetition_guard;

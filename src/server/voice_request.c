@@ -80,6 +80,8 @@ static int from_json(const qtts_model_info *info, const cJSON *root, srv_voice_r
                                 "name, ref_text, wav_b64, audio_b64, spk_b64 and rvq_b64 must be strings");
     if (!name || !srv_voice_name_ok(name)) return bad_name(b);
     snprintf(r->name, sizeof r->name, "%s", name);
+    if (ref_text && qtts_utf8_count(ref_text, strlen(ref_text)) < 0) /* as the multipart form checks it */
+        return srv_bad_req_fail(b, 400, "ref_text", "invalid_value", "'ref_text' must be UTF-8 text without NUL bytes");
     r->ref_text = ref_text && *ref_text ? ref_text : NULL;
     const char *audio_b64 = wav ? wav : audio;
     if (!!audio_b64 + !!spk != 1 || (wav && audio) || (rvq && !spk))

@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "server/internal.h"
+#include "server/voice_alias.h"
 #include "server/multipart.h"
 #include "server/voice_request.h"
+#include "text/utf8.h"
 
 enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) {
     cJSON *root = cJSON_CreateObject();
@@ -36,12 +39,30 @@ enum MHD_Result srv_route_voices_list(qtts_server *s, struct MHD_Connection *c) 
             cJSON_AddStringToObject(v, "id", list[i].name);
             cJSON_AddStringToObject(v, "name", list[i].name);
             cJSON_AddStringToObject(v, "type", "cloned");
-            if (list[i].ref_text) cJSON_AddStringToObject(v, "ref_text", list[i].ref_text);
+            /* a transcript file that is not UTF-8 (copied in by hand, or stored by an older server) would make the
+               whole list invalid JSON for every client: it is listed as null */
+            const char *rt = list[i].ref_text;
+            if (rt && qtts_utf8_count(rt, strlen(rt)) >= 0) cJSON_AddStringToObject(v, "ref_text", rt);
             else cJSON_AddNullToObject(v, "ref_text");
             cJSON_AddNumberToObject(v, "ref_frames", (double)list[i].n_frames);
             cJSON_AddBoolToObject(v, "x_vector_only", !list[i].has_codes || !list[i].ref_text);
             cJSON_AddItemToArray(arr, v);
         }
+    }
+    /* aliases (OpenAI's voice names by default) with what each stands for, unless a registered voice has the
+       name (it comes first) */
+    for (int i = 0; i < srv_voice_aliases_count(s->aliases); i++) {
+        const char *name, *target;
+        srv_voice_alias_at(s->aliases, i, &name, &target);
+        int shadowed = 0;
+        for (size_t k = 0; k < n && !shadowed; k++) shadowed = !strcasecmp(list[k].name, name);
+        cJSON *v = shadowed ? NULL : cJSON_CreateObject();
+        if (!v) continue;
+        cJSON_AddStringToObject(v, "id", name);
+        cJSON_AddStringToObject(v, "name", name);
+        cJSON_AddStringToObject(v, "type", "alias");
+        cJSON_AddStringToObject(v, !strcmp(s->info->variant, "voice_design") ? "instructions" : "alias_of", target);
+        cJSON_AddItemToArray(arr, v);
     }
     srv_voices_list_free(list, n);
     char *js = cJSON_PrintUnformatted(root);
@@ -167,6 +188,11 @@ enum MHD_Result srv_route_voices_add(qtts_server *s, struct MHD_Connection *c, s
 
 enum MHD_Result srv_route_voices_delete(qtts_server *s, struct MHD_Connection *c, const char *name) {
     char err[512] = "";
+    for (int i = 0; i < s->info->n_speakers; i++)
+        if (!strcasecmp(name, s->info->speakers[i]))
+            return srv_respond_error(s, c, 409, "invalid_request_error", "name", "builtin_voice",
+                                     "'%s' is a built-in speaker of this model; built-in speakers cannot be deleted",
+                                     s->info->speakers[i]);
     int rc = srv_voices_delete(s->voices, name, err, sizeof err);
     int e = errno; /* srv_voices_delete: the cause of a -1 */
     if (rc == -2)

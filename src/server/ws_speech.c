@@ -1,3 +1,4 @@
+#include "io/json_util.h"
 #include "server/ws_speech.h"
 
 #include <cjson/cJSON.h>
@@ -192,7 +193,9 @@ static int pump_audio(ws_session *ss) {
     cJSON_AddNumberToObject(u, "output_tokens", res.n_frames);
     cJSON_AddNumberToObject(u, "total_tokens", res.input_tokens + res.n_frames);
     cJSON_AddNumberToObject(d, "audio_seconds", res.audio_seconds);
-    cJSON_AddNumberToObject(d, "seed", (double)res.seed);
+    char seed[24]; /* an exact integer: a double would round seeds above 2^53 */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)res.seed);
+    cJSON_AddRawToObject(d, "seed", seed);
     utterance_end(ss);
     return send_json(ss, d);
 }
@@ -204,7 +207,7 @@ static const char *jstr(const cJSON *o, const char *k) {
 
 /* One client text message. Returns -1 to end the session. */
 static int on_message(ws_session *ss, const unsigned char *data, size_t len) {
-    cJSON *m = cJSON_ParseWithLength((const char *)data, len);
+    cJSON *m = json_has_nul((const char *)data, len) ? NULL : cJSON_ParseWithLength((const char *)data, len);
     const char *type = jstr(m, "type");
     int rc = 0;
     if (!cJSON_IsObject(m) || !type) {

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/sampling_ranges.h"
+#include "io/json_util.h"
 #include "model/config.h"
 #include "server/buf.h"
 #include "server/send.h"
@@ -377,8 +379,8 @@ static int ext_number(wy_conn *c, const cJSON *ext, const char *name, double lo,
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
         (integer && v->valuedouble != floor(v->valuedouble)))
-        return send_error(c, "invalid_request", "qtts.%s must be %s in [%g, %g]", name, integer ? "an integer" : "a number",
-                          lo, hi);
+        return integer ? send_error(c, "invalid_request", "qtts.%s must be an integer in [%.0f, %.0f]", name, lo, hi)
+                       : send_error(c, "invalid_request", "qtts.%s must be a number in [%g, %g]", name, lo, hi);
     *has = 1;
     *out = v->valuedouble;
     return 0;
@@ -402,22 +404,23 @@ static int parse_ext(wy_conn *c, const cJSON *data, const char **instruct) {
     qtts_request *r = &c->req;
     int has;
     double x;
-    if (ext_number(c, ext, "seed", 0, 9007199254740991.0, 1, &has, &x)) return -1;
-    if (has) {
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(ext, "seed");
+    const char *why = "";
+    if (seed && !cJSON_IsNull(seed)) {
+        if (json_seed(seed, &r->seed, &why)) return send_error(c, "invalid_request", "qtts.seed %s", why);
         r->has_seed = 1;
-        r->seed = (uint64_t)x;
     }
     if (ext_bool(c, ext, "greedy", &r->greedy) || ext_bool(c, ext, "x_vector_only", &r->x_vector_only)) return -1;
-    if (ext_number(c, ext, "temperature", 0, 10, 0, &has, &x)) return -1;
+    if (ext_number(c, ext, "temperature", 0, QTTS_TEMPERATURE_MAX, 0, &has, &x)) return -1;
     if (has) {
         if (x == 0) r->greedy = 1;
         else r->temperature = (float)x;
     }
-    if (ext_number(c, ext, "top_k", 0, 100000, 1, &has, &x)) return -1;
+    if (ext_number(c, ext, "top_k", 0, QTTS_TOP_K_MAX, 1, &has, &x)) return -1;
     if (has) r->top_k = (int)x;
-    if (ext_number(c, ext, "top_p", 1e-9, 1, 0, &has, &x)) return -1;
+    if (ext_number(c, ext, "top_p", QTTS_TOP_P_MIN, 1, 0, &has, &x)) return -1;
     if (has) r->top_p = (float)x;
-    if (ext_number(c, ext, "max_frames", 1, 1 << 20, 1, &has, &x)) return -1;
+    if (ext_number(c, ext, "max_frames", 1, QTTS_MAX_FRAMES_MAX, 1, &has, &x)) return -1;
     if (has) r->max_frames = (int)x;
     const cJSON *layout = cJSON_GetObjectItemCaseSensitive(ext, "layout");
     if (layout && !cJSON_IsNull(layout)) {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/json_util.h"
+
 void wy_event_free(wy_event *ev) {
     if (!ev) return;
     cJSON_Delete(ev->root);
@@ -94,6 +96,7 @@ static int dedupe_last_wins(wy_reader *r, cJSON *obj);
 /* Parses the header line buf[0..n) (without its '\n') into r->pending. */
 static int parse_header(wy_reader *r, const unsigned char *line, size_t n) {
     const char *end = NULL;
+    if (json_has_nul((const char *)line, n)) return fail(r, "event header contains a NUL character");
     cJSON *root = cJSON_ParseWithLengthOpts((const char *)line, n, &end, 0);
     if (!root) return fail(r, "event header is not valid JSON");
     size_t used = end ? (size_t)(end - (const char *)line) : n;
@@ -163,6 +166,7 @@ static int dedupe_last_wins(wy_reader *r, cJSON *obj) {
 /* The data block's keys replace or extend the header's data. */
 static int merge_data(wy_reader *r, const unsigned char *block, size_t n) {
     const char *end = NULL;
+    if (json_has_nul((const char *)block, n)) return fail(r, "event data block contains a NUL character");
     cJSON *extra = cJSON_ParseWithLengthOpts((const char *)block, n, &end, 0);
     if (!extra) return fail(r, "event data block (%zu bytes) is not valid JSON", n);
     size_t used = end ? (size_t)(end - (const char *)block) : n;

@@ -118,6 +118,22 @@ static void remove_stale_tmp(const char *dir, const char *file) {
     if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime > STALE_TMP_SECONDS) unlink(path);
 }
 
+/* mkdir -p: the folder and its missing parents (qtts voices add makes them too). */
+static int mkdir_parents(const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *, const char *), void *warn_user,
                             char *err, size_t err_size) {
     srv_voices *vs = calloc(1, sizeof *vs);
@@ -128,7 +144,7 @@ srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *
     vs->e = e;
     pthread_mutex_init(&vs->mu, NULL);
     if (!dir || !*dir) return vs;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    if (mkdir_parents(dir) != 0) {
         snprintf(err, err_size, "voices dir %s: %s", dir, strerror(errno));
         srv_voices_free(vs);
         return NULL;
