@@ -329,16 +329,6 @@ static ssize_t el_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void el_reader_free(void *cls) { el_free(cls); }
 
-static int lookup_voice(void *user, const char *name, qtts_voice **out, char *err, size_t err_size) {
-    qtts_voice *v = NULL;
-    int rc = srv_voices_get(user, name, &v, err, err_size);
-    if (rc == 0) {
-        if (out) *out = v;
-        else qtts_voice_release(v);
-    }
-    return rc;
-}
-
 /* The ElevenLabs body as the /v1/audio/speech body it means. Fields that
  * have no counterpart here (model_id, stability, similarity_boost, style,
  * previous_text, ...) are ignored. */
@@ -385,14 +375,8 @@ static enum MHD_Result route_tts(qtts_server *s, struct MHD_Connection *c, const
     cJSON *req = translate(s, in, voice_id, &why);
     cJSON_Delete(in);
     if (!req) return srv_el_error(s, c, 422, "invalid_request", "%s", why);
-    srv_speech_ctx ctx = {
-        .info = s->info,
-        .max_input_chars = s->p.max_input_chars,
-        .guard_frames_per_token = s->p.guard_frames_per_token,
-        .no_repetition_guard = s->p.no_repetition_guard,
-        .voice_get = lookup_voice,
-        .voice_user = s->voices,
-    };
+    srv_speech_ctx ctx;
+    srv_speech_context(s, &ctx); /* the same voices, aliases and limits as /v1/audio/speech */
     srv_speech_request o;
     srv_bad_req b;
     memset(&b, 0, sizeof b);
