@@ -6,7 +6,6 @@
  * uninterrupted run's. */
 #include <dirent.h>
 #include <signal.h>
-#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +18,6 @@
 #include "support/test_util.h"
 
 #define CV "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
-
-static float *read_wav(const char *path, size_t *n) {
-    SF_INFO info = {0};
-    SNDFILE *f = sf_open(path, SFM_READ, &info);
-    *n = 0;
-    if (!f) return NULL;
-    float *buf = malloc((size_t)info.frames * sizeof *buf + 4);
-    if (buf) *n = (size_t)sf_readf_float(f, buf, info.frames);
-    sf_close(f);
-    return buf;
-}
 
 static const char *const names[] = {"01 - The Beginning.wav", "02 - The Middle.wav", "03 - The End.wav"};
 

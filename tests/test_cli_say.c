@@ -1,6 +1,5 @@
 /* `qtts say` as a user runs it: golden waveforms through the binary (f32 WAV
  * read back with libsndfile), pre-extracted voices (.spk/.rvq), usage errors. */
-#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +18,9 @@ static int run(const char *cmd) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static float *read_wav(const char *path, sf_count_t *n) {
-    SF_INFO info = {0};
-    SNDFILE *f = sf_open(path, SFM_READ, &info);
-    if (!f) return NULL;
-    float *buf = malloc((size_t)info.frames * sizeof *buf + 4);
-    *n = buf ? sf_readf_float(f, buf, info.frames) : 0;
-    sf_close(f);
-    return buf;
-}
-
 static void compare(const char *wav, const char *fixture, const char *what) {
     npy_array want;
-    sf_count_t n = 0;
+    size_t n = 0;
     float *got = read_wav(wav, &n);
     TEST_CHECK(got != NULL, "%s: could not read %s", what, wav);
     if (!got || npy_load_fixture(fixture, &want)) {
@@ -39,8 +28,8 @@ static void compare(const char *wav, const char *fixture, const char *what) {
         TEST_CHECK(0, "%s: fixture %s", what, fixture);
         return;
     }
-    TEST_CHECK(n == want.numel, "%s: %lld samples, want %lld", what, (long long)n, (long long)want.numel);
-    if (n == want.numel) TEST_NEAR(got, want.f, (size_t)n, 1e-4, what);
+    TEST_CHECK((int64_t)n == want.numel, "%s: %lld samples, want %lld", what, (long long)n, (long long)want.numel);
+    if ((int64_t)n == want.numel) TEST_NEAR(got, want.f, n, 1e-4, what);
     free(got);
     npy_free(&want);
 }
@@ -150,7 +139,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s say -q -m %s --speaker Ryan --seed 7 --max-frames 5 --file %s -o %s", QTTS_BINARY,
              model, longtext, out);
     TEST_CHECK(run(cmd) == 0, "long text failed: %s", cmd);
-    sf_count_t n_long = 0;
+    size_t n_long = 0;
     float *long_audio = read_wav(out, &n_long);
     /* 12 sentences of ~9 words split into chunks of <= 300 units: more than one
      * utterance, each at most 5 frames */

@@ -3,7 +3,6 @@
  * per-turn runs of `qtts say` (same voice, instruction, greedy) joined with
  * the stated pause of silence; unknown speakers and bad scripts fail with
  * the line named. */
-#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +19,6 @@
 static int run(const char *cmd) {
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static float *read_wav(const char *path, size_t *n) {
-    SF_INFO info = {0};
-    SNDFILE *f = sf_open(path, SFM_READ, &info);
-    *n = 0;
-    if (!f) return NULL;
-    float *buf = malloc((size_t)info.frames * sizeof *buf + 4);
-    if (buf) *n = (size_t)sf_readf_float(f, buf, info.frames);
-    sf_close(f);
-    return buf;
 }
 
 /* Appends the WAV at path to *all. */

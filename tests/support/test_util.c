@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <ftw.h>
+#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,4 +58,15 @@ int read_bytes(const char *path, unsigned char **buf, size_t *n) {
     int rc = qtts_read_file(path, (size_t)1 << 30, &b, n, &err);
     *buf = (unsigned char *)b;
     return rc;
+}
+
+float *read_wav(const char *path, size_t *n) {
+    SF_INFO info = {0};
+    SNDFILE *f = sf_open(path, SFM_READ, &info);
+    *n = 0;
+    if (!f) return NULL;
+    float *buf = malloc((size_t)info.frames * sizeof *buf + 4);
+    if (buf) *n = (size_t)sf_readf_float(f, buf, info.frames);
+    sf_close(f);
+    return buf;
 }

@@ -23,4 +23,8 @@ int read_bytes(const char *path, unsigned char **buf, size_t *n);
 /* Writes text to path (created or truncated). Returns 0 or -1. */
 int write_text_file(const char *path, const char *text);
 
+/* The samples of a sound file as f32 (libsndfile's scaling; malloc'd, with
+ * room for one more), *n of them; NULL (and *n = 0) when it cannot be read. */
+float *read_wav(const char *path, size_t *n);
+
 #endif
