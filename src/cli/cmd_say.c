@@ -277,8 +277,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_NORMALIZE: {
             int m = qtts_norm_mode_parse(optarg);
             if (m < 0) cli_error("--normalize takes off, basic or full, not '%s'", optarg), bad = 1;
-            else r->normalize = m == QTTS_NORM_OFF ? QTTS_NORMALIZE_OFF : m == QTTS_NORM_BASIC ? QTTS_NORMALIZE_BASIC
-                                                                                               : QTTS_NORMALIZE_FULL;
+            else r->normalize = qtts_norm_request_mode((qtts_norm_mode)m);
             break;
         }
         case O_NO_NORMALIZE: r->normalize = QTTS_NORMALIZE_OFF; break;
@@ -458,10 +457,9 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         /* the turns' offsets index this text: each chunk is normalized by the engine at submit */
     } else if (o->req.normalize != QTTS_NORMALIZE_OFF) {
         /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
-        static const qtts_norm_mode MODES[] = {QTTS_NORM_FULL, QTTS_NORM_OFF, QTTS_NORM_BASIC, QTTS_NORM_FULL};
         const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
         size_t n = 0;
-        char *norm = qtts_text_normalize(j->text, j->text_len, lang, MODES[o->req.normalize], &n, &qe);
+        char *norm = qtts_text_normalize(j->text, j->text_len, lang, (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize), &n, &qe);
         if (!norm) {
             cli_error("normalizing the text: %s", qe.msg);
             return CLI_FAIL;

@@ -154,15 +154,14 @@ static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode 
 /* The text front end on the engine's copy of the text (byte work on the
  * caller's thread, like validation). */
 static int normalize_text(const qtts_request *r, char **text, qtts_err *err) {
-    static const qtts_norm_mode MODES[] = {QTTS_NORM_FULL, QTTS_NORM_OFF, QTTS_NORM_BASIC, QTTS_NORM_FULL};
-    if (r->normalize < 0 || r->normalize > QTTS_NORMALIZE_FULL)
+    const int mode = qtts_norm_mode_of_request(r->normalize);
+    if (mode < 0)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "normalize must be a qtts_normalize_mode (0-3), not %d",
                             r->normalize);
-    qtts_norm_mode mode = MODES[r->normalize];
     if (mode == QTTS_NORM_OFF) return 0;
     /* a language without text rules (a dialect): guessed from the text */
     const char *lang = qtts_norm_lang_find(r->language) ? r->language : "auto";
-    char *out = qtts_text_normalize(*text, strlen(*text), lang, mode, NULL, err);
+    char *out = qtts_text_normalize(*text, strlen(*text), lang, (qtts_norm_mode)mode, NULL, err);
     if (!out) return qtts_fail_prefix(err, "normalizing the text");
     if (!out[strspn(out, " \t\r\n")]) {
         free(out);

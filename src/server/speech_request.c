@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "server/b64.h"
 #include "server/voice_alias.h"
+#include "text/normalize.h"
 #include "text/utf8.h"
 
 int srv_bad_req_fail(srv_bad_req *b, int status, const char *param, const char *code, const char *fmt, ...) {
@@ -282,13 +283,9 @@ static int parse(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_reques
     const char *normalize = NULL; /* "off", "basic", "full" (the default) */
     if (get_str(root, "normalize", &normalize, b)) return -1;
     if (normalize) {
-        static const char *const MODES[] = {"off", "basic", "full"};
-        static const int VALUES[] = {QTTS_NORMALIZE_OFF, QTTS_NORMALIZE_BASIC, QTTS_NORMALIZE_FULL};
-        int m = -1;
-        for (int i = 0; i < 3; i++)
-            if (!strcasecmp(normalize, MODES[i])) m = i;
+        const int m = qtts_norm_mode_parse(normalize);
         if (m < 0) return fail(b, 400, "normalize", "invalid_normalize", "normalize is off, basic or full, not '%s'", normalize);
-        o->r.normalize = VALUES[m];
+        o->r.normalize = qtts_norm_request_mode((qtts_norm_mode)m);
     }
     if (lang && *lang && strcasecmp(lang, "auto")) {
         const char *canon = match_name(qtts_language_alias(lang), info->languages, info->n_languages);

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unicode/uchar.h>
 
+#include "qtts.h"
 #include "text/norm_lang.h"
 #include "text/norm_spell.h"
 #include "text/norm_units.h"
@@ -30,6 +31,20 @@ int qtts_norm_mode_parse(const char *name) {
     for (int i = 0; i < 3; i++)
         if (name && !strcasecmp(name, NAMES[i])) return i;
     return -1;
+}
+
+int qtts_norm_mode_of_request(int request_mode) {
+    switch (request_mode) {
+    case QTTS_NORMALIZE_DEFAULT:
+    case QTTS_NORMALIZE_FULL: return QTTS_NORM_FULL;
+    case QTTS_NORMALIZE_OFF: return QTTS_NORM_OFF;
+    case QTTS_NORMALIZE_BASIC: return QTTS_NORM_BASIC;
+    }
+    return -1;
+}
+
+int qtts_norm_request_mode(qtts_norm_mode mode) {
+    return mode == QTTS_NORM_OFF ? QTTS_NORMALIZE_OFF : mode == QTTS_NORM_BASIC ? QTTS_NORMALIZE_BASIC : QTTS_NORMALIZE_FULL;
 }
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }

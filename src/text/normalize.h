@@ -18,6 +18,12 @@ typedef enum { QTTS_NORM_OFF = 0, QTTS_NORM_BASIC = 1, QTTS_NORM_FULL = 2 } qtts
 /* "off", "basic", "full" -> the mode; -1 for other names. */
 int qtts_norm_mode_parse(const char *name);
 
+/* qtts_request.normalize (a qtts_normalize_mode, include/qtts.h) -> the mode
+ * it asks for (QTTS_NORMALIZE_DEFAULT: full); -1 when out of range. */
+int qtts_norm_mode_of_request(int request_mode);
+/* The mode -> the qtts_request.normalize value that asks for it. */
+int qtts_norm_request_mode(qtts_norm_mode mode);
+
 /* The language whose rules apply to text: lang as ISO code or model name
  * ("en", "English"); NULL, "" or "auto" guesses from the text's script and
  * letters. Returns the ISO code ("en" when nothing else fits). */
