@@ -66,6 +66,8 @@ class ModelInfo(Structure):
         ("weight_type", c_char_p),
         ("decoder_precision", c_char_p),
         ("kv_cache", c_char_p),
+        ("load_report", c_char_p),
+        ("kernels_measured", c_int),
     ]
 
 
