@@ -31,7 +31,7 @@ run_ctest() { # dir label ctest-args...: runs and counts the test programs
   out=$(cd "$dir" && ctest --output-on-failure -j"$jobs" "$@" 2>&1)
   echo "$out" | tail -n 40
   # the failing checks themselves, repeated at the end (CI shows the tail)
-  echo "$out" | grep -E "^(FAIL |==[0-9]+==ERROR|.*runtime error:)" | head -n 20 | sed "s/^/[$label] /" >>"$fail_log" || true
+  echo "$out" | grep -E "^(FAIL |==[0-9]+==ERROR|.*runtime error:)" | head -n 20 | sed "s|^|[$label] |" >>"$fail_log" || true
   local total fail
   total=$(echo "$out" | sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' | tail -1)
   fail=$(echo "$out" | sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' | tail -1)
