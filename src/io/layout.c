@@ -623,12 +623,15 @@ qtts_gguf *layout_find_companion(const char *path, int (*want)(const qtts_gguf *
         if (has_suffix(de->d_name, ".gguf") && strlen(de->d_name) < 256) snprintf(names[n++], 256, "%s", de->d_name);
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    char cand[PATH_MAX + 256];
     for (int i = 0; i < n; i++) {
-        snprintf(found, found_size, "%s/%s", dir, names[i]);
-        if (!strcmp(found, path)) continue;
+        if (snprintf(cand, sizeof cand, "%s/%s", dir, names[i]) >= (int)sizeof cand || !strcmp(cand, path)) continue;
         qtts_err e = {0};
-        qtts_gguf *g = qtts_gguf_load(found, &e);
-        if (g && want(g)) return g;
+        qtts_gguf *g = qtts_gguf_load(cand, &e);
+        if (g && want(g)) {
+            snprintf(found, found_size, "%s", cand);
+            return g;
+        }
         qtts_gguf_free(g);
     }
     found[0] = 0;
