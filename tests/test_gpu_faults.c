@@ -59,8 +59,7 @@ static void test_no_driver(void) {
     if ((list_msg = strchr(open_msg, '\n'))) *list_msg++ = 0;
     printf("  no driver: open: %s\n  no driver: list: %s\n", open_msg, list_msg ? list_msg : "");
     TEST_CHECK(opened == 0 && st == QTTS_ERR_INVALID, "no driver: open fails as invalid (%d, status %d)", opened, st);
-    TEST_CHECK(strstr(open_msg, "vulkan") && strstr(open_msg, "Vulkan"), "no driver: the line says why: %s",
-               open_msg);
+    TEST_CHECK(strstr(open_msg, "vulkan") && strstr(open_msg, "Vulkan"), "no driver: the line says why: %s", open_msg);
     TEST_CHECK(listed == -1 && list_msg && strstr(list_msg, "Vulkan") && !strchr(list_msg, '\n'),
                "no driver: listing fails with one line: %s", list_msg ? list_msg : "");
 }

@@ -115,8 +115,8 @@ typedef struct {
 
 /* One draw's CPU twin: processes (talker) and picks as the engine does; z
  * becomes the CPU's processed logits. */
-static int32_t cpu_draw(float *z, int64_t n, int talker, const qtts_gpu_sample_settings *st, uint32_t step, uint32_t sub,
-                        const int32_t *hist, int64_t n_hist, float *zp_out, double *u_out) {
+static int32_t cpu_draw(float *z, int64_t n, int talker, const qtts_gpu_sample_settings *st, uint32_t step,
+                        uint32_t sub, const int32_t *hist, int64_t n_hist, float *zp_out, double *u_out) {
     static float scratch[2 * MAX_N];
     const qtts_sample_cfg *c = talker ? &st->talker : &st->cp;
     if (talker)
@@ -167,8 +167,8 @@ static void test_philox(qtts_gpu *g) {
         TEST_CHECK(qtts_gpu_sampler_start(smp, s, &st, steps[s], NULL, 0, &err) == 0, "start: %s", err.msg);
     }
     qtts_gpu_seq *q = qtts_gpu_seq_new(g, &err);
-    qtts_gpu_sample_args a = {.talker = 0, .z = z, .z_stride = N, .n = N, .rows = SLOTS, .sub = 11, .advance = 1,
-                              .ids = ids, .id_stride = 1};
+    qtts_gpu_sample_args a = {
+        .talker = 0, .z = z, .z_stride = N, .n = N, .rows = SLOTS, .sub = 11, .advance = 1, .ids = ids, .id_stride = 1};
     TEST_CHECK(q && qtts_gpu_sample(q, smp, &a, &err) == 0, "sample: %s", err.msg);
     if (q && run(q) == 0)
         for (int s = 0; s < SLOTS; s++) {
@@ -225,14 +225,23 @@ static void test_against_cpu(qtts_gpu *g, const sample_case *k, tally *t) {
         hist[r][0] = k->talker ? (int32_t)eos : 0;
         for (int h = 1; h < HIST; h++)
             if (hist[r][h] == hist[r][0] || n < HIST) hist[r][h] = -1; /* ignored by both */
-        TEST_CHECK(qtts_gpu_sampler_start(smp, r + 1, &st[r], step[r], hist[r], HIST, &err) == 0, "%s: start: %s",
-                   what, err.msg);
+        TEST_CHECK(qtts_gpu_sampler_start(smp, r + 1, &st[r], step[r], hist[r], HIST, &err) == 0, "%s: start: %s", what,
+                   err.msg);
         memcpy((float *)qtts_gpu_buf_data(bz) + 2 + r * stride, z[r], (size_t)n * 4);
     }
     qtts_gpu_seq *q = qtts_gpu_seq_new(g, &err);
-    qtts_gpu_sample_args a = {.talker = k->talker, .z = bz, .z_off = 2, .z_stride = stride, .n = n, .rows = ROWS,
-                              .slot0 = 1, .sub = k->talker ? 0 : 5, .advance = k->talker,
-                              .ids = ids, .id_off = 1, .id_stride = 2};
+    qtts_gpu_sample_args a = {.talker = k->talker,
+                              .z = bz,
+                              .z_off = 2,
+                              .z_stride = stride,
+                              .n = n,
+                              .rows = ROWS,
+                              .slot0 = 1,
+                              .sub = k->talker ? 0 : 5,
+                              .advance = k->talker,
+                              .ids = ids,
+                              .id_off = 1,
+                              .id_stride = 2};
     TEST_CHECK(q && qtts_gpu_sample(q, smp, &a, &err) == 0, "%s: sample: %s", what, err.msg);
     if (q && run(q) == 0)
         for (int r = 0; r < ROWS; r++) {
@@ -264,8 +273,15 @@ static qtts_gpu_seq *record_frame(qtts_gpu *g, qtts_gpu_sampler *smp, frame_bufs
     int rc = q ? 0 : -1;
     for (int grp = 0; grp < GROUPS && !rc; grp++) {
         int64_t n = grp ? CV : TV;
-        qtts_gpu_sample_args a = {.talker = grp == 0, .z = f->logits, .z_stride = n, .n = n, .rows = 1,
-                                  .sub = (uint32_t)grp, .advance = grp == GROUPS - 1, .ids = f->ids, .id_off = grp,
+        qtts_gpu_sample_args a = {.talker = grp == 0,
+                                  .z = f->logits,
+                                  .z_stride = n,
+                                  .n = n,
+                                  .rows = 1,
+                                  .sub = (uint32_t)grp,
+                                  .advance = grp == GROUPS - 1,
+                                  .ids = f->ids,
+                                  .id_off = grp,
                                   .id_stride = 1};
         rc = qtts_gpu_embed_add(q, f->tables, 0, GROUPS, TV, f->row_ids, grp, f->logits, 0, 0, &err) ||
              qtts_gpu_sample(q, smp, &a, &err) ||
@@ -285,8 +301,8 @@ static void test_frames(qtts_gpu *g, tally *t) {
     for (int grp = 0; grp < GROUPS; grp++)
         for (int i = 0; i < TV; i++) tables[grp][i] = frand() * (grp ? 2.0f : 1.2f);
     for (size_t i = 0; i < sizeof emb / sizeof *emb; i++) emb[i] = frand();
-    frame_bufs f = {buf(g, GROUPS * TV), buf(g, TV), buf(g, GROUPS), buf(g, GROUPS), buf(g, GROUPS * TV * DIM),
-                    buf(g, DIM)};
+    frame_bufs f = {buf(g, GROUPS * TV),       buf(g, TV), buf(g, GROUPS), buf(g, GROUPS),
+                    buf(g, GROUPS * TV * DIM), buf(g, DIM)};
     memcpy(qtts_gpu_buf_data(f.tables), tables, sizeof tables);
     memcpy(qtts_gpu_buf_data(f.emb), emb, sizeof emb);
     for (int grp = 0; grp < GROUPS; grp++) ((int32_t *)qtts_gpu_buf_data(f.row_ids))[grp] = grp;
@@ -315,7 +331,8 @@ static void test_frames(qtts_gpu *g, tally *t) {
                     char what[96];
                     snprintf(what, sizeof what, "frame %d code %d", fr, grp);
                     /* the logits the kernel left are those of the frame's last draw only */
-                    if (ids[grp] != want) compare_row(what, ids[grp], want, zc, zc, zp, n, grp ? &st.cp : &st.talker, u, t);
+                    if (ids[grp] != want)
+                        compare_row(what, ids[grp], want, zc, zc, zp, n, grp ? &st.cp : &st.talker, u, t);
                     else t->compared++;
                 }
                 int32_t id = ids[grp]; /* the CPU follows the device's history, as the engine would */
@@ -335,8 +352,9 @@ static void test_frames(qtts_gpu *g, tally *t) {
         }
         if (pass == 1) TEST_CHECK(differ == 0, "the same seed again: %d of %d frames differ", differ, FRAMES);
         if (pass == 2) TEST_CHECK(differ > FRAMES / 2, "another seed: only %d of %d frames differ", differ, FRAMES);
-        if (pass == 0) printf("  frames: %d codes over %d resubmissions, %d distinct codebook-0 ids\n", FRAMES * GROUPS,
-                              FRAMES, (int)n_hist);
+        if (pass == 0)
+            printf("  frames: %d codes over %d resubmissions, %d distinct codebook-0 ids\n", FRAMES * GROUPS, FRAMES,
+                   (int)n_hist);
     }
     qtts_gpu_seq_free(q);
     qtts_gpu_sampler_free(g, smp);
@@ -385,14 +403,16 @@ int main(void) {
     test_refusals(g);
     const qtts_sample_cfg greedy = {0, 1, 0, 1};
     const sample_case cases[] = {
-        {1, 3072, greedy, 1.05f, 4},          {1, 3001, greedy, 1.3f, 4},
-        {0, 2047, greedy, 1.0f, 4},           {0, 1, {1, 0.9f, 50, 1.0f}, 1.0f, 2},
+        {1, 3072, greedy, 1.05f, 4},
+        {1, 3001, greedy, 1.3f, 4},
+        {0, 2047, greedy, 1.0f, 4},
+        {0, 1, {1, 0.9f, 50, 1.0f}, 1.0f, 2},
         {1, 3072, {1, 0.9f, 50, 1.0f}, 1.05f, 4}, /* the official settings */
         {1, 1537, {1, 0.7f, 0, 0.9f}, 1.3f, 6},
         {1, 3001, {1, 1.0f, 3001, 0.5f}, 0.8f, 3},
         {0, 2048, {1, 0.9f, 50, 1.0f}, 1.0f, 4},
-        {0, 2047, {1, 1.0f, 0, 1.0f}, 1.0f, 3},   /* plain softmax over the whole vocabulary */
-        {0, 2047, {1, 1.7f, 1, 1.0f}, 1.0f, 4},   /* top-k 1 */
+        {0, 2047, {1, 1.0f, 0, 1.0f}, 1.0f, 3}, /* plain softmax over the whole vocabulary */
+        {0, 2047, {1, 1.7f, 1, 1.0f}, 1.0f, 4}, /* top-k 1 */
         {0, 333, {1, 0.3f, 7, 1.0f}, 1.0f, 4},
         {0, 257, {1, 1.0f, 0, 0.95f}, 1.0f, 5},
         {0, 7, {1, 2.5f, 5, 0.8f}, 1.0f, 1},

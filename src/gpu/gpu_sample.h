@@ -31,9 +31,9 @@ typedef struct qtts_gpu_sampler qtts_gpu_sampler;
 /* One stream's settings, as qtts_gen_params holds them. */
 typedef struct {
     qtts_sample_cfg talker, cp; /* codebook 0; codebooks 1.. */
-    float repetition_penalty;   /* > 0; codebook 0 only */
-    int64_t min_new_tokens;     /* EOS masked while fewer codebook-0 tokens were drawn */
-    int64_t eos;                /* the talker's EOS id, or -1 */
+    float repetition_penalty; /* > 0; codebook 0 only */
+    int64_t min_new_tokens; /* EOS masked while fewer codebook-0 tokens were drawn */
+    int64_t eos; /* the talker's EOS id, or -1 */
     uint64_t seed, stream;
 } qtts_gpu_sample_settings;
 
@@ -52,13 +52,13 @@ uint32_t qtts_gpu_sampler_step(const qtts_gpu_sampler *s, int slot);
 void qtts_gpu_sampler_last_draw(const qtts_gpu_sampler *s, int slot, uint32_t out[2]);
 
 typedef struct {
-    int talker;                  /* 1: codebook 0 (talker settings, processors, history); 0: the code predictor's */
-    qtts_gpu_buf *z;             /* rows rows of n logits, row r at z_off + r * z_stride; overwritten (processed) */
+    int talker; /* 1: codebook 0 (talker settings, processors, history); 0: the code predictor's */
+    qtts_gpu_buf *z; /* rows rows of n logits, row r at z_off + r * z_stride; overwritten (processed) */
     int64_t z_off, z_stride, n, rows;
-    int slot0;                   /* row r draws for slot slot0 + r */
-    uint32_t sub;                /* the draw's sub-step: 0 for codebook 0, g for code group g (qtts_philox_uniform) */
-    int advance;                 /* 1 on the frame's last draw: the slots' step counters advance after it */
-    qtts_gpu_buf *ids;           /* ids[id_off + r * id_stride] = the picked token (int32) */
+    int slot0; /* row r draws for slot slot0 + r */
+    uint32_t sub; /* the draw's sub-step: 0 for codebook 0, g for code group g (qtts_philox_uniform) */
+    int advance; /* 1 on the frame's last draw: the slots' step counters advance after it */
+    qtts_gpu_buf *ids; /* ids[id_off + r * id_stride] = the picked token (int32) */
     int64_t id_off, id_stride;
 } qtts_gpu_sample_args;
 

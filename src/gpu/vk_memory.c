@@ -106,8 +106,8 @@ qtts_gpu_mat *qtts_gpu_mat_upload(qtts_gpu *g, const qtts_mat *m, qtts_err *err)
                      "GPU out of memory: a %lldx%lld %s matrix (%.1f MiB) does not fit in the %.1f MiB left of the "
                      "device's %.1f MiB",
                      (long long)m->rows, (long long)m->cols, qtts_dtype_name(m->type),
-                     (double)m->rows * (double)m->row_bytes / 1048576.0,
-                     (double)mem_left(g) / 1048576.0, (double)g->mem_limit / 1048576.0);
+                     (double)m->rows * (double)m->row_bytes / 1048576.0, (double)mem_left(g) / 1048576.0,
+                     (double)g->mem_limit / 1048576.0);
         return NULL;
     }
     qtts_gpu_mat *w = qtts_calloc(1, sizeof *w, err);

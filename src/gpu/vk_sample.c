@@ -70,8 +70,8 @@ static uint32_t f32_bits(float f) {
 static uint32_t clamp_u32(int64_t v) { return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
 
 static int check_cfg(const qtts_sample_cfg *c, const char *which, qtts_err *err) {
-    if (c->do_sample && (!(c->temperature > 0) || !isfinite(c->temperature) || !(c->top_p > 0 && c->top_p <= 1) ||
-                         c->top_k < 0))
+    if (c->do_sample &&
+        (!(c->temperature > 0) || !isfinite(c->temperature) || !(c->top_p > 0 && c->top_p <= 1) || c->top_k < 0))
         return qtts_fail_as(err, QTTS_ERR_INVALID,
                             "GPU sampler: %s sampling needs temperature > 0, top_p in (0, 1], top_k >= 0", which);
     return 0;
