@@ -267,7 +267,7 @@ typedef struct {
     qtts_gpu_buf *tables, *logits, *row_ids, *ids, *emb, *sum;
 } frame_bufs;
 
-static qtts_gpu_seq *record_frame(qtts_gpu *g, qtts_gpu_sampler *smp, frame_bufs *f) {
+static qtts_gpu_seq *record_frame(qtts_gpu *g, qtts_gpu_sampler *smp, int slot, frame_bufs *f) {
     qtts_err err = {0};
     qtts_gpu_seq *q = qtts_gpu_seq_new(g, &err);
     int rc = q ? 0 : -1;
@@ -278,6 +278,7 @@ static qtts_gpu_seq *record_frame(qtts_gpu *g, qtts_gpu_sampler *smp, frame_bufs
                                   .z_stride = n,
                                   .n = n,
                                   .rows = 1,
+                                  .slot0 = slot,
                                   .sub = (uint32_t)grp,
                                   .advance = grp == GROUPS - 1,
                                   .ids = f->ids,
@@ -308,18 +309,28 @@ static void test_frames(qtts_gpu *g, tally *t) {
     for (int grp = 0; grp < GROUPS; grp++) ((int32_t *)qtts_gpu_buf_data(f.row_ids))[grp] = grp;
     /* the official settings (temperature 0.9, top-k 50, penalty 1.05), a stronger penalty on codebook 0 */
     qtts_gpu_sample_settings st = {{1, 0.9f, 50, 1.0f}, {1, 0.9f, 50, 0.95f}, 1.3f, 2, 2150, 42, 9};
-    qtts_gpu_sampler *smp = qtts_gpu_sampler_new(g, 1, TV, &err);
-    qtts_gpu_seq *q = smp ? record_frame(g, smp, &f) : NULL;
-    TEST_CHECK(q != NULL, "frame sequence: %s", err.msg);
+    /* a sequence for each of two slots: the second pass moves its stream to
+     * slot 1 half way (a batch compacted), which must not change a draw */
+    qtts_gpu_sampler *smp = qtts_gpu_sampler_new(g, 2, TV, &err);
+    qtts_gpu_seq *q0 = smp ? record_frame(g, smp, 0, &f) : NULL, *q1 = smp ? record_frame(g, smp, 1, &f) : NULL;
+    TEST_CHECK(q0 && q1, "frame sequences: %s", err.msg);
     int32_t first[FRAMES][GROUPS];
-    for (int pass = 0; pass < 3 && q; pass++) {
+    for (int pass = 0; pass < 3 && q0 && q1; pass++) {
         if (pass == 2) st.seed = 43;
         TEST_CHECK(qtts_gpu_sampler_start(smp, 0, &st, 0, NULL, 0, &err) == 0, "start: %s", err.msg);
         int32_t hist[TV];
         int64_t n_hist = 0;
-        int differ = 0;
+        int differ = 0, slot = 0;
         for (int fr = 0; fr < FRAMES; fr++) {
-            if (run(q)) break;
+            if (pass == 1 && fr == FRAMES / 2) {
+                qtts_gpu_sample_settings other = st;
+                other.seed = 7; /* what the copy must overwrite */
+                TEST_CHECK(qtts_gpu_sampler_start(smp, 1, &other, 3, first[0], 5, &err) == 0 &&
+                               qtts_gpu_sampler_copy(smp, 1, 0, &err) == 0,
+                           "moving the stream: %s", err.msg);
+                slot = 1;
+            }
+            if (run(slot ? q1 : q0)) break;
             const int32_t *ids = qtts_gpu_buf_data(f.ids);
             float want_sum[DIM] = {0};
             for (int grp = 0; grp < GROUPS; grp++) {
@@ -345,18 +356,21 @@ static void test_frames(qtts_gpu *g, tally *t) {
             }
             /* embed_add sums in the same order: exact */
             TEST_CHECK(!memcmp(qtts_gpu_buf_data(f.sum), want_sum, sizeof want_sum), "frame %d: the embedding sum", fr);
-            TEST_CHECK(qtts_gpu_sampler_step(smp, 0) == (uint32_t)fr + 1, "frame %d: step %u", fr,
-                       qtts_gpu_sampler_step(smp, 0));
+            TEST_CHECK(qtts_gpu_sampler_step(smp, slot) == (uint32_t)fr + 1, "frame %d: step %u", fr,
+                       qtts_gpu_sampler_step(smp, slot));
             if (pass == 0) memcpy(first[fr], ids, sizeof first[fr]);
             else differ += memcmp(first[fr], ids, sizeof first[fr]) != 0;
         }
-        if (pass == 1) TEST_CHECK(differ == 0, "the same seed again: %d of %d frames differ", differ, FRAMES);
+        if (pass == 1)
+            TEST_CHECK(differ == 0, "the same seed again, moved to another slot half way: %d of %d frames differ",
+                       differ, FRAMES);
         if (pass == 2) TEST_CHECK(differ > FRAMES / 2, "another seed: only %d of %d frames differ", differ, FRAMES);
         if (pass == 0)
             printf("  frames: %d codes over %d resubmissions, %d distinct codebook-0 ids\n", FRAMES * GROUPS, FRAMES,
                    (int)n_hist);
     }
-    qtts_gpu_seq_free(q);
+    qtts_gpu_seq_free(q0);
+    qtts_gpu_seq_free(q1);
     qtts_gpu_sampler_free(g, smp);
     qtts_gpu_buf *all[] = {f.tables, f.logits, f.row_ids, f.ids, f.emb, f.sum};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) qtts_gpu_buf_free(g, all[i]);

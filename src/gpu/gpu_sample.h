@@ -46,6 +46,9 @@ void qtts_gpu_sampler_free(qtts_gpu *g, qtts_gpu_sampler *s);
  * may be NULL). Only between submissions. */
 int qtts_gpu_sampler_start(qtts_gpu_sampler *s, int slot, const qtts_gpu_sample_settings *c, uint32_t step,
                            const int32_t *hist, int64_t n_hist, qtts_err *err);
+/* Copies slot src (settings, step, history) to dst, for a batch whose rows
+ * are compacted when a stream leaves. Only between submissions. */
+int qtts_gpu_sampler_copy(qtts_gpu_sampler *s, int dst, int src, qtts_err *err);
 /* The slot's step counter, and the Philox words (out[0], out[1]) of its
  * last draw, as the kernels left them (after a submission). */
 uint32_t qtts_gpu_sampler_step(const qtts_gpu_sampler *s, int slot);

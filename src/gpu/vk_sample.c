@@ -111,6 +111,16 @@ int qtts_gpu_sampler_start(qtts_gpu_sampler *s, int slot, const qtts_gpu_sample_
     return 0;
 }
 
+int qtts_gpu_sampler_copy(qtts_gpu_sampler *s, int dst, int src, qtts_err *err) {
+    if (dst < 0 || dst >= s->slots || src < 0 || src >= s->slots)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU sampler: slots %d and %d of %d", dst, src, s->slots);
+    uint32_t *w = qtts_gpu_buf_data(s->state), *seen = qtts_gpu_buf_data(s->seen);
+    memmove(w + (size_t)dst * SLOT_WORDS, w + (size_t)src * SLOT_WORDS, SLOT_WORDS * 4);
+    memmove(seen + (size_t)dst * (size_t)s->seen_words, seen + (size_t)src * (size_t)s->seen_words,
+            (size_t)s->seen_words * 4);
+    return 0;
+}
+
 uint32_t qtts_gpu_sampler_step(const qtts_gpu_sampler *s, int slot) {
     if (slot < 0 || slot >= s->slots) return 0;
     return ((const uint32_t *)s->state->map)[(size_t)slot * SLOT_WORDS + W_STEP];
