@@ -267,6 +267,11 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
         snprintf(finished, sizeof finished, "%s%s%s", qtts_finish_reason_name(res.finished_by), res.guard ? ":" : "",
                  res.guard ? qtts_guard_reason_name(res.guard) : "");
         MHD_add_response_header(r, "X-Qtts-Finished-By", finished);
+        char steps[16], beside[16]; /* the engine's schedule, as `qtts bench` reports it */
+        snprintf(steps, sizeof steps, "%d", res.decoder_steps);
+        snprintf(beside, sizeof beside, "%d", res.overlapped_decoder_steps);
+        MHD_add_response_header(r, "X-Qtts-Decoder-Steps", steps);
+        MHD_add_response_header(r, "X-Qtts-Overlapped-Steps", beside);
         rc = srv_queue(s, c, 200, r);
     }
 done:
