@@ -183,6 +183,77 @@ static void test_conv_residual(qtts_gpu *g, int64_t C, int64_t T) {
     free(w), free(x), free(y);
 }
 
+/* One residual unit, x += conv2(snake2(conv1(snake1(x)))) (conv1 dilated k7,
+ * conv2 1x1), recorded once for chunks of n samples and submitted again for
+ * each chunk while the host writes the next chunk into the same input rows:
+ * the decoder's streaming step. Against the CPU twins over the whole signal.
+ * Tolerance: two dot products (7C and C terms) in another order, each off by
+ * ~4e-7 * sqrt(terms) * (max|result| + 1); the first's error carried through
+ * SnakeBeta (slope <= 1 + ib*ea < 9 here) and the 1x1 conv (C random-sign
+ * weights in [-1, 1]: sqrt(C)). */
+static void test_residual_unit(qtts_gpu *g, int64_t C, int64_t dil, int64_t n, int steps) {
+    qtts_err err = {0};
+    const int64_t k = 7, H = (k - 1) * dil, T = n * steps;
+    float *w1 = xcalloc((size_t)(C * C * k), 4), *b1 = xcalloc((size_t)C, 4), *w2 = xcalloc((size_t)(C * C), 4);
+    float *b2 = xcalloc((size_t)C, 4), *ea = xcalloc((size_t)(2 * C), 4), *ib = xcalloc((size_t)(2 * C), 4);
+    float *x = xcalloc((size_t)(C * T), 4), *xp = xcalloc((size_t)(C * (H + T)), 4), *mid = xcalloc((size_t)(C * T), 4);
+    float *got = xcalloc((size_t)(C * T), 4);
+    for (int64_t i = 0; i < C * C * k; i++) w1[i] = frand();
+    for (int64_t i = 0; i < C * C; i++) w2[i] = frand();
+    for (int64_t i = 0; i < C; i++) b1[i] = frand(), b2[i] = frand();
+    for (int64_t i = 0; i < 2 * C; i++) ea[i] = expf(frand()), ib[i] = 1.0f / (expf(frand()) + 1e-9f);
+    for (int64_t i = 0; i < C * T; i++) x[i] = frand();
+    /* CPU, whole signal: x is updated in place into the reference */
+    qtts_conv c1, c2;
+    TEST_CHECK(qtts_conv_init(&c1, w1, b1, C, C, k, dil, &err) == 0 &&
+                   qtts_conv_init(&c2, w2, b2, C, C, 1, 1, &err) == 0,
+               "cpu convs: %s", err.msg);
+    float *ref = xcalloc((size_t)(C * T), 4);
+    memcpy(ref, x, (size_t)(C * T) * 4);
+    for (int64_t c = 0; c < C; c++) qtts_snake_row_ref(ref + c * T, xp + c * (H + T) + H, T, ea[c], ib[c]);
+    qtts_conv1d_cm_ref(&c1, xp, H + T, T, mid, T, NULL, 0);
+    double mx_mid = 0;
+    for (int64_t i = 0; i < C * T; i++) mx_mid = fmax(mx_mid, fabs(mid[i]));
+    for (int64_t c = 0; c < C; c++) qtts_snake_row_ref(mid + c * T, mid + c * T, T, ea[C + c], ib[C + c]);
+    qtts_conv1d_cm_ref(&c2, mid, T, T, ref, T, ref, T);
+    qtts_conv_free(&c1), qtts_conv_free(&c2);
+
+    qtts_gpu_conv *g1 = qtts_gpu_conv_new(g, w1, b1, C, C, k, dil, &err),
+                  *g2 = qtts_gpu_conv_new(g, w2, b2, C, C, 1, 1, &err);
+    TEST_CHECK(g1 && g2, "gpu convs: %s", err.msg);
+    if (!g1 || !g2) goto done;
+    qtts_gpu_buf *cur = upload(g, NULL, C * n), *bea = upload(g, ea, 2 * C), *bib = upload(g, ib, 2 * C);
+    qtts_gpu_buf *hist = upload(g, NULL, C * H), *bxp = upload(g, NULL, C * (H + n)), *tmp = upload(g, NULL, C * n);
+    qtts_gpu_buf *ea2 = upload(g, ea + C, C), *ib2 = upload(g, ib + C, C);
+    qtts_gpu_rows xr = {bxp, 0, H + n}, cr = {cur, 0, n}, tr = {tmp, 0, n};
+    qtts_gpu_seq *s = seq(g);
+    int rc = qtts_gpu_conv_pad(s, cr, C, n, bea, bib, (qtts_gpu_rows){hist, 0, H}, H, xr, &err);
+    if (!rc) rc = qtts_gpu_conv1d(s, g1, xr, n, tr, no_rows, &err);
+    if (!rc) rc = qtts_gpu_snake(s, tr, tr, C, n, ea2, ib2, &err);
+    if (!rc) rc = qtts_gpu_conv1d(s, g2, tr, n, cr, cr, &err);
+    TEST_CHECK(rc == 0, "recording: %s", err.msg);
+    if (rc == 0) rc = qtts_gpu_seq_end(s, &err);
+    for (int i = 0; rc == 0 && i < steps; i++) {
+        for (int64_t c = 0; c < C; c++) memcpy(data(cur) + c * n, x + c * T + i * n, (size_t)n * 4);
+        rc = qtts_gpu_seq_run(s, &err);
+        for (int64_t c = 0; c < C; c++) memcpy(got + c * T + i * n, data(cur) + c * n, (size_t)n * 4);
+    }
+    TEST_CHECK(rc == 0, "submission: %s", err.msg);
+    qtts_gpu_seq_free(s);
+    char what[96];
+    snprintf(what, sizeof what, "residual unit C %lld dil %lld, %d steps of %lld", (long long)C, (long long)dil, steps,
+             (long long)n);
+    double mx = 0;
+    for (int64_t i = 0; i < C * T; i++) mx = fmax(mx, fabs(ref[i]));
+    double tol = 4e-7 * (sqrt(7.0 * C) * (mx_mid + 1.0) * 9.0 * sqrt((double)C) + sqrt((double)C) * (mx + 1.0));
+    TEST_NEAR(got, ref, (size_t)(C * T), tol, what);
+    qtts_gpu_buf_free(g, cur), qtts_gpu_buf_free(g, bea), qtts_gpu_buf_free(g, bib), qtts_gpu_buf_free(g, hist);
+    qtts_gpu_buf_free(g, bxp), qtts_gpu_buf_free(g, tmp), qtts_gpu_buf_free(g, ea2), qtts_gpu_buf_free(g, ib2);
+done:
+    qtts_gpu_conv_free(g, g1), qtts_gpu_conv_free(g, g2);
+    free(w1), free(b1), free(w2), free(b2), free(ea), free(ib), free(x), free(xp), free(mid), free(got), free(ref);
+}
+
 /* Causal transposed conv, in chunks through its device-side input history,
  * against the CPU's phase form (qtts_conv_init_transposed + qtts_conv1d_cm_ref,
  * interleaved) and against ConvTranspose1d's definition trimmed to T*s. */
@@ -370,10 +441,15 @@ int main(void) {
     test_conv_stream(g, 9, 70, 7, 9, c2, 4);
     test_conv_stream(g, 5, 1, 7, 1, c3, 1);
     test_conv_residual(g, 19, 67);
+    test_residual_unit(g, 11, 9, 13, 6); /* chunks of 13 against a 54-sample history */
+    test_residual_unit(g, 70, 3, 65, 3);
     /* the upsampling convs: K = 2s (one history sample) and K not a multiple of s */
     const int64_t t1[] = {1, 20, 12}, t2[] = {7, 1, 1, 30};
     test_tconv(g, 9, 5, 10, 5, t1, 3);
     test_tconv(g, 6, 13, 10, 4, t2, 4);
+    /* the decoder's largest weight (block 0: 1536 -> 768, K 16, s 8; 75.5 MB) in one buffer */
+    const int64_t t3[] = {2, 1};
+    test_tconv(g, 1536, 768, 16, 8, t3, 2);
     test_snake(g, 7, 133);
     const int64_t d1[] = {3, 1, 5};
     test_dwconv(g, 77, 7, d1, 3);
