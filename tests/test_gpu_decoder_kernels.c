@@ -426,6 +426,43 @@ static void test_convnext_ops(qtts_gpu *g, int64_t rows, int64_t dim) {
     free(x), free(w), free(b), free(ref), free(gam), free(res);
 }
 
+/* Shapes and buffers the kernels cannot take: one clear error, nothing
+ * recorded or left allocated. */
+static void test_refusals(qtts_gpu *g) {
+    float w[4 * 3 * 5] = {0};
+    qtts_err e = {0};
+    size_t used = qtts_gpu_memory_used(g);
+    /* a weight past the storage-buffer range (lowered here to 100 bytes) */
+    qtts_gpu_set_buffer_limit(g, 100);
+    qtts_gpu_conv *cv = qtts_gpu_conv_new(g, w, w, 4, 3, 5, 1, &e);
+    qtts_gpu_set_buffer_limit(g, 0);
+    TEST_CHECK(!cv && e.msg[0] && qtts_gpu_memory_used(g) == used, "a 240-byte weight over a 100-byte limit: %s",
+               e.msg);
+    qtts_gpu_conv_free(g, cv);
+    e = (qtts_err){0};
+    TEST_CHECK(!qtts_gpu_conv_new(g, w, NULL, 4, 3, 0, 1, &e) && e.status == QTTS_ERR_INVALID, "0 taps: %s", e.msg);
+    e = (qtts_err){0};
+    TEST_CHECK(!qtts_gpu_conv_new_transposed(g, w, NULL, 3, 4, 5, 0, &e) && e.status == QTTS_ERR_INVALID,
+               "stride 0: %s", e.msg);
+    /* the padded rows may not be the input or the history */
+    qtts_gpu_buf *a = upload(g, NULL, 64), *b = upload(g, NULL, 64);
+    qtts_gpu_seq *s = seq(g);
+    e = (qtts_err){0};
+    TEST_CHECK(qtts_gpu_conv_pad(s, (qtts_gpu_rows){a, 0, 4}, 2, 4, NULL, NULL, (qtts_gpu_rows){b, 0, 2}, 2,
+                                 (qtts_gpu_rows){b, 8, 6}, &e) == -1 &&
+                   e.msg[0],
+               "padded rows in the history's buffer: %s", e.msg);
+    e = (qtts_err){0};
+    TEST_CHECK(qtts_gpu_snake(s, (qtts_gpu_rows){a, 0, 40}, (qtts_gpu_rows){a, 0, 40}, 2, 30, b, b, &e) == -1 &&
+                   e.msg[0],
+               "snake rows past their buffer: %s", e.msg);
+    e = (qtts_err){0};
+    TEST_CHECK(qtts_gpu_dwconv(s, a, 0, 8, 4, b, 7, NULL, b, 0, &e) == -1 && e.msg[0],
+               "dwconv without room for its history rows: %s", e.msg);
+    qtts_gpu_seq_free(s);
+    qtts_gpu_buf_free(g, a), qtts_gpu_buf_free(g, b);
+}
+
 int main(void) {
     qtts_err err = {0};
     qtts_gpu *g = qtts_gpu_open("vulkan", &err);
@@ -454,6 +491,7 @@ int main(void) {
     const int64_t d1[] = {3, 1, 5};
     test_dwconv(g, 77, 7, d1, 3);
     test_convnext_ops(g, 5, 1027);
+    test_refusals(g);
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation errors", qtts_gpu_validation_errors(g));
     qtts_gpu_close(g);
     return test_finish("test_gpu_decoder_kernels");
