@@ -426,6 +426,38 @@ static void test_convnext_ops(qtts_gpu *g, int64_t rows, int64_t dim) {
     free(x), free(w), free(b), free(ref), free(gam), free(res);
 }
 
+/* Time-major rows of C channels to channel-major rows of T samples and back
+ * (offsets, strides wider than the rows), then the output clamp: exact. */
+static void test_layout(qtts_gpu *g, int64_t C, int64_t T) {
+    qtts_err err = {0};
+    const int64_t ldt = C + 3, ldc = T + 2, offt = 1, offc = 4;
+    float *tm = xcalloc((size_t)(T * ldt + offt), 4), *cm = xcalloc((size_t)(C * ldc + offc), 4);
+    for (int64_t i = 0; i < T * ldt + offt; i++) tm[i] = 3.0f * frand();
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < C; c++) cm[offc + c * ldc + t] = tm[offt + t * ldt + c];
+    qtts_gpu_buf *bt = upload(g, tm, T * ldt + offt), *bc = upload(g, NULL, C * ldc + offc);
+    qtts_gpu_buf *back = upload(g, tm, T * ldt + offt);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < C; c++) data(back)[offt + t * ldt + c] = 0.0f;
+    qtts_gpu_seq *s = seq(g);
+    int rc = qtts_gpu_transpose(s, (qtts_gpu_rows){bt, offt, ldt}, (qtts_gpu_rows){bc, offc, ldc}, T, C, &err);
+    if (!rc) rc = qtts_gpu_transpose(s, (qtts_gpu_rows){bc, offc, ldc}, (qtts_gpu_rows){back, offt, ldt}, C, T, &err);
+    finish(s, rc, &err);
+    TEST_NEAR(data(bc), cm, (size_t)(C * ldc + offc), 0.0, "time-major -> channel-major");
+    TEST_NEAR(data(back), tm, (size_t)(T * ldt + offt), 0.0, "and back");
+    /* the decoder's output clamp (its loop, rows of T at stride ldc) */
+    s = seq(g);
+    finish(s, qtts_gpu_clamp(s, (qtts_gpu_rows){bc, offc, ldc}, C, T, -1.0f, 1.0f, &err), &err);
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t t = 0; t < T; t++) {
+            float *o = cm + offc + c * ldc + t;
+            *o = *o > 1.0f ? 1.0f : *o < -1.0f ? -1.0f : *o;
+        }
+    TEST_NEAR(data(bc), cm, (size_t)(C * ldc + offc), 0.0, "clamp to [-1, 1]");
+    qtts_gpu_buf_free(g, bt), qtts_gpu_buf_free(g, bc), qtts_gpu_buf_free(g, back);
+    free(tm), free(cm);
+}
+
 /* Shapes and buffers the kernels cannot take: one clear error, nothing
  * recorded or left allocated. */
 static void test_refusals(qtts_gpu *g) {
@@ -491,6 +523,7 @@ int main(void) {
     const int64_t d1[] = {3, 1, 5};
     test_dwconv(g, 77, 7, d1, 3);
     test_convnext_ops(g, 5, 1027);
+    test_layout(g, 77, 133);
     test_refusals(g);
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation errors", qtts_gpu_validation_errors(g));
     qtts_gpu_close(g);

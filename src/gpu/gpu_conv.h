@@ -1,7 +1,8 @@
 /* The speech-tokenizer decoder's kernels on the device (Vulkan builds only):
  * causal dilated and transposed 1-D convolutions with their streaming
  * histories kept in device buffers, SnakeBeta, the ConvNeXt depthwise conv,
- * LayerNorm, erf-GELU and LayerScale residuals. The pointwise linears are
+ * LayerNorm, erf-GELU, LayerScale residuals, the layout transposes and the
+ * output clamp. The pointwise linears are
  * qtts_gpu_gemv. Layouts are the CPU decoder's (tensor/conv.h): channel-major
  * rows with the conv's history first at high rates, time-major rows for the
  * depthwise conv. Each kernel has a scalar CPU twin the tests compare it
@@ -56,6 +57,10 @@ int qtts_gpu_snake(qtts_gpu_seq *s, qtts_gpu_rows x, qtts_gpu_rows y, int64_t C,
                    qtts_gpu_buf *ib, qtts_err *err);
 /* dst[r][i] = src[r][i] for r < rows, i < n. */
 int qtts_gpu_copy_rows(qtts_gpu_seq *s, qtts_gpu_rows src, qtts_gpu_rows dst, int64_t rows, int64_t n, qtts_err *err);
+/* dst[i][r] = src[r][i] for r < rows, i < n: channel-major <-> time-major. */
+int qtts_gpu_transpose(qtts_gpu_seq *s, qtts_gpu_rows src, qtts_gpu_rows dst, int64_t rows, int64_t n, qtts_err *err);
+/* x = min(max(x, lo), hi) in place over rows x n (the output samples to [-1, 1]). */
+int qtts_gpu_clamp(qtts_gpu_seq *s, qtts_gpu_rows x, int64_t rows, int64_t n, float lo, float hi, qtts_err *err);
 /* Depthwise causal conv, time-major (qtts_dwconv_tm): xh (at xh_off) holds
  * k-1 history rows then T rows of C floats, wt [k][C], b [C] or NULL; y (at
  * y_off) gets T rows of C. */

@@ -26,7 +26,9 @@
     X(dwconv, 4)                                                                                                       \
     X(layernorm, 4)                                                                                                    \
     X(gelu, 1)                                                                                                         \
-    X(scale_add, 3)
+    X(scale_add, 3)                                                                                                    \
+    X(transpose, 2)                                                                                                    \
+    X(clamp, 1)
 
 typedef enum {
 #define QTTS_GPU_SHADER_ENUM(name, nb) QTTS_SHADER_##name,

@@ -119,6 +119,31 @@ int qtts_gpu_copy_rows(qtts_gpu_seq *s, qtts_gpu_rows src, qtts_gpu_rows dst, in
     return qtts_vk_dispatch(s, QTTS_SHADER_copy_rows, b, &pc, sizeof pc, groups(n), (uint32_t)rows, 1, err);
 }
 
+int qtts_gpu_transpose(qtts_gpu_seq *s, qtts_gpu_rows src, qtts_gpu_rows dst, int64_t rows, int64_t n, qtts_err *err) {
+    if (rows <= 0 || n <= 0) return 0;
+    if (rows > MAX_GROUPS || n > (int64_t)WG * MAX_GROUPS) return bad(err, "transpose", "bad shape");
+    if (!rows_fit(src, rows, n) || !rows_fit(dst, n, rows))
+        return bad(err, "transpose", "rows lie outside their buffer");
+    if (src.buf == dst.buf) return bad(err, "transpose", "not in place");
+    struct {
+        uint32_t n, s_off, lds, d_off, ldd;
+    } pc = {(uint32_t)n, (uint32_t)src.off, (uint32_t)src.ld, (uint32_t)dst.off, (uint32_t)dst.ld};
+    qtts_gpu_buf *b[] = {src.buf, dst.buf};
+    return qtts_vk_dispatch(s, QTTS_SHADER_transpose, b, &pc, sizeof pc, groups(n), (uint32_t)rows, 1, err);
+}
+
+int qtts_gpu_clamp(qtts_gpu_seq *s, qtts_gpu_rows x, int64_t rows, int64_t n, float lo, float hi, qtts_err *err) {
+    if (rows <= 0 || n <= 0) return 0;
+    if (rows > MAX_GROUPS || n > (int64_t)WG * MAX_GROUPS || !(lo <= hi)) return bad(err, "clamp", "bad shape");
+    if (!rows_fit(x, rows, n)) return bad(err, "clamp", "rows lie outside their buffer");
+    struct {
+        uint32_t n, off, ld;
+        float lo, hi;
+    } pc = {(uint32_t)n, (uint32_t)x.off, (uint32_t)x.ld, lo, hi};
+    qtts_gpu_buf *b[] = {x.buf};
+    return qtts_vk_dispatch(s, QTTS_SHADER_clamp, b, &pc, sizeof pc, groups(n), (uint32_t)rows, 1, err);
+}
+
 int qtts_gpu_snake(qtts_gpu_seq *s, qtts_gpu_rows x, qtts_gpu_rows y, int64_t C, int64_t T, qtts_gpu_buf *ea,
                    qtts_gpu_buf *ib, qtts_err *err) {
     if (C <= 0 || T <= 0) return 0;
