@@ -176,6 +176,9 @@ static void test_conv_residual(qtts_gpu *g, int64_t C, int64_t T) {
         qtts_err e = {0};
         TEST_CHECK(qtts_gpu_conv1d(s, gc, (qtts_gpu_rows){bx, 1, T}, T, yr, no_rows, &e) == -1 && e.msg[0],
                    "x one float past its buffer refused: %s", e.msg);
+        e = (qtts_err){0};
+        TEST_CHECK(qtts_gpu_conv1d(s, gc, yr, T, yr, no_rows, &e) == -1 && e.msg[0], "x in y's buffer refused: %s",
+                   e.msg);
         qtts_gpu_seq_free(s);
     }
     qtts_gpu_conv_free(g, gc);

@@ -38,8 +38,8 @@ void qtts_gpu_conv_free(qtts_gpu *g, qtts_gpu_conv *cv);
 int64_t qtts_gpu_conv_history(const qtts_gpu_conv *cv);
 
 /* Conv: y[co][t] = bias[co] + sum W x[ci][t + ...] (+ add[co][t]) for t < T,
- * x rows holding history then T samples; add may be y (an in-place residual)
- * or have a NULL buffer. Transposed: y[co] gets T*s samples. */
+ * x rows holding history then T samples (a buffer other than y's); add may be
+ * y (an in-place residual) or have a NULL buffer. Transposed: y[co] gets T*s samples. */
 int qtts_gpu_conv1d(qtts_gpu_seq *s, const qtts_gpu_conv *cv, qtts_gpu_rows x, int64_t T, qtts_gpu_rows y,
                     qtts_gpu_rows add, qtts_err *err);
 

@@ -88,6 +88,7 @@ int qtts_gpu_conv1d(qtts_gpu_seq *s, const qtts_gpu_conv *cv, qtts_gpu_rows x, i
     if (out > (int64_t)WG * MAX_GROUPS) return bad(err, "conv", "too many samples in one call");
     if (!rows_fit(x, cv->c_in, H + T)) return bad(err, "conv", "x lies outside its buffer");
     if (!rows_fit(y, cv->c_out, out)) return bad(err, "conv", "y lies outside its buffer");
+    if (x.buf == y.buf) return bad(err, "conv", "x and y must be separate buffers");
     if (cv->stride) {
         if (add.buf) return bad(err, "conv transpose", "no residual input");
         struct {
@@ -178,6 +179,7 @@ int qtts_gpu_dwconv(qtts_gpu_seq *s, qtts_gpu_buf *xh, int64_t xh_off, int64_t C
     if (k <= 0 || T > MAX_GROUPS) return bad(err, "dwconv", "bad shape");
     if (!fits(xh, xh_off, (k - 1 + T) * C)) return bad(err, "dwconv", "the input lies outside its buffer");
     if (!fits(y, y_off, T * C)) return bad(err, "dwconv", "y lies outside its buffer");
+    if (xh == y) return bad(err, "dwconv", "the input and y must be separate buffers");
     if (!fits(wt, 0, k * C) || (b && !fits(b, 0, C))) return bad(err, "dwconv", "the weights are too small");
     struct {
         uint32_t C, k, x_off, y_off, has_bias;
