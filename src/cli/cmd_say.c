@@ -78,7 +78,7 @@ static void say_usage(FILE *out) {
             "      --cast NAME=VOICE     the voice of a script's NAME: a built-in speaker, a registered\n"
             "                            voice or a VoiceDesign description (default: NAME itself)\n"
             "      --pause MS            silence between a script's turns (default 400)\n"
-            "      --book FILE           a book (.txt or .md) read into -o DIR: one file per chapter\n"
+            "      --book FILE           a book (.txt, .md or .epub) read into -o DIR: one file per chapter\n"
             "                            (--format, default mp3) and book.m3u; rerun to resume: finished\n"
             "                            chapters are kept (docs/cli.md)\n"
             "      --m4b                 with --book: also DIR/book.m4b, the chapters in one file with a\n"

@@ -26,9 +26,9 @@ typedef struct {
     const char *dir;
 } say_book;
 
-/* Reads and parses path (.md/.markdown: Markdown; .epub: refused with a
- * message; anything else: plain text) and dir's state. Prints the error and
- * returns -1. */
+/* Reads and parses path (.md/.markdown: Markdown; .epub: an EPUB,
+ * text/epub.h; anything else: plain text) and dir's state. Prints the
+ * error and returns -1. */
 int say_book_open(const char *path, const char *dir, say_book *bk);
 /* "03 - Title.EXT" (the title reduced to letters, digits, spaces, - and _). */
 void say_book_file_name(const say_book *bk, size_t i, const char *ext, char *out, size_t size);
