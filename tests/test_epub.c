@@ -81,11 +81,11 @@ static void test_epub3(void) {
     qtts_err err;
     qtts_book b = parse(e, sizeof e / sizeof e[0], 1, "EPUB 3", &err);
     TEST_CHECK(b.n == 4, "EPUB 3: %zu chapters, want 4 (opening + 3)", b.n);
-    expect_chapter(&b, 0, "Opening", "Opening\n\nA Small Book\n\nby Nobody");
+    expect_chapter(&b, 0, "Opening", "Opening.\n\nA Small Book\n\nby Nobody");
     expect_chapter(&b, 1, "The Beginning",
-                   "The Beginning\n\nIt was a dark night & cold.\n\nLine one\nline two.\n\nStill the beginning.");
-    expect_chapter(&b, 2, "The Middle", "The Middle\n\nThe rain fell.\n\none\n\ntwo");
-    expect_chapter(&b, 3, "The End", "The End\n\nMorning \xc3\xa9t\xc3\xa9 came.");
+                   "The Beginning.\n\nIt was a dark night & cold.\n\nLine one\nline two.\n\nStill the beginning.");
+    expect_chapter(&b, 2, "The Middle", "The Middle.\n\nThe rain fell.\n\none\n\ntwo");
+    expect_chapter(&b, 3, "The End", "The End.\n\nMorning \xc3\xa9t\xc3\xa9 came.");
     TEST_CHECK(b.n == 4 && b.ch[1].line == 4 && b.ch[3].line == 7, "lines are spine positions (%d, %d)",
                b.n == 4 ? b.ch[1].line : -1, b.n == 4 ? b.ch[3].line : -1);
     qtts_book_free(&b);
@@ -121,9 +121,9 @@ static void test_epub2(void) {
     qtts_err err;
     qtts_book b = parse(e, sizeof e / sizeof e[0], 1, "EPUB 2", &err);
     TEST_CHECK(b.n == 3, "EPUB 2: %zu chapters, want 3", b.n);
-    expect_chapter(&b, 0, "Part One", "Part One");
-    expect_chapter(&b, 1, "First", "First\n\nAlpha.");
-    expect_chapter(&b, 2, "Second", "Second\n\nBeta.");
+    expect_chapter(&b, 0, "Part One", "Part One.");
+    expect_chapter(&b, 1, "First", "First.\n\nAlpha.");
+    expect_chapter(&b, 2, "Second", "Second.\n\nBeta.");
     qtts_book_free(&b);
 }
 
@@ -141,9 +141,9 @@ static void test_no_contents(void) {
     qtts_err err;
     qtts_book b = parse(e, sizeof e / sizeof e[0], 1, "no contents", &err);
     TEST_CHECK(b.n == 3, "no contents: %zu chapters, want 3", b.n);
-    expect_chapter(&b, 0, "Heading A", "Heading A\n\nText A.");
-    expect_chapter(&b, 1, "Doc B", "Doc B\n\nText B.");
-    expect_chapter(&b, 2, "Chapter 3", "Chapter 3\n\nText C.");
+    expect_chapter(&b, 0, "Heading A", "Heading A.\n\nText A.");
+    expect_chapter(&b, 1, "Doc B", "Doc B.\n\nText B.");
+    expect_chapter(&b, 2, "Chapter 3", "Chapter 3.\n\nText C.");
     qtts_book_free(&b);
 }
 

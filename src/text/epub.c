@@ -487,18 +487,22 @@ static int close_chapter(chapters *c, qtts_err *err) {
         c->b->ch = a;
         c->cap = nc;
     }
-    /* the title is read first, unless the prose already begins with it */
-    size_t tn = strlen(c->title);
-    char *text = prose;
-    if (strncmp(prose, c->title, tn)) {
-        text = qtts_malloc(tn + 2 + n + 1, err);
-        if (!text) {
-            free(prose);
-            return -1;
-        }
-        snprintf(text, tn + 2 + n + 1, "%s\n\n%s", c->title, prose);
-        free(prose);
+    /* "Title." first, its own sentence (as text/book.c reads a heading); a
+     * document's own heading of the same words is not read twice */
+    size_t tn = strlen(c->title), skip = 0;
+    if (!strncmp(prose, c->title, tn) && (prose[tn] == '\n' || !prose[tn])) {
+        skip = tn;
+        while (prose[skip] == '\n') skip++;
     }
+    int punct = tn && strchr(".!?:;", c->title[tn - 1]) != NULL;
+    size_t size = tn + 3 + (n - skip) + 1;
+    char *text = qtts_malloc(size, err);
+    if (!text) {
+        free(prose);
+        return -1;
+    }
+    snprintf(text, size, "%s%s%s%s", c->title, punct ? "" : ".", prose[skip] ? "\n\n" : "", prose + skip);
+    free(prose);
     c->b->ch[c->b->n++] = (qtts_chapter){.title = c->title, .text = text, .line = c->line};
     c->title = NULL;
     return 0;

@@ -13,7 +13,8 @@
  *
  * Text: what a reader sees; paragraphs, headings, list items and line
  * breaks end a paragraph; script, style and the head are dropped. Each
- * chapter's text begins with its title (unless the document already does).
+ * chapter's text begins with its title as a sentence ("Title.", as
+ * text/book.h does), the document's own heading of the same words dropped.
  *
  * Bad input gives one clear error, never a crash: not a ZIP, no container
  * or package, an empty spine, no text at all. Every decompressed entry is
