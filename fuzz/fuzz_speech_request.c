@@ -147,6 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     srv_speech_request o;
     srv_bad_req b;
+    memset(&o, 0, sizeof o);
     memset(&b, 0, sizeof b);
     int script = srv_speech_script_wanted(root, &b);
     if (script) {
