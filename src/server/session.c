@@ -33,6 +33,7 @@ struct srv_session {
     size_t samples_out;
     srv_session_state end; /* DONE or FAILED once ended, else WAITING */
     qtts_status status;
+    int engine_failed; /* the failure was the engine's (a turn's submission or its stream), not the encoder's */
     char error[512]; /* an engine message (qtts_err: 512) */
     float buf[SESSION_READ_MAX];
 };
@@ -198,7 +199,10 @@ static int next_turn(srv_session *ss) {
     }
     qtts_error err = {0};
     qtts_stream *next = qtts_submit(ss->e, &ss->turns[ss->turn + 1], &err);
-    if (!next) return fail(ss, err.status, err.message), -1;
+    if (!next) {
+        ss->engine_failed = 1;
+        return fail(ss, err.status, err.message), -1;
+    }
     unwatch(ss);
     qtts_stream_free(ss->st);
     ss->st = next;
@@ -281,6 +285,7 @@ srv_session_state srv_session_read(srv_session *ss, srv_buf *out) {
             if (more) continue;
             return take(ss, NULL, 0, 1) ? ss->end : (ss->end = SRV_SESSION_DONE);
         }
+        ss->engine_failed = 1;
         return fail(ss, qtts_stream_status(ss->st), qtts_stream_error(ss->st));
     }
 }
@@ -288,6 +293,7 @@ srv_session_state srv_session_read(srv_session *ss, srv_buf *out) {
 qtts_stream *srv_session_stream(const srv_session *ss) { return ss->st; }
 const char *srv_session_error(const srv_session *ss) { return ss->error; }
 qtts_status srv_session_status(const srv_session *ss) { return ss->status; }
+int srv_session_engine_failed(const srv_session *ss) { return ss->engine_failed; }
 size_t srv_session_samples(const srv_session *ss) { return ss->samples_out; }
 
 void srv_session_result(const srv_session *ss, qtts_result *out) {

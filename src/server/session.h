@@ -65,6 +65,9 @@ qtts_stream *srv_session_stream(const srv_session *ss);
 const char *srv_session_error(const srv_session *ss);
 /* The engine's status when it failed there; QTTS_ERR_NO_MEMORY/INTERNAL when encoding did. */
 qtts_status srv_session_status(const srv_session *ss);
+/* 1 when it FAILED in the engine (a dialogue's next turn included), 0 when
+ * post-processing (stretch, resampling, encoding) did. */
+int srv_session_engine_failed(const srv_session *ss);
 /* The result: the stream's, or a dialogue's turns summed (frames, tokens,
  * times; the first turn's seed; the worst ending). */
 void srv_session_result(const srv_session *ss, qtts_result *out);

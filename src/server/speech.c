@@ -240,7 +240,7 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
         }
         if (st == SRV_SESSION_DONE) break;
         if (st == SRV_SESSION_FAILED) {
-            int engine = qtts_stream_status(speech_stream(ss)) != QTTS_OK;
+            int engine = srv_session_engine_failed(ss->session);
             rc = srv_respond_error(s, c, 500, "server_error", NULL, engine ? "synthesis_failed" : NULL, "%s%s",
                                    engine ? "" : "encoding failed: ", srv_session_error(ss->session));
             goto done;
