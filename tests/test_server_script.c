@@ -4,7 +4,9 @@
  * seed S + i) joined by pause_ms of silence, buffered and streamed; 'cast'
  * maps a name to a speaker, a "(style)" becomes the turn's instructions;
  * the SSE done event sums the turns; a WAV's header holds the whole length;
- * errors (unknown speaker, bad script, refused fields) name the line. */
+ * errors (unknown speaker, bad script, refused fields) name the line. On the
+ * tiny VoiceDesign model 'cast' gives each name its description, a turn's
+ * style appended. */
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
 
@@ -12,6 +14,7 @@
 #include "test_server_http.h"
 
 #define CV_MODEL QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
+#define VD_MODEL QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny"
 #define RATE 24000
 #define COMMON "\"max_new_tokens\":10,\"temperature\":0.9"
 
@@ -28,8 +31,9 @@ static int turn(int port, const char *text, const char *voice, const char *instr
                 size_t *len) {
     char body[1024];
     snprintf(body, sizeof body,
-             "{\"input\":\"%s\",\"voice\":\"%s\",%s%s%s\"response_format\":\"pcm\",\"seed\":%d," COMMON "}", text,
-             voice, instr ? "\"instructions\":\"" : "", instr ? instr : "", instr ? "\"," : "", seed);
+             "{\"input\":\"%s\",%s%s%s%s%s%s\"response_format\":\"pcm\",\"seed\":%d," COMMON "}", text,
+             voice ? "\"voice\":\"" : "", voice ? voice : "", voice ? "\"," : "", instr ? "\"instructions\":\"" : "",
+             instr ? instr : "", instr ? "\"," : "", seed);
     th_resp r;
     int rc = post(port, body, &r);
     if (!rc) {
@@ -197,5 +201,33 @@ int main(void) {
 
     free(want);
     TEST_CHECK(th_stop(&srv, 30) == 0, "server exits cleanly");
+
+    /* VoiceDesign: the cast's descriptions */
+    const char *vd_args[] = {"-m", VD_MODEL, "--threads", "2", NULL};
+    if (th_start(&srv, vd_args, 120) == 0) {
+        port = srv.port;
+        want = NULL;
+        want_len = 0;
+        ok = !turn(port, "Who is there?", NULL, "A deep, calm voice", 7, &want, &want_len) &&
+             !silence(&want, &want_len, 100) &&
+             !turn(port, "Only me.", NULL, "A bright voice. whispering", 8, &want, &want_len);
+        TEST_CHECK(ok, "the two VoiceDesign turns");
+        snprintf(body, sizeof body,
+                 "{\"script\":true,\"input\":\"[A] Who is there?\\n[B] (whispering) Only me.\",\"cast\":{\"a\":\"A "
+                 "deep, calm voice\",\"B\":\"A bright voice\"},\"pause_ms\":100,\"response_format\":\"pcm\","
+                 "\"seed\":7," COMMON "}");
+        if (ok && post(port, body, &r) == 0)
+            TEST_CHECK(r.body_len == want_len && !memcmp(r.body, want, want_len),
+                       "VoiceDesign script = the described turns joined (%zu bytes, want %zu)", r.body_len, want_len);
+        else
+            TEST_CHECK(0, "VoiceDesign script request");
+        th_resp_free(&r);
+        expect_error(port, "{\"script\":true,\"input\":\"[A] Hi.\\n[C] Hello.\",\"cast\":{\"A\":\"A deep voice\"}}",
+                     400, "missing_instructions", "line 2: speaker 'C'");
+        free(want);
+        TEST_CHECK(th_stop(&srv, 30) == 0, "VoiceDesign server exits cleanly");
+    } else {
+        TEST_CHECK(0, "VoiceDesign server did not start");
+    }
     return test_finish("test_server_script");
 }
