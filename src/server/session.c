@@ -177,6 +177,8 @@ static void add_result(qtts_result *sum, const qtts_result *r, int first) {
     sum->code_predictor_ms += r->code_predictor_ms;
     sum->decoder_ms += r->decoder_ms;
     sum->total_ms += r->total_ms;
+    sum->decoder_steps += r->decoder_steps;
+    sum->overlapped_decoder_steps += r->overlapped_decoder_steps;
     if (r->finished_by > sum->finished_by) sum->finished_by = r->finished_by;
     if (!sum->guard) sum->guard = r->guard;
     sum->finished_by_eos = sum->finished_by == QTTS_FINISHED_EOS;
