@@ -95,12 +95,9 @@ static int parse_pack(const unsigned char *buf, size_t size, const char *label, 
     uint64_t count = 0;
     const void *data;
     if (!arch || alen != strlen(pack_arch) || memcmp(arch, pack_arch, alen)) {
-        char shown[48] = "none";
-        for (size_t i = 0; arch && i < alen && i + 1 < sizeof shown; i++) /* a hostile name stays printable */
-            shown[i] = arch[i] >= 0x20 && arch[i] < 0x7f ? arch[i] : '?', shown[i + 1] = 0;
-        rc = qtts_fail(err, "%s: a GGUF file but not a voice pack: general.architecture is '%s', expected '%s' "
+        rc = qtts_fail(err, "%s: a GGUF file but not a voice pack: general.architecture is '%.*s', expected '%s' "
                             "(models go to -m, not to voices import)",
-                       label, shown, pack_arch);
+                       label, arch ? (int)(alen < 48 ? alen : 48) : 4, arch ? arch : "none", pack_arch);
     } else if (qtts_gguf_get_arr(g, "voicepack.names", &elem, &count, &data, err) || elem != QTTS_GGUF_STRING ||
                count < 1) {
         rc = qtts_fail(err, "%s: voice pack without a string array voicepack.names of at least one name", label);
