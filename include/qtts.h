@@ -89,10 +89,10 @@ typedef struct {
      * before any conversion to weight_type: n_lora entries, each a PEFT
      * adapter folder (adapter_config.json + adapter_model.safetensors) or
      * its .safetensors file, optionally followed by ":SCALE" (default 1),
-     * which multiplies the config's lora_alpha / r. A merged weight is
-     * stored again in the type it had on disk (requantized; q8_0 for the
-     * storage-only GGUF types), then converted as weight_type says. NULL /
-     * 0: none. */
+     * which multiplies the config's lora_alpha / r. As stored (weight_type
+     * NULL or "auto") a merged weight gets the type it had on disk again
+     * (requantized; q8_0 for the storage-only GGUF types); with a
+     * weight_type it stays f32 until that one conversion. NULL / 0: none. */
     const char *const *lora;
     int n_lora;
 } qtts_engine_params;

@@ -85,7 +85,8 @@ static void check_merge(const char *dir, const char *config, double factor, doub
     qtts_store *st = base_store(w, other);
     qtts_err err = {0};
     int n = 0;
-    TEST_CHECK(st && qtts_lora_merge(&st, dir, user_scale, NULL, &n, &err) == 0 && n == 1, "%s: merge: %s", what, err.msg);
+    TEST_CHECK(st && qtts_lora_merge(&st, dir, user_scale, 0, NULL, &n, &err) == 0 && n == 1, "%s: merge: %s", what,
+               err.msg);
     const qtts_tensor *m = qtts_store_find(st, W_NAME), *o = qtts_store_find(st, "talker.model.norm.weight");
     TEST_CHECK(m && m->type == QTTS_F32 && o && o->data == (const void *)other, "%s: merged store", what);
     double worst = 0;
@@ -107,7 +108,7 @@ static void check_error(const char *dir, const char *a_name, const char *b_name,
     TEST_CHECK(write_adapter(dir, "{\"r\": 3, \"lora_alpha\": 6}", a_name, b_name, R, a_cols, OUT, a, b) == 0, "write");
     qtts_store *st = base_store(w, other), *before = st;
     qtts_err err = {0};
-    int rc = qtts_lora_merge(&st, dir, 1.0, NULL, NULL, &err);
+    int rc = qtts_lora_merge(&st, dir, 1.0, 0, NULL, NULL, &err);
     TEST_CHECK(rc != 0 && st == before && strstr(err.msg, needle) && !strchr(err.msg, '\n'), "%s: rc %d, '%s'", what,
                rc, err.msg);
     printf("  %-50s %s\n", what, err.msg);
@@ -143,11 +144,21 @@ static void check_quantized(const char *dir) {
     TEST_CHECK(st && !qtts_store_add(st, W_NAME, QTTS_Q8_0, 2, ws, q, 0, &err) &&
                    !qtts_store_add(st, "talker.model.norm.weight", QTTS_F32, 1, os, other, 0, &err),
                "store: %s", err.msg);
-    TEST_CHECK(st && qtts_lora_merge(&st, dir, 1.0, NULL, NULL, &err) == 0, "q8_0 merge: %s", err.msg);
+    TEST_CHECK(st && qtts_lora_merge(&st, dir, 1.0, 0, NULL, NULL, &err) == 0, "q8_0 merge: %s", err.msg);
     const qtts_tensor *m = st ? qtts_store_find(st, W_NAME) : NULL;
     TEST_CHECK(m && m->type == QTTS_Q8_0 && m->nbytes == sizeof want && !memcmp(m->data, want, sizeof want),
                "the merged q8_0 weight is not the requantized reference");
     printf("  %-50s requantized, the same bytes as the reference\n", "q8_0 weight");
+    qtts_store_free(st);
+    /* keep_f32 (a --quant conversion follows): the merged values themselves */
+    st = qtts_store_new(&err);
+    TEST_CHECK(st && !qtts_store_add(st, W_NAME, QTTS_Q8_0, 2, ws, q, 0, &err) &&
+                   qtts_lora_merge(&st, dir, 1.0, 1, NULL, NULL, &err) == 0,
+               "q8_0 merge kept in f32: %s", err.msg);
+    m = st ? qtts_store_find(st, W_NAME) : NULL;
+    TEST_CHECK(m && m->type == QTTS_F32 && m->nbytes == sizeof w && !memcmp(m->data, w, sizeof w),
+               "the merged weight kept in f32 is not dequant(W) + s B A");
+    printf("  %-50s kept in f32: dequant(W) + s B A exactly\n", "q8_0 weight, keep_f32");
     qtts_store_free(st);
 }
 

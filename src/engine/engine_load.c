@@ -82,16 +82,18 @@ static int lora_spec(const char *spec, char *path, size_t n, double *scale, qtts
 }
 
 /* The adapters of p->lora merged into *st, in order, on the engine's pool
- * (io/lora.h): a merged weight keeps its stored type, so weight_type and
- * the layouts are decided as for the model without them. */
-static int merge_adapters(const qtts_engine_params *p, qtts_pool *pool, qtts_store **st, qtts_err *err) {
+ * (io/lora.h). As stored (no weight_type), a merged weight keeps its stored
+ * type, so the layouts are decided as for the model without them; with one,
+ * it stays f32 for the loader's one conversion. */
+static int merge_adapters(const qtts_engine_params *p, qtts_pool *pool, qtts_dtype asked, qtts_store **st,
+                          qtts_err *err) {
     for (int i = 0; i < p->n_lora; i++) {
         char path[PATH_MAX];
         double scale;
         int n = 0;
         if (!p->lora || !p->lora[i]) return qtts_fail(err, "lora[%d] is NULL (n_lora %d)", i, p->n_lora);
         if (lora_spec(p->lora[i], path, sizeof path, &scale, err)) return -1;
-        if (qtts_lora_merge(st, path, scale, pool, &n, err)) {
+        if (qtts_lora_merge(st, path, scale, asked != QTTS_DTYPE_INVALID, pool, &n, err)) {
             qtts_fail_prefix(err, "LoRA adapter");
             return -1;
         }
@@ -105,7 +107,7 @@ static int merge_adapters(const qtts_engine_params *p, qtts_pool *pool, qtts_sto
 static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_store *st, const qtts_model_config *cfg,
                        const qtts_generation_config *gen, qtts_talker_options *topt, load_times *lt, qtts_err *err) {
     double t0 = qtts_now_ms();
-    if (merge_adapters(lp, pool, &st, err)) {
+    if (merge_adapters(lp, pool, topt->weight_type, &st, err)) {
         qtts_store_free(st);
         return -1;
     }

@@ -91,7 +91,7 @@ static void store_rows(qtts_dtype t, const float *src, void *dst, int64_t rows, 
     }
 }
 
-int qtts_lora_merge(qtts_store **stp, const char *path, double scale, qtts_pool *pool, int *n_merged,
+int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int keep_f32, qtts_pool *pool, int *n_merged,
                     qtts_err *err) {
     char dir[PATH_MAX], file[PATH_MAX + 32];
     struct stat sb;
@@ -168,7 +168,7 @@ int qtts_lora_merge(qtts_store **stp, const char *path, double scale, qtts_pool 
         free(a);
         free(b);
         void *stored = w;
-        const qtts_dtype mt = merged_type(W);
+        const qtts_dtype mt = keep_f32 ? QTTS_F32 : merged_type(W);
         if (mt != QTTS_F32) {
             stored = qtts_malloc(qtts_dtype_row_bytes(mt, W->shape[1]) * (size_t)W->shape[0], err);
             if (!stored) {
@@ -185,7 +185,8 @@ int qtts_lora_merge(qtts_store **stp, const char *path, double scale, qtts_pool 
     for (int i = 0; !rc && i < qtts_store_count(base); i++) {
         const qtts_tensor *t = qtts_store_at(base, i);
         if (merged[i]) {
-            rc = qtts_store_add(out, t->name, merged_type(t), t->ndim, t->shape, merged[i], 1, err);
+            rc = qtts_store_add(out, t->name, keep_f32 ? QTTS_F32 : merged_type(t), t->ndim, t->shape, merged[i], 1,
+                                err);
             if (!rc) merged[i] = NULL;
         } else {
             rc = qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err);
