@@ -108,8 +108,8 @@ static int write_merged_copy(const char *dst, float *const *a, float *const *b) 
     char src[1024], f[2048], l[2048];
     golden_path(src, sizeof src, model_name);
     if (mkdir(dst, 0700) != 0) return -1;
-    static const char *const files[] = {"config.json", "speech_tokenizer", "vocab.json", "merges.txt",
-                                        "tokenizer_config.json", "generation_config.json"};
+    static const char *const files[] = {"config.json", "speech_tokenizer",      "vocab.json",
+                                        "merges.txt",  "tokenizer_config.json", "generation_config.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         snprintf(f, sizeof f, "%s/%s", src, files[i]);
         snprintf(l, sizeof l, "%s/%s", dst, files[i]);

@@ -159,8 +159,9 @@ int main(void) {
     check_files(e, dir, "narrator", xv, D, codes, REF_TEXT);
     char lerr[512] = "";
     qtts_voice *v = srv_voice_files_load(e, dir, "narrator", lerr, sizeof lerr);
-    TEST_CHECK(v && speak(e, v, &got) == 0 && same_audio(&ref, &got), "the imported .spk/.rvq voice speaks "
-                                                                        "otherwise (%zu vs %zu samples) %s",
+    TEST_CHECK(v && speak(e, v, &got) == 0 && same_audio(&ref, &got),
+               "the imported .spk/.rvq voice speaks "
+               "otherwise (%zu vs %zu samples) %s",
                got.n, ref.n, lerr);
     printf("  .spk + .rvq (qwentts.cpp)         same voice, same audio (%zu samples)\n", got.n);
     qtts_voice_release(v);

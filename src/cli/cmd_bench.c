@@ -39,8 +39,8 @@ static void bench_usage(FILE *out) {
             "      --json                print one JSON object instead of the report\n");
 }
 
-enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB, O_LORA,
-       O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE };
+enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
+       O_LORA, O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE };
 
 static const struct option bench_options[] = {
     {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},

@@ -493,7 +493,10 @@ int cmd_voices(int argc, char **argv) {
     if ((add_only && !is_add) || (json && !is_list) || (import_only && !is_import) ||
         (text_given && !is_add && !is_import)) {
         cli_error("voices %s: %s applies to 'voices %s' only", sub, json ? "--json" : "that option",
-                  json ? "list" : import_only ? "import" : text_given && !add_only ? "add' or 'voices import" : "add");
+                  json                      ? "list"
+                  : import_only             ? "import"
+                  : text_given && !add_only ? "add' or 'voices import"
+                                            : "add");
         return CLI_USAGE;
     }
     o.dir = cli_voices_dir(o.dir);

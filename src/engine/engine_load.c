@@ -104,8 +104,9 @@ static int merge_adapters(const qtts_engine_params *p, qtts_pool *pool, qtts_dty
 
 /* The talker from st (which it takes), its matrices converted and laid out
  * as the loader decided on the engine's pool. */
-static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_store *st, const qtts_model_config *cfg,
-                       const qtts_generation_config *gen, qtts_talker_options *topt, load_times *lt, qtts_err *err) {
+static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_store *st,
+                       const qtts_model_config *cfg, const qtts_generation_config *gen, qtts_talker_options *topt,
+                       load_times *lt, qtts_err *err) {
     double t0 = qtts_now_ms();
     if (merge_adapters(lp, pool, topt->weight_type, &st, err)) {
         qtts_store_free(st);
@@ -126,8 +127,8 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 /* A model whose tensors are not an official folder's (a qtts .gguf, another
  * project's GGUF pair, a Transformers-native folder): its text files are in
  * a private folder, its tensors under the official names (io/layout.h). */
-static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_model_files *mf, qtts_talker_options *topt,
-                       load_times *lt, qtts_err *err) {
+static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_model_files *mf,
+                       qtts_talker_options *topt, load_times *lt, qtts_err *err) {
     const char *tmp = mf->dir;
     qtts_store *model_store = mf->model_store;
     e->codec_store = mf->codec_store;
@@ -157,8 +158,8 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 }
 
 /* An official model folder. */
-static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, const char *path, qtts_talker_options *topt, load_times *lt,
-                       qtts_err *err) {
+static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, const char *path,
+                       qtts_talker_options *topt, load_times *lt, qtts_err *err) {
     double t0 = qtts_now_ms();
     qtts_model_config cfg;
     qtts_generation_config gen;
@@ -182,11 +183,12 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 }
 
 static void load_report(qtts_engine *e, const load_times *lt, double total) {
-    snprintf(e->load_report, sizeof e->load_report,
-             "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
-             "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f",
-             total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder, lt->precision,
-             lt->text, lt->release);
+    snprintf(
+        e->load_report, sizeof e->load_report,
+        "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
+        "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f",
+        total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder, lt->precision,
+        lt->text, lt->release);
     e->info.load_report = e->load_report;
     e->info.kernels_measured = e->tuning.n_measured;
 }

@@ -86,8 +86,7 @@ static void store_rows(qtts_dtype t, const float *src, void *dst, int64_t rows, 
             for (int64_t c = 0; c < cols; c++) h[c] = qtts_f32_to_bf16(x[c]);
         else if (t == QTTS_F16)
             for (int64_t c = 0; c < cols; c++) h[c] = qtts_f32_to_f16(x[c]);
-        else
-            qtts_quantize_row(t, x, d, cols);
+        else qtts_quantize_row(t, x, d, cols);
     }
 }
 
@@ -120,8 +119,10 @@ int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int keep_f
         const char *suf = strstr(A->name, ".lora_A.");
         if (!suf) {
             if (!strstr(A->name, ".lora_B."))
-                rc = qtts_fail(err, "%s: tensor '%s' is not a LoRA A or B matrix (PEFT names end in "
-                                    ".lora_A.weight / .lora_B.weight)", file, A->name);
+                rc = qtts_fail(err,
+                               "%s: tensor '%s' is not a LoRA A or B matrix (PEFT names end in "
+                               ".lora_A.weight / .lora_B.weight)",
+                               file, A->name);
             continue;
         }
         char mod[512], bname[600], wname[600];

@@ -58,8 +58,8 @@ static int pack_voice(const qtts_gguf *g, const char *label, const char *name, u
     if (!(it->xvec = qtts_malloc(it->xvec_len * sizeof(float), err))) return -1;
     memcpy(it->xvec, x->data, it->xvec_len * sizeof(float));
     for (size_t i = 0; i < it->xvec_len; i++)
-        if (!isfinite(it->xvec[i])) return qtts_fail(err, "%s: voice '%s': x-vector value %zu is not finite", label,
-                                                     name, i);
+        if (!isfinite(it->xvec[i]))
+            return qtts_fail(err, "%s: voice '%s': x-vector value %zu is not finite", label, name, i);
     if (c) {
         if (c->type != QTTS_I32 || c->ndim != 2 || c->shape[1] != SRV_VOICE_FILE_CODEBOOKS || c->shape[0] < 1)
             return qtts_fail(err, "%s: voice '%s': expected codes %s%s%s as I32 [frames x %d]", label, name,
@@ -84,8 +84,7 @@ static int pack_voice(const qtts_gguf *g, const char *label, const char *name, u
     return 0;
 }
 
-static int parse_pack(const unsigned char *buf, size_t size, const char *label, voice_import_set *out,
-                      qtts_err *err) {
+static int parse_pack(const unsigned char *buf, size_t size, const char *label, voice_import_set *out, qtts_err *err) {
     qtts_gguf *g = qtts_gguf_parse(buf, size, label, err);
     if (!g) return -1;
     size_t alen = 0;
@@ -95,8 +94,9 @@ static int parse_pack(const unsigned char *buf, size_t size, const char *label, 
     uint64_t count = 0;
     const void *data;
     if (!arch || alen != strlen(pack_arch) || memcmp(arch, pack_arch, alen)) {
-        rc = qtts_fail(err, "%s: a GGUF file but not a voice pack: general.architecture is '%.*s', expected '%s' "
-                            "(models go to -m, not to voices import)",
+        rc = qtts_fail(err,
+                       "%s: a GGUF file but not a voice pack: general.architecture is '%.*s', expected '%s' "
+                       "(models go to -m, not to voices import)",
                        label, arch ? (int)(alen < 48 ? alen : 48) : 4, arch ? arch : "none", pack_arch);
     } else if (qtts_gguf_get_arr(g, "voicepack.names", &elem, &count, &data, err) || elem != QTTS_GGUF_STRING ||
                count < 1) {

@@ -22,8 +22,8 @@
 #include "core/err.h"
 
 typedef struct {
-    char name[72];  /* the pack's name for it; "" for a single-voice file */
-    float *xvec;    /* malloc'd */
+    char name[72]; /* the pack's name for it; "" for a single-voice file */
+    float *xvec; /* malloc'd */
     size_t xvec_len;
     int32_t *codes; /* frame-major [n_frames][16], malloc'd; NULL when the file has none */
     size_t n_frames;
