@@ -1,5 +1,6 @@
 /* Any byte string given to the GGUF parser yields tensors that lie inside the
- * buffer and metadata whose strings/arrays lie inside it, or a clean error. */
+ * buffer and metadata whose strings/arrays lie inside it, or a clean error:
+ * one printable line, whatever control characters the file's names hold. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,19 @@ static void touch(const uint8_t *data, size_t size, const void *p, size_t n) {
     (void)sink;
 }
 
+static void check_printable(const qtts_err *err) {
+    for (const char *c = err->msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     qtts_err err = {0};
     qtts_gguf *g = qtts_gguf_parse(data, size, "fuzz", &err);
-    if (!g) return 0;
+    check_printable(&err);
+    if (!g) {
+        if (!err.msg[0]) abort();
+        return 0;
+    }
     for (int i = 0; i < qtts_gguf_n_tensors(g); i++) {
         const qtts_tensor *t = qtts_gguf_tensor(g, i);
         touch(data, size, t->data, t->nbytes);
@@ -44,8 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         }
     }
+    check_printable(&err);
     qtts_store *st = qtts_store_new(&err);
     if (st) (void)qtts_gguf_add_to_store(g, st, &err);
+    check_printable(&err);
     qtts_store_free(st);
     qtts_gguf_free(g);
     return 0;

@@ -299,6 +299,20 @@ def seeds(golden):
                        ("qtts.config_json", 8, '{"talker_config":{"hidden_size":32}}')],
                       [("a.f32", [3, 2], 0, f32), ("b.bf16", [4], 30, bf16), ("c.q8_0", [32, 1], 8, q8)]),
     }
+    # voice files (voices/voice_import.h): the first byte's low bit says whether the last third is .rvq codes
+    xv = struct.pack("<11f", *[0.1 * i for i in range(11)])
+    codes = rvq_pack([[(q * 97 + 5) % 2048 for q in range(16)]], 16)
+    c["fuzz_voice_import"] = {
+        "pack": b"\x00" + gguf([("general.architecture", 8, "qwen3tts.voicepack"),
+                                ("voicepack.names", 9, (8, ["alice", "bob"])),
+                                ("voicepack.ref_texts", 9, (8, ["Hello there.", ""]))],
+                               [("voicepack.spk.alice.embd", [4], 0, struct.pack("<4f", 1, 2, 3, 4)),
+                                ("voicepack.code.alice.codes", [16, 2], 26, struct.pack("<32i", *range(32))),
+                                ("voicepack.spk.bob.embd", [4], 0, struct.pack("<4f", -1, 0, 1, 2))]),
+        "qvoice": b"\x00QVCE" + struct.pack("<II", 3, 4) + struct.pack("<4f", 1, 2, 3, 4) + b"\0\0\0\0text",
+        "spk": b"\x00" + xv,
+        "spk_rvq": b"\x01" + xv + codes,
+    }
     c["fuzz_safetensors"] = {
         "small": safetensors([("a.weight", "F32", [2, 3], f32), ("b.bias", "BF16", [4], bf16),
                               ("c.f16", "F16", [1], struct.pack("<H", 0x3C00))], {"format": "pt"}),

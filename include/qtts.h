@@ -85,6 +85,16 @@ typedef struct {
      * measures both ways while it runs and keeps the faster; ALWAYS and NEVER
      * are for A/B measurements. The audio is the same either way. */
     qtts_overlap_mode overlap;
+    /* LoRA adapters merged into the talker's weights at load, in order,
+     * before any conversion to weight_type: n_lora entries, each a PEFT
+     * adapter folder (adapter_config.json + adapter_model.safetensors) or
+     * its .safetensors file, optionally followed by ":SCALE" (default 1),
+     * which multiplies the config's lora_alpha / r. As stored (weight_type
+     * NULL or "auto") a merged weight gets the type it had on disk again
+     * (requantized; q8_0 for the storage-only GGUF types); with a
+     * weight_type it stays f32 until that one conversion. NULL / 0: none. */
+    const char *const *lora;
+    int n_lora;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);

@@ -8,7 +8,9 @@
  * the config's id: a second copy puts "arabic" at Russian's id (2069), and
  * Arabic then speaks exactly as Russian does (and unlike English). On the
  * tiny random model greedy codes can coincide between two languages, so the
- * 2072 copy's audio is not compared. */
+ * 2072 copy's audio is not compared. The servers: `qtts serve` lists it in
+ * /v1/models (its model entry's languages) and speaks a request naming it;
+ * `qtts wyoming` lists it in its describe -> info languages. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "harness.h"
 #include "qtts.h"
 #include "support/test_util.h"
+#include "test_server_http.h"
 
 static const char *const model_name = "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny";
 
@@ -65,6 +68,26 @@ static qtts_status say(qtts_engine *e, const char *lang, pcm_buf *out, qtts_erro
     r.greedy = 1;
     r.max_frames = 7;
     return qtts_synthesize(e, &r, pcm_collect, out, NULL, err);
+}
+
+/* Wyoming: describe -> the raw reply (header line and data) up to 10 s, into buf (NUL-terminated). */
+static size_t wyoming_describe(int port, char *buf, size_t cap) {
+    int fd = th_connect(port);
+    size_t n = 0;
+    if (fd < 0) return 0;
+    if (th_send_all(fd, "{\"type\":\"describe\"}\n", 21) == 0) {
+        double t0 = th_now();
+        while (n + 1 < cap && th_now() - t0 < 10 && !memmem(buf, n, "arabic", 6)) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 200) <= 0) continue;
+            ssize_t k = read(fd, buf + n, cap - 1 - n);
+            if (k <= 0) break;
+            n += (size_t)k;
+        }
+    }
+    close(fd);
+    buf[n] = 0;
+    return n;
 }
 
 static double max_diff(const pcm_buf *a, const pcm_buf *b) {
@@ -141,6 +164,43 @@ int main(void) {
     st = system(cmd);
     struct stat sb;
     TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && stat(out, &sb) == 0 && sb.st_size > 44, "%s", cmd);
+
+    /* the servers list it and take it */
+    th_server srv;
+    const char *args[] = {"-m", dir, "--threads", "2", NULL};
+    if (th_start(&srv, args, 120)) {
+        TEST_CHECK(0, "serve starts: %s", srv.log);
+    } else {
+        th_resp r;
+        memset(&r, 0, sizeof r);
+        TEST_CHECK(th_get(srv.port, "/v1/models", NULL, &r) == 0 && r.status == 200 && r.body &&
+                       memmem(r.body, r.body_len, "\"arabic\"", 8),
+                   "/v1/models does not list arabic: %d %.*s", r.status, (int)r.body_len,
+                   r.body ? (const char *)r.body : "");
+        th_resp_free(&r);
+        memset(&r, 0, sizeof r);
+        TEST_CHECK(th_post_json(srv.port, "/v1/audio/speech", NULL,
+                                "{\"input\":\"Hello.\",\"voice\":\"Ryan\",\"language\":\"Arabic\","
+                                "\"max_new_tokens\":4,\"response_format\":\"wav\"}",
+                                &r, 120) == 0 &&
+                       r.status == 200 && r.body_len > 44,
+                   "POST /v1/audio/speech in arabic: %d %.*s", r.status, (int)(r.body_len < 300 ? r.body_len : 300),
+                   r.body ? (const char *)r.body : "");
+        printf("  serve: /v1/models lists arabic; /v1/audio/speech in Arabic: %d, %zu bytes\n", r.status,
+               r.body_len);
+        th_resp_free(&r);
+        th_stop(&srv, 30);
+    }
+    if (th_start_cmd(&srv, "wyoming", "tcp", args, 120, NULL, NULL)) {
+        TEST_CHECK(0, "wyoming starts: %s", srv.log);
+    } else {
+        char info[65536];
+        size_t n = wyoming_describe(srv.port, info, sizeof info);
+        TEST_CHECK(n > 0 && strstr(info, "\"info\"") && strstr(info, "\"arabic\""),
+                   "wyoming info does not list arabic: %.300s", info);
+        printf("  wyoming: describe -> info lists arabic (%zu bytes)\n", n);
+        th_stop(&srv, 30);
+    }
     TEST_CHECK(rm_rf(tmp) == 0, "cleanup");
     return test_finish("test_extra_language");
 }

@@ -45,6 +45,8 @@ class EngineParams(Structure):
         ("decoder_precision", c_char_p),
         ("kv_cache", c_char_p),
         ("overlap", c_int),
+        ("lora", POINTER(c_char_p)),
+        ("n_lora", c_int),
     ]
 
 

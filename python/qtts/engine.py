@@ -13,7 +13,7 @@ import threading
 import weakref
 from ctypes import POINTER, c_float, c_int, c_int32
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -102,6 +102,7 @@ class Engine:
     ``model``: a model folder (with ``speech_tokenizer/``), a ``.gguf``, or the name of a model ``qtts download``
     fetched (``"0.6b-custom-voice"``, ``"Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"``). ``threads``: 0 for all online CPUs.
     ``weights``: ``"auto"`` (as stored), ``"f32"``, ``"bf16"``, ``"q8_0"``, ``"q4_k"`` (the CLI's ``--quant``).
+    ``lora``: PEFT LoRA adapters (folders, or ``"folder:scale"``) merged into the talker at load (``--lora``).
     ``device``: None or ``"cpu"`` (this build computes on the CPU). ``voices_dir``: the registered voices (default
     ``$QTTS_VOICES_DIR``), for ``voice="name"`` and :attr:`voices`. The other parameters are ``qtts say``'s.
     Loading raises :class:`ModelError` for missing, corrupt or unsupported model files.
@@ -110,7 +111,8 @@ class Engine:
     def __init__(self, model: PathLike, *, threads: int = 0, weights: Optional[str] = "auto",
                  device: Optional[str] = None, decoder_precision: Optional[str] = "auto",
                  kv_cache: Optional[str] = "auto", max_batch: int = 0, max_queue: int = 0,
-                 voices_dir: Optional[PathLike] = None, verbose: bool = False) -> None:
+                 voices_dir: Optional[PathLike] = None, verbose: bool = False,
+                 lora: Sequence[Union[str, PathLike]] = ()) -> None:
         self._ptr: Optional[int] = None
         self._lock = threading.Condition()
         self._calls = 0
@@ -132,6 +134,11 @@ class Engine:
         p.verbose = int(bool(verbose))
         p.decoder_precision = encode_str(decoder_precision, "decoder_precision")
         p.kv_cache = encode_str(kv_cache, "kv_cache")
+        if isinstance(lora, (str, bytes, os.PathLike)):
+            lora = [lora]
+        specs = (ctypes.c_char_p * max(1, len(lora)))(*[fs_path(x) for x in lora])  # alive until create returns
+        p.lora = ctypes.cast(specs, ctypes.POINTER(ctypes.c_char_p))
+        p.n_lora = len(lora)
         err = Error()
         ptr = lib.qtts_engine_create(p, err)
         if not ptr:

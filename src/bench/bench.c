@@ -282,6 +282,8 @@ static qtts_engine *open_engine(const qtts_bench_options *o, int threads, qtts_e
     ep.decoder_precision = o->decoder_precision;
     ep.kv_cache = o->kv_cache;
     ep.overlap = o->overlap;
+    ep.lora = o->lora;
+    ep.n_lora = o->n_lora;
     qtts_error e_err;
     qtts_engine *e = qtts_engine_create(&ep, &e_err);
     if (!o->model_path) unlink(path); /* the mapping stays valid */

@@ -37,6 +37,8 @@ typedef struct {
     const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
     const char *kv_cache;          /* "auto" (NULL), "f32", "f16": as qtts_engine_params */
     qtts_overlap_mode overlap; /* decoder steps beside LM steps (2+ threads): qtts_engine_params.overlap */
+    const char *const *lora;   /* LoRA adapters (model_path only): qtts_engine_params.lora */
+    int n_lora;
 } qtts_bench_options;
 
 void qtts_bench_options_default(qtts_bench_options *o);

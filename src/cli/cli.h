@@ -37,6 +37,18 @@ int cli_check_decoder_precision(const char *value);
 int cli_check_kv_cache(const char *value);
 /* --overlap auto|on|off into *out; otherwise prints one error line and returns -1. */
 int cli_parse_overlap(const char *value, qtts_overlap_mode *out);
+/* --lora PATH[:SCALE], repeatable: the values as qtts_engine_params.lora takes them. */
+enum { CLI_MAX_LORA = 16 };
+typedef struct {
+    const char *spec[CLI_MAX_LORA];
+    int n;
+} cli_lora_list;
+/* Appends value; an empty one or one too many prints one error line and returns -1. */
+int cli_add_lora(cli_lora_list *l, const char *value);
+#define CLI_LORA_HELP                                                                                                  \
+    "  --lora PATH[:SCALE]    merge a PEFT LoRA adapter (folder with adapter_config.json and\n"                      \
+    "                         adapter_model.safetensors) into the talker at load; SCALE\n"                          \
+    "                         (default 1) multiplies its alpha/r; repeatable\n"
 
 /* The voices directory (registered voices, as `qtts serve --voices-dir`):
  * the given value, else $QTTS_VOICES_DIR; NULL if neither (cmd_voices.c). */

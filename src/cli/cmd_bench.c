@@ -25,6 +25,8 @@ static void bench_usage(FILE *out) {
             "      --kv-cache T          the talker's KV cache: auto (f16 with q8_0/q4_k, else f32), f32, f16\n"
             "      --overlap MODE        auto (default: measured while running), on, off: decoder steps beside\n"
             "                            LM steps (2 threads or more)\n"
+            "      --lora PATH[:SCALE]   with -m: merge a PEFT LoRA adapter into the talker at load\n"
+            "                            (SCALE default 1, times its alpha/r); repeatable\n"
             "  -m, --model PATH          benchmark a model (folder or .gguf) instead of random weights\n"
             "      --frames N            frames per stream, 80 ms each (default 40)\n"
             "      --batch B             concurrent streams of the second pass, up to 64 (default 1: none)\n"
@@ -38,7 +40,7 @@ static void bench_usage(FILE *out) {
 }
 
 enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
-       O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE };
+       O_LORA, O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE };
 
 static const struct option bench_options[] = {
     {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
@@ -51,6 +53,7 @@ static const struct option bench_options[] = {
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"overlap", required_argument, 0, O_OVERLAP},
     {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"lora", required_argument, 0, O_LORA},
     {0, 0, 0, 0}};
 
 static int parse_size(const char *v) {
@@ -74,7 +77,7 @@ static int parse_variant(const char *v, qtts_variant *out) {
 
 /* Options into o (and -m / --quant / --json, applied by the caller). */
 static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const char **model, const char **quant,
-                            int *json) {
+                            int *json, cli_lora_list *lora) {
     long long v;
     optind = 1;
     opterr = 0;
@@ -85,6 +88,11 @@ static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const 
         case 'm': *model = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); o->kv_cache = optarg; break;
+        case O_LORA:
+            bad = cli_add_lora(lora, optarg);
+            o->lora = lora->spec;
+            o->n_lora = lora->n;
+            break;
         case O_OVERLAP:
             bad = cli_parse_overlap(optarg, &o->overlap);
             break;
@@ -124,8 +132,13 @@ int cmd_bench(int argc, char **argv) {
     qtts_bench_options_default(&o);
     const char *model = NULL, *quant = NULL;
     int json = 0;
-    int rc = bench_parse_args(argc, argv, &o, &model, &quant, &json);
+    cli_lora_list lora = {{0}, 0};
+    int rc = bench_parse_args(argc, argv, &o, &model, &quant, &json, &lora);
     if (rc != CLI_CONTINUE) return rc;
+    if (lora.n && !model) {
+        cli_error("bench: --lora needs a model (-m): random weights have no adapter to fit");
+        return CLI_USAGE;
+    }
     char path[4096];
     if (model) {
         if (!(o.model_path = cli_resolve_model(model, path, sizeof path))) return CLI_FAIL;

@@ -98,6 +98,9 @@ static void say_usage(FILE *out) {
             "                            (~33 dB SNR)\n"
             "      --kv-cache T          the talker's KV cache: auto (default: f16 with q8_0/q4_k\n"
             "                            weights, else f32), f32 or f16 (half the memory)\n"
+            "      --lora PATH[:SCALE]   merge a PEFT LoRA adapter (folder with adapter_config.json and\n"
+            "                            adapter_model.safetensors) into the talker at load; SCALE\n"
+            "                            (default 1) multiplies its alpha/r; repeatable\n"
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");
 }
 
@@ -180,6 +183,7 @@ typedef struct {
     const char *book;   /* --book FILE (-o is then a folder) */
     char *cast[64];     /* --cast NAME=VOICE */
     int n_cast, pause_ms;
+    cli_lora_list lora; /* --lora */
     qtts_sample_format sfmt;
     qtts_request req;
 } say_opts;
@@ -206,7 +210,7 @@ typedef struct {
 } say_job;
 
 enum {
-    O_FORMAT = 256, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
+    O_LORA = 256, O_FORMAT, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
     O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
@@ -235,7 +239,7 @@ static const struct option say_options[] = {
     {"m4b", no_argument, 0, O_M4B},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
-    {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"kv-cache", required_argument, 0, O_KVCACHE}, {"lora", required_argument, 0, O_LORA},
     {"play", no_argument, 0, O_PLAY},          {"voice", required_argument, 0, O_VOICE},
     {"voices-dir", required_argument, 0, O_VOICES_DIR}, {"verbose", no_argument, 0, 'v'},
     {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
@@ -328,6 +332,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_QUANT: o->quant = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->dec_prec = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); o->kv_cache = optarg; break;
+        case O_LORA: bad = cli_add_lora(&o->lora, optarg); break;
         case O_PLAY: o->play = 1; break;
         case O_VOICE: o->voice = optarg; break;
         case O_VOICES_DIR: o->voices_dir = optarg; break;
@@ -513,6 +518,8 @@ static int say_start_engine(const say_opts *o, say_job *j) {
     ep.weight_type = o->quant;
     ep.decoder_precision = o->dec_prec;
     ep.kv_cache = o->kv_cache;
+    ep.lora = o->lora.spec;
+    ep.n_lora = o->lora.n;
     ep.max_batch = 1;
     ep.verbose = o->verbose;
     if (!(j->e = qtts_engine_create(&ep, &err))) {

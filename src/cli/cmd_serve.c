@@ -31,6 +31,7 @@ static void serve_usage(FILE *out) {
             "                         q8_0/q4_k weights, else f32); f16 halves a stream's memory\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (2 threads or more;\n"
             "                         default auto: measured while running)\n"
+            CLI_LORA_HELP
             "  --voices-dir DIR       where registered voices persist (default $QTTS_VOICES_DIR, else\n"
             "                         memory only)\n"
             "  --api-key KEY          require 'Authorization: Bearer KEY' (or $QTTS_API_KEY)\n"
@@ -67,7 +68,7 @@ static void serve_usage(FILE *out) {
 }
 
 enum {
-    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_VOICES_DIR, O_API_KEY, O_CORS,
+    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_LORA, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
     O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
     O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
@@ -83,6 +84,7 @@ static const struct option serve_options[] = {
     {"quant", required_argument, 0, O_QUANT},
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"lora", required_argument, 0, O_LORA},
     {"overlap", required_argument, 0, O_OVERLAP},
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"api-key", required_argument, 0, O_API_KEY},
@@ -119,7 +121,7 @@ typedef struct {
 #define MAX_VOICE_ALIASES 256
 
 static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_engine_params *ep, wyoming_opts *wy,
-                            const char **model, int *drain_s, const char **aliases) {
+                            const char **model, int *drain_s, const char **aliases, cli_lora_list *lora) {
     long long v;
     optind = 1;
     opterr = 0;
@@ -138,6 +140,11 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
         case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
+        case O_LORA:
+            bad = cli_add_lora(lora, optarg);
+            ep->lora = lora->spec;
+            ep->n_lora = lora->n;
+            break;
         case O_VOICES_DIR: sp->voices_dir = optarg; break;
         case O_API_KEY: sp->api_key = optarg; break;
         case O_PUBLIC_LISTS: sp->public_lists = 1; break;
@@ -210,7 +217,8 @@ int cmd_serve(int argc, char **argv) {
     wyoming_opts wy = {-1, 0};
     const char *aliases[MAX_VOICE_ALIASES];
     sp.voice_aliases = aliases;
-    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s, aliases);
+    cli_lora_list lora = {{0}, 0};
+    int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s, aliases, &lora);
     if (rc != CLI_CONTINUE) return rc;
     sigset_t sigs; /* kept off the engine, pool and HTTP threads */
     qtts_engine *e;

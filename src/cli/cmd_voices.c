@@ -1,8 +1,10 @@
-/* qtts voices list|add|rm: the registered voices of a voices directory, the
- * one `qtts serve --voices-dir` keeps (format: src/voices/voice_files.h).
- * list and rm read and change the files alone, with no model; add extracts a
- * voice from reference audio with a Base model (an engine job) and writes it
- * through the server's own store, so a running server sees it on next use. */
+/* qtts voices list|add|rm|import: the registered voices of a voices
+ * directory, the one `qtts serve --voices-dir` keeps (format:
+ * src/voices/voice_files.h). list, rm and import read and change the files
+ * alone, with no model; add extracts a voice from reference audio with a Base
+ * model (an engine job) and writes it through the server's own store, so a
+ * running server sees it on next use. import takes other programs' voice
+ * files (src/voices/voice_import.h). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +19,7 @@
 #include "io/file.h"
 #include "qtts.h"
 #include "voices/voice_files.h"
+#include "voices/voice_import.h"
 #include "voices/voice_store.h"
 
 /* as `qtts say --ref-audio`: a 60 s reference is at most ~70 MB even as 96 kHz 32-bit stereo */
@@ -31,6 +34,7 @@ static void voices_usage(FILE *out) {
             "       qtts voices add NAME --ref-audio FILE [--ref-text TEXT | --x-vector-only] [-m MODEL]\n"
             "                       [--voices-dir DIR] [--threads N]\n"
             "       qtts voices rm NAME [--voices-dir DIR]\n"
+            "       qtts voices import FILE [--name NAME] [--rvq FILE] [--ref-text TEXT] [--voices-dir DIR]\n"
             "\n"
             "Registered (cloned) voices: the directory `qtts serve --voices-dir DIR` keeps, used by\n"
             "`qtts say --voice NAME` and the server's \"voice\". list and rm need no model.\n"
@@ -43,6 +47,15 @@ static void voices_usage(FILE *out) {
             "      --x-vector-only       add: no transcript; the voice clones from the speaker embedding\n"
             "                            alone (also what happens without --ref-text)\n"
             "      --threads N           add: compute threads (default: all CPUs)\n"
+            "      --name NAME           import: the voice's name (default: FILE's name less its extension;\n"
+            "                            a voice pack's voices keep their own names)\n"
+            "      --rvq FILE            import: reference codes (.rvq) for a raw x-vector (default: FILE's\n"
+            "                            .rvq next to it, when there is one)\n"
+            "\n"
+            "import reads: CrispASR voice packs (.gguf, every voice with codes and transcript), raw f32\n"
+            "x-vectors (qwentts.cpp's .spk and .rvq, gm-C's x-vector .bin) and gm-C's .qvoice (its\n"
+            "x-vector). The voice then clones in context when it has codes and a transcript, else from\n"
+            "the x-vector alone; its length must be the model's hidden size (checked on use).\n"
             "  -q, --quiet               no information lines on stderr\n"
             "\n"
             "NAME: %s.\n",
@@ -287,7 +300,111 @@ static int voices_add(const add_opts *o) {
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }
 
-enum { O_VOICES_DIR = 256, O_JSON, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_THREADS };
+/* ---- import ---- */
+
+typedef struct {
+    const char *dir, *file, *name, *rvq, *ref_text;
+    int quiet;
+} import_opts;
+
+/* FILE.rvq beside a FILE.spk or FILE.bin, when it exists (qwentts.cpp writes the pair). */
+static int sibling_rvq(const char *file, char *out, size_t n) {
+    const char *dot = strrchr(file, '.'), *slash = strrchr(file, '/');
+    if (!dot || (slash && dot < slash) || (strcmp(dot, ".spk") && strcmp(dot, ".bin"))) return 0;
+    if (snprintf(out, n, "%.*s.rvq", (int)(dot - file), file) >= (int)n) return 0;
+    struct stat st;
+    return stat(out, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* FILE's name less its directory and extension. */
+static void file_stem(const char *file, char *out, size_t n) {
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *dot = strrchr(base, '.');
+    snprintf(out, n, "%.*s", (int)(dot && dot > base ? dot - base : (ptrdiff_t)strlen(base)), base);
+}
+
+static int import_write(const import_opts *o, voice_import_set *set) {
+    char err[512];
+    struct stat st;
+    for (int i = 0; i < set->n; i++) { /* every name checked before anything is written */
+        const char *nm = set->items[i].name;
+        if (!srv_voice_name_ok(nm)) {
+            cli_error("voices import: %s: invalid voice name '%.80s' (%s); give --name", o->file, nm, name_rule);
+            return CLI_FAIL;
+        }
+        if (srv_voice_files_stat(o->dir, nm, &st) == 0) {
+            cli_error("voice '%s' already exists in %s (remove it first: qtts voices rm %s)", nm, o->dir, nm);
+            return CLI_FAIL;
+        }
+    }
+    if (mkdir(o->dir, 0755) != 0 && errno != EEXIST) {
+        cli_error("voices dir %s: %s", o->dir, strerror(errno));
+        return CLI_FAIL;
+    }
+    if (check_dir(o->dir)) return CLI_FAIL;
+    unsigned long counter = 0;
+    for (int i = 0; i < set->n; i++) {
+        const voice_import_item *it = &set->items[i];
+        if (srv_voice_files_write_parts(o->dir, it->name, it->xvec, it->xvec_len, it->codes, it->n_frames,
+                                        SRV_VOICE_FILE_CODEBOOKS, it->ref_text, &counter, &st, err, sizeof err)) {
+            cli_error("%s", err);
+            return CLI_FAIL;
+        }
+        srv_voice_file_info info;
+        if (srv_voice_files_info(o->dir, it->name, &info, err, sizeof err)) {
+            cli_error("%s", err);
+            return CLI_FAIL;
+        }
+        print_table(&info, 1);
+        srv_voice_files_info_free(&info);
+        if (!o->quiet)
+            fprintf(stderr, "qtts: imported voice '%s' (%s, x-vector of %zu, %zu frames of codes) into %s\n", it->name,
+                    set->format, it->xvec_len, it->n_frames, o->dir);
+    }
+    return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
+}
+
+static int voices_import(const import_opts *o) {
+    char *buf = NULL, *rvq = NULL, rvq_path[PATH_MAX];
+    size_t n = 0, n_rvq = 0;
+    qtts_err qe = {0};
+    const char *rvq_file = o->rvq;
+    if (!rvq_file && sibling_rvq(o->file, rvq_path, sizeof rvq_path)) rvq_file = rvq_path;
+    if (qtts_read_file(o->file, MAX_AUDIO_BYTES, &buf, &n, &qe) ||
+        (rvq_file && qtts_read_file(rvq_file, MAX_AUDIO_BYTES, &rvq, &n_rvq, &qe))) {
+        cli_error("%s", qe.msg);
+        free(buf);
+        return CLI_FAIL;
+    }
+    voice_import_set set;
+    int is_raw = n < 4 || (memcmp(buf, "GGUF", 4) && memcmp(buf, "QVCE", 4));
+    int rc = CLI_FAIL;
+    if (rvq_file && !o->rvq && !is_raw) { /* a sibling .rvq goes with raw x-vectors only */
+        free(rvq);
+        rvq = NULL, rvq_file = NULL;
+    }
+    if (voice_import_parse((const unsigned char *)buf, n, (const unsigned char *)rvq, n_rvq, o->file, &set, &qe)) {
+        cli_error("voices import: %s", qe.msg);
+    } else if ((o->name || o->ref_text) && set.n > 1) {
+        cli_error("voices import: %s holds %d voices: --name and --ref-text apply to a file of one", o->file, set.n);
+        rc = CLI_USAGE;
+    } else {
+        if (o->name) snprintf(set.items[0].name, sizeof set.items[0].name, "%s", o->name);
+        else if (!set.items[0].name[0]) file_stem(o->file, set.items[0].name, sizeof set.items[0].name);
+        if (o->ref_text && !(set.items[0].ref_text = strdup(o->ref_text))) cli_error("out of memory");
+        else {
+            if (rvq_file && !o->quiet) fprintf(stderr, "qtts: codes from %s\n", rvq_file);
+            rc = import_write(o, &set);
+        }
+    }
+    voice_import_free(&set);
+    free(buf);
+    free(rvq);
+    return rc;
+}
+
+enum { O_VOICES_DIR = 256, O_JSON, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_THREADS, O_NAME, O_RVQ };
 static const struct option voices_options[] = {
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"json", no_argument, 0, O_JSON},
@@ -296,6 +413,8 @@ static const struct option voices_options[] = {
     {"ref-text", required_argument, 0, O_REF_TEXT},
     {"x-vector-only", no_argument, 0, O_XVEC},
     {"threads", required_argument, 0, O_THREADS},
+    {"name", required_argument, 0, O_NAME},
+    {"rvq", required_argument, 0, O_RVQ},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -312,13 +431,14 @@ int cmd_voices(int argc, char **argv) {
         return CLI_OK;
     }
     int is_list = !strcmp(sub, "list") || !strcmp(sub, "ls"), is_add = !strcmp(sub, "add");
-    int is_rm = !strcmp(sub, "rm") || !strcmp(sub, "remove");
-    if (!is_list && !is_add && !is_rm) {
-        cli_error("voices: unknown subcommand '%s' (list, add or rm; see 'qtts voices --help')", sub);
+    int is_rm = !strcmp(sub, "rm") || !strcmp(sub, "remove"), is_import = !strcmp(sub, "import");
+    if (!is_list && !is_add && !is_rm && !is_import) {
+        cli_error("voices: unknown subcommand '%s' (list, add, rm or import; see 'qtts voices --help')", sub);
         return CLI_USAGE;
     }
     add_opts o = {0};
-    int json = 0, add_only = 0;
+    import_opts io = {0};
+    int json = 0, add_only = 0, import_only = 0, text_given = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -336,8 +456,16 @@ int cmd_voices(int argc, char **argv) {
             add_only = 1;
             break;
         case O_REF_TEXT:
-            o.ref_text = optarg;
-            add_only = 1;
+            o.ref_text = io.ref_text = optarg;
+            text_given = 1;
+            break;
+        case O_NAME:
+            io.name = optarg;
+            import_only = 1;
+            break;
+        case O_RVQ:
+            io.rvq = optarg;
+            import_only = 1;
             break;
         case O_XVEC:
             o.x_vector_only = 1;
@@ -358,12 +486,17 @@ int cmd_voices(int argc, char **argv) {
     int n_args = argc - 1 - optind;
     if (is_list ? n_args != 0 : n_args != 1) {
         if (is_list) cli_error("voices list takes no arguments");
+        else if (is_import) cli_error("voices import: give one FILE");
         else cli_error("voices %s: give one voice NAME", sub);
         return CLI_USAGE;
     }
-    if ((add_only && !is_add) || (json && !is_list)) {
+    if ((add_only && !is_add) || (json && !is_list) || (import_only && !is_import) ||
+        (text_given && !is_add && !is_import)) {
         cli_error("voices %s: %s applies to 'voices %s' only", sub, json ? "--json" : "that option",
-                  json ? "list" : "add");
+                  json                      ? "list"
+                  : import_only             ? "import"
+                  : text_given && !add_only ? "add' or 'voices import"
+                                            : "add");
         return CLI_USAGE;
     }
     o.dir = cli_voices_dir(o.dir);
@@ -372,6 +505,12 @@ int cmd_voices(int argc, char **argv) {
         return CLI_USAGE;
     }
     if (is_list) return voices_list(o.dir, json, o.quiet);
+    if (is_import) {
+        io.dir = o.dir;
+        io.file = argv[1 + optind];
+        io.quiet = o.quiet;
+        return voices_import(&io);
+    }
     o.name = argv[1 + optind];
     if (!srv_voice_name_ok(o.name)) {
         cli_error("voices %s: invalid voice name '%.80s' (%s)", sub, o.name, name_rule);

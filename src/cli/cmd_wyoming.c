@@ -34,6 +34,7 @@ static void wyoming_usage(FILE *out) {
             "                         (default auto)\n"
             "  --kv-cache T           auto|f32|f16 (default auto: f16 with q8_0/q4_k weights)\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (default auto)\n"
+            CLI_LORA_HELP
             "  --max-connections N    concurrent connections (default 16); more get an error event\n"
             "  --idle-timeout S       close a connection that sends nothing for S seconds (default 60)\n"
             "  --timeout S            one synthesis at most S seconds (default 600)\n"
@@ -48,7 +49,7 @@ static void wyoming_usage(FILE *out) {
 }
 
 enum {
-    O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP,
+    O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_LORA,
     O_MAX_CONN, O_IDLE, O_TIMEOUT, O_MAX_INPUT, O_CHUNK_MS, O_DRAIN, O_ZEROCONF, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_LANGUAGE,
 };
 static const struct option wyoming_options[] = {
@@ -66,6 +67,7 @@ static const struct option wyoming_options[] = {
     {"quant", required_argument, 0, O_QUANT},
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"lora", required_argument, 0, O_LORA},
     {"overlap", required_argument, 0, O_OVERLAP},
     {"max-connections", required_argument, 0, O_MAX_CONN},
     {"idle-timeout", required_argument, 0, O_IDLE},
@@ -81,7 +83,7 @@ static const struct option wyoming_options[] = {
 };
 
 static int wyoming_parse_args(int argc, char **argv, qtts_wyoming_params *wp, qtts_engine_params *ep,
-                              const char **model, int *drain_s) {
+                              const char **model, int *drain_s, cli_lora_list *lora) {
     optind = 1;
     opterr = 0;
     int c;
@@ -103,6 +105,11 @@ static int wyoming_parse_args(int argc, char **argv, qtts_wyoming_params *wp, qt
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
         case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
+        case O_LORA:
+            bad = cli_add_lora(lora, optarg);
+            ep->lora = lora->spec;
+            ep->n_lora = lora->n;
+            break;
         case O_MAX_CONN: bad = cli_int_to("--max-connections", optarg, 1, 65536, &wp->max_connections); break;
         case O_IDLE: bad = cli_int_to("--idle-timeout", optarg, 1, 86400, &wp->idle_timeout_s); break;
         case O_TIMEOUT: bad = cli_int_to("--timeout", optarg, 1, 86400, &wp->request_timeout_s); break;
@@ -143,7 +150,8 @@ int cmd_wyoming(int argc, char **argv) {
     int drain_s = 30;
     const char *vdir = getenv("QTTS_VOICES_DIR"); /* the same default as serve, say --voice and qtts voices */
     if (vdir && *vdir) wp.voices_dir = vdir;
-    int rc = wyoming_parse_args(argc, argv, &wp, &ep, &model, &drain_s);
+    cli_lora_list lora = {{0}, 0};
+    int rc = wyoming_parse_args(argc, argv, &wp, &ep, &model, &drain_s, &lora);
     if (rc != CLI_CONTINUE) return rc;
     sigset_t sigs; /* kept off the engine, pool, accept and connection threads */
     qtts_engine *e;

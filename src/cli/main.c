@@ -58,6 +58,19 @@ int cli_parse_overlap(const char *value, qtts_overlap_mode *out) {
     return -1;
 }
 
+int cli_add_lora(cli_lora_list *l, const char *value) {
+    if (!value || !*value) {
+        cli_error("--lora: expected PATH or PATH:SCALE, got ''");
+        return -1;
+    }
+    if (l->n == CLI_MAX_LORA) {
+        cli_error("--lora: at most %d adapters", CLI_MAX_LORA);
+        return -1;
+    }
+    l->spec[l->n++] = value;
+    return 0;
+}
+
 int cli_check_kv_cache(const char *value) {
     if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "f16")) return 0;
     cli_error("--kv-cache: expected auto, f32 or f16, got '%s'", value);

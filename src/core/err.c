@@ -12,8 +12,28 @@
 #include <sys/mman.h>
 #endif
 
+/* Control characters (a tensor name or metadata key of a hostile file, a
+ * header value) become \xNN, so a message stays one printable line in a
+ * terminal, a log or an HTTP reply: no newline, no escape sequence. */
+static void escape_controls(char *msg, size_t cap) {
+    size_t n = strlen(msg), i = 0;
+    while (i < n && (unsigned char)msg[i] >= 0x20 && msg[i] != 0x7f) i++;
+    if (i == n) return;
+    char out[1024];
+    size_t o = 0;
+    for (size_t k = 0; k < n && o + 5 < sizeof out; k++) {
+        unsigned char c = (unsigned char)msg[k];
+        if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(out + o, sizeof out - o, "\\x%02x", c);
+        else out[o++] = (char)c;
+    }
+    const size_t m = o < cap - 1 ? o : cap - 1;
+    memcpy(msg, out, m);
+    msg[m] = 0;
+}
+
 static void vfail(qtts_err *e, qtts_status status, const char *fmt, va_list ap) {
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    escape_controls(e->msg, sizeof e->msg);
     e->status = status;
 }
 
@@ -49,6 +69,7 @@ qtts_status qtts_error_set(qtts_error *to, qtts_status status, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(to->message, sizeof to->message, fmt, ap);
         va_end(ap);
+        escape_controls(to->message, sizeof to->message);
         to->status = status;
     }
     return status;
@@ -63,6 +84,7 @@ int qtts_fail_prefix(qtts_err *e, const char *fmt, ...) {
         va_end(ap);
         memcpy(old, e->msg, sizeof old);
         snprintf(e->msg, sizeof e->msg, "%.255s: %.254s", prefix, old);
+        escape_controls(e->msg, sizeof e->msg);
     }
     return -1;
 }

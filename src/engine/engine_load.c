@@ -1,14 +1,18 @@
 /* Model loading and unloading. Both run on the engine thread: converting and
  * packing weights is compute, and the pool belongs to that thread. */
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/clock.h"
 #include "engine/engine_internal.h"
 #include "io/gguf.h"
 #include "io/layout.h"
+#include "io/lora.h"
 
 int engine_build_name_lists(qtts_engine *e) {
     const qtts_model_config *c = &e->talker->cfg;
@@ -56,14 +60,60 @@ static qtts_dtype lm_weight_type(const qtts_store *st, qtts_dtype want) {
 
 /* Milliseconds per load phase, for the report. */
 typedef struct {
-    double open, calibrate, weights, decoder, text, release, precision;
+    double open, calibrate, weights, decoder, text, release, precision, lora;
 } load_times;
+
+/* "PATH[:SCALE]": a path that exists is taken whole (a folder may hold a
+ * colon), else a number after the last colon is the scale. */
+static int lora_spec(const char *spec, char *path, size_t n, double *scale, qtts_err *err) {
+    struct stat sb;
+    *scale = 1;
+    if (snprintf(path, n, "%s", spec) >= (int)n) return qtts_fail(err, "--lora '%.64s...': path too long", spec);
+    char *colon = strrchr(path, ':');
+    if (stat(path, &sb) == 0 || !colon) return 0;
+    char *end;
+    errno = 0;
+    double x = strtod(colon + 1, &end);
+    if (colon[1] == 0 || *end || errno || !isfinite(x))
+        return qtts_fail(err, "--lora '%s': expected PATH or PATH:SCALE with SCALE a finite number", spec);
+    *colon = 0;
+    *scale = x;
+    return 0;
+}
+
+/* The adapters of p->lora merged into *st, in order, on the engine's pool
+ * (io/lora.h). As stored (no weight_type), a merged weight keeps its stored
+ * type, so the layouts are decided as for the model without them; with one,
+ * it stays f32 for the loader's one conversion. */
+static int merge_adapters(const qtts_engine_params *p, qtts_pool *pool, qtts_dtype asked, qtts_store **st,
+                          qtts_err *err) {
+    for (int i = 0; i < p->n_lora; i++) {
+        char path[PATH_MAX];
+        double scale;
+        int n = 0;
+        if (!p->lora || !p->lora[i]) return qtts_fail(err, "lora[%d] is NULL (n_lora %d)", i, p->n_lora);
+        if (lora_spec(p->lora[i], path, sizeof path, &scale, err)) return -1;
+        if (qtts_lora_merge(st, path, scale, asked != QTTS_DTYPE_INVALID, pool, &n, err)) {
+            qtts_fail_prefix(err, "LoRA adapter");
+            return -1;
+        }
+        if (p->verbose) fprintf(stderr, "qtts: LoRA %s: %d weights merged, scale %g\n", path, n, scale);
+    }
+    return 0;
+}
 
 /* The talker from st (which it takes), its matrices converted and laid out
  * as the loader decided on the engine's pool. */
-static int load_talker(qtts_engine *e, qtts_pool *pool, qtts_store *st, const qtts_model_config *cfg,
-                       const qtts_generation_config *gen, qtts_talker_options *topt, load_times *lt, qtts_err *err) {
+static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_store *st,
+                       const qtts_model_config *cfg, const qtts_generation_config *gen, qtts_talker_options *topt,
+                       load_times *lt, qtts_err *err) {
     double t0 = qtts_now_ms();
+    if (merge_adapters(lp, pool, topt->weight_type, &st, err)) {
+        qtts_store_free(st);
+        return -1;
+    }
+    lt->lora += qtts_now_ms() - t0;
+    t0 = qtts_now_ms();
     const double m0 = e->tuning.measure_ms;
     topt->pool = pool;
     topt->layout = engine_tuning_layout(e, pool, lm_weight_type(st, topt->weight_type));
@@ -77,8 +127,8 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, qtts_store *st, const qt
 /* A model whose tensors are not an official folder's (a qtts .gguf, another
  * project's GGUF pair, a Transformers-native folder): its text files are in
  * a private folder, its tensors under the official names (io/layout.h). */
-static int load_packed(qtts_engine *e, qtts_pool *pool, qtts_model_files *mf, qtts_talker_options *topt,
-                       load_times *lt, qtts_err *err) {
+static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_model_files *mf,
+                       qtts_talker_options *topt, load_times *lt, qtts_err *err) {
     const char *tmp = mf->dir;
     qtts_store *model_store = mf->model_store;
     e->codec_store = mf->codec_store;
@@ -91,7 +141,7 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, qtts_model_files *mf, qt
     int ok = !qtts_model_config_load(&cfg, tmp, err) && !qtts_generation_config_load(&gen, tmp, err) &&
              !qtts_codec_config_load(&cc, codec_dir, err);
     if (ok) {
-        ok = !load_talker(e, pool, model_store, &cfg, &gen, topt, lt, err);
+        ok = !load_talker(e, pool, lp, model_store, &cfg, &gen, topt, lt, err);
         model_store = NULL;
         double t0 = qtts_now_ms();
         ok = ok && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, err)) != NULL;
@@ -108,15 +158,15 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, qtts_model_files *mf, qt
 }
 
 /* An official model folder. */
-static int load_folder(qtts_engine *e, qtts_pool *pool, const char *path, qtts_talker_options *topt, load_times *lt,
-                       qtts_err *err) {
+static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, const char *path,
+                       qtts_talker_options *topt, load_times *lt, qtts_err *err) {
     double t0 = qtts_now_ms();
     qtts_model_config cfg;
     qtts_generation_config gen;
     if (qtts_model_config_load(&cfg, path, err) || qtts_generation_config_load(&gen, path, err)) return -1;
     qtts_store *st = qtts_store_open(path, err);
     lt->open += qtts_now_ms() - t0;
-    if (!st || load_talker(e, pool, st, &cfg, &gen, topt, lt, err)) return -1;
+    if (!st || load_talker(e, pool, lp, st, &cfg, &gen, topt, lt, err)) return -1;
     t0 = qtts_now_ms();
     e->decoder = qtts_codec_decoder_open(path, err);
     lt->decoder += qtts_now_ms() - t0;
@@ -133,11 +183,12 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const char *path, qtts_t
 }
 
 static void load_report(qtts_engine *e, const load_times *lt, double total) {
-    snprintf(e->load_report, sizeof e->load_report,
-             "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LM weights %.0f (convert, repack), "
-             "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f",
-             total, lt->open, lt->calibrate, e->tuning.n_measured, lt->weights, lt->decoder, lt->precision, lt->text,
-             lt->release);
+    snprintf(
+        e->load_report, sizeof e->load_report,
+        "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
+        "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f",
+        total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder, lt->precision,
+        lt->text, lt->release);
     e->info.load_report = e->load_report;
     e->info.kernels_measured = e->tuning.n_measured;
 }
@@ -169,8 +220,8 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
     if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT, &j->err)) return;
     lt.open += qtts_now_ms() - t0;
     if (mf.note[0] && j->p->verbose) fprintf(stderr, "qtts: %s (%s layout): %s\n", mf.files, mf.layout, mf.note);
-    int rc = mf.model_store ? load_packed(e, pool, &mf, &topt, &lt, &j->err)
-                            : load_folder(e, pool, path, &topt, &lt, &j->err);
+    int rc = mf.model_store ? load_packed(e, pool, j->p, &mf, &topt, &lt, &j->err)
+                            : load_folder(e, pool, j->p, path, &topt, &lt, &j->err);
     qtts_model_files_close(&mf);
     if (rc) return;
     /* Converted and packed weights live in their own memory now: let the

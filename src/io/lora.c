@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "io/json_util.h"
+#include "tensor/quant.h"
 
 static const char *const prefixes[] = {"base_model.model.", ""};
 
@@ -48,7 +49,49 @@ static int read_config(const char *dir, double *factor, int64_t *rank, qtts_err 
     return rc;
 }
 
-int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int *n_merged, qtts_err *err) {
+/* W rows [begin, end) += s * (B A) rows, each sum in double. */
+typedef struct {
+    float *w;
+    const float *a, *b;
+    int64_t cols, rank;
+    double s;
+} merge_job;
+
+static void merge_rows(void *ctx, int64_t begin, int64_t end, int tid) {
+    (void)tid;
+    const merge_job *j = ctx;
+    for (int64_t o = begin; o < end; o++)
+        for (int64_t c = 0; c < j->cols; c++) {
+            double acc = 0;
+            for (int64_t k = 0; k < j->rank; k++) acc += (double)j->b[o * j->rank + k] * j->a[k * j->cols + c];
+            j->w[o * j->cols + c] = (float)(j->w[o * j->cols + c] + j->s * acc);
+        }
+}
+
+/* The type a merged weight is stored in: the one it had when a kernel runs
+ * that type, as PEFT merges in the weight's dtype (a Q8_0 or bf16 model
+ * stays one); for the storage-only types (Q5_K, Q6_K...) Q8_0, what the
+ * loader requantizes their matrices to anyway. */
+static qtts_dtype merged_type(const qtts_tensor *t) {
+    return qtts_dtype_runs(t->type) ? t->type : qtts_dtype_fit(QTTS_Q8_0, t->shape[1], QTTS_F32);
+}
+
+static void store_rows(qtts_dtype t, const float *src, void *dst, int64_t rows, int64_t cols) {
+    const size_t rb = qtts_dtype_row_bytes(t, cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = src + r * cols;
+        unsigned char *d = (unsigned char *)dst + (size_t)r * rb;
+        uint16_t *h = (uint16_t *)d;
+        if (t == QTTS_BF16)
+            for (int64_t c = 0; c < cols; c++) h[c] = qtts_f32_to_bf16(x[c]);
+        else if (t == QTTS_F16)
+            for (int64_t c = 0; c < cols; c++) h[c] = qtts_f32_to_f16(x[c]);
+        else qtts_quantize_row(t, x, d, cols);
+    }
+}
+
+int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int keep_f32, qtts_pool *pool, int *n_merged,
+                    qtts_err *err) {
     char dir[PATH_MAX], file[PATH_MAX + 32];
     struct stat sb;
     snprintf(dir, sizeof dir, "%s", path);
@@ -66,8 +109,9 @@ int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int *n_mer
     qtts_store *ad = qtts_store_open_safetensors(file, err);
     if (!ad) return -1;
     qtts_store *base = *stp, *out = qtts_store_new(err);
-    float **merged = qtts_calloc((size_t)qtts_store_count(base) + 1, sizeof *merged, err);
-    int rc = out && merged ? 0 : -1, n = 0;
+    void **merged = qtts_calloc((size_t)qtts_store_count(base) + 1, sizeof *merged, err);
+    /* views of mapped weights stay mapped (their pages can leave the RSS once converted) */
+    int rc = out && merged && !qtts_store_borrow_mappings(out, base, err) ? 0 : -1, n = 0;
     const double s = scale * factor;
     /* each lora_A with its lora_B: the weight it changes, merged in double */
     for (int i = 0; !rc && i < qtts_store_count(ad); i++) {
@@ -75,8 +119,10 @@ int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int *n_mer
         const char *suf = strstr(A->name, ".lora_A.");
         if (!suf) {
             if (!strstr(A->name, ".lora_B."))
-                rc = qtts_fail(err, "%s: tensor '%s' is not a LoRA A or B matrix (PEFT names end in "
-                                    ".lora_A.weight / .lora_B.weight)", file, A->name);
+                rc = qtts_fail(err,
+                               "%s: tensor '%s' is not a LoRA A or B matrix (PEFT names end in "
+                               ".lora_A.weight / .lora_B.weight)",
+                               file, A->name);
             continue;
         }
         char mod[512], bname[600], wname[600];
@@ -117,22 +163,31 @@ int qtts_lora_merge(qtts_store **stp, const char *path, double scale, int *n_mer
             rc = -1;
             break;
         }
-        const int64_t rows = W->shape[0], cols = W->shape[1], r = A->shape[0];
-        for (int64_t o = 0; o < rows; o++)
-            for (int64_t c = 0; c < cols; c++) {
-                double acc = 0;
-                for (int64_t k = 0; k < r; k++) acc += (double)b[o * r + k] * a[k * cols + c];
-                w[o * cols + c] = (float)(w[o * cols + c] + s * acc);
-            }
+        merge_job job = {w, a, b, W->shape[1], A->shape[0], s};
+        qtts_parallel_for_work(pool, W->shape[0], 1, (double)W->shape[0] * W->shape[1] * (A->shape[0] + 1), merge_rows,
+                               &job);
         free(a);
         free(b);
-        merged[wi] = w;
+        void *stored = w;
+        const qtts_dtype mt = keep_f32 ? QTTS_F32 : merged_type(W);
+        if (mt != QTTS_F32) {
+            stored = qtts_malloc(qtts_dtype_row_bytes(mt, W->shape[1]) * (size_t)W->shape[0], err);
+            if (!stored) {
+                free(w);
+                rc = -1;
+                break;
+            }
+            store_rows(mt, w, stored, W->shape[0], W->shape[1]);
+            free(w);
+        }
+        merged[wi] = stored;
         n++;
     }
     for (int i = 0; !rc && i < qtts_store_count(base); i++) {
         const qtts_tensor *t = qtts_store_at(base, i);
         if (merged[i]) {
-            rc = qtts_store_add(out, t->name, QTTS_F32, t->ndim, t->shape, merged[i], 1, err);
+            rc = qtts_store_add(out, t->name, keep_f32 ? QTTS_F32 : merged_type(t), t->ndim, t->shape, merged[i], 1,
+                                err);
             if (!rc) merged[i] = NULL;
         } else {
             rc = qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err);

@@ -10,11 +10,16 @@
 #include "core/err.h"
 #include "io/store.h"
 
-/* Replaces *st with a store holding the merged weights (f32) and the others
- * as views of the old store, which the new one owns. path: the adapter's
- * folder (or its adapter_model.safetensors). A target the model does not
- * have, or a shape that does not fit, fails naming the tensor; *st is then
- * unchanged. n_merged (may be NULL) gets the number of weights merged. */
-int qtts_lora_merge(qtts_store **st, const char *path, double scale, int *n_merged, qtts_err *err);
+/* Replaces *st with a store holding the merged weights and the others as
+ * views of the old store, which the new one owns. Each merged weight is
+ * computed in f32 (the sums in double) and stored in its own type again
+ * when a kernel runs that type (f32, bf16, f16, q8_0 and q4_k requantized),
+ * else (Q5_K, Q6_K...) requantized to q8_0; with keep_f32 (the loader
+ * converts every matrix to an asked type anyway) it stays f32. path: the adapter's folder (or its adapter_model.safetensors).
+ * A target the model does not have, or a shape that does not fit, fails
+ * naming the tensor; *st is then unchanged. pool: the caller's (NULL: this
+ * thread). n_merged (may be NULL) gets the number of weights merged. */
+int qtts_lora_merge(qtts_store **st, const char *path, double scale, int keep_f32, qtts_pool *pool, int *n_merged,
+                    qtts_err *err);
 
 #endif

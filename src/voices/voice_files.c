@@ -310,15 +310,22 @@ static void unlink_parts(const char *dir, const char *name) {
 
 int srv_voice_files_write(qtts_engine *e, const char *dir, const char *name, qtts_voice *v, unsigned long *tmp_counter,
                           struct stat *st, char *err, size_t err_size) {
+    size_t n_frames = 0, xlen = 0;
+    const int32_t *codes = qtts_voice_codes(v, &n_frames);
+    const float *x = qtts_voice_xvector(v, &xlen);
+    return srv_voice_files_write_parts(dir, name, x, xlen, codes, n_frames, qtts_engine_info(e)->n_codebooks,
+                                       qtts_voice_ref_text(v), tmp_counter, st, err, err_size);
+}
+
+int srv_voice_files_write_parts(const char *dir, const char *name, const float *x, size_t xlen, const int32_t *codes,
+                                size_t n_frames, int64_t n_q, const char *rt, unsigned long *tmp_counter,
+                                struct stat *st, char *err, size_t err_size) {
     char path[4096];
     if (srv_voice_files_stat(dir, name, st) == 0) {
         snprintf(err, err_size, "voice '%s' already exists", name);
         return -2;
     }
-    size_t n_frames = 0, xlen = 0, size = 0;
-    const int32_t *codes = qtts_voice_codes(v, &n_frames);
-    const float *x = qtts_voice_xvector(v, &xlen);
-    int64_t n_q = qtts_engine_info(e)->n_codebooks;
+    size_t size = 0;
     qtts_err qe = {0};
     path_of(dir, name, "rvq", path, sizeof path);
     if (codes && n_frames) {
@@ -339,7 +346,6 @@ int srv_voice_files_write(qtts_engine *e, const char *dir, const char *name, qtt
         unlink(path); /* an orphan of an earlier crashed registration */
     }
     cJSON *root = cJSON_CreateObject();
-    const char *rt = qtts_voice_ref_text(v);
     if (!root || !cJSON_AddStringToObject(root, "name", name) ||
         !(rt ? cJSON_AddStringToObject(root, "ref_text", rt) : cJSON_AddNullToObject(root, "ref_text"))) {
         cJSON_Delete(root);

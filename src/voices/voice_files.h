@@ -16,6 +16,7 @@
 #define QTTS_VOICES_VOICE_FILES_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "qtts.h"
@@ -68,6 +69,13 @@ qtts_voice *srv_voice_files_load(qtts_engine *e, const char *dir, const char *na
  * exists, -1 on failure (err). */
 int srv_voice_files_write(qtts_engine *e, const char *dir, const char *name, qtts_voice *v, unsigned long *tmp_counter,
                           struct stat *st, char *err, size_t err_size);
+
+/* The same from the parts, with no engine (`qtts voices import`): x-vector
+ * x[xlen], frame-major codes[n_frames][n_q] (may be NULL / 0), transcript rt
+ * (may be NULL). The caller checks them. */
+int srv_voice_files_write_parts(const char *dir, const char *name, const float *x, size_t xlen, const int32_t *codes,
+                                size_t n_frames, int64_t n_q, const char *rt, unsigned long *tmp_counter,
+                                struct stat *st, char *err, size_t err_size);
 
 /* Removes NAME (NAME.spk first). Returns 0, -2 if unknown, -1 on an I/O
  * failure (err). */
