@@ -17,7 +17,9 @@
     X(attention, 5)                                                                                                    \
     X(silu_mul, 2)                                                                                                     \
     X(embed_add, 3)                                                                                                    \
-    X(argmax, 2)
+    X(argmax, 2)                                                                                                       \
+    X(add_rows, 2)                                                                                                     \
+    X(logits_rules, 3)
 
 typedef enum {
 #define QTTS_GPU_SHADER_ENUM(name, nb) QTTS_SHADER_##name,
