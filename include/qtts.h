@@ -85,6 +85,14 @@ typedef struct {
      * measures both ways while it runs and keeps the faster; ALWAYS and NEVER
      * are for A/B measurements. The audio is the same either way. */
     qtts_overlap_mode overlap;
+    /* Where the talker and code predictor run: NULL or "cpu"; "vulkan" (the
+     * first discrete GPU, else integrated, else any Vulkan device) or
+     * "vulkan:N" (device N of `qtts info --devices`): engine creation fails
+     * when it cannot be opened; "auto": that device where one opens, else the
+     * CPU with one line on stderr saying why. On a device only greedy
+     * requests run there (sampled ones and incremental text stay on the CPU);
+     * the decoder and the cloning front end always run on the CPU. */
+    const char *device;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);
@@ -113,6 +121,8 @@ typedef struct {
     const char *load_report;
     /* Kernel measurements the load ran (0: none needed, or all read from the per-CPU calibration cache). */
     int kernels_measured;
+    /* "cpu", or the device the talker runs on, e.g. "vulkan: NAME (DRIVER)" */
+    const char *device;
 } qtts_model_info;
 
 /* Valid as long as the engine. */

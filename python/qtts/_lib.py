@@ -45,6 +45,7 @@ class EngineParams(Structure):
         ("decoder_precision", c_char_p),
         ("kv_cache", c_char_p),
         ("overlap", c_int),
+        ("device", c_char_p),
     ]
 
 
@@ -68,6 +69,7 @@ class ModelInfo(Structure):
         ("kv_cache", c_char_p),
         ("load_report", c_char_p),
         ("kernels_measured", c_int),
+        ("device", c_char_p),
     ]
 
 

@@ -280,6 +280,7 @@ static qtts_engine *open_engine(const qtts_bench_options *o, int threads, qtts_e
     ep.max_batch = o->batch;
     ep.decoder_precision = o->decoder_precision;
     ep.kv_cache = o->kv_cache;
+    ep.device = o->device;
     ep.overlap = o->overlap;
     qtts_error e_err;
     qtts_engine *e = qtts_engine_create(&ep, &e_err);

@@ -8,7 +8,7 @@
 #include "tensor/ops.h"
 
 enum {
-    MAX_STREAMS = 64,
+    MAX_STREAMS = QTTS_GPU_LM_MAX_STREAMS,
     SEQ_CACHE = 8, /* recorded frame sequences kept, one per batch composition */
     IDS_STRIDE = 64, /* ints per stream in the ids buffer: c0 (next), codes 1..G-1 */
 };
