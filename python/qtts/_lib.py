@@ -133,6 +133,7 @@ class EngineStats(Structure):
         ("finished_max_frames", c_uint64),
         ("finished_guard_length", c_uint64),
         ("finished_guard_repetition", c_uint64),
+        ("requests_on_device", c_uint64),
     ]
 
 

@@ -52,6 +52,7 @@ void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out) {
     out->finished_guard_length = atomic_load(&e->n_guard_length);
     out->finished_guard_repetition = atomic_load(&e->n_guard_repetition);
     out->requests_cancelled = atomic_load(&e->n_cancelled);
+    out->requests_on_device = atomic_load(&e->n_on_device);
     out->frames_total = atomic_load(&e->n_frames);
     out->audio_seconds_total = (double)atomic_load(&e->n_frames) * e->frame_samples / e->sample_rate;
 }

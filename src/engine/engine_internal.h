@@ -149,6 +149,7 @@ struct qtts_engine {
     char device_name[400];
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
+    atomic_uint_fast64_t n_on_device; /* n_done whose LM ran on the device */
     atomic_uint_fast64_t n_eos, n_max_frames, n_guard_length, n_guard_repetition; /* n_done by how it ended */
 };
 

@@ -412,6 +412,8 @@ void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int6
     b->gpu_max_pos = max_pos;
 }
 
+int qtts_gen_request_on_device(const qtts_gen_request *r) { return r->gpu_slot >= 0; }
+
 int qtts_batch_device_streams(const qtts_batch *b) {
     int n = 0;
     for (int i = 0; i < b->n; i++) n += b->reqs[i]->gpu_slot >= 0;

@@ -141,6 +141,8 @@ void qtts_batch_reset_timing(qtts_batch *b);
  * not called for it. NULL: everything on the CPU. */
 struct qtts_gpu_lm;
 void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int64_t max_pos);
+/* 1 if r's LM work runs (or ran) on the batch's device. */
+int qtts_gen_request_on_device(const qtts_gen_request *r);
 /* Requests of the batch running on the device now. */
 int qtts_batch_device_streams(const qtts_batch *b);
 
