@@ -5,7 +5,9 @@
  * each case run alone (batch 1) and for all cases of a model run as one batch
  * whose streams finish at different frames (the batch shrinks, so several
  * recorded sequences are used). The prompts are built on the CPU
- * (model/prompt.h), as the engine does. Without a Vulkan device the test is
+ * (model/prompt.h), as the engine does. The generation loop with the device
+ * attached (qtts_batch_set_device) runs them again beside a sampled request,
+ * which stays on the CPU with the codes it gives alone. Without a Vulkan device the test is
  * skipped (exit 77) unless QTTS_REQUIRE_VULKAN=1. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -194,6 +196,86 @@ static void run_batch(qtts_gpu *g, const qtts_talker_model *m, stream_case *sc, 
     qtts_gpu_lm_free(d);
 }
 
+/* A request on its own copy of a prompt (a request takes its prompt's buffers). */
+static qtts_gen_request *request_on_copy(const qtts_talker_model *m, const qtts_prompt *pr, const qtts_gen_params *gp,
+                                         qtts_err *err) {
+    qtts_prompt copy = *pr;
+    size_t rows = (size_t)(pr->n_rows * pr->dim), trail = (size_t)(pr->n_trailing * pr->dim);
+    copy.rows = malloc(rows * sizeof(float));
+    copy.trailing = malloc((trail ? trail : 1) * sizeof(float));
+    copy.pad = malloc((size_t)pr->dim * sizeof(float));
+    qtts_gen_request *r = NULL;
+    if (copy.rows && copy.trailing && copy.pad) {
+        memcpy(copy.rows, pr->rows, rows * sizeof(float));
+        memcpy(copy.trailing, pr->trailing, trail * sizeof(float));
+        memcpy(copy.pad, pr->pad, (size_t)pr->dim * sizeof(float));
+        r = qtts_gen_request_from_prompt(m, &copy, gp, err);
+    }
+    qtts_prompt_free(&copy);
+    return r;
+}
+
+/* The same cases through the generation loop (model/generate.h) with the
+ * device attached to the batch, as the engine runs them: every greedy case
+ * on the device, plus one sampled request (seeded) that must stay on the CPU
+ * beside them and give the codes it gives alone. */
+static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *pool, stream_case *sc, int n) {
+    const int64_t G = m->cfg.num_code_groups;
+    qtts_err err = {0};
+    int64_t max_pos = 0;
+    for (int i = 0; i < n; i++)
+        if (sc[i].pr.n_rows + sc[i].max_frames + 1 > max_pos) max_pos = sc[i].pr.n_rows + sc[i].max_frames + 1;
+    qtts_gpu_lm *d = qtts_gpu_lm_new(g, m, n + 1, max_pos, &err); /* a slot left for the sampled one */
+    qtts_batch *b = qtts_batch_new(m, &err);
+    TEST_CHECK(d && b, "generate: %s", err.msg);
+    qtts_gen_request *r[MAX_CASES + 1] = {0}, *solo = NULL;
+    qtts_gen_params sampled;
+    qtts_gen_params_from_config(&sampled, &m->gen);
+    sampled.max_frames = sc[0].max_frames;
+    sampled.seed = 1234;
+    TEST_CHECK(sampled.talker.do_sample && sampled.cp.do_sample, "the model's defaults do not sample");
+    if (!d || !b) goto out;
+    qtts_batch_set_device(b, d, n + 1, max_pos);
+    for (int i = 0; i <= n; i++) {
+        qtts_gen_params gp;
+        qtts_gen_params_greedy(&gp, &m->gen, sc[i < n ? i : 0].max_frames);
+        r[i] = request_on_copy(m, &sc[i < n ? i : 0].pr, i < n ? &gp : &sampled, &err);
+        TEST_CHECK(r[i] && !qtts_batch_add(b, r[i], &err), "request %d: %s", i, err.msg);
+    }
+    int left, steps = 0;
+    while ((left = qtts_batch_step(b, pool, &err)) > 0) {
+        steps++;
+        if (steps == 1) TEST_CHECK(qtts_batch_device_streams(b) >= 1, "no request on the device");
+    }
+    TEST_CHECK(left == 0, "batch: %s", err.msg);
+    for (int i = 0; i < n; i++) {
+        char label[400];
+        snprintf(label, sizeof label, "generate loop, device batch %s: codes", sc[i].c->prefix);
+        TEST_CHECK(qtts_gen_request_on_device(r[i]), "%s: not on the device", label);
+        int64_t nf = qtts_gen_request_n_frames(r[i]);
+        TEST_CHECK(nf * G == sc[i].codes.numel, "%s: %lld frames, reference %lld", label, (long long)nf,
+                   (long long)(sc[i].codes.numel / G));
+        if (nf * G == sc[i].codes.numel) TEST_EQUAL_I32(qtts_gen_request_codes(r[i]), sc[i].codes.i, (size_t)(nf * G), label);
+    }
+    /* the sampled neighbour: on the CPU, the codes it gives alone */
+    TEST_CHECK(!qtts_gen_request_on_device(r[n]), "a sampled request went to the device");
+    {
+        solo = request_on_copy(m, &sc[0].pr, &sampled, &err);
+        TEST_CHECK(solo && !qtts_generate(m, pool, solo, &err), "sampled alone: %s", err.msg);
+        int64_t nf = solo ? qtts_gen_request_n_frames(solo) : -1;
+        TEST_CHECK(nf == qtts_gen_request_n_frames(r[n]), "sampled: %lld frames beside the device, %lld alone",
+                   (long long)qtts_gen_request_n_frames(r[n]), (long long)nf);
+        if (nf == qtts_gen_request_n_frames(r[n]) && nf > 0)
+            TEST_EQUAL_I32(qtts_gen_request_codes(r[n]), qtts_gen_request_codes(solo), (size_t)(nf * G),
+                           "sampled request on the CPU beside device streams = alone");
+    }
+out:
+    for (int i = 0; i <= n; i++) qtts_gen_request_free(r[i]);
+    qtts_gen_request_free(solo);
+    qtts_batch_free(b);
+    qtts_gpu_lm_free(d);
+}
+
 static void run_model(qtts_gpu *g, qtts_pool *pool, const char *model, gcase *cases, int n_cases) {
     stream_case sc[MAX_CASES];
     int n = 0;
@@ -212,6 +294,7 @@ static void run_model(qtts_gpu *g, qtts_pool *pool, const char *model, gcase *ca
     }
     for (int i = 0; i < n; i++) run_batch(g, m, &sc[i], 1, "alone");
     if (n > 1) run_batch(g, m, sc, n, "batched");
+    if (n > 0) run_generate(g, m, pool, sc, n);
     for (int i = 0; i < n; i++) {
         qtts_prompt_free(&sc[i].pr);
         npy_free(&sc[i].toks);
