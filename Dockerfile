@@ -11,7 +11,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config \
       libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libicu-dev libcjson-dev libmicrohttpd-dev librubberband-dev \
-      libavcodec-dev libavformat-dev libavutil-dev \
+      libavcodec-dev libavformat-dev libavutil-dev libzip-dev libxml2-dev \
       libcurl4-openssl-dev libssl-dev ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -34,7 +34,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libsndfile1 libsoxr0 libpcre2-8-0 libutf8proc2 libicu72 libcjson1 libmicrohttpd12 librubberband2 \
-      libcurl4 libssl3 libavcodec59 libavformat59 libavutil57 \
+      libcurl4 libssl3 libavcodec59 libavformat59 libavutil57 libzip4 libxml2 \
       ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 qtts \

@@ -8,7 +8,10 @@
  * message, and leaves no voice or recording behind; a request has a
  * non-blank input within the limit, a known language or none, and the voice
  * its variant needs (a built-in speaker, a registered voice or a decoded
- * recording, instructions for VoiceDesign). */
+ * recording, instructions for VoiceDesign). A body with "script": true
+ * goes through the dialogue parser (speech_script.c) instead: there the
+ * stub store knows no voices (a script owns real references), and each
+ * turn must be a request as above. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 
 #include "server/internal.h"
 #include "server/speech_request.h"
+#include "server/speech_script.h"
 #include "text/utf8.h"
 
 static const char *const k_speakers[] = {"serena", "vivian", "uncle_fu", "ryan", "aiden", "ono_anna", "sohee"};
@@ -75,6 +79,31 @@ static void check_request(const srv_speech_ctx *ctx, const srv_bad_req *b, const
     }
 }
 
+static int stub_no_voice(void *user, const char *name, qtts_voice **out, char *err, size_t err_size) {
+    (void)user, (void)name, (void)out, (void)err, (void)err_size;
+    return -2;
+}
+
+/* "script": true bodies: an error, or turns that each pass check_request. */
+static void fuzz_script(srv_speech_ctx ctx, const cJSON *root) {
+    ctx.voice_get = stub_no_voice;
+    srv_speech_script *sc = NULL;
+    srv_speech_request common;
+    srv_bad_req b;
+    if (srv_speech_script_parse(&ctx, root, &sc, &common, &b)) {
+        if (sc) abort();
+        check_error(&b, &common);
+        return;
+    }
+    if (!sc || !srv_speech_script_turns(sc) || common.voice || srv_speech_script_pause_ms(sc) < 0) abort();
+    for (size_t i = 0; i < srv_speech_script_turns(sc); i++) {
+        srv_speech_request o = common;
+        o.r = *srv_speech_script_request(sc, i);
+        check_request(&ctx, &b, &o);
+    }
+    srv_speech_script_free(sc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     uint8_t sel = data[0];
@@ -118,7 +147,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     srv_speech_request o;
     srv_bad_req b;
-    if (srv_speech_request_parse(&ctx, root, &o, &b)) check_error(&b, &o);
+    memset(&o, 0, sizeof o);
+    memset(&b, 0, sizeof b);
+    int script = srv_speech_script_wanted(root, &b);
+    if (script) {
+        if (script < 0) check_error(&b, &(srv_speech_request){0});
+        else fuzz_script(ctx, root);
+    } else if (srv_speech_request_parse(&ctx, root, &o, &b)) check_error(&b, &o);
     else check_request(&ctx, &b, &o);
     srv_speech_request_clear(&o);
     cJSON_Delete(root);

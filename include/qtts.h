@@ -218,6 +218,9 @@ typedef struct {
     int finished_by_eos;        /* finished_by == QTTS_FINISHED_EOS */
     qtts_finish_reason finished_by;
     qtts_guard_reason guard;    /* which guard, when finished_by == QTTS_FINISHED_GUARD */
+    /* The schedule it ran: speech-tokenizer decoder steps (the first, of one
+     * frame, included) and how many of them ran beside LM steps (overlap). */
+    int decoder_steps, overlapped_decoder_steps;
 } qtts_result;
 
 /* "eos", "max_frames", "guard"; and "length", "repetition" (or "none"). */

@@ -9,7 +9,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config clang libclang-rt-dev \
   libsndfile1-dev libsoxr-dev libpcre2-dev libutf8proc-dev libicu-dev libcjson-dev libmicrohttpd-dev librubberband-dev libavahi-client-dev \
-  libavcodec-dev libavformat-dev libavutil-dev ffmpeg \
+  libavcodec-dev libavformat-dev libavutil-dev ffmpeg libzip-dev libxml2-dev \
   libcurl4-openssl-dev libssl-dev curl ca-certificates \
   nginx strace >/dev/null
 # Python: the package (python/) and its tests, built and installed offline; numpy also writes the other-layout test files (tests/layouts)

@@ -13,4 +13,4 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libcjson-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libicu-dev:arm64 libsndfile1-dev:arm64 libsoxr-dev:arm64 \
   libavcodec-dev:arm64 libavformat-dev:arm64 libavutil-dev:arm64 \
   libmicrohttpd-dev:arm64 librubberband-dev:arm64 libssl-dev:arm64 libcurl4-openssl-dev:arm64 \
-  libavahi-client-dev:arm64 >/dev/null
+  libavahi-client-dev:arm64 libzip-dev:arm64 libxml2-dev:arm64 >/dev/null

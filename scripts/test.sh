@@ -106,7 +106,7 @@ run_emu512() {
 
 # The Python package (python/): its pytest suite against the release build's libqtts, with the system's
 # python3 and Debian's numpy/pytest/setuptools/wheel (scripts/deps.sh); it also builds a wheel and installs
-# it into a fresh venv. About a minute and a half on 2 cores.
+# it into a fresh venv.
 run_python() {
   local py=${QTTS_PYTHON_BIN:-/usr/bin/python3}
   [ -x "$py" ] || py=$(command -v python3 || echo python3)
@@ -159,7 +159,7 @@ run_suite build "release"
 [ "${QTTS_PYTHON:-1}" = 0 ] || run_python
 [ "${QTTS_EMU512:-1}" = 0 ] || run_emu512
 [ "${QTTS_ARM64:-1}" = 0 ] || run_arm64
-# the soak at lower volume under the sanitizers (about 10x slower)
+# the soak at lower volume under the sanitizers (which slow it several times)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 QTTS_SOAK_REQUESTS=300 \
   run_suite build-asan "asan+ubsan" -DQTTS_SANITIZE=ON
 

@@ -530,9 +530,10 @@ static void test_names(void) {
     TEST_CHECK(!qtts_audio_format_from_path("out/a.b/x.m4a", &f, &err) && f == QTTS_AUDIO_M4A, "ext .m4a");
     TEST_CHECK(!qtts_audio_format_from_path("x.MP4", &f, &err) && f == QTTS_AUDIO_M4A, "ext .MP4");
     TEST_CHECK(!qtts_audio_format_from_path("x.aac", &f, &err) && f == QTTS_AUDIO_AAC, "ext .aac");
-    TEST_CHECK(qtts_audio_format_from_path("x.m4b", &f, &err) == -1 && strstr(err.msg, "x.m4b") &&
+    TEST_CHECK(!qtts_audio_format_from_path("book.M4B", &f, &err) && f == QTTS_AUDIO_M4A, "ext .m4b (audiobooks)");
+    TEST_CHECK(qtts_audio_format_from_path("x.m4v", &f, &err) == -1 && strstr(err.msg, "x.m4v") &&
                    strstr(err.msg, ".m4a"),
-               "ext .m4b: '%s'", err.msg);
+               "ext .m4v: '%s'", err.msg);
     TEST_CHECK(qtts_audio_format_from_path("dir.m4a/noext", &f, &err) == -1, "no extension");
 }
 
@@ -566,6 +567,63 @@ static void test_files(const float *x) {
         free(m.data);
         remove(path);
     }
+    rmdir(dir);
+}
+
+/* Chapter marks in an .m4b, read back by libavformat (as ffprobe
+ * -show_chapters does): titles, starts and ends; the audio is unchanged. */
+static void test_chapters(const float *x) {
+    char dir[] = "/tmp/qtts_aac_XXXXXX";
+    if (!mkdtemp(dir)) {
+        TEST_CHECK(0, "mkdtemp");
+        return;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/book.m4b", dir);
+    const qtts_audio_chapter ch[3] = {{"Opening", 0, 10000}, {"Chapter Two: \xc3\xa9t\xc3\xa9", 10000, 24000},
+                                      {"The End", 24000, N}};
+    qtts_err err = {0};
+    qtts_encoder *e = qtts_encoder_open_file_chapters(path, NULL, QTTS_SAMPLE_S16, RATE, 1, ch, 3, &err);
+    TEST_CHECK(e && !qtts_encoder_write(e, x, N, &err) && !qtts_encoder_close(e, &err), "m4b with chapters: %s",
+               err.msg);
+    AVFormatContext *fc = NULL;
+    int rc = avformat_open_input(&fc, path, NULL, NULL);
+    if (rc >= 0) rc = avformat_find_stream_info(fc, NULL);
+    TEST_CHECK(rc >= 0 && fc && fc->nb_chapters == 3, "m4b read back: %u chapters, want 3",
+               rc >= 0 && fc ? fc->nb_chapters : 0);
+    for (unsigned i = 0; rc >= 0 && fc && i < fc->nb_chapters && i < 3; i++) {
+        const AVChapter *c = fc->chapters[i];
+        const AVDictionaryEntry *t = av_dict_get(c->metadata, "title", NULL, 0);
+        double start = (double)c->start * c->time_base.num / c->time_base.den;
+        double end = (double)c->end * c->time_base.num / c->time_base.den;
+        double ws = (double)ch[i].start / RATE, we = (double)ch[i].end / RATE;
+        TEST_CHECK(t && !strcmp(t->value, ch[i].title), "chapter %u title '%s', want '%s'", i + 1,
+                   t ? t->value : "(none)", ch[i].title);
+        /* the mov chapter track keeps millisecond times */
+        TEST_CHECK(fabs(start - ws) < 0.002 && fabs(end - we) < 0.05, "chapter %u at %.3f-%.3f s, want %.3f-%.3f",
+                   i + 1, start, end, ws, we);
+    }
+    int audio = 0;
+    for (unsigned i = 0; fc && i < fc->nb_streams; i++) audio += fc->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO;
+    TEST_CHECK(audio == 1, "one audio stream (%d)", audio);
+    avformat_close_input(&fc);
+    FILE *f = fopen(path, "rb");
+    membuf m = {0};
+    uint8_t buf[8192];
+    size_t k;
+    while (f && (k = fread(buf, 1, sizeof buf, f)) > 0) mem_write(&m, buf, k);
+    if (f) fclose(f);
+    check_decoded(m.data, m.len, x, N, 0, "m4b with chapters");
+    free(m.data);
+    remove(path);
+    e = qtts_encoder_open_file_chapters(path, "mp3", QTTS_SAMPLE_S16, RATE, 1, ch, 3, &err);
+    TEST_CHECK(!e && strstr(err.msg, "m4a"), "chapter marks on mp3 are refused: %s", err.msg);
+    qtts_encoder_abort(e);
+    const qtts_audio_chapter bad[2] = {{"A", 0, 5000}, {"B", 4000, 9000}};
+    e = qtts_encoder_open_file_chapters(path, NULL, QTTS_SAMPLE_S16, RATE, 1, bad, 2, &err);
+    TEST_CHECK(!e && strstr(err.msg, "out of order"), "overlapping marks are refused: %s", e ? "opened" : err.msg);
+    qtts_encoder_abort(e);
+    remove(path);
     rmdir(dir);
 }
 
@@ -611,6 +669,7 @@ int main(void) {
     test_latency(x);
     test_failures(x);
     test_files(x);
+    test_chapters(x);
     test_server(x);
     return test_finish("test_audio_aac");
 }

@@ -3,7 +3,10 @@
  * playlist; a run killed (SIGKILL) in the middle of chapter 2 leaves only
  * complete chapter files, and the rerun keeps chapter 1 untouched (same
  * inode and mtime) and ends with files equal, sample for sample, to an
- * uninterrupted run's. */
+ * uninterrupted run's. The same book as an EPUB (built here, the chapters
+ * in three XHTML files named by its navigation document) gives the same
+ * files as the Markdown one, also when killed and resumed (where the build
+ * reads EPUB). */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +19,8 @@
 
 #include "harness.h"
 #include "support/test_util.h"
+#include "support/zip_store.h"
+#include "text/epub.h"
 
 #define CV "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
 
@@ -68,6 +73,76 @@ static int chapter2_started(const char *dir) {
     return stat(path, &st) == 0 && st.st_size > 100;
 }
 
+/* The Markdown book as an EPUB 3: the same titles and paragraphs. */
+static int write_epub(const char *path, const char *middle_html) {
+    static const char head[] = "<?xml version=\"1.0\"?><html xmlns=\"http://www.w3.org/1999/xhtml\"><head><title>x"
+                               "</title></head><body>";
+    char c1[512], c2[8192], c3[512];
+    snprintf(c1, sizeof c1, "%s<h1>The Beginning</h1><p>It was a <i>dark</i> night.</p></body></html>", head);
+    snprintf(c2, sizeof c2, "%s<h1>The Middle</h1>%s</body></html>", head, middle_html);
+    snprintf(c3, sizeof c3, "%s<h1>The End</h1><p>Good night.</p></body></html>", head);
+    const zip_entry e[] = {
+        {"mimetype", "application/epub+zip"},
+        {"META-INF/container.xml", "<container><rootfiles><rootfile full-path=\"OPS/book.opf\"/></rootfiles>"
+                                   "</container>"},
+        {"OPS/book.opf", "<package><manifest><item id=\"nav\" href=\"nav.xhtml\" properties=\"nav\"/>"
+                         "<item id=\"a\" href=\"a.xhtml\"/><item id=\"b\" href=\"b.xhtml\"/>"
+                         "<item id=\"c\" href=\"c.xhtml\"/></manifest><spine><itemref idref=\"a\"/>"
+                         "<itemref idref=\"b\"/><itemref idref=\"c\"/></spine></package>"},
+        {"OPS/nav.xhtml", "<html><body><nav><ol><li><a href=\"a.xhtml\">The Beginning</a></li><li><a "
+                          "href=\"b.xhtml\">The Middle</a></li><li><a href=\"c.xhtml\">The End</a></li></ol></nav>"
+                          "</body></html>"},
+        {"OPS/a.xhtml", c1},
+        {"OPS/b.xhtml", c2},
+        {"OPS/c.xhtml", c3},
+    };
+    size_t len = 0;
+    unsigned char *z = zip_store(e, sizeof e / sizeof e[0], &len);
+    FILE *f = z ? fopen(path, "wb") : NULL;
+    int ok = f && fwrite(z, 1, len, f) == len;
+    if (f && fclose(f)) ok = 0;
+    free(z);
+    return ok ? 0 : -1;
+}
+
+/* SIGKILL in the middle of chapter 2, then resume: the files equal clean's. */
+static void kill_and_resume(const char *book, const char *killed, const char *clean) {
+    char cmd[4096];
+    book_cmd(cmd, sizeof cmd, book, killed);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int started = 0;
+    for (int i = 0; i < 60000 && !started; i++) { /* up to 60 s */
+        started = chapter2_started(killed);
+        if (!started) usleep(1000);
+        int st;
+        if (!started && waitpid(pid, &st, WNOHANG) == pid) {
+            pid = -1;
+            break;
+        }
+    }
+    TEST_CHECK(started && pid > 0, "%s: chapter 2 never started before the run ended", book);
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    check_files(killed, 1, "after SIGKILL");
+    char first[1200];
+    snprintf(first, sizeof first, "%s/%s", killed, names[0]);
+    struct stat before, after;
+    TEST_CHECK(stat(first, &before) == 0, "%s: no chapter 1 after the kill", book);
+    sleep(1); /* a rewrite would show in the mtime */
+    TEST_CHECK(system(cmd) == 0, "resume failed: %s", cmd);
+    check_files(killed, 3, "resumed");
+    TEST_CHECK(stat(first, &after) == 0 && after.st_ino == before.st_ino &&
+                   after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
+               "%s: chapter 1 was redone on resume", book);
+    same_files(clean, killed);
+}
+
 int main(void) {
     char dir[] = "/tmp/qtts_book_XXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -115,40 +190,24 @@ int main(void) {
     if (d) closedir(d);
     TEST_CHECK(wavs == 3, "plain text book: %d chapter files, want 3", wavs);
 
-    /* SIGKILL in the middle of chapter 2, then resume */
-    book_cmd(cmd, sizeof cmd, md, killed);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
+    kill_and_resume(md, killed, clean);
+
+    /* the same book as an EPUB */
+    if (qtts_epub_supported()) {
+        char epub[700], from_epub[700], epub_killed[700], middle_html[8192] = "";
+        snprintf(epub, sizeof epub, "%s/book.epub", dir);
+        snprintf(from_epub, sizeof from_epub, "%s/epub", dir);
+        snprintf(epub_killed, sizeof epub_killed, "%s/epub_killed", dir);
+        for (int i = 0; i < 40; i++) strcat(middle_html, "<p>She said she would be here by noon.</p>\n");
+        TEST_CHECK(write_epub(epub, middle_html) == 0, "write %s", epub);
+        book_cmd(cmd, sizeof cmd, epub, from_epub);
+        TEST_CHECK(system(cmd) == 0, "failed: %s", cmd);
+        check_files(from_epub, 3, "EPUB");
+        same_files(clean, from_epub);
+        kill_and_resume(epub, epub_killed, clean);
+    } else {
+        printf("test_cli_book: built without EPUB support, the EPUB book is not read\n");
     }
-    int started = 0;
-    for (int i = 0; i < 60000 && !started; i++) { /* up to 60 s */
-        started = chapter2_started(killed);
-        if (!started) usleep(1000);
-        int st;
-        if (!started && waitpid(pid, &st, WNOHANG) == pid) {
-            pid = -1;
-            break;
-        }
-    }
-    TEST_CHECK(started && pid > 0, "chapter 2 never started before the run ended");
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-    check_files(killed, 1, "after SIGKILL");
-    char first[1200];
-    snprintf(first, sizeof first, "%s/%s", killed, names[0]);
-    struct stat before, after;
-    TEST_CHECK(stat(first, &before) == 0, "no chapter 1 after the kill");
-    sleep(1); /* a rewrite would show in the mtime */
-    TEST_CHECK(system(cmd) == 0, "resume failed: %s", cmd);
-    check_files(killed, 3, "resumed");
-    TEST_CHECK(stat(first, &after) == 0 && after.st_ino == before.st_ino &&
-                   after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec,
-               "chapter 1 was redone on resume");
-    same_files(clean, killed);
     rm_rf(dir);
     return test_finish("test_cli_book");
 }

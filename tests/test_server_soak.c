@@ -253,10 +253,10 @@ int main(void) {
     big[0] = '{', big[big_n - 1] = '}';
 
     /* glibc gives each of up to 8 x cores arenas its own high-water mark: with
-     * 16 HTTP threads the default let RSS climb 85 -> 147 MB over the first
-     * 5000 requests here and then stay flat (a bounded plateau, not a leak),
-     * which would hide a real leak in a 2000-request run. With 2 arenas the
-     * same run grows ~2.5 MB after warm-up. The server child inherits this;
+     * 16 HTTP threads the default lets RSS climb over the first few thousand
+     * requests and then stay flat (a bounded plateau, not a leak), which
+     * would hide a real leak in a 2000-request run; 2 arenas reach their
+     * plateau within the warm-up. The server child inherits this;
      * set MALLOC_ARENA_MAX yourself to measure another value. */
     setenv("MALLOC_ARENA_MAX", "2", 0);
     printf("server runs with MALLOC_ARENA_MAX=%s\n", getenv("MALLOC_ARENA_MAX"));

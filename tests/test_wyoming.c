@@ -715,8 +715,8 @@ static void run_disconnects(const char *tmp) {
         TEST_CHECK(gone && n == n_base, "%s client gone: connection closed in %.2f s (%s), %d threads (base %d)", what,
                    dt, gone ? "logged" : "not logged", n, n_base);
         /* cancelled: the engine threads go idle (a running synthesis keeps them busy). The step in flight
-         * when the cancel lands still finishes: under ASan on a shared 2-core machine that took 0.18 s of
-         * CPU past a 0.1 s wait, so the idle window starts 0.5 s after the close */
+         * when the cancel lands still finishes, which under ASan on a loaded host can outlast a short wait,
+         * so the idle window starts 0.5 s after the close */
         nanosleep(&(struct timespec){0, 500 * 1000000}, NULL);
         long long t1 = ticks_of(srv.pid, base, n_base);
         nanosleep(&(struct timespec){1, 0}, NULL);

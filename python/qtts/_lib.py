@@ -117,6 +117,8 @@ class Result(Structure):
         ("finished_by_eos", c_int),
         ("finished_by", c_int),
         ("guard", c_int),
+        ("decoder_steps", c_int),
+        ("overlapped_decoder_steps", c_int),
     ]
 
 

@@ -51,6 +51,7 @@ static const struct {
     {"flac", QTTS_AUDIO_FLAC}, {"opus", QTTS_AUDIO_OPUS},    {"vorbis", QTTS_AUDIO_VORBIS},
     {"ogg", QTTS_AUDIO_VORBIS}, {"oga", QTTS_AUDIO_VORBIS}, {"mp3", QTTS_AUDIO_MP3},
     {"aac", QTTS_AUDIO_AAC},   {"m4a", QTTS_AUDIO_M4A},      {"mp4", QTTS_AUDIO_M4A},
+    {"m4b", QTTS_AUDIO_M4A},
 };
 
 int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *err) {
@@ -73,7 +74,7 @@ int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_e
         if (!qtts_audio_format_parse(dot + 1, out, &tmp)) return 0;
     }
     return qtts_fail(err, "%s: cannot tell the audio format from the file name (use .wav .flac .mp3 .opus .ogg "
-                          ".aac .m4a .pcm or give a format)", path);
+                          ".aac .m4a .m4b .pcm or give a format)", path);
 }
 
 const char *qtts_audio_format_name(qtts_audio_format f) {
@@ -295,8 +296,9 @@ static int sf_major(qtts_audio_format f, qtts_sample_format sfmt) {
 
 /* ---- public ---- */
 
-qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, int sample_rate, int channels,
-                                const qtts_audio_sink *sink, qtts_err *err) {
+static qtts_encoder *open_marked(qtts_audio_format fmt, qtts_sample_format sfmt, int sample_rate, int channels,
+                                 const qtts_audio_sink *sink, const qtts_audio_chapter *chapters, size_t n_chapters,
+                                 qtts_err *err) {
     if (!sink || !sink->write) {
         qtts_fail(err, "audio encoder: no output sink");
         return NULL;
@@ -311,6 +313,10 @@ qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, 
     }
     if (sample_rate <= 0 || sample_rate > 768000 || channels < 1 || channels > 64) {
         qtts_fail(err, "audio encoder: invalid sample rate %d or channel count %d", sample_rate, channels);
+        return NULL;
+    }
+    if (n_chapters && fmt != QTTS_AUDIO_M4A) {
+        qtts_fail(err, "audio encoder: chapter marks need m4a (or m4b), not %s", qtts_audio_format_name(fmt));
         return NULL;
     }
     qtts_encoder *e = qtts_calloc(1, sizeof *e, err);
@@ -328,7 +334,7 @@ qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, 
     }
     if (fmt == QTTS_AUDIO_PCM) return e;
     if (fmt == QTTS_AUDIO_AAC || fmt == QTTS_AUDIO_M4A) {
-        e->aac = qtts_aac_open(fmt == QTTS_AUDIO_M4A, sample_rate, channels, &e->sink, err);
+        e->aac = qtts_aac_open(fmt == QTTS_AUDIO_M4A, sample_rate, channels, &e->sink, chapters, n_chapters, err);
         if (!e->aac) {
             free(e);
             return NULL;
@@ -372,6 +378,11 @@ qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, 
         sf_command(e->sf, SFC_SET_COMPRESSION_LEVEL, &c, sizeof c);
     }
     return e;
+}
+
+qtts_encoder *qtts_encoder_open(qtts_audio_format fmt, qtts_sample_format sfmt, int sample_rate, int channels,
+                                const qtts_audio_sink *sink, qtts_err *err) {
+    return open_marked(fmt, sfmt, sample_rate, channels, sink, NULL, 0, err);
 }
 
 int qtts_encoder_write(qtts_encoder *e, const float *samples, size_t n_frames, qtts_err *err) {
@@ -463,8 +474,9 @@ static int file_seek(void *u, uint64_t off) {
     return fseeko(e->file, e->file_base + (off_t)off, SEEK_SET) ? -1 : 0;
 }
 
-qtts_encoder *qtts_encoder_open_file(const char *path, const char *format_name, qtts_sample_format sfmt,
-                                     int sample_rate, int channels, qtts_err *err) {
+static qtts_encoder *open_file_marked(const char *path, const char *format_name, qtts_sample_format sfmt,
+                                      int sample_rate, int channels, const qtts_audio_chapter *chapters,
+                                      size_t n_chapters, qtts_err *err) {
     qtts_audio_format fmt;
     int is_stdout = path && !strcmp(path, "-");
     if (!path || !*path) {
@@ -497,7 +509,7 @@ qtts_encoder *qtts_encoder_open_file(const char *path, const char *format_name, 
     proto->file = f;
     proto->file_base = base < 0 ? 0 : base;
     qtts_audio_sink sink = {file_write, base >= 0 ? file_seek : NULL, proto};
-    qtts_encoder *e = qtts_encoder_open(fmt, sfmt, sample_rate, channels, &sink, err);
+    qtts_encoder *e = open_marked(fmt, sfmt, sample_rate, channels, &sink, chapters, n_chapters, err);
     if (!e) {
         free(proto);
         if (!is_stdout) {
@@ -515,6 +527,17 @@ qtts_encoder *qtts_encoder_open_file(const char *path, const char *format_name, 
     e->sink.user = e;
     free(proto);
     return e;
+}
+
+qtts_encoder *qtts_encoder_open_file(const char *path, const char *format_name, qtts_sample_format sfmt,
+                                     int sample_rate, int channels, qtts_err *err) {
+    return open_file_marked(path, format_name, sfmt, sample_rate, channels, NULL, 0, err);
+}
+
+qtts_encoder *qtts_encoder_open_file_chapters(const char *path, const char *format_name, qtts_sample_format sfmt,
+                                              int sample_rate, int channels, const qtts_audio_chapter *chapters,
+                                              size_t n_chapters, qtts_err *err) {
+    return open_file_marked(path, format_name, sfmt, sample_rate, channels, chapters, n_chapters, err);
 }
 
 int qtts_audio_write_file(const char *path, const char *format_name, qtts_sample_format sfmt, const float *samples,

@@ -70,12 +70,18 @@ typedef struct {
 
 typedef struct qtts_encoder qtts_encoder;
 
+/* A chapter mark of an M4A/M4B file: frames [start, end) of the audio. */
+typedef struct {
+    const char *title; /* UTF-8 */
+    uint64_t start, end;
+} qtts_audio_chapter;
+
 /* Names: "wav", "pcm" (also "raw"), "flac", "opus", "vorbis" (also "ogg"),
- * "mp3", "aac", "m4a" (also "mp4"). Return 0, or -1 with "unknown audio
+ * "mp3", "aac", "m4a" (also "mp4" and "m4b", the audiobook extension). Return 0, or -1 with "unknown audio
  * format 'x' (...)". */
 int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *err);
 /* From a file name's extension: .wav .pcm .raw .flac .opus .ogg .oga .mp3
- * .aac .m4a .mp4. */
+ * .aac .m4a .m4b .mp4. */
 int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_err *err);
 const char *qtts_audio_format_name(qtts_audio_format f);
 /* Sample format names: qtts_sample_format_parse() in audio/audio_write.h. */
@@ -105,6 +111,13 @@ uint64_t qtts_encoder_frames(const qtts_encoder *enc);
  * and closed by qtts_encoder_close (stdout is flushed, not closed). */
 qtts_encoder *qtts_encoder_open_file(const char *path, const char *format_name, qtts_sample_format sfmt,
                                      int sample_rate, int channels, qtts_err *err);
+/* As qtts_encoder_open_file, for m4a (.m4a/.m4b/.mp4) only, with chapter
+ * marks (a QuickTime chapter track and a Nero 'chpl' list, which audiobook
+ * players and ffprobe read). The marks must be known before the audio:
+ * they go into the header. Titles are copied. */
+qtts_encoder *qtts_encoder_open_file_chapters(const char *path, const char *format_name, qtts_sample_format sfmt,
+                                              int sample_rate, int channels, const qtts_audio_chapter *chapters,
+                                              size_t n_chapters, qtts_err *err);
 /* One-shot: encodes a whole buffer to a file as above. */
 int qtts_audio_write_file(const char *path, const char *format_name, qtts_sample_format sfmt, const float *samples,
                           size_t n_frames, int sample_rate, int channels, qtts_err *err);

@@ -148,7 +148,32 @@ static int64_t bitrate_for(int sample_rate, int channels) {
     return per * channels;
 }
 
-qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_audio_sink *sink, qtts_err *err) {
+/* The marks as the muxer's AVChapters (freed with the context). The mov
+ * muxer makes its chapter track at the header, so they come first. */
+static int add_chapters(AVFormatContext *fc, int sample_rate, const qtts_audio_chapter *ch, size_t n,
+                        qtts_err *err) {
+    if (!n) return 0;
+    if (n > 65535) return qtts_fail(err, "audio encoder: %zu chapter marks (at most 65535)", n);
+    fc->chapters = av_calloc(n, sizeof *fc->chapters);
+    if (!fc->chapters) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (chapters)");
+    for (size_t i = 0; i < n; i++) {
+        if (ch[i].end < ch[i].start || (i && ch[i].start < ch[i - 1].end) || ch[i].end > INT64_MAX)
+            return qtts_fail(err, "audio encoder: chapter %zu's marks are out of order", i + 1);
+        AVChapter *c = av_mallocz(sizeof *c);
+        if (!c) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (chapters)");
+        fc->chapters[fc->nb_chapters++] = c;
+        c->id = (int64_t)i;
+        c->time_base = (AVRational){1, sample_rate};
+        c->start = (int64_t)ch[i].start;
+        c->end = (int64_t)ch[i].end;
+        if (av_dict_set(&c->metadata, "title", ch[i].title ? ch[i].title : "", 0) < 0)
+            return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (chapters)");
+    }
+    return 0;
+}
+
+qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_audio_sink *sink,
+                            const qtts_audio_chapter *chapters, size_t n_chapters, qtts_err *err) {
     qtts_aac_enc *a = qtts_calloc(1, sizeof *a, err);
     if (!a) return NULL;
     a->sink = sink, a->m4a = m4a, a->seekable = sink->seek != NULL, a->channels = channels;
@@ -177,6 +202,10 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
     int rc = avformat_alloc_output_context2(&a->fc, NULL, m4a ? "ipod" : "adts", m4a ? "stream.m4a" : "stream.aac");
     if (rc < 0 || !a->fc) {
         av_fail(a, err, m4a ? "starting the M4A muxer" : "starting the ADTS muxer", rc < 0 ? rc : AVERROR(ENOMEM));
+        goto fail;
+    }
+    if (n_chapters && (!m4a || add_chapters(a->fc, sample_rate, chapters, n_chapters, err))) {
+        if (!m4a) qtts_fail(err, "audio encoder: chapter marks need m4a, not ADTS");
         goto fail;
     }
     if (a->fc->oformat->flags & AVFMT_GLOBALHEADER) a->cc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;

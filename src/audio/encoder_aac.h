@@ -26,8 +26,10 @@ typedef struct qtts_aac_enc qtts_aac_enc;
 
 /* m4a: 0 = ADTS, 1 = MP4 (seekable or fragmented, from sink->seek). The sink
  * is NOT copied: it must outlive the encoder (encoder.c passes its own, whose
- * user pointer it may change before the first write). May emit header bytes. */
-qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_audio_sink *sink, qtts_err *err);
+ * user pointer it may change before the first write). May emit header bytes.
+ * chapters (m4a only, n_chapters may be 0): marks in frames, in the header. */
+qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_audio_sink *sink,
+                            const qtts_audio_chapter *chapters, size_t n_chapters, qtts_err *err);
 /* n_frames frames of `channels` interleaved floats. */
 int qtts_aac_write(qtts_aac_enc *a, const float *samples, size_t n_frames, qtts_err *err);
 /* Encodes the last partial frame, drains the encoder, writes the trailer and

@@ -183,8 +183,9 @@ static int run_pass(const bench_ctx *c, int n, pass_result *pr, qtts_err *err) {
         pr->frames_out += r.n_frames;
         if (i == 0) pr->ttfa_ms = r.first_audio_ms;
         if (t[i].cpu_ms * 1e-3 > pr->cpu_s) pr->cpu_s = t[i].cpu_ms * 1e-3;
-        if (t[i].decoder_steps > pr->decode_steps) pr->decode_steps = t[i].decoder_steps;
-        if (t[i].overlapped_decoder_steps > pr->overlapped_steps) pr->overlapped_steps = t[i].overlapped_decoder_steps;
+        /* the schedule as every caller of the engine reads it (qtts_result), as the server reports it */
+        if (r.decoder_steps > pr->decode_steps) pr->decode_steps = r.decoder_steps;
+        if (r.overlapped_decoder_steps > pr->overlapped_steps) pr->overlapped_steps = r.overlapped_decoder_steps;
     }
     pr->prompt_ms = t[0].prompt.wall_ms;
     pr->prefill_ms = t[0].prompt.wall_ms + t[0].prefill.wall_ms;

@@ -24,8 +24,8 @@ float qtts_probe_bf16dot_neon(int64_t iters);
 /* Independent FMA chains per round: enough to cover the FMA latency on every
  * FMA pipe (4-cycle latency x 2 pipes on current x86 cores, with margin),
  * and few enough to stay in registers (16 ymm / 32 zmm, 2 held constants). */
-/* NEON: 4-cycle FMA latency x up to 4 pipes (Neoverse V1/V2, Apple cores)
- * needs 16 chains; 32 vector registers hold them. */
+/* NEON: 4-cycle FMA latency x up to 4 pipes on the widest cores needs 16
+ * chains; 32 vector registers hold them. */
 enum { QTTS_PROBE_CHAINS_AVX2 = 12, QTTS_PROBE_CHAINS_AVX512 = 16, QTTS_PROBE_CHAINS_NEON = 16 };
 
 #endif

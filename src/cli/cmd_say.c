@@ -78,9 +78,11 @@ static void say_usage(FILE *out) {
             "      --cast NAME=VOICE     the voice of a script's NAME: a built-in speaker, a registered\n"
             "                            voice or a VoiceDesign description (default: NAME itself)\n"
             "      --pause MS            silence between a script's turns (default 400)\n"
-            "      --book FILE           a book (.txt or .md) read into -o DIR: one file per chapter\n"
+            "      --book FILE           a book (.txt, .md or .epub) read into -o DIR: one file per chapter\n"
             "                            (--format, default mp3) and book.m3u; rerun to resume: finished\n"
             "                            chapters are kept (docs/cli.md)\n"
+            "      --m4b                 with --book: also DIR/book.m4b, the chapters in one file with a\n"
+            "                            chapter mark each (titles from the headings)\n"
             "      --stream-text         read the text (stdin or --file) as it arrives, e.g. piped from an\n"
             "                            LLM, and speak it as one utterance while it is being written\n"
             "      --save-codes FILE     also write the generated codes (.rvq; single utterance)\n"
@@ -175,6 +177,7 @@ typedef struct {
     const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
+    int m4b; /* --m4b: a chaptered DIR/book.m4b as well */
     const char *script; /* --script FILE */
     const char *book;   /* --book FILE (-o is then a folder) */
     char *cast[64];     /* --cast NAME=VOICE */
@@ -209,7 +212,7 @@ enum {
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_PLAY, O_VOICE, O_VOICES_DIR,
     O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
-    O_NO_NORMALIZE,
+    O_NO_NORMALIZE, O_M4B,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -231,6 +234,7 @@ static const struct option say_options[] = {
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
     {"script", required_argument, 0, O_SCRIPT}, {"cast", required_argument, 0, O_CAST},
     {"pause", required_argument, 0, O_PAUSE},  {"book", required_argument, 0, O_BOOK},
+    {"m4b", no_argument, 0, O_M4B},
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
@@ -312,6 +316,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_STREAM_TEXT: o->stream_text = 1; break;
         case O_SCRIPT: o->script = optarg; break;
         case O_BOOK: o->book = optarg; break;
+        case O_M4B: o->m4b = 1; break;
         case O_CAST:
             if (o->n_cast == (int)(sizeof o->cast / sizeof o->cast[0])) {
                 cli_error("--cast: at most %d names", (int)(sizeof o->cast / sizeof o->cast[0]));
@@ -368,6 +373,12 @@ static int say_check_opts(say_opts *o) {
     else if (o->book && (o->script || o->file || o->by_line || o->stream_text || o->save_codes || o->play))
         why = "--book reads its own file (no --script, --file, --stream-*, --save-codes or --play)";
     else if (o->book && !o->output_given) why = "--book needs -o DIR, the folder of the chapter files";
+    else if (o->m4b && !o->book) why = "--m4b goes with --book";
+    else if (o->m4b && o->format && (!strcasecmp(o->format, "aac") || !strcasecmp(o->format, "m4a") ||
+                                     !strcasecmp(o->format, "mp4") || !strcasecmp(o->format, "m4b") ||
+                                     !strcasecmp(o->format, "pcm") || !strcasecmp(o->format, "raw")))
+        why = "--m4b reads the chapter files back: give them a --format libsndfile reads (wav, flac, mp3, opus, "
+              "vorbis; flac keeps book.m4b from being encoded twice lossily)";
     if (why) {
         cli_error("say: %s", why);
         return CLI_USAGE;
@@ -988,6 +999,7 @@ static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
         spoken++;
     }
     if (say_book_write_m3u(bk, ext)) return CLI_FAIL;
+    if (o->m4b && say_book_write_m4b(bk, ext)) return CLI_FAIL;
     if (!o->quiet) {
         char dur[32];
         format_hms(total_s, dur, sizeof dur);

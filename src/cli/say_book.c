@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "io/file.h"
+#include "text/epub.h"
 #include "text/utf8.h"
 
 #define MAX_BOOK_BYTES ((size_t)1 << 30)
@@ -48,11 +49,6 @@ static void read_state(say_book *bk) {
 int say_book_open(const char *path, const char *dir, say_book *bk) {
     memset(bk, 0, sizeof *bk);
     bk->dir = dir;
-    if (has_ext(path, ".epub")) {
-        cli_error("%s: EPUB books are not read yet; convert it to Markdown or text first (e.g. pandoc -t markdown)",
-                  path);
-        return -1;
-    }
     char *text = NULL;
     size_t len = 0;
     qtts_err qe = {0};
@@ -60,17 +56,26 @@ int say_book_open(const char *path, const char *dir, say_book *bk) {
         cli_error("%s", qe.msg);
         return -1;
     }
-    size_t bad = qtts_utf8_check(text, len);
-    if (bad != len) {
-        cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)", path, (unsigned char)text[bad], bad);
+    if (has_ext(path, ".epub")) { /* a ZIP of XHTML documents */
+        int rc = qtts_epub_parse(text, len, &bk->b, &qe);
         free(text);
-        return -1;
-    }
-    int rc = qtts_book_parse(text, len, has_ext(path, ".md") || has_ext(path, ".markdown"), &bk->b, &qe);
-    free(text);
-    if (rc) {
-        cli_error("%s: %s", path, qe.msg);
-        return -1;
+        if (rc) {
+            cli_error("%s: %s", path, qe.msg);
+            return -1;
+        }
+    } else {
+        size_t bad = qtts_utf8_check(text, len);
+        if (bad != len) {
+            cli_error("%s: not valid UTF-8 (byte 0x%02X at offset %zu)", path, (unsigned char)text[bad], bad);
+            free(text);
+            return -1;
+        }
+        int rc = qtts_book_parse(text, len, has_ext(path, ".md") || has_ext(path, ".markdown"), &bk->b, &qe);
+        free(text);
+        if (rc) {
+            cli_error("%s: %s", path, qe.msg);
+            return -1;
+        }
     }
     if (!(bk->done = calloc(bk->b.n, sizeof *bk->done))) {
         cli_error("out of memory");

@@ -26,9 +26,9 @@ typedef struct {
     const char *dir;
 } say_book;
 
-/* Reads and parses path (.md/.markdown: Markdown; .epub: refused with a
- * message; anything else: plain text) and dir's state. Prints the error and
- * returns -1. */
+/* Reads and parses path (.md/.markdown: Markdown; .epub: an EPUB,
+ * text/epub.h; anything else: plain text) and dir's state. Prints the
+ * error and returns -1. */
 int say_book_open(const char *path, const char *dir, say_book *bk);
 /* "03 - Title.EXT" (the title reduced to letters, digits, spaces, - and _). */
 void say_book_file_name(const say_book *bk, size_t i, const char *ext, char *out, size_t size);
@@ -38,6 +38,10 @@ int say_book_record_seed(say_book *bk, uint64_t seed);
 int say_book_record(say_book *bk, size_t i, uint64_t hash, double seconds, int guarded);
 /* DIR/book.m3u over the chapters recorded so far; -1 after printing why. */
 int say_book_write_m3u(const say_book *bk, const char *ext);
+/* DIR/book.m4b (say_book_m4b.c): every chapter file (all finished, in a
+ * format libsndfile reads) joined, a chapter mark with its title each;
+ * -1 after printing why. */
+int say_book_write_m4b(const say_book *bk, const char *ext);
 void say_book_close(say_book *bk);
 
 #endif

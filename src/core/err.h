@@ -34,7 +34,7 @@ void *qtts_calloc(size_t count, size_t size, qtts_err *e);
 /* Returns the heap's free memory to the system (glibc's malloc_trim; a no-op
  * elsewhere). Called after a model load, whose temporary buffers (f32
  * originals before quantization, conversions) leave free holes that glibc
- * keeps resident: 908 -> 847 MB after loading 0.6B q4_k. */
+ * keeps resident otherwise. */
 void qtts_heap_trim(void);
 /* Asks for transparent huge pages on the whole 2 MiB pages inside a large
  * fresh buffer (Linux madvise; a no-op elsewhere or when refused): a load

@@ -244,10 +244,10 @@ void qtts_split_range(int64_t n, int64_t grain, int tid, int n_threads, int64_t 
  * of grain, so results do not depend on which thread ran which chunk.
  *
  * That one chunk is still a scheduler time slice (milliseconds) when a worker
- * is descheduled holding it: with one of 2 cores busy elsewhere, 2 threads ran
- * 0.6B at RTF 3.05 against 1.39 on one, the owner waiting longer for its
- * workers (1.8 s) than it worked itself (1.5 s); on the idle machine it waited
- * 6% of its working time. So the owner adds up both over windows of
+ * is descheduled holding it: with one of 2 cores busy elsewhere, 2 threads can
+ * run slower than one, the owner waiting longer for its workers than it works
+ * itself, where on an idle machine it waits a small share of its working
+ * time. So the owner adds up both over windows of
  * WINDOW_MS: waiting more than WASTE_RATIO of its work, or ALONE_STREAK_LIMIT
  * parallel-fors in a row in which no worker took a chunk at all, and the next
  * parallel-fors run inline; then one window of probing, and the stretch

@@ -3,8 +3,7 @@
  * The first frame is decoded at once (time to first audio). After that,
  * decoding several frames per step is cheaper per frame (the decoder
  * transformer's weights are read once per step, and the convolutions get
- * longer tiles and fewer pool dispatches: at 0.6B on 2 cores a 4-frame step
- * costs ~25-40% less per frame than 1-frame steps), but it holds audio back.
+ * longer tiles and fewer pool dispatches), but it holds audio back.
  * So a stream waits for more frames only while the audio it has delivered
  * runs ahead of the wall clock by at least the wait (a real-time listener
  * never starves): lead = audio delivered - time since its first audio.

@@ -210,8 +210,8 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
     /* Converted and packed weights live in their own memory now: let the
      * mapped originals leave the RSS (what is still used faults back in),
      * and the heap's holes (f32 copies packed into other layouts) go back to
-     * the system before the decoder's conversion adds its own weights (0.6B
-     * q4_k in the bench: load peak 992 -> 973 MB, 908 -> 848 MB after it). */
+     * the system before the decoder's conversion adds its own weights, which
+     * lowers both the load's peak and the RSS after it. */
     t0 = qtts_now_ms();
     qtts_store_release_pages(e->talker->store);
     qtts_store_release_pages(qtts_codec_decoder_owned_store(e->decoder));

@@ -275,6 +275,8 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
     default: r.finished_by = QTTS_FINISHED_MAX_FRAMES; break;
     }
     r.finished_by_eos = r.finished_by == QTTS_FINISHED_EOS;
+    r.decoder_steps = (int)s->times.decoder_steps;
+    r.overlapped_decoder_steps = (int)s->times.overlapped_decoder_steps;
     s->times.cpu_ms = qtts_thread_cpu_ms() - s->cpu_start;
     if (error) {
         if (error->status == QTTS_ERR_CANCELLED) atomic_fetch_add(&e->n_cancelled, 1);
@@ -284,9 +286,8 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
     }
     if (s->req.keep_codes && s->gen && r.n_frames > 0) keep_codes(e, s, r.n_frames);
     if (e->verbose) /* the schedule it ran, as qtts bench reports it */
-        fprintf(stderr, "qtts: request done: %d frames, %lld decoder steps, %lld beside LM steps, %s\n", r.n_frames,
-                (long long)s->times.decoder_steps, (long long)s->times.overlapped_decoder_steps,
-                qtts_finish_reason_name(r.finished_by));
+        fprintf(stderr, "qtts: request done: %d frames, %d decoder steps, %d beside LM steps, %s\n", r.n_frames,
+                r.decoder_steps, r.overlapped_decoder_steps, qtts_finish_reason_name(r.finished_by));
     /* counted before the reader can see the end, so stats read after it include this request */
     atomic_fetch_add(&e->n_done, 1);
     if (s->gen && qtts_gen_request_on_device(s->gen)) atomic_fetch_add(&e->n_on_device, 1);

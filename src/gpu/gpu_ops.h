@@ -36,6 +36,22 @@ int qtts_gpu_mat_chunks(const qtts_gpu_mat *m);
  * or less for tests that force weight splits (0 restores the device's). */
 void qtts_gpu_set_buffer_limit(qtts_gpu *g, size_t bytes);
 
+/* The most device memory the buffers may take together: the size of the
+ * memory heap they come from, or less (0 restores the heap's size). An
+ * allocation past it fails with QTTS_ERR_NO_MEMORY before the driver is
+ * asked (a driver may accept more than its heap and then fail or page). */
+void qtts_gpu_set_memory_limit(qtts_gpu *g, size_t bytes);
+size_t qtts_gpu_memory_limit(const qtts_gpu *g);
+size_t qtts_gpu_memory_used(const qtts_gpu *g);
+
+/* 1 once a submission reported a lost device or did not finish within the
+ * timeout: later submissions and new sequences fail at once with that reason;
+ * the device can only be closed (and another opened). */
+int qtts_gpu_lost(const qtts_gpu *g);
+/* Test hook: the next submission on g fails as a lost device would, without
+ * reaching the driver. */
+void qtts_gpu_test_lose_next_submit(qtts_gpu *g);
+
 qtts_gpu_seq *qtts_gpu_seq_new(qtts_gpu *g, qtts_err *err);
 /* Ends the recording; then the sequence may be submitted. */
 int qtts_gpu_seq_end(qtts_gpu_seq *s, qtts_err *err);

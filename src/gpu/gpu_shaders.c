@@ -34,6 +34,41 @@ static const uint32_t spv_embed_add[] = {
 static const uint32_t spv_argmax[] = {
 #include "argmax.spv.inc"
 };
+static const uint32_t spv_sample[] = {
+#include "sample.spv.inc"
+};
+
+static const uint32_t spv_conv1d[] = {
+#include "conv1d.spv.inc"
+};
+static const uint32_t spv_tconv[] = {
+#include "tconv.spv.inc"
+};
+static const uint32_t spv_snake[] = {
+#include "snake.spv.inc"
+};
+static const uint32_t spv_copy_rows[] = {
+#include "copy_rows.spv.inc"
+};
+static const uint32_t spv_dwconv[] = {
+#include "dwconv.spv.inc"
+};
+static const uint32_t spv_layernorm[] = {
+#include "layernorm.spv.inc"
+};
+static const uint32_t spv_gelu[] = {
+#include "gelu.spv.inc"
+};
+static const uint32_t spv_scale_add[] = {
+#include "scale_add.spv.inc"
+};
+
+static const uint32_t spv_transpose[] = {
+#include "transpose.spv.inc"
+};
+static const uint32_t spv_clamp[] = {
+#include "clamp.spv.inc"
+};
 static const uint32_t spv_add_rows[] = {
 #include "add_rows.spv.inc"
 };

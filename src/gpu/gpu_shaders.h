@@ -18,6 +18,17 @@
     X(silu_mul, 2)                                                                                                     \
     X(embed_add, 3)                                                                                                    \
     X(argmax, 2)                                                                                                       \
+    X(sample, 4)                                                                                                       \
+    X(conv1d, 5)                                                                                                       \
+    X(tconv, 4)                                                                                                        \
+    X(snake, 4)                                                                                                        \
+    X(copy_rows, 2)                                                                                                    \
+    X(dwconv, 4)                                                                                                       \
+    X(layernorm, 4)                                                                                                    \
+    X(gelu, 1)                                                                                                         \
+    X(scale_add, 3)                                                                                                    \
+    X(transpose, 2)                                                                                                    \
+    X(clamp, 1)                                                                                                        \
     X(add_rows, 2)                                                                                                     \
     X(logits_rules, 3)
 

@@ -62,9 +62,14 @@ static int make_instance(qtts_gpu *g, int validate, qtts_err *err) {
         ci.pNext = &msg;
     }
     VkResult r = vkCreateInstance(&ci, NULL, &g->instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return qtts_fail_as(err, QTTS_ERR_INVALID,
+                            "no Vulkan driver found (a GPU driver, or Mesa's lavapipe from mesa-vulkan-drivers)");
     if (r != VK_SUCCESS)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "no Vulkan instance (%s)%s", qtts_vk_result_name(r),
-                            validate ? ": is the validation layer installed (vulkan-validationlayers)?" : "");
+                            validate && r == VK_ERROR_LAYER_NOT_PRESENT
+                                ? ": is the validation layer installed (vulkan-validationlayers)?"
+                                : "");
     if (validate) {
         PFN_vkCreateDebugUtilsMessengerEXT create =
             (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(g->instance, "vkCreateDebugUtilsMessengerEXT");
@@ -231,6 +236,7 @@ static int pick_memory(qtts_gpu *g, qtts_err *err) {
     }
     if (best < 0) return qtts_fail(err, "the Vulkan device has no host-visible coherent memory");
     g->host_mem_type = (uint32_t)best;
+    g->mem_limit = g->mem.memoryHeaps[g->mem.memoryTypes[best].heapIndex].size;
     return 0;
 }
 
@@ -316,7 +322,7 @@ fail:
 void qtts_gpu_close(qtts_gpu *g) {
     if (!g) return;
     if (g->dev) {
-        vkDeviceWaitIdle(g->dev);
+        if (!g->lost) vkDeviceWaitIdle(g->dev); /* a hung device might never be idle */
         for (int s = 0; s < QTTS_SHADER_COUNT; s++) {
             if (g->pipe[s]) vkDestroyPipeline(g->dev, g->pipe[s], NULL);
             if (g->pipe_layout[s]) vkDestroyPipelineLayout(g->dev, g->pipe_layout[s], NULL);
@@ -336,6 +342,15 @@ void qtts_gpu_close(qtts_gpu *g) {
 
 const char *qtts_gpu_name(const qtts_gpu *g) { return g->name; }
 int qtts_gpu_validation_errors(const qtts_gpu *g) { return g->validation_errors; }
+
+void qtts_gpu_set_memory_limit(qtts_gpu *g, size_t bytes) {
+    uint64_t heap = g->mem.memoryHeaps[g->mem.memoryTypes[g->host_mem_type].heapIndex].size;
+    g->mem_limit = bytes && bytes < heap ? bytes : heap;
+}
+size_t qtts_gpu_memory_limit(const qtts_gpu *g) { return (size_t)g->mem_limit; }
+size_t qtts_gpu_memory_used(const qtts_gpu *g) { return (size_t)g->mem_used; }
+int qtts_gpu_lost(const qtts_gpu *g) { return g->lost; }
+void qtts_gpu_test_lose_next_submit(qtts_gpu *g) { g->lose_next = 1; }
 
 void qtts_gpu_set_buffer_limit(qtts_gpu *g, size_t bytes) {
     size_t dev = g->props.limits.maxStorageBufferRange;

@@ -27,6 +27,10 @@ struct qtts_gpu {
     VkCommandPool cmd_pool;
     uint32_t host_mem_type; /* host-visible, coherent; device-local too where one is */
     size_t buffer_limit; /* the storage-buffer range, or a test's lower limit */
+    uint64_t mem_used; /* bytes of the buffers allocated now */
+    uint64_t mem_limit; /* the most they may take: the heap's size, or a lower limit */
+    int lost; /* a submission reported a lost device or never finished: nothing more is submitted */
+    int lose_next; /* test hook: the next submission reports a lost device */
     VkDescriptorSetLayout set_layout[QTTS_SHADER_COUNT];
     VkPipelineLayout pipe_layout[QTTS_SHADER_COUNT];
     VkPipeline pipe[QTTS_SHADER_COUNT];
@@ -38,6 +42,7 @@ struct qtts_gpu_buf {
     VkDeviceMemory mem;
     void *map;
     size_t size;
+    uint64_t alloc; /* bytes of device memory (counted in mem_used) */
 };
 
 /* Records one dispatch of `shader` over groups (gx, gy, gz) with the buffers

@@ -4,6 +4,9 @@
 
 #include "gpu/vk_internal.h"
 
+/* device memory the buffers may still take */
+static uint64_t mem_left(const qtts_gpu *g) { return g->mem_used < g->mem_limit ? g->mem_limit - g->mem_used : 0; }
+
 qtts_gpu_buf *qtts_gpu_buf_new(qtts_gpu *g, size_t bytes, qtts_err *err) {
     if (bytes == 0) bytes = 4;
     if (bytes > g->buffer_limit) {
@@ -27,10 +30,19 @@ qtts_gpu_buf *qtts_gpu_buf_new(qtts_gpu *g, size_t bytes, qtts_err *err) {
         r = VK_ERROR_FEATURE_NOT_PRESENT;
         goto fail;
     }
+    if (req.size > mem_left(g)) {
+        qtts_fail_as(err, QTTS_ERR_NO_MEMORY,
+                     "GPU out of memory: a %zu-byte buffer does not fit in the %.1f MiB left of the device's %.1f MiB",
+                     bytes, (double)mem_left(g) / 1048576.0, (double)g->mem_limit / 1048576.0);
+        qtts_gpu_buf_free(g, b);
+        return NULL;
+    }
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                .allocationSize = req.size,
                                .memoryTypeIndex = g->host_mem_type};
     if ((r = vkAllocateMemory(g->dev, &ai, NULL, &b->mem)) != VK_SUCCESS) goto fail;
+    b->alloc = req.size;
+    g->mem_used += req.size;
     if ((r = vkBindBufferMemory(g->dev, b->buf, b->mem, 0)) != VK_SUCCESS) goto fail;
     if ((r = vkMapMemory(g->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS) goto fail;
     memset(b->map, 0, bytes);
@@ -52,6 +64,7 @@ void qtts_gpu_buf_free(qtts_gpu *g, qtts_gpu_buf *b) {
     if (b->map) vkUnmapMemory(g->dev, b->mem);
     if (b->buf) vkDestroyBuffer(g->dev, b->buf, NULL);
     if (b->mem) vkFreeMemory(g->dev, b->mem, NULL);
+    g->mem_used -= b->alloc;
     free(b);
 }
 
@@ -87,6 +100,16 @@ qtts_gpu_mat *qtts_gpu_mat_upload(qtts_gpu *g, const qtts_mat *m, qtts_err *err)
         return NULL;
     }
     if (per > m->rows) per = m->rows;
+    /* refused whole, before any chunk is made */
+    if ((double)m->rows * (double)m->row_bytes > (double)mem_left(g)) {
+        qtts_fail_as(err, QTTS_ERR_NO_MEMORY,
+                     "GPU out of memory: a %lldx%lld %s matrix (%.1f MiB) does not fit in the %.1f MiB left of the "
+                     "device's %.1f MiB",
+                     (long long)m->rows, (long long)m->cols, qtts_dtype_name(m->type),
+                     (double)m->rows * (double)m->row_bytes / 1048576.0, (double)mem_left(g) / 1048576.0,
+                     (double)g->mem_limit / 1048576.0);
+        return NULL;
+    }
     qtts_gpu_mat *w = qtts_calloc(1, sizeof *w, err);
     if (!w) return NULL;
     *w = (qtts_gpu_mat){m->type, m->rows, m->cols, per, m->row_bytes, (int)((m->rows + per - 1) / per), NULL};

@@ -22,7 +22,15 @@ struct qtts_gpu_seq {
 
 qtts_gpu *qtts_vk_seq_gpu(const qtts_gpu_seq *s) { return s->g; }
 
+static int refuse_lost(qtts_err *err) {
+    return qtts_fail(err, "GPU: the device was lost earlier; close it and open it again");
+}
+
 qtts_gpu_seq *qtts_gpu_seq_new(qtts_gpu *g, qtts_err *err) {
+    if (g->lost) {
+        refuse_lost(err);
+        return NULL;
+    }
     qtts_gpu_seq *s = qtts_calloc(1, sizeof *s, err);
     if (!s) return NULL;
     s->g = g;
@@ -135,10 +143,14 @@ int qtts_gpu_seq_end(qtts_gpu_seq *s, qtts_err *err) {
 int qtts_gpu_seq_run(qtts_gpu_seq *s, qtts_err *err) {
     if (s->recording && qtts_gpu_seq_end(s, err)) return -1;
     qtts_gpu *g = s->g;
+    if (g->lost) return refuse_lost(err);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &s->cmd};
-    VkResult r = vkResetFences(g->dev, 1, &s->fence);
+    VkResult r = g->lose_next ? VK_ERROR_DEVICE_LOST : vkResetFences(g->dev, 1, &s->fence);
+    g->lose_next = 0;
     if (r == VK_SUCCESS) r = vkQueueSubmit(g->queue, 1, &si, s->fence);
     if (r == VK_SUCCESS) r = vkWaitForFences(g->dev, 1, &s->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    /* neither can be submitted to again: the spec's lost device, or work that may still run */
+    if (r == VK_ERROR_DEVICE_LOST || r == VK_TIMEOUT) g->lost = 1;
     if (r == VK_TIMEOUT) return qtts_fail(err, "GPU: a submission did not finish within 60 s (device hung or lost)");
     if (r != VK_SUCCESS)
         return qtts_fail_as(err, r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? QTTS_ERR_NO_MEMORY : QTTS_ERR_INTERNAL,

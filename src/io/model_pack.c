@@ -180,8 +180,8 @@ int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtt
     *codec_store = qtts_store_new(err);
     if (!*codec_store) goto done;
     qtts_store_set_source(*codec_store, gguf_path);
-    /* the speech tokenizer's f32 weights are copied at load: their pages must be released as the talker's are
-     * (without this the 0.6B .gguf kept ~450 MB of them resident) */
+    /* the speech tokenizer's f32 weights are copied at load: their pages must be released as the talker's are,
+     * or the mapped originals stay resident beside the copies */
     if (qtts_store_borrow_mappings(*codec_store, *model_store, err)) goto done;
     size_t plen = strlen(QTTS_PACK_CODEC_PREFIX);
     for (int i = 0; i < qtts_store_count(*model_store); i++) {

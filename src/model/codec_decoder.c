@@ -811,11 +811,11 @@ static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qt
     /* Time-major layers in bf16: the transformer and the upsampling stages,
      * whose weights (~70 MB in f32 at the real size) are read once per
      * streaming step, so at 1-4 frames per step they are bandwidth-bound and
-     * bf16 halves their time. Measured on the golden decoders (T20 / T310):
-     * bf16 convs alone 37.9 dB SNR, + transformer 35.0, + upsampling stages
-     * 33.4; the RVQ projections, pre_conv, decoder.0 and a time-major block
-     * conv would each cost 0.5-1.5 dB more (31.3 dB with all) for ~1 ms per
-     * step, too close to the 30 dB floor. */
+     * bf16 halves their time. Each added layer costs SNR against f32 (the
+     * golden decoders, T20 / T310, stay above the 30 dB floor with these);
+     * the RVQ projections, pre_conv, decoder.0 and a time-major block conv
+     * stay f32: each would cost more accuracy than its small share of the
+     * step's time is worth, too close to the floor. */
     if (each_time_major_lin(d, 0, lin_to_bf16, err)) return -1;
     for (int64_t b = 0; b < d->n_blocks; b++) {
         dblock *bk = &d->blk[b];
@@ -840,8 +840,8 @@ int qtts_decoder_precision_choose(const char *opt, qtts_dtype lm_weights, const 
         }
         /* another path only where it was measured faster here (tensor/conv_calibrate.h), never by flag alone */
         const qtts_conv_calibration *c = measured;
-        /* not WINOGRAD_F16: widening its panels made 8 streams' 16-frame steps ~5% slower (Zen 3), a memory
-         * saving to be asked for */
+        /* not WINOGRAD_F16: widening its panels can make batched steps slower, so it is a memory saving to be
+         * asked for */
         switch (qtts_conv_calibration_best(c)) {
         case QTTS_CONV_PATH_BF16: *out = QTTS_DECODER_BF16; break;
         case QTTS_CONV_PATH_WINOGRAD_I16: *out = QTTS_DECODER_WINOGRAD_I16; break;

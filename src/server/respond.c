@@ -53,7 +53,8 @@ enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, 
     if (!r) return MHD_NO;
     if (s->cors_origin) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin", s->cors_origin);
-        MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Qtts-Seed, X-Qtts-Finished-By");
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                "X-Qtts-Seed, X-Qtts-Finished-By, X-Qtts-Decoder-Steps, X-Qtts-Overlapped-Steps");
         MHD_add_response_header(r, "Vary", "Origin");
     }
     srv_metrics_status(&s->metrics, status);

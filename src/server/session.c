@@ -12,6 +12,14 @@
 struct srv_session {
     qtts_stream *st;
     srv_session_opts o;
+    /* Turns (srv_session_start_turns): submitted one after another into this
+     * one encoder, pause_samples of silence between them. */
+    qtts_engine *e;
+    const qtts_request *turns;
+    size_t n_turns, turn, pause_samples;
+    void *owner; /* keeps the turns' strings and voices; owner_free on free */
+    void (*owner_free)(void *);
+    qtts_result sum; /* the finished turns' results */
     srv_stretch *stretch;
     soxr_t rs;    /* to out_rate; NULL at the model's rate */
     float *rbuf;  /* resampled samples */
@@ -25,6 +33,7 @@ struct srv_session {
     size_t samples_out;
     srv_session_state end; /* DONE or FAILED once ended, else WAITING */
     qtts_status status;
+    int engine_failed; /* the failure was the engine's (a turn's submission or its stream), not the encoder's */
     char error[512]; /* an engine message (qtts_err: 512) */
     float buf[SESSION_READ_MAX];
 };
@@ -143,6 +152,88 @@ static int take(srv_session *ss, const float *x, size_t n, int final) {
     return encode(ss, x, n, final);
 }
 
+static void watch(srv_session *ss) {
+    if (ss->o.notify) qtts_stream_set_notify(ss->st, ss->o.notify, ss->o.notify_user);
+    if (ss->o.notify_fd >= 0) qtts_stream_set_notify_fd(ss->st, ss->o.notify_fd);
+}
+
+static void unwatch(srv_session *ss) {
+    if (ss->o.notify) qtts_stream_set_notify(ss->st, NULL, NULL);
+    if (ss->o.notify_fd >= 0) qtts_stream_set_notify_fd(ss->st, -1);
+}
+
+/* Folds a finished turn's result into sum: frames and tokens add up, the
+ * first seed stays, the worst ending (guard, frame limit) is kept. */
+static void add_result(qtts_result *sum, const qtts_result *r, int first) {
+    if (first) {
+        *sum = *r;
+        return;
+    }
+    sum->n_frames += r->n_frames;
+    sum->input_tokens += r->input_tokens;
+    sum->audio_seconds += r->audio_seconds;
+    sum->prefill_ms += r->prefill_ms;
+    sum->talker_ms += r->talker_ms;
+    sum->code_predictor_ms += r->code_predictor_ms;
+    sum->decoder_ms += r->decoder_ms;
+    sum->total_ms += r->total_ms;
+    sum->decoder_steps += r->decoder_steps;
+    sum->overlapped_decoder_steps += r->overlapped_decoder_steps;
+    if (r->finished_by > sum->finished_by) sum->finished_by = r->finished_by;
+    if (!sum->guard) sum->guard = r->guard;
+    sum->finished_by_eos = sum->finished_by == QTTS_FINISHED_EOS;
+}
+
+/* The current turn ended well: its result is kept, the pause is encoded and
+ * the next turn submitted. 0 when there was no next turn, 1 when one runs
+ * now, -1 when it failed (ss->end is FAILED). */
+static int next_turn(srv_session *ss) {
+    static const float zeros[1024];
+    if (ss->turn + 1 >= ss->n_turns) return 0;
+    qtts_result r;
+    memset(&r, 0, sizeof r);
+    qtts_stream_result(ss->st, &r);
+    add_result(&ss->sum, &r, ss->turn == 0);
+    for (size_t left = ss->pause_samples; left;) {
+        size_t k = left < 1024 ? left : 1024;
+        if (take(ss, zeros, k, 0)) return -1;
+        left -= k;
+    }
+    qtts_error err = {0};
+    qtts_stream *next = qtts_submit(ss->e, &ss->turns[ss->turn + 1], &err);
+    if (!next) {
+        ss->engine_failed = 1;
+        return fail(ss, err.status, err.message), -1;
+    }
+    unwatch(ss);
+    qtts_stream_free(ss->st);
+    ss->st = next;
+    ss->turn++;
+    watch(ss);
+    return 1;
+}
+
+srv_session *srv_session_start_turns(qtts_engine *e, const qtts_request *turns, size_t n, size_t pause_samples,
+                                     const srv_session_opts *o, void *owner, void (*owner_free)(void *),
+                                     qtts_error *err) {
+    srv_session *ss = n ? srv_session_start(e, &turns[0], o, err) : NULL;
+    if (!ss) {
+        if (!n) {
+            err->status = QTTS_ERR_INVALID;
+            snprintf(err->message, sizeof err->message, "no turns to speak");
+        }
+        if (owner_free) owner_free(owner);
+        return NULL;
+    }
+    ss->e = e;
+    ss->turns = turns;
+    ss->n_turns = n;
+    ss->pause_samples = pause_samples;
+    ss->owner = owner;
+    ss->owner_free = owner_free;
+    return ss;
+}
+
 srv_session *srv_session_start(qtts_engine *e, const qtts_request *r, const srv_session_opts *o, qtts_error *err) {
     srv_session *ss = calloc(1, sizeof *ss);
     if (!ss || (o->speed != 1.0 && !(ss->stretch = srv_stretch_new(o->sample_rate, o->speed)))) {
@@ -173,8 +264,8 @@ srv_session *srv_session_start(qtts_engine *e, const qtts_request *r, const srv_
         free(ss);
         return NULL;
     }
-    if (o->notify) qtts_stream_set_notify(ss->st, o->notify, o->notify_user);
-    if (o->notify_fd >= 0) qtts_stream_set_notify_fd(ss->st, o->notify_fd);
+    ss->n_turns = 1;
+    watch(ss);
     return ss;
 }
 
@@ -190,7 +281,13 @@ srv_session_state srv_session_read(srv_session *ss, srv_buf *out) {
             got = SRV_SESSION_AUDIO;
             continue;
         }
-        if (n == 0) return take(ss, NULL, 0, 1) ? ss->end : (ss->end = SRV_SESSION_DONE);
+        if (n == 0) {
+            int more = next_turn(ss);
+            if (more < 0) return ss->end;
+            if (more) continue;
+            return take(ss, NULL, 0, 1) ? ss->end : (ss->end = SRV_SESSION_DONE);
+        }
+        ss->engine_failed = 1;
         return fail(ss, qtts_stream_status(ss->st), qtts_stream_error(ss->st));
     }
 }
@@ -198,19 +295,29 @@ srv_session_state srv_session_read(srv_session *ss, srv_buf *out) {
 qtts_stream *srv_session_stream(const srv_session *ss) { return ss->st; }
 const char *srv_session_error(const srv_session *ss) { return ss->error; }
 qtts_status srv_session_status(const srv_session *ss) { return ss->status; }
+int srv_session_engine_failed(const srv_session *ss) { return ss->engine_failed; }
 size_t srv_session_samples(const srv_session *ss) { return ss->samples_out; }
+
+void srv_session_result(const srv_session *ss, qtts_result *out) {
+    memset(out, 0, sizeof *out);
+    qtts_stream_result(ss->st, out);
+    if (ss->turn == 0) return;
+    qtts_result last = *out;
+    *out = ss->sum;
+    add_result(out, &last, 0);
+}
 
 void srv_session_free(srv_session *ss) {
     if (!ss) return;
     /* The engine may end the stream after the reader's objects are gone: it
      * must not signal them any more. */
-    if (ss->o.notify) qtts_stream_set_notify(ss->st, NULL, NULL);
-    if (ss->o.notify_fd >= 0) qtts_stream_set_notify_fd(ss->st, -1);
+    unwatch(ss);
     qtts_stream_free(ss->st); /* cancels it if it still runs */
     if (ss->enc) qtts_encoder_abort(ss->enc);
     srv_stretch_free(ss->stretch);
     if (ss->rs) soxr_delete(ss->rs);
     free(ss->rbuf);
     free(ss->all);
+    if (ss->owner_free) ss->owner_free(ss->owner);
     free(ss);
 }

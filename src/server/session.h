@@ -48,15 +48,29 @@ typedef enum {
 
 /* Submits r. NULL with err filled (the engine's status, or out of memory). */
 srv_session *srv_session_start(qtts_engine *e, const qtts_request *r, const srv_session_opts *o, qtts_error *err);
+/* A dialogue's turns (each its own voice) as one recording: turns[0] is
+ * submitted now, each next one when the one before ends, pause_samples of
+ * silence (at the model's rate) between them, all into the one encoder.
+ * turns' strings and voices must live until the session is freed:
+ * owner_free(owner) runs then (and on failure here). */
+srv_session *srv_session_start_turns(qtts_engine *e, const qtts_request *turns, size_t n, size_t pause_samples,
+                                     const srv_session_opts *o, void *owner, void (*owner_free)(void *),
+                                     qtts_error *err);
 /* Takes everything the engine has now, stretches and encodes it, appending
  * the bytes to out. Never waits. After DONE or FAILED it returns the same. */
 srv_session_state srv_session_read(srv_session *ss, srv_buf *out);
-/* The engine stream: text appends, cancel, status and result. */
+/* The engine stream (a dialogue's current turn): text appends, cancel, status. */
 qtts_stream *srv_session_stream(const srv_session *ss);
 /* Why it failed: the engine's message, or the encoder's. */
 const char *srv_session_error(const srv_session *ss);
 /* The engine's status when it failed there; QTTS_ERR_NO_MEMORY/INTERNAL when encoding did. */
 qtts_status srv_session_status(const srv_session *ss);
+/* 1 when it FAILED in the engine (a dialogue's next turn included), 0 when
+ * post-processing (stretch, resampling, encoding) did. */
+int srv_session_engine_failed(const srv_session *ss);
+/* The result: the stream's, or a dialogue's turns summed (frames, tokens,
+ * times; the first turn's seed; the worst ending). */
+void srv_session_result(const srv_session *ss, qtts_result *out);
 /* Samples encoded so far (after the tempo change). */
 size_t srv_session_samples(const srv_session *ss);
 /* Removes the notifier, cancels the synthesis if it still runs and frees. */

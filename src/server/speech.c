@@ -13,6 +13,7 @@
 #include "server/pump.h"
 #include "server/session.h"
 #include "server/speech_request.h"
+#include "server/speech_script.h"
 
 /* ---- per-request state ---- */
 
@@ -109,7 +110,7 @@ static void stream_finish(srv_speech *ss) {
     }
     qtts_result res;
     memset(&res, 0, sizeof res);
-    qtts_stream_result(speech_stream(ss), &res);
+    srv_session_result(ss->session, &res);
     observe_done(ss);
     size_t samples = srv_session_samples(ss->session);
     if (ss->mode == SRV_OUT_SSE &&
@@ -197,9 +198,17 @@ void srv_speech_context(qtts_server *s, srv_speech_ctx *ctx) {
     };
 }
 
-static int parse_speech(qtts_server *s, const cJSON *root, srv_speech_request *o, srv_bad_req *b) {
+/* *script: a dialogue's turns ("script": true, speech_script.h), else NULL. */
+static int parse_speech(qtts_server *s, const cJSON *root, srv_speech_request *o, srv_speech_script **script,
+                        srv_bad_req *b) {
     srv_speech_ctx ctx;
     srv_speech_context(s, &ctx);
+    *script = NULL;
+    int want = srv_speech_script_wanted(root, b);
+    if (want) {
+        memset(o, 0, sizeof *o);
+        return want < 0 ? -1 : srv_speech_script_parse(&ctx, root, script, o, b);
+    }
     if (srv_speech_request_parse(&ctx, root, o, b)) return -1;
     if (!o->ref_audio) return 0;
     qtts_error verr = {0};
@@ -231,7 +240,7 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
         }
         if (st == SRV_SESSION_DONE) break;
         if (st == SRV_SESSION_FAILED) {
-            int engine = qtts_stream_status(speech_stream(ss)) != QTTS_OK;
+            int engine = srv_session_engine_failed(ss->session);
             rc = srv_respond_error(s, c, 500, "server_error", NULL, engine ? "synthesis_failed" : NULL, "%s%s",
                                    engine ? "" : "encoding failed: ", srv_session_error(ss->session));
             goto done;
@@ -250,8 +259,7 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
     {
         observe_done(ss);
         qtts_result res;
-        memset(&res, 0, sizeof res);
-        qtts_stream_result(speech_stream(ss), &res);
+        srv_session_result(ss->session, &res);
         /* The body changes hands: ss->out never had bytes taken from its front here. */
         struct MHD_Response *r = MHD_create_response_from_buffer(ss->out.len, ss->out.data, MHD_RESPMEM_MUST_FREE);
         if (!r) {
@@ -267,6 +275,11 @@ enum MHD_Result srv_speech_resume(qtts_server *s, struct MHD_Connection *c, srv_
         snprintf(finished, sizeof finished, "%s%s%s", qtts_finish_reason_name(res.finished_by), res.guard ? ":" : "",
                  res.guard ? qtts_guard_reason_name(res.guard) : "");
         MHD_add_response_header(r, "X-Qtts-Finished-By", finished);
+        char steps[16], beside[16]; /* the engine's schedule, as `qtts bench` reports it */
+        snprintf(steps, sizeof steps, "%d", res.decoder_steps);
+        snprintf(beside, sizeof beside, "%d", res.overlapped_decoder_steps);
+        MHD_add_response_header(r, "X-Qtts-Decoder-Steps", steps);
+        MHD_add_response_header(r, "X-Qtts-Overlapped-Steps", beside);
         rc = srv_queue(s, c, 200, r);
     }
 done:
@@ -283,7 +296,8 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
     cJSON *root = srv_parse_json_body(rq, &why);
     if (!root) return srv_respond_error(s, c, 400, "invalid_request_error", NULL, "invalid_json", "%s", why);
     srv_speech_request o;
-    if (parse_speech(s, root, &o, &b)) {
+    srv_speech_script *script = NULL;
+    if (parse_speech(s, root, &o, &script, &b)) {
         if (o.voice) qtts_voice_release(o.voice);
         cJSON_Delete(root);
         return respond_bad(s, c, &b);
@@ -291,6 +305,7 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
     srv_speech *ss = calloc(1, sizeof *ss);
     if (!ss) {
         if (o.voice) qtts_voice_release(o.voice);
+        srv_speech_script_free(script);
         cJSON_Delete(root);
         return srv_respond_error(s, c, 500, "server_error", NULL, NULL, "out of memory");
     }
@@ -311,7 +326,8 @@ enum MHD_Result srv_route_speech(qtts_server *s, struct MHD_Connection *c, srv_r
                            .notify_user = &ss->job,
                            .notify_fd = -1};
     qtts_error err = {0};
-    ss->session = srv_session_start(s->engine, &o.r, &so, &err);
+    ss->session = script ? srv_speech_script_start(s->engine, script, &so, &err) /* takes script */
+                         : srv_session_start(s->engine, &o.r, &so, &err);
     if (o.voice) qtts_voice_release(o.voice); /* the request holds its own reference */
     cJSON_Delete(root);                       /* o.r's strings pointed into it */
     if (!ss->session) {

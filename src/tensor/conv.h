@@ -94,8 +94,8 @@ int qtts_conv1d_cm(qtts_pool *pool, const qtts_conv *cv, const float *x, int64_t
 /* Work memory a caller keeps across conv calls: a Winograd conv's
  * transformed tiles, a bf16 conv's rounded input, a 1x1 conv's input panels.
  * Allocated per call otherwise, where glibc serves a few MB from fresh pages
- * whenever its heap was trimmed (after load): the load-time measurement of a
- * Winograd conv then ran at 125 instead of 195 GFLOP/s. Grows to the largest
+ * whenever its heap was trimmed (after load), whose page faults would slow
+ * the load-time measurement of a Winograd conv. Grows to the largest
  * call; one per thread of use; zero-initialise, free with qtts_conv_ws_free. */
 typedef struct {
     void *buf;

@@ -7,9 +7,8 @@
 
 /* Input rows the 1-tap loop prefetches ahead. Where x is a GEMM's B panel
  * (the time-major decoder layers, qtts_gemm) it is one stream read once
- * from memory, and the tile alone left it at 10-12 GB/s; 8 rows ahead took
- * the whole Winograd decoder from 46.6-47.6 to 45.4-46.2 ms per frame (Zen 2,
- * one thread), and the in-cache tiles lost nothing. */
+ * from memory, which the tile alone reads well below the memory's rate; 8
+ * rows ahead cover that, and the in-cache tiles lose nothing. */
 enum { PREFETCH_ROWS_1TAP = 8 };
 
 static inline __m256i tail_mask(int64_t n) {
@@ -19,8 +18,8 @@ static inline __m256i tail_mask(int64_t n) {
 
 /* R rows (of half h of the 8-row packed block) x NV vectors of 8 time
  * samples; the last vector is masked to mlast where it is partial (full = 0).
- * Whole vectors use plain loads: vmaskmovps is slow on AMD cores (a Zen 2,
- * the whole decoder on one thread: 97 -> 68 ms/frame without it). R = 1
+ * Whole vectors use plain loads: vmaskmovps is slow on some cores, enough
+ * to slow the whole decoder. R = 1
  * serves row blocks with one valid row (time-major layers of 1-frame steps,
  * where the "rows" are time steps). */
 #define CONV_TILE_AVX2(R, NV)                                                                              \

@@ -9,12 +9,10 @@
 
 /* A residual unit of the decoder's middle blocks, as each path runs it: the
  * dilated conv (256 -> 256 channels, kernel 7, dilation 3, 96 samples), then
- * the 1x1 conv on its output; 50 M multiply-adds, about 1.1 ms direct. The
- * dilated conv alone understated what the int16 path gains in the decoder,
- * whose 1x1 convs run in int16 too: on a Zen 3 it measured winograd-i16 at
- * 0.92-1.21x (mostly 1.15x) the f32 Winograd, against 1.27x for the whole
- * decoder (bench_decoder, 4-frame steps), and one load in five then chose
- * `winograd` under the 1.1x rule: a decoder 25% slower, 213 MB more RSS. */
+ * the 1x1 conv on its output; 50 M multiply-adds. The dilated conv alone
+ * understates what the int16 path gains in the decoder, whose 1x1 convs run
+ * in int16 too, and near the 1.1x rule's edge a load would then choose the
+ * slower, larger `winograd` by chance. */
 enum { CAL_C = 256, CAL_K = 7, CAL_DIL = 3, CAL_T = 96, CAL_ROUNDS = 7, CAL_WINOGRAD_M = 4 };
 #define CAL_MARGIN 1.1 /* a path that changes the arithmetic must be this much faster to be chosen */
 
@@ -35,10 +33,9 @@ static double run_ms(const unit_path *p, const float *x, int64_t ldx, float *mid
  * path once in a rotating order, so a burst of other work on a shared host
  * slows one round of every path rather than all the runs of one. The work
  * memory is kept across the runs, as the decoder keeps it (qtts_conv_ws):
- * allocated per call, it came from fresh pages after the load's heap trim,
- * and the Winograd path measured 123-127 instead of 193-195 GFLOP/s (once
- * under 1.1x the f32 path, so `auto` ran the decoder at 53.6 instead of
- * ~42 ms per frame). */
+ * allocated per call, it comes from fresh pages after the load's heap trim,
+ * whose page faults would understate the Winograd path (sometimes under the
+ * 1.1x margin, so `auto` would pick a slower decoder). */
 static int best_ms(const unit_path *const *paths, int n, const float *x, int64_t ldx, float *mid, float *y,
                    double *best) {
     qtts_conv_ws ws = {0};

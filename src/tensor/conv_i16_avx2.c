@@ -8,10 +8,7 @@
  * stays one chain; the 16 pairs between flushes are unrolled whole. An empty
  * asm barrier after each pair (the first way, KEEP_CHAIN in linear_avx2.c)
  * kept the chains too, but left 8 register copies and 3 stack spills per
- * pair in the loop. Zen 3, one thread, the tile alone on decoder shapes in
- * 16-sample panels: 54-69 G MAC/s with the barrier, 57-70 so (and 16.4-19.9
- * -> 16.1-16.6 ms per frame for the residual convs when the barrier came in,
- * against neither). */
+ * pair in the loop. */
 static inline __m256i chain_add(__m256i acc, __m256i v) {
     __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
     return acc;

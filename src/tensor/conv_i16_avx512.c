@@ -7,7 +7,7 @@
  * weight broadcast from memory: 32 multiply-adds per instruction, where the
  * AVX2 tile needs vpmaddwd + vpaddd for 16. The sums run in two chains per
  * row (even and odd pairs) so that 16 independent accumulators cover
- * vpdpwssd's latency (5 cycles on Intel cores, 2 per cycle); adding the two
+ * vpdpwssd's latency at up to 2 per cycle; adding the two
  * halves at a flush gives the same int32 sum. */
 #include "tensor/x86_simd.h"
 

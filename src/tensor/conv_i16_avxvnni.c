@@ -1,5 +1,5 @@
 /* AVX-VNNI twin of the int16 conv tile, for CPUs with the VEX-encoded
- * vpdpwssd but no AVX-512 (Intel cores from Alder Lake on): the AVX2 tile
+ * vpdpwssd but no AVX-512: the AVX2 tile
  * (conv_i16_avx2.c) with each channel pair's vpmaddwd + vpaddd done by one
  * instruction, so the same int32 sums and the same bits. Only called after
  * a cpuid check (qtts_cpu_features_get()->avxvnni). */

@@ -116,11 +116,10 @@ void qtts_i16_quantize_range(qtts_i16_quantize_fn q, const float *x, int64_t ldx
 /* The int16 inputs of a conv call are quantized into panels of this many
  * samples, each [ceil(C/2) pairs][QTTS_CONV_I16_PANEL] (the tile's two
  * vectors), so a tile streams one contiguous block instead of pair rows a
- * whole call apart: with T a multiple of 256 those rows fell into 2-8 of the
- * 64 L1 sets and evicted each other. Zen 3, one thread, the tile alone on
- * decoder shapes: pair rows 37-55 G int16 MAC/s, panels of 24 (the f32
- * Winograd panels: a third of the work in the one-vector tile) 52-62, of 16
- * 56-70. */
+ * whole call apart: with T a multiple of 256 those rows fall into a few of
+ * the 64 L1 sets and evict each other. 16, the tile's two vectors, rather
+ * than the f32 Winograd panels' 24, which would leave a third of the work
+ * to the one-vector tile. */
 enum { QTTS_CONV_I16_PANEL = 16 };
 /* Samples rounded up to whole int16 panels. */
 static inline int64_t qtts_i16_panels_len(int64_t T) {

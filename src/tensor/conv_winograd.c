@@ -191,8 +191,7 @@ static void input_rows(void *p, int64_t c0, int64_t c1, int tid) {
     for (int64_t ci = c0; ci < c1; ci++) {
         const float *xr = j->x + ci * j->ldx;
         /* phase rows: row q holds x[g*P + q*d + r] at g*d + r (zero past the input); at dilation 1 with
-         * m = 4 in one pass that de-interleaves 4 ways (in one profile each on a Zen 2, input_rows took
-         * 2.45% of the Winograd decoder's time as m strided passes, 1.84% so) */
+         * m = 4 in one pass that de-interleaves 4 ways, cheaper than m strided passes */
         if (d == 1 && m == 4) {
             float *r0 = ph, *r1 = ph + j->L, *r2 = ph + 2 * j->L, *r3 = ph + 3 * j->L;
             for (int64_t g = 0; g < whole; g++) {
@@ -272,9 +271,8 @@ static void quantize_items(void *p, int64_t i0, int64_t i1, int tid) {
 
 /* y[g*P + q*d + r] = ys[q][g*d + r] + b (+ add), the phase rows of one
  * output channel (row stride ntp) back in time order: every whole period
- * without bounds checks, the last one with them. As one branchy 1-9 float
- * copy per run it took 3.7% of the Winograd decoder's time on a Zen 2 (one
- * thread), 1.9% so (output transform included), ~1 ms per frame less. */
+ * without bounds checks, the last one with them: a branchy 1-9 float copy
+ * per run costs a visible share of the Winograd decoder's time. */
 static void scatter_row(const float *ys, int64_t ntp, int m, int64_t d, int64_t T, float b, float *yr,
                         const float *ar) {
     const int64_t P = m * d, whole = T / P, G = (T + P - 1) / P;

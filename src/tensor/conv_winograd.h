@@ -65,15 +65,13 @@ int qtts_winograd_conv(qtts_pool *pool, const qtts_conv *cv, const float *x, int
 
 /* The products read U in panels of QTTS_WINOGRAD_PANEL tiles, each panel
  * [c_in][width]: the tiles then stream one contiguous block per panel instead
- * of c_in rows far apart. (Measured on a Zen 2 it gained little on its own;
- * what lifted the 1-tap products from ~60% to ~90% of the FMA peak was the
- * tile's flat 1-tap loop.) The last panel may be narrower, a multiple of 8;
- * where it would hold 8 tiles behind a full one, the last 32 tiles form two
- * panels of 16 instead: the AVX2 tile of one vector (8 tiles) keeps 4
- * accumulators, which wait on the FMA latency (40% of the peak on a Zen 2),
- * two vectors keep 8. Zen 2, one thread, F(4, 7) over 768 channels x 128
- * samples (32 tiles): 146-158 -> 182 GFLOP/s direct-equivalent. Every split
- * gives the same bits: each tile sums the channels in the same order. */
+ * of c_in rows far apart (the products' speed comes mostly from the tile's
+ * flat 1-tap loop; the panels add a little). The last panel may be
+ * narrower, a multiple of 8; where it would hold 8 tiles behind a full one,
+ * the last 32 tiles form two panels of 16 instead: the AVX2 tile of one
+ * vector (8 tiles) keeps 4 accumulators, too few to hide the FMA latency,
+ * two vectors keep 8. Every split gives the same bits: each tile sums the
+ * channels in the same order. */
 enum { QTTS_WINOGRAD_PANEL = 24, QTTS_WINOGRAD_PANEL_TAIL = 16 };
 
 /* First tile of the two tail panels of 16 (ntp when there are none). */

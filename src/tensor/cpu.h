@@ -14,11 +14,11 @@ typedef struct qtts_cpu_features {
     bool avx2, fma, f16c;                          /* with OS support for YMM state */
     bool avx512f, avx512bw, avx512vl, avx512dq;    /* with OS support for ZMM/opmask state */
     bool avx512vnni, avx512bf16;
-    bool avxvnni; /* VEX vpdpwssd/vpdpbusd on 256-bit vectors (Alder Lake on; Zen 5), AVX-512 or not */
+    bool avxvnni; /* VEX vpdpwssd/vpdpbusd on 256-bit vectors, AVX-512 or not */
     /* AArch64, from getauxval(AT_HWCAP/AT_HWCAP2) on Linux, sysctl on macOS */
     bool neon;    /* Advanced SIMD (every ARMv8-A core) */
-    bool dotprod; /* SDOT/UDOT (FEAT_DotProd: Cortex-A76/Pi 5, Neoverse N1/Graviton2, Apple M1) */
-    bool bf16;    /* BFDOT/BFMMLA (FEAT_BF16: Neoverse V1/Graviton3, Apple M2) */
+    bool dotprod; /* SDOT/UDOT (FEAT_DotProd, optional from Armv8.2-A) */
+    bool bf16;    /* BFDOT/BFMMLA (FEAT_BF16, optional from Armv8.2-A, required from Armv8.6-A) */
     bool i8mm;    /* SMMLA/UMMLA (FEAT_I8MM; detected and reported, no kernel uses it yet) */
     bool fp16;    /* half-precision arithmetic (FEAT_FP16; reported only) */
 } qtts_cpu_features;

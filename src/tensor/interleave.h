@@ -3,7 +3,7 @@
  *
  * Why: with one GGML block per row, every 32 or 256 weights pay a fixed
  * cost (scale decode, scale broadcasts, horizontal bookkeeping) that makes
- * batch-1 matvec instruction-bound at ~15-25 GB/s per core. Interleaving 16
+ * batch-1 matvec instruction-bound, below the memory's rate. Interleaving 16
  * rows puts one row in each 32-bit lane: a single vpdpbusd (AVX-512 VNNI:
  * 16 rows, one register) or vpmaddubsw (AVX2: 8 rows, each half of a group
  * in one register) against a broadcast 4-byte slice of x advances every row

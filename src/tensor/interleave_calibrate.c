@@ -13,8 +13,8 @@
 
 /* The LMs' two matrix shapes (hidden 1024, MLP 3072: the 0.6B talker and both code predictors; the 1.7B
  * talker's are twice that), alternating; enough of them to overflow the last-level cache. A single
- * 1024x2048 shape ranked the layouts as close where the engine found the interleaved Q8_0 kernel 20%
- * slower (a Zen 2): per-row overheads differ between 1024 and 3072 columns. */
+ * 1024x2048 shape can rank the layouts unlike the engine's use: per-row overheads differ between 1024
+ * and 3072 columns. */
 enum { CAL_SHORT = 1024, CAL_LONG = 3072 };
 #define CAL_MIN_BYTES (64.0 * 1024 * 1024)
 #define CAL_MAX_BYTES (96.0 * 1024 * 1024) /* bounds the time; a larger cache then holds part of it */
@@ -50,10 +50,8 @@ static void fill(qtts_dtype type, uint8_t *p, size_t bytes, uint32_t *seed) {
  * round (the rows layout first, then the interleaved one: converting between
  * them costs more than all the passes). Measured one variant after the other
  * (5 passes each), a shared host's bursts of memory traffic from other
- * tenants (a Zen 3 VM: passes 20-30% slow, for a few hundred ms) fell on one
- * variant and flipped the choices: `qtts info --cpu` six times in a row chose
- * the GGML rows for Q8_0 three times, though the interleaved layout read
- * 28-33 GB/s against their 21-28. Interference only slows a pass, so the
+ * tenants (lasting a few hundred ms) fall on one variant and flip the
+ * choices from one run to the next. Interference only slows a pass, so the
  * best of rounds spread over the measurement is what the kernel can do. */
 enum { CAL_ROUNDS = 5 };
 
@@ -161,7 +159,7 @@ void qtts_interleave_measure(qtts_pool *pool, qtts_dtype type, qtts_interleave_c
             c->measured = c->row_gbs > 0 && c->x16_gbs > 0;
             /* each layout at its better setting; a change from the default (rows, no prefetch) needs 1.03x,
              * or a tie at n = 1 and 1.15x on batches (the interleaved kernels load each weight once for
-             * 16 rows' worth of multiplies: a Zen 2 ran 8 tokens 1.5x faster, a prefill 1.6x) */
+             * 16 rows' worth of multiplies, which batches feel most) */
             const double rows_best = row_pf ? c->row_pf_gbs : c->row_gbs,
                          x16_best = c->lockstep || !pf ? x16_step : c->x16_blocks_gbs;
             c->faster = c->measured && (x16_best >= CAL_MARGIN * rows_best ||

@@ -4,7 +4,7 @@
  * the interleaved kernels are faster in cache but slower when the weights
  * stream from DRAM, which is how batch-1 decoding reads them; a
  * compute-heavy kernel whose loads the core issues late also streams below
- * the memory's rate unless it prefetches (a Zen 2: 10 vs 18 GB/s per core). */
+ * the memory's rate unless it prefetches. */
 #ifndef QTTS_TENSOR_INTERLEAVE_CALIBRATE_H
 #define QTTS_TENSOR_INTERLEAVE_CALIBRATE_H
 
@@ -18,10 +18,10 @@ typedef struct qtts_interleave_calibration {
                                  GB/s of the row layout (each with prefetching where that was faster),
                                  or it was within 1.03x there and at least 1.15x faster on batches */
     int prefetch;             /* AVX2: the chosen layout's kernel prefetches its weights (it read at
-                                 least 1.03x the GB/s that way; a Zen 2: +15-40%) */
+                                 least 1.03x the GB/s that way) */
     int lockstep;             /* AVX2, interleaved: one token's two groups per thread are read line by
                                  line in step (qtts_mat.lockstep): they read at least 1.03x the GB/s of
-                                 super-block by super-block (a Zen 2: +20-25%) */
+                                 super-block by super-block) */
     double row_gbs, x16_gbs;  /* n = 1 on `threads` threads, over a buffer larger than the last-level cache */
     double row_pf_gbs, x16_pf_gbs; /* the same, prefetching (AVX2 only; 0 elsewhere); x16 in lockstep */
     double x16_blocks_gbs;    /* AVX2: x16 at its prefetch setting, the groups super-block by super-block */
@@ -31,8 +31,8 @@ typedef struct qtts_interleave_calibration {
 } qtts_interleave_calibration;
 
 /* Measures QTTS_Q8_0 or QTTS_Q4_K on pool (its owner calls; NULL: this
- * thread alone) over 64-96 MB, twice the last-level cache where that fits;
- * about 0.35-0.45 s on a 2-vCPU Zen 3. The engine loader calls it once per
+ * thread alone) over 64-96 MB, twice the last-level cache where that fits,
+ * a fraction of a second. The engine loader calls it once per
  * type and keeps the result (or reads it from its per-CPU cache); another
  * type, or no x86 kernel family, gives measured = 0. */
 void qtts_interleave_measure(qtts_pool *pool, qtts_dtype type, qtts_interleave_calibration *c);

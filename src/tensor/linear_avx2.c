@@ -19,11 +19,10 @@
 #include "tensor/linear_x86.h"
 #include "tensor/quant.h"
 
-/* Prefetch distances (bytes) where the weights' prefetch flag is set: a
- * Zen 2 read 12.1 GB/s on one thread with prefetcht0 at 1.5 KB, 14.3 with
- * prefetchnta at 1.5-3 KB (row kernels) and 11.9-14.2 at 1.2-2.4 KB
- * (interleaved Q4_K; one 2368-byte super-block ahead was best in the
- * engine), against 8.6-8.8 without. prefetchnta keeps the streamed weights
+/* Prefetch distances (bytes) where the weights' prefetch flag is set: about
+ * 2 KB ahead for the row kernels, one 2368-byte Q4_K super-block ahead for
+ * the interleaved ones, with prefetchnta (faster than prefetcht0 where
+ * weights stream from DRAM). prefetchnta keeps the streamed weights
  * out of L2/L3, which only matters where they would have fit there: the
  * load-time measurement then finds no gain and leaves it off. */
 enum { PREFETCH_ROWS = 2048, PREFETCH_X16 = 2368 };
@@ -248,10 +247,8 @@ INLINE __m256i scale_pairs(const uint8_t *s8) {
  * tokens t0..t0+nt: the mins times the tokens' sub-block sums. They depend on no
  * quant, so the kernels below sum them before their quad loops, which then
  * keep fewer values live (with them inside, GCC spilled int16 sums, a store
- * and a reload on every quad). Zen 2, one thread, 1024x3072 and 3072x1024
- * from L3: 4-8 tokens 116-120 -> 123-127 GFLOP/s, one token without lockstep
- * 14.6-16.7 -> 17.6-18.4 GB/s, with it unchanged (19-20). Integer sums are
- * exact: the outputs are bit-identical to the loops before. */
+ * and a reload on every quad). Integer sums are exact: the outputs are the
+ * same bits either way. */
 INLINE void q4_k_add_mins(const uint8_t *s, int p, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
                           __m256i *imin) {
     const __m256i mp = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 192 + 32 * p + 16 * h)));
@@ -315,7 +312,7 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
                 for (int t = 0; t < nt; t++) {
                     da[h][t] = _mm256_add_epi16(da[h][t], _mm256_maddubs_epi16(lo, xa[t]));
                     db[h][t] = _mm256_add_epi16(db[h][t], _mm256_maddubs_epi16(hi, xb[t]));
-                    if (nt > 1) { /* at nt = 1 (no lockstep) the chains cost 40% */
+                    if (nt > 1) { /* at nt = 1 (no lockstep) the chains cost more than they save */
                         KEEP_CHAIN(da[h][t]);
                         KEEP_CHAIN(db[h][t]);
                     }
@@ -333,7 +330,7 @@ INLINE void q4_k_x16_super(const uint8_t *s, const qtts_act *a, int64_t t0, int 
 }
 
 /* The same for 8 rows (half h) only: with 3-4 tokens both halves' sums
- * would not fit in the 16 registers (spills cost batches 10-15%). */
+ * would not fit in the 16 registers (spills would slow batches). */
 INLINE void q4_k_x8_super(const uint8_t *grp, int h, const qtts_act *a, int64_t t0, int nt, int64_t b,
                           __m256 *acc) {
     const int64_t cols = a->cols;
@@ -455,16 +452,13 @@ static void store_x16(const qtts_mat *w, const float *bias, float *y, int64_t r,
 }
 
 /* One token against X16_STREAMS 16-row groups far apart, read in step: a
- * core streams memory faster from two places than from one (plain reads on
- * a Zen 2: 13.7 GB/s from DRAM as one sequential stream, 17.8 as two and
- * 22.1 as four alternating 64-byte lines, 15.4 as four switching every 2368
- * bytes), and one token leaves compute to spare. With a->lockstep the groups
- * alternate line by line, else super-block by super-block: on the same Zen
- * 2, 3072x1024 Q4_K from DRAM went from 14.5-15.8 to 18.1-19.3 GB/s on one
- * thread (24.5 -> 28.7 on two), Q8_0 from 14.6-15.0 to 15.4-16.2, and four
- * groups in step gained nothing more; an earlier 4-group lockstep lost on a
- * Zen 4 (AVX-512 kernels), so the load-time measurement decides
- * (interleave_calibrate.h). The operations and their order per group are
+ * core can stream memory faster from two places than from one (more so
+ * when they alternate 64-byte lines than when they switch every
+ * super-block), and one token leaves compute to spare. With a->lockstep the
+ * groups alternate line by line, else super-block by super-block; four
+ * groups in step gained nothing more. Which one is faster differs between
+ * CPUs, so the load-time measurement decides (interleave_calibrate.h). The
+ * operations and their order per group are
  * those of q4_k_x16_super / q8_0_x8_block, so the results are the same bits. */
 enum { X16_STREAMS = 2 };
 /* Super-block b of the X16_STREAMS groups g[k], 1 token, added to acc[k]. */
@@ -510,8 +504,7 @@ INLINE void q4_k_x16_lockstep(const uint8_t *const *g, const qtts_act *a, int64_
             }
         }
     }
-    /* the steps of q4_k_add_scaled, written out: through it (dx loaded per group half) this kernel ran ~4%
-     * slower from cache (Zen 3) */
+    /* the steps of q4_k_add_scaled, written out: through it, dx would be loaded again per group half */
     const __m256 dx = _mm256_set1_ps(a->qd[b]);
     for (int k = 0; k < S; k++) {
         const uint8_t *s = g[k] + (size_t)b * QTTS_Q4_K_X16_SUPER;

@@ -53,7 +53,7 @@ INLINE void dense_tile_rows(const qtts_mat *w, const qtts_act *a, int64_t r, int
     for (int rr = 0; rr < DENSE_ROWS; rr++)
         for (int t = 0; t < nt; t++) acc[rr][t] = _mm512_setzero_ps();
     /* 16-bit rows: the same columns of the next DENSE_ROWS rows (the next call's), one line per 32
-     * weights. The hardware streams alone fetched them at about half the f32 kernel's GB/s from DRAM:
+     * weights. The hardware prefetchers alone fetch them well below the f32 kernel's rate from DRAM:
      * four short interleaved streams per call, each restarted every row. */
     const int pf = r + 2 * DENSE_ROWS <= w->rows;
     const size_t ahead = (size_t)DENSE_ROWS * w->row_bytes;

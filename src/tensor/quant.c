@@ -74,7 +74,7 @@ static void levels32_scalar(const float *x, float is, float m, int *q) {
 }
 #if defined(__SSE2__)
 /* Four levels at once, each exactly as level() computes it (the same IEEE
- * operations in the same order: bit-identical quants, 3-4x faster). */
+ * operations in the same order: bit-identical quants). */
 static __m128i level4(__m128 x, __m128 is, __m128 m) {
     __m128 v = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(x, m), is), _mm_set1_ps(0.5f));
     v = _mm_max_ps(v, _mm_setzero_ps()); /* v > 0 ? v : 0 (NaN: 0) */

@@ -6,11 +6,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "text/strbuf.h"
+
 typedef struct {
     qtts_book *b;
     size_t cap;
-    char *buf; /* the open chapter's prose */
-    size_t len, bcap;
+    qtts_strbuf prose; /* the open chapter's */
     char *title;
     int line, open;
     qtts_err *err;
@@ -19,17 +20,8 @@ typedef struct {
 static int blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
 static int put(builder *p, const char *s, size_t n) {
-    if (p->len + n + 1 > p->bcap) {
-        size_t nc = p->bcap ? p->bcap : 1024;
-        while (nc < p->len + n + 1) nc *= 2;
-        char *b = realloc(p->buf, nc);
-        if (!b) return qtts_fail_as(p->err, QTTS_ERR_NO_MEMORY, "out of memory reading the book");
-        p->buf = b;
-        p->bcap = nc;
-    }
-    memcpy(p->buf + p->len, s, n);
-    p->len += n;
-    p->buf[p->len] = 0;
+    if (qtts_strbuf_add(&p->prose, s, n))
+        return qtts_fail_as(p->err, QTTS_ERR_NO_MEMORY, "out of memory reading the book");
     return 0;
 }
 
@@ -48,8 +40,8 @@ static char *trimmed(const char *s, size_t n, qtts_err *err) {
 static int close_chapter(builder *p) {
     if (!p->open) return 0;
     p->open = 0;
-    char *prose = trimmed(p->buf ? p->buf : "", p->len, p->err);
-    p->len = 0;
+    char *prose = trimmed(p->prose.s ? p->prose.s : "", p->prose.len, p->err);
+    p->prose.len = 0;
     if (!prose) return -1;
     if (!*prose && !*p->title) {
         free(prose);
@@ -207,7 +199,7 @@ int qtts_book_parse(const char *text, size_t len, int markdown, qtts_book *out, 
     }
     if (!rc) rc = close_chapter(&p);
     if (!rc && !out->n) rc = qtts_fail_as(err, QTTS_ERR_INVALID, "the book has no text");
-    free(p.buf);
+    qtts_strbuf_free(&p.prose);
     free(p.title);
     if (rc) qtts_book_free(out);
     return rc;

@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/strbuf.h"
+
 typedef struct {
     qtts_dialogue *d;
     size_t cap;
-    char *buf; /* the open turn's text */
-    size_t len, bcap;
+    qtts_strbuf text; /* the open turn's text */
     int open; /* a turn is open (d->turns[d->n - 1]) */
     qtts_err *err;
 } parser;
@@ -33,17 +34,8 @@ static int all_blank(const char *s, size_t n) {
 }
 
 static int append(parser *p, const char *s, size_t n) {
-    if (p->len + n + 1 > p->bcap) {
-        size_t nc = p->bcap ? p->bcap : 256;
-        while (nc < p->len + n + 1) nc *= 2;
-        char *b = realloc(p->buf, nc);
-        if (!b) return qtts_fail_as(p->err, QTTS_ERR_NO_MEMORY, "out of memory reading the script");
-        p->buf = b;
-        p->bcap = nc;
-    }
-    memcpy(p->buf + p->len, s, n);
-    p->len += n;
-    p->buf[p->len] = 0;
+    if (qtts_strbuf_add(&p->text, s, n))
+        return qtts_fail_as(p->err, QTTS_ERR_NO_MEMORY, "out of memory reading the script");
     return 0;
 }
 
@@ -52,14 +44,15 @@ static int close_turn(parser *p) {
     if (!p->open) return 0;
     p->open = 0;
     qtts_dialogue_turn *t = &p->d->turns[p->d->n - 1];
-    size_t a = 0, b = p->len;
-    while (a < b && (is_blank(p->buf[a]) || p->buf[a] == '\n')) a++;
-    while (b > a && (is_blank(p->buf[b - 1]) || p->buf[b - 1] == '\n')) b--;
+    const char *buf = p->text.s;
+    size_t a = 0, b = p->text.len;
+    while (a < b && (is_blank(buf[a]) || buf[a] == '\n')) a++;
+    while (b > a && (is_blank(buf[b - 1]) || buf[b - 1] == '\n')) b--;
     if (a == b)
         return qtts_fail_as(p->err, QTTS_ERR_INVALID, "line %d: [%s] has no text before the next tag or the end",
                             t->line, t->speaker);
-    if (!(t->text = dup_trimmed(p->buf + a, b - a, p->err))) return -1;
-    p->len = 0;
+    if (!(t->text = dup_trimmed(buf + a, b - a, p->err))) return -1;
+    p->text.len = 0;
     return 0;
 }
 
@@ -109,7 +102,7 @@ static size_t colon_tag(const char *s, size_t n, size_t *skip) {
 
 /* A parenthesis right after a tag: the turn's instruction. *i moves past it. */
 static int instruction(parser *p, const char *s, size_t n, size_t *i, int line) {
-    if (!p->open || p->len || *i >= n || s[*i] != '(') return 0;
+    if (!p->open || p->text.len || *i >= n || s[*i] != '(') return 0;
     const char *close = memchr(s + *i, ')', n - *i);
     if (!close)
         return qtts_fail_as(p->err, QTTS_ERR_INVALID, "line %d: '(' of an instruction without ')' on that line", line);
@@ -155,13 +148,13 @@ static int line_rest(parser *p, const char *s, size_t n, int line) {
 static int parse_line(parser *p, const char *s, size_t n, int line) {
     size_t i = 0;
     while (i < n && is_blank(s[i])) i++;
-    if (i == n) return p->open && p->len ? append(p, "\n", 1) : 0; /* a blank line keeps the paragraph */
+    if (i == n) return p->open && p->text.len ? append(p, "\n", 1) : 0; /* a blank line keeps the paragraph */
     if (s[i] == '#') return 0;
     size_t skip = 0, name = colon_tag(s + i, n - i, &skip);
     if (name) {
         if (open_turn(p, s + i, name, line)) return -1;
         i += skip;
-    } else if (p->open && p->len && append(p, "\n", 1)) {
+    } else if (p->open && p->text.len && append(p, "\n", 1)) {
         return -1;
     }
     return line_rest(p, s + i, n - i, line);
@@ -184,7 +177,7 @@ int qtts_dialogue_parse(const char *text, size_t len, qtts_dialogue *out, qtts_e
     }
     if (!rc) rc = close_turn(&p);
     if (!rc && !out->n) rc = qtts_fail_as(err, QTTS_ERR_INVALID, "the script has no turns ([Name] text or Name: text)");
-    free(p.buf);
+    qtts_strbuf_free(&p.text);
     if (rc) qtts_dialogue_free(out);
     return rc;
 }
