@@ -12,13 +12,26 @@ int main(void) {
         int ok;
         qtts_device_kind kind;
     } cases[] = {
-        {NULL, 1, QTTS_DEVICE_CPU},       {"", 1, QTTS_DEVICE_CPU},         {"cpu", 1, QTTS_DEVICE_CPU},
-        {"vulkan", 1, QTTS_DEVICE_VULKAN}, {"vulkan:0", 1, QTTS_DEVICE_VULKAN}, {"vulkan:12", 1, QTTS_DEVICE_VULKAN},
-        {"auto", 1, QTTS_DEVICE_AUTO},    {"vulkan:", 0, 0},                {"vulkan:-1", 0, 0},
-        {"vulkan:1x", 0, 0},              {"vulkan:x", 0, 0},               {"Vulkan", 0, 0},
-        {"cpu:0", 0, 0},                  {"auto:1", 0, 0},                 {"vulkan0", 0, 0},
-        {" vulkan", 0, 0},                {"vulkan ", 0, 0},                {"cuda", 0, 0},
-        {"gpu", 0, 0},                    {"cpux", 0, 0},
+        {NULL, 1, QTTS_DEVICE_CPU},
+        {"", 1, QTTS_DEVICE_CPU},
+        {"cpu", 1, QTTS_DEVICE_CPU},
+        {"vulkan", 1, QTTS_DEVICE_VULKAN},
+        {"vulkan:0", 1, QTTS_DEVICE_VULKAN},
+        {"vulkan:12", 1, QTTS_DEVICE_VULKAN},
+        {"auto", 1, QTTS_DEVICE_AUTO},
+        {"vulkan:", 0, 0},
+        {"vulkan:-1", 0, 0},
+        {"vulkan:1x", 0, 0},
+        {"vulkan:x", 0, 0},
+        {"Vulkan", 0, 0},
+        {"cpu:0", 0, 0},
+        {"auto:1", 0, 0},
+        {"vulkan0", 0, 0},
+        {" vulkan", 0, 0},
+        {"vulkan ", 0, 0},
+        {"cuda", 0, 0},
+        {"gpu", 0, 0},
+        {"cpux", 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         qtts_device_kind kind = (qtts_device_kind)-1;

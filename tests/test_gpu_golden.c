@@ -186,7 +186,8 @@ static void run_batch(qtts_gpu *g, const qtts_talker_model *m, stream_case *sc, 
         snprintf(label, sizeof label, "%s %s: codes [frames x %lld]", what, sc[i].c->prefix, (long long)G);
         TEST_CHECK(n_frames[i] * G == sc[i].codes.numel, "%s: %lld frames, reference %lld", label,
                    (long long)n_frames[i], (long long)(sc[i].codes.numel / G));
-        if (n_frames[i] * G == sc[i].codes.numel) TEST_EQUAL_I32(codes[i], sc[i].codes.i, (size_t)sc[i].codes.numel, label);
+        if (n_frames[i] * G == sc[i].codes.numel)
+            TEST_EQUAL_I32(codes[i], sc[i].codes.i, (size_t)sc[i].codes.numel, label);
         printf("  %s %s: %lld frames, %lld talker tokens\n", what, sc[i].c->prefix, (long long)n_frames[i],
                (long long)n_toks[i]);
         free(toks[i]);
@@ -255,7 +256,8 @@ static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *poo
         int64_t nf = qtts_gen_request_n_frames(r[i]);
         TEST_CHECK(nf * G == sc[i].codes.numel, "%s: %lld frames, reference %lld", label, (long long)nf,
                    (long long)(sc[i].codes.numel / G));
-        if (nf * G == sc[i].codes.numel) TEST_EQUAL_I32(qtts_gen_request_codes(r[i]), sc[i].codes.i, (size_t)(nf * G), label);
+        if (nf * G == sc[i].codes.numel)
+            TEST_EQUAL_I32(qtts_gen_request_codes(r[i]), sc[i].codes.i, (size_t)(nf * G), label);
     }
     /* the sampled neighbour: on the CPU, the codes it gives alone */
     TEST_CHECK(!qtts_gen_request_on_device(r[n]), "a sampled request went to the device");
@@ -321,7 +323,8 @@ int main(void) {
     int n_cases = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(man, "entries")) {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file"), *pb = cJSON_GetObjectItemCaseSensitive(e, "produced_by");
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file"),
+                    *pb = cJSON_GetObjectItemCaseSensitive(e, "produced_by");
         if (!cJSON_IsString(f) || !cJSON_IsString(pb)) continue;
         const char *file = f->valuestring, *base = strrchr(file, '/');
         base = base ? base + 1 : file;

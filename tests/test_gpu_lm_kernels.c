@@ -41,7 +41,8 @@ static void test_add_rows(qtts_gpu *g) {
                 want[YO + r * YS + i] = mode == 1 ? v : want[YO + r * YS + i] + v;
             }
         qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
-        int rc = !s || qtts_gpu_add_rows(s, x, XO, xs, y, YO, YS, N, ROWS, mode != 1, &err) || qtts_gpu_seq_run(s, &err);
+        int rc =
+            !s || qtts_gpu_add_rows(s, x, XO, xs, y, YO, YS, N, ROWS, mode != 1, &err) || qtts_gpu_seq_run(s, &err);
         TEST_CHECK(rc == 0, "add_rows: %s", err.msg);
         TEST_CHECK(!memcmp(yp, want, sizeof want), "add_rows mode %d: not the exact sums/copies", mode);
         qtts_gpu_seq_free(s);
@@ -81,8 +82,8 @@ static void test_rules(qtts_gpu *g, int64_t V, int64_t eos, float pen, int64_t s
     qtts_talker_process_logits(want, V, hist, n_hist, pen, step, min_new, eos);
     ((int32_t *)qtts_gpu_buf_data(ids))[2] = (int32_t)(V - 2);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
-    int rc = !s || qtts_gpu_logits_rules(s, z, ZO, V, st, SO, eos, &err) || qtts_gpu_rules_mark(s, st, SO, V, ids, 2, &err) ||
-             qtts_gpu_seq_run(s, &err);
+    int rc = !s || qtts_gpu_logits_rules(s, z, ZO, V, st, SO, eos, &err) ||
+             qtts_gpu_rules_mark(s, st, SO, V, ids, 2, &err) || qtts_gpu_seq_run(s, &err);
     qtts_gpu_seq_free(s);
     TEST_CHECK(rc == 0, "logits_rules: %s", err.msg);
     double e = 0;
@@ -100,8 +101,8 @@ static void test_rules(qtts_gpu *g, int64_t V, int64_t eos, float pen, int64_t s
     TEST_CHECK(e <= 4e-7, "logits_rules V=%lld: relative error %g", (long long)V, e);
     TEST_CHECK(sp[4 + V - 2] == 1 && sp[4 + V - 3] == (uint32_t)((V - 3) % 7 == 3), "rules_mark did not mark id %lld",
                (long long)(V - 2));
-    printf("  ok   logits_rules V=%lld eos=%lld penalty %.2f step %lld/%lld: rel err %.3g, -inf matched\n", (long long)V,
-           (long long)eos, pen, (long long)step, (long long)min_new, e);
+    printf("  ok   logits_rules V=%lld eos=%lld penalty %.2f step %lld/%lld: rel err %.3g, -inf matched\n",
+           (long long)V, (long long)eos, pen, (long long)step, (long long)min_new, e);
 out:
     qtts_gpu_buf_free(g, z);
     qtts_gpu_buf_free(g, st);
@@ -120,10 +121,10 @@ int main(void) {
     }
     printf("device: %s\n", qtts_gpu_name(g));
     test_add_rows(g);
-    test_rules(g, 3072, 2150, 1.05f, 1, 2);  /* the talker's shape; EOS masked */
-    test_rules(g, 3072, 2150, 1.05f, 2, 2);  /* EOS allowed */
-    test_rules(g, 777, 400, 1.3f, 0, 2);     /* fewer than 1024 ids: all but EOS suppressed */
-    test_rules(g, 2000, 1999, 1.0f, 5, 2);   /* no penalty */
+    test_rules(g, 3072, 2150, 1.05f, 1, 2); /* the talker's shape; EOS masked */
+    test_rules(g, 3072, 2150, 1.05f, 2, 2); /* EOS allowed */
+    test_rules(g, 777, 400, 1.3f, 0, 2); /* fewer than 1024 ids: all but EOS suppressed */
+    test_rules(g, 2000, 1999, 1.0f, 5, 2); /* no penalty */
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation-layer errors", qtts_gpu_validation_errors(g));
     qtts_gpu_close(g);
     return test_finish("test_gpu_lm_kernels");

@@ -6,9 +6,9 @@
 #include "core/err.h"
 
 typedef enum {
-    QTTS_DEVICE_CPU,    /* "cpu" (also NULL or "") */
+    QTTS_DEVICE_CPU, /* "cpu" (also NULL or "") */
     QTTS_DEVICE_VULKAN, /* "vulkan" or "vulkan:N": that device or an error */
-    QTTS_DEVICE_AUTO,   /* "auto": a Vulkan device where one opens, else the CPU */
+    QTTS_DEVICE_AUTO, /* "auto": a Vulkan device where one opens, else the CPU */
 } qtts_device_kind;
 
 /* 0, or -1 with err naming the accepted values. */

@@ -25,8 +25,7 @@ enum { QTTS_GPU_LM_MAX_STREAMS = 64 };
 /* Uploads m's talker, codec head, codec embeddings and code predictor and
  * makes the state of max_streams streams (slots 0..max_streams-1, at most
  * QTTS_GPU_LM_MAX_STREAMS), each with a talker KV cache of max_pos positions. m must outlive it. */
-qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos,
-                             qtts_err *err);
+qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos, qtts_err *err);
 void qtts_gpu_lm_free(qtts_gpu_lm *d);
 
 /* Starts slot's stream: the talker prefill over rows[n x talker hidden], the

@@ -112,8 +112,8 @@ static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int
             !(o->v = qtts_gpu_mat_upload(g, &L->v, err)) || !(o->o = qtts_gpu_mat_upload(g, &L->o, err)) ||
             !(o->gate = qtts_gpu_mat_upload(g, &L->gate, err)) || !(o->up = qtts_gpu_mat_upload(g, &L->up, err)) ||
             !(o->down = qtts_gpu_mat_upload(g, &L->down, err)) || !(o->in_norm = upload_f32(g, L->in_norm, D, err)) ||
-            !(o->post_norm = upload_f32(g, L->post_norm, D, err)) ||
-            !(o->q_norm = upload_f32(g, L->q_norm, hd, err)) || !(o->k_norm = upload_f32(g, L->k_norm, hd, err)))
+            !(o->post_norm = upload_f32(g, L->post_norm, D, err)) || !(o->q_norm = upload_f32(g, L->q_norm, hd, err)) ||
+            !(o->k_norm = upload_f32(g, L->k_norm, hd, err)))
             return -1;
     }
     for (int64_t i = 0; i < streams * c->layers; i++)
@@ -134,7 +134,8 @@ static void drop_seqs(qtts_gpu_lm *d) {
 }
 
 static qtts_gpu_buf **scratch(qtts_gpu_lm *d, int i) {
-    qtts_gpu_buf **all[] = {&d->x, &d->hn, &d->q, &d->k, &d->v, &d->att, &d->f, &d->act, &d->logits, &d->esum, &d->cpin};
+    qtts_gpu_buf **all[] = {&d->x, &d->hn,  &d->q,      &d->k,    &d->v,   &d->att,
+                            &d->f, &d->act, &d->logits, &d->esum, &d->cpin};
     return i < (int)(sizeof all / sizeof *all) ? all[i] : NULL;
 }
 
@@ -181,8 +182,7 @@ void qtts_gpu_lm_free(qtts_gpu_lm *d) {
     free(d);
 }
 
-qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos,
-                             qtts_err *err) {
+qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos, qtts_err *err) {
     const qtts_model_config *c = &m->cfg;
     if (max_streams < 1 || max_streams > MAX_STREAMS || max_pos < 2 || c->num_code_groups < 2 ||
         c->num_code_groups > IDS_STRIDE || m->cp.n_groups != c->num_code_groups - 1) {
@@ -250,8 +250,8 @@ typedef struct {
     } while (0)
 
 /* out (rows x hidden, at out_off) = the final-normed hidden states of lm over d->x. */
-static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams *st, qtts_gpu_buf *out,
-                     int64_t out_off, qtts_err *err) {
+static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams *st, qtts_gpu_buf *out, int64_t out_off,
+                     qtts_err *err) {
     const qtts_lm_config *c = &lm->cfg;
     const int64_t D = c->hidden, hd = c->head_dim, H = c->heads, KH = c->kv_heads, qd = H * hd, kvd = KH * hd;
     const int64_t I = c->intermediate;
@@ -273,10 +273,23 @@ static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams 
             TRY(qtts_gpu_rope(s, d->k, r * kvd, kvd, n, KH, hd, lm->rope, st->pos, pi, err));
             TRY(qtts_gpu_kv_store(s, d->k, r * kvd, kvd, n, kvd, kc, kvd, st->pos, pi, err));
             TRY(qtts_gpu_kv_store(s, d->v, r * kvd, kvd, n, kvd, vc, kvd, st->pos, pi, err));
-            qtts_gpu_attn_args a = {.q = d->q, .k = kc, .v = vc, .out = d->att, .pos = st->pos,
-                                    .q_off = r * qd, .q_stride = qd, .kv_stride = kvd, .out_off = r * qd,
-                                    .out_stride = qd, .n_q = n, .n_heads = H, .n_kv_heads = KH, .head_dim = hd,
-                                    .window = 0, .pos_index = pi, .scale = 1.0f / sqrtf((float)hd)};
+            qtts_gpu_attn_args a = {.q = d->q,
+                                    .k = kc,
+                                    .v = vc,
+                                    .out = d->att,
+                                    .pos = st->pos,
+                                    .q_off = r * qd,
+                                    .q_stride = qd,
+                                    .kv_stride = kvd,
+                                    .out_off = r * qd,
+                                    .out_stride = qd,
+                                    .n_q = n,
+                                    .n_heads = H,
+                                    .n_kv_heads = KH,
+                                    .head_dim = hd,
+                                    .window = 0,
+                                    .pos_index = pi,
+                                    .scale = 1.0f / sqrtf((float)hd)};
             TRY(qtts_gpu_attention(s, &a, err));
         }
         TRY(qtts_gpu_gemv(s, L->o, d->att, 0, qd, d->hn, 0, D, rows, err));
