@@ -95,6 +95,14 @@ typedef struct {
      * weight_type it stays f32 until that one conversion. NULL / 0: none. */
     const char *const *lora;
     int n_lora;
+    /* Where the talker and code predictor run: NULL or "cpu"; "vulkan" (the
+     * first discrete GPU, else integrated, else any Vulkan device) or
+     * "vulkan:N" (device N of `qtts info --devices`): engine creation fails
+     * when it cannot be opened; "auto": that device where one opens, else the
+     * CPU with one line on stderr saying why. On a device only greedy
+     * requests run there (sampled ones and incremental text stay on the CPU);
+     * the decoder and the cloning front end always run on the CPU. */
+    const char *device;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);
@@ -123,6 +131,8 @@ typedef struct {
     const char *load_report;
     /* Kernel measurements the load ran (0: none needed, or all read from the per-CPU calibration cache). */
     int kernels_measured;
+    /* "cpu", or the device the talker runs on, e.g. "vulkan: NAME (DRIVER)" */
+    const char *device;
 } qtts_model_info;
 
 /* Valid as long as the engine. */
@@ -287,6 +297,8 @@ typedef struct {
     uint64_t frames_total;
     /* completed requests by how they ended: eos, max_frames, guard:length, guard:repetition */
     uint64_t finished_eos, finished_max_frames, finished_guard_length, finished_guard_repetition;
+    /* completed requests whose talker and code predictor ran on the device (qtts_engine_params.device) */
+    uint64_t requests_on_device;
 } qtts_engine_stats;
 QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */

@@ -47,6 +47,7 @@ class EngineParams(Structure):
         ("overlap", c_int),
         ("lora", POINTER(c_char_p)),
         ("n_lora", c_int),
+        ("device", c_char_p),
     ]
 
 
@@ -70,6 +71,7 @@ class ModelInfo(Structure):
         ("kv_cache", c_char_p),
         ("load_report", c_char_p),
         ("kernels_measured", c_int),
+        ("device", c_char_p),
     ]
 
 
@@ -135,6 +137,7 @@ class EngineStats(Structure):
         ("finished_max_frames", c_uint64),
         ("finished_guard_length", c_uint64),
         ("finished_guard_repetition", c_uint64),
+        ("requests_on_device", c_uint64),
     ]
 
 

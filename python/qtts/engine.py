@@ -17,7 +17,6 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _lib
 from ._handle import StreamHandle
 from ._lib import EngineParams, EngineStats as _CStats, Error, ModelInfo, Request, encode_str, fs_path, lib, new_struct, raise_error
 from .audio import Audio, PathLike
@@ -65,6 +64,7 @@ class EngineInfo:
     weights: str
     decoder_precision: str
     kv_cache: str
+    device: str = "cpu"  # or "vulkan: NAME (DRIVER)": where greedy requests' talker runs
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ class Stats:
     requests_cancelled: int
     audio_seconds_total: float
     frames_total: int
+    requests_on_device: int = 0  # completed requests whose talker ran on the device
 
 
 def _text(p: Optional[bytes]) -> str:
@@ -103,7 +104,8 @@ class Engine:
     fetched (``"0.6b-custom-voice"``, ``"Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice"``). ``threads``: 0 for all online CPUs.
     ``weights``: ``"auto"`` (as stored), ``"f32"``, ``"bf16"``, ``"q8_0"``, ``"q4_k"`` (the CLI's ``--quant``).
     ``lora``: PEFT LoRA adapters (folders, or ``"folder:scale"``) merged into the talker at load (``--lora``).
-    ``device``: None or ``"cpu"`` (this build computes on the CPU). ``voices_dir``: the registered voices (default
+    ``device``: None or ``"cpu"``, ``"vulkan"``, ``"vulkan:N"`` or ``"auto"`` (the CLI's ``--device``: greedy
+    requests' talker and code predictor on a Vulkan GPU; ``auto`` falls back to the CPU). ``voices_dir``: the registered voices (default
     ``$QTTS_VOICES_DIR``), for ``voice="name"`` and :attr:`voices`. The other parameters are ``qtts say``'s.
     Loading raises :class:`ModelError` for missing, corrupt or unsupported model files.
     """
@@ -117,9 +119,6 @@ class Engine:
         self._lock = threading.Condition()
         self._calls = 0
         self._streams: "weakref.WeakSet[StreamHandle]" = weakref.WeakSet()
-        if device not in (None, "cpu", "auto"):
-            if not _lib.has_field(EngineParams, "device"):
-                raise InvalidError(f"device {device!r}: this libqtts computes on the CPU only")
         path = os.fspath(model)
         found = ctypes.create_string_buffer(4096)  # a downloaded model's name -> its folder, as `qtts -m` does
         if lib.qtts_model_resolve(fs_path(path), found, len(found)):
@@ -139,6 +138,7 @@ class Engine:
         specs = (ctypes.c_char_p * max(1, len(lora)))(*[fs_path(x) for x in lora])  # alive until create returns
         p.lora = ctypes.cast(specs, ctypes.POINTER(ctypes.c_char_p))
         p.n_lora = len(lora)
+        p.device = encode_str(device, "device")
         err = Error()
         ptr = lib.qtts_engine_create(p, err)
         if not ptr:
@@ -159,7 +159,8 @@ class Engine:
             languages=tuple(_text(mi.languages[i]) for i in range(mi.n_languages)),
             sample_rate=mi.sample_rate, frame_samples=mi.frame_samples, n_codebooks=mi.n_codebooks,
             codebook_size=mi.codebook_size, threads=mi.n_threads, max_batch=mi.max_batch,
-            weights=_text(mi.weight_type), decoder_precision=_text(mi.decoder_precision), kv_cache=_text(mi.kv_cache))
+            weights=_text(mi.weight_type), decoder_precision=_text(mi.decoder_precision), kv_cache=_text(mi.kv_cache),
+            device=_text(mi.device) or "cpu")
 
     def _enter(self) -> int:
         """Marks a call that uses the engine; close() waits for it."""
@@ -226,7 +227,7 @@ class Engine:
         finally:
             self._leave()
         return Stats(s.active_slots, s.queued, s.requests_done, s.requests_failed, s.requests_cancelled,
-                            s.audio_seconds_total, s.frames_total)
+                            s.audio_seconds_total, s.frames_total, s.requests_on_device)
 
     def thread_ids(self) -> Tuple[int, ...]:
         """Kernel thread ids of the engine thread and its pool workers (engine first)."""

@@ -36,6 +36,7 @@ typedef struct {
     const char *text;       /* prompt sentence for a model folder (NULL = a 10-word default) */
     const char *decoder_precision; /* "auto" (NULL), "f32", "bf16": as qtts_engine_params */
     const char *kv_cache;          /* "auto" (NULL), "f32", "f16": as qtts_engine_params */
+    const char *device;            /* "cpu" (NULL), "vulkan", "vulkan:N", "auto": as qtts_engine_params */
     qtts_overlap_mode overlap; /* decoder steps beside LM steps (2+ threads): qtts_engine_params.overlap */
     const char *const *lora;   /* LoRA adapters (model_path only): qtts_engine_params.lora */
     int n_lora;

@@ -35,6 +35,8 @@ const char *cli_resolve_model(const char *given, char *buf, size_t size);
 int cli_check_decoder_precision(const char *value);
 /* --kv-cache: auto, f32 or f16; otherwise prints one error line and returns -1. */
 int cli_check_kv_cache(const char *value);
+/* --device: cpu, vulkan, vulkan:N or auto (gpu/device_spec.h); 0, or -1 after the error line. */
+int cli_check_device(const char *value);
 /* --overlap auto|on|off into *out; otherwise prints one error line and returns -1. */
 int cli_parse_overlap(const char *value, qtts_overlap_mode *out);
 /* --lora PATH[:SCALE], repeatable: the values as qtts_engine_params.lora takes them. */

@@ -23,6 +23,8 @@ static void bench_usage(FILE *out) {
             "      --decoder-precision P auto (with q8_0/q4_k the fastest measured, see info --cpu), f32, winograd,\n"
             "                            winograd-f16, winograd-i16, bf16\n"
             "      --kv-cache T          the talker's KV cache: auto (f16 with q8_0/q4_k, else f32), f32, f16\n"
+            "      --device D            cpu (default), vulkan, vulkan:N, auto: where the talker and code\n"
+            "                            predictor run (other than cpu: the requests are greedy)\n"
             "      --overlap MODE        auto (default: measured while running), on, off: decoder steps beside\n"
             "                            LM steps (2 threads or more)\n"
             "      --lora PATH[:SCALE]   with -m: merge a PEFT LoRA adapter into the talker at load\n"
@@ -40,7 +42,7 @@ static void bench_usage(FILE *out) {
 }
 
 enum { O_SIZE = 256, O_VARIANT, O_QUANT, O_FRAMES, O_BATCH, O_THREADS, O_RUNS, O_SEED, O_TEXT, O_NO_PROBE, O_PROBE_MIB,
-       O_LORA, O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE };
+       O_LORA, O_JSON, O_HELP, O_DECPREC, O_OVERLAP, O_KVCACHE, O_DEVICE };
 
 static const struct option bench_options[] = {
     {"size", required_argument, 0, O_SIZE},       {"variant", required_argument, 0, O_VARIANT},
@@ -54,6 +56,7 @@ static const struct option bench_options[] = {
     {"overlap", required_argument, 0, O_OVERLAP},
     {"kv-cache", required_argument, 0, O_KVCACHE},
     {"lora", required_argument, 0, O_LORA},
+    {"device", required_argument, 0, O_DEVICE},
     {0, 0, 0, 0}};
 
 static int parse_size(const char *v) {
@@ -93,6 +96,7 @@ static int bench_parse_args(int argc, char **argv, qtts_bench_options *o, const 
             o->lora = lora->spec;
             o->n_lora = lora->n;
             break;
+        case O_DEVICE: bad = cli_check_device(optarg); o->device = optarg; break;
         case O_OVERLAP:
             bad = cli_parse_overlap(optarg, &o->overlap);
             break;

@@ -101,6 +101,8 @@ static void say_usage(FILE *out) {
             "      --lora PATH[:SCALE]   merge a PEFT LoRA adapter (folder with adapter_config.json and\n"
             "                            adapter_model.safetensors) into the talker at load; SCALE\n"
             "                            (default 1) multiplies its alpha/r; repeatable\n"
+            "      --device D            cpu (default), vulkan, vulkan:N or auto: where greedy\n"
+            "                            requests' talker and code predictor run (qtts info --devices)\n"
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");
 }
 
@@ -174,7 +176,7 @@ static FILE *open_player(void) {
 
 /* Everything the command line says; filled by say_parse_args. */
 typedef struct {
-    const char *model, *output, *format, *sample_format, *file, *save_codes, *quant, *dec_prec, *kv_cache;
+    const char *model, *output, *format, *sample_format, *file, *save_codes, *quant, *dec_prec, *kv_cache, *device;
     const char *ref_audio, *ref_text, *ref_spk, *ref_rvq;
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
@@ -212,7 +214,7 @@ typedef struct {
 enum {
     O_LORA = 256, O_FORMAT, O_SAMPLE_FORMAT, O_SPEAKER, O_INSTRUCT, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_REF_SPK,
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
-    O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
+    O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_PLAY, O_VOICE, O_VOICES_DIR,
     O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
     O_NO_NORMALIZE, O_M4B,
 };
@@ -240,6 +242,8 @@ static const struct option say_options[] = {
     {"save-codes", required_argument, 0, O_SAVE}, {"threads", required_argument, 0, O_THREADS},
     {"quant", required_argument, 0, O_QUANT},  {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE}, {"lora", required_argument, 0, O_LORA},
+    {"kv-cache", required_argument, 0, O_KVCACHE},
+    {"device", required_argument, 0, O_DEVICE},
     {"play", no_argument, 0, O_PLAY},          {"voice", required_argument, 0, O_VOICE},
     {"voices-dir", required_argument, 0, O_VOICES_DIR}, {"verbose", no_argument, 0, 'v'},
     {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
@@ -333,6 +337,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); o->dec_prec = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); o->kv_cache = optarg; break;
         case O_LORA: bad = cli_add_lora(&o->lora, optarg); break;
+        case O_DEVICE: bad = cli_check_device(optarg); o->device = optarg; break;
         case O_PLAY: o->play = 1; break;
         case O_VOICE: o->voice = optarg; break;
         case O_VOICES_DIR: o->voices_dir = optarg; break;
@@ -520,6 +525,7 @@ static int say_start_engine(const say_opts *o, say_job *j) {
     ep.kv_cache = o->kv_cache;
     ep.lora = o->lora.spec;
     ep.n_lora = o->lora.n;
+    ep.device = o->device;
     ep.max_batch = 1;
     ep.verbose = o->verbose;
     if (!(j->e = qtts_engine_create(&ep, &err))) {

@@ -29,6 +29,8 @@ static void serve_usage(FILE *out) {
             "                         fastest measured here (qtts info --cpu), else f32)\n"
             "  --kv-cache T           the talker's KV cache: auto|f32|f16 (default auto: f16 with\n"
             "                         q8_0/q4_k weights, else f32); f16 halves a stream's memory\n"
+            "  --device D             cpu (default), vulkan, vulkan:N or auto: where greedy\n"
+            "                         requests' talker and code predictor run\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (2 threads or more;\n"
             "                         default auto: measured while running)\n"
             CLI_LORA_HELP
@@ -68,7 +70,7 @@ static void serve_usage(FILE *out) {
 }
 
 enum {
-    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_LORA, O_VOICES_DIR, O_API_KEY, O_CORS,
+    O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_OVERLAP, O_LORA, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
     O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
     O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
@@ -85,6 +87,7 @@ static const struct option serve_options[] = {
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
     {"lora", required_argument, 0, O_LORA},
+    {"device", required_argument, 0, O_DEVICE},
     {"overlap", required_argument, 0, O_OVERLAP},
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"api-key", required_argument, 0, O_API_KEY},
@@ -139,6 +142,7 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
         case O_QUANT: ep->weight_type = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
+        case O_DEVICE: bad = cli_check_device(optarg); ep->device = optarg; break;
         case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
         case O_LORA:
             bad = cli_add_lora(lora, optarg);

@@ -33,6 +33,8 @@ static void wyoming_usage(FILE *out) {
             "  --decoder-precision P  " QTTS_DECODER_PRECISION_OPTIONS "\n"
             "                         (default auto)\n"
             "  --kv-cache T           auto|f32|f16 (default auto: f16 with q8_0/q4_k weights)\n"
+            "  --device D             cpu (default), vulkan, vulkan:N or auto: where greedy\n"
+            "                         requests' talker and code predictor run\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (default auto)\n"
             CLI_LORA_HELP
             "  --max-connections N    concurrent connections (default 16); more get an error event\n"
@@ -49,7 +51,7 @@ static void wyoming_usage(FILE *out) {
 }
 
 enum {
-    O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_LORA,
+    O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_OVERLAP, O_LORA,
     O_MAX_CONN, O_IDLE, O_TIMEOUT, O_MAX_INPUT, O_CHUNK_MS, O_DRAIN, O_ZEROCONF, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_LANGUAGE,
 };
 static const struct option wyoming_options[] = {
@@ -68,6 +70,7 @@ static const struct option wyoming_options[] = {
     {"decoder-precision", required_argument, 0, O_DECPREC},
     {"kv-cache", required_argument, 0, O_KVCACHE},
     {"lora", required_argument, 0, O_LORA},
+    {"device", required_argument, 0, O_DEVICE},
     {"overlap", required_argument, 0, O_OVERLAP},
     {"max-connections", required_argument, 0, O_MAX_CONN},
     {"idle-timeout", required_argument, 0, O_IDLE},
@@ -104,6 +107,7 @@ static int wyoming_parse_args(int argc, char **argv, qtts_wyoming_params *wp, qt
         case O_QUANT: ep->weight_type = optarg; break;
         case O_DECPREC: bad = cli_check_decoder_precision(optarg); ep->decoder_precision = optarg; break;
         case O_KVCACHE: bad = cli_check_kv_cache(optarg); ep->kv_cache = optarg; break;
+        case O_DEVICE: bad = cli_check_device(optarg); ep->device = optarg; break;
         case O_OVERLAP: bad = cli_parse_overlap(optarg, &ep->overlap); break;
         case O_LORA:
             bad = cli_add_lora(lora, optarg);

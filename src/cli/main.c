@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gpu/device_spec.h"
 #include "model/codec_decoder.h"
 #include "qtts.h"
 
@@ -74,6 +75,14 @@ int cli_add_lora(cli_lora_list *l, const char *value) {
 int cli_check_kv_cache(const char *value) {
     if (!strcmp(value, "auto") || !strcmp(value, "f32") || !strcmp(value, "f16")) return 0;
     cli_error("--kv-cache: expected auto, f32 or f16, got '%s'", value);
+    return -1;
+}
+
+int cli_check_device(const char *value) {
+    qtts_device_kind kind;
+    qtts_err err = {0};
+    if (!qtts_device_parse(value, &kind, &err)) return 0;
+    cli_error("--device: %s", err.msg);
     return -1;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine/engine_internal.h"
+#include "gpu/device_spec.h"
 #include "engine/stream.h"
 
 const char *qtts_version(void) { return QTTS_VERSION; }
@@ -51,6 +52,7 @@ void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out) {
     out->finished_guard_length = atomic_load(&e->n_guard_length);
     out->finished_guard_repetition = atomic_load(&e->n_guard_repetition);
     out->requests_cancelled = atomic_load(&e->n_cancelled);
+    out->requests_on_device = atomic_load(&e->n_on_device);
     out->frames_total = atomic_load(&e->n_frames);
     out->audio_seconds_total = (double)atomic_load(&e->n_frames) * e->frame_samples / e->sample_rate;
 }
@@ -96,8 +98,11 @@ qtts_engine *qtts_engine_create(const qtts_engine_params *p, qtts_error *err) {
     int threads = p->n_threads > 0 ? p->n_threads : online_cpus();
     e->max_batch = p->max_batch > 0 ? p->max_batch : QTTS_DEFAULT_MAX_BATCH;
     if (e->max_batch > QTTS_MAX_BATCH) e->max_batch = QTTS_MAX_BATCH;
-    if (p->overlap != QTTS_OVERLAP_AUTO && p->overlap != QTTS_OVERLAP_ALWAYS && p->overlap != QTTS_OVERLAP_NEVER) {
+    qtts_device_kind device;
+    if (p->overlap != QTTS_OVERLAP_AUTO && p->overlap != QTTS_OVERLAP_ALWAYS && p->overlap != QTTS_OVERLAP_NEVER)
         qtts_fail_as(&qe, QTTS_ERR_INVALID, "unknown overlap mode %d", (int)p->overlap);
+    else qtts_device_parse(p->device, &device, &qe); /* before the load: a typo is not worth a model load */
+    if (qe.msg[0]) {
         engine_copy_err(&qe, QTTS_ERR_INVALID, err);
         pthread_mutex_destroy(&e->mu);
         free(e);

@@ -22,6 +22,10 @@ enum {
     QTTS_DEFAULT_MAX_BATCH = 8,
     QTTS_MAX_BATCH = 64,
     QTTS_MAX_TEXT_BYTES = 64 * 1024,
+    /* talker positions per device stream (prompt + frames): a request whose
+     * prompt and frame cap need more runs on the CPU; at 2048 the 0.6B and
+     * 1.7B talkers' f32 caches take 470 MB of device memory per stream */
+    QTTS_ENGINE_GPU_POSITIONS = 2048,
 };
 
 struct qtts_voice {
@@ -139,7 +143,13 @@ struct qtts_engine {
     int64_t cycle_frames;  /* frames generated since */
     int cycle_clean;       /* no prefill since (a cycle with one is not recorded) */
 
+    /* the device the greedy LM work runs on (engine thread; NULL: the CPU) */
+    struct qtts_gpu *gpu;
+    struct qtts_gpu_lm *gpu_lm;
+    char device_name[400];
+
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
+    atomic_uint_fast64_t n_on_device; /* n_done whose LM ran on the device */
     atomic_uint_fast64_t n_eos, n_max_frames, n_guard_length, n_guard_repetition; /* n_done by how it ended */
 };
 

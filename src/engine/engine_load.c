@@ -10,6 +10,8 @@
 
 #include "core/clock.h"
 #include "engine/engine_internal.h"
+#include "gpu/device_spec.h"
+#include "gpu/gpu_lm.h"
 #include "io/gguf.h"
 #include "io/layout.h"
 #include "io/lora.h"
@@ -193,6 +195,38 @@ static void load_report(qtts_engine *e, const load_times *lt, double total) {
     e->info.kernels_measured = e->tuning.n_measured;
 }
 
+/* Opens the device of p->device for the batch's greedy requests (engine
+ * thread: only it records and submits). "auto" falls back to the CPU with
+ * one line saying why; "vulkan[:N]" that cannot be used is an error. */
+static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *err) {
+    qtts_device_kind kind;
+    snprintf(e->device_name, sizeof e->device_name, "cpu");
+    e->info.device = e->device_name;
+    if (qtts_device_parse(p->device, &kind, err)) return -1;
+    if (kind == QTTS_DEVICE_CPU) return 0;
+    const char *spec = kind == QTTS_DEVICE_AUTO ? "vulkan" : p->device;
+    qtts_err why = {0};
+    e->gpu = qtts_gpu_open(spec, &why);
+    if (e->gpu) {
+        e->gpu_lm = qtts_gpu_lm_new(e->gpu, e->talker, e->max_batch, QTTS_ENGINE_GPU_POSITIONS, &why);
+        if (!e->gpu_lm) {
+            qtts_gpu_close(e->gpu);
+            e->gpu = NULL;
+        }
+    }
+    if (!e->gpu) {
+        if (kind == QTTS_DEVICE_AUTO) {
+            fprintf(stderr, "qtts: no usable GPU (%s); running on the CPU\n", why.msg);
+            return 0;
+        }
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "%s", why.msg); /* it names the device */
+    }
+    qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS);
+    snprintf(e->device_name, sizeof e->device_name, "vulkan: %s", qtts_gpu_name(e->gpu));
+    if (p->verbose) fprintf(stderr, "qtts: greedy talker and code predictor on %s\n", e->device_name);
+    return 0;
+}
+
 void engine_load_models(qtts_pool *pool, void *ctx) {
     engine_load_job *j = ctx;
     qtts_engine *e = j->e;
@@ -256,7 +290,7 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
     if (qtts_kv_type_choose(j->p->kv_cache, e->talker->lm.layers[0].q.type, &e->talker->kv_type, &j->err)) return;
     e->info.kv_cache = qtts_dtype_name(e->talker->kv_type);
     e->batch = qtts_batch_new(e->talker, &j->err);
-    if (!e->batch) return;
+    if (!e->batch || open_device(e, j->p, &j->err)) return;
     load_report(e, &lt, qtts_now_ms() - t_load);
     j->rc = 0;
 }
@@ -265,6 +299,8 @@ void engine_unload_models(qtts_pool *pool, void *ctx) {
     qtts_engine *e = ctx;
     (void)pool;
     qtts_batch_free(e->batch);
+    qtts_gpu_lm_free(e->gpu_lm);
+    qtts_gpu_close(e->gpu);
     if (e->cloner) clone_frontend_free(e->cloner);
     qtts_tok_free(e->tok);
     qtts_codec_decoder_free(e->decoder);

@@ -290,6 +290,7 @@ static void slot_finish(qtts_engine *e, slot *s, const qtts_err *error) {
                 r.decoder_steps, r.overlapped_decoder_steps, qtts_finish_reason_name(r.finished_by));
     /* counted before the reader can see the end, so stats read after it include this request */
     atomic_fetch_add(&e->n_done, 1);
+    if (s->gen && qtts_gen_request_on_device(s->gen)) atomic_fetch_add(&e->n_on_device, 1);
     atomic_fetch_add(r.finished_by == QTTS_FINISHED_EOS          ? &e->n_eos
                      : r.finished_by == QTTS_FINISHED_MAX_FRAMES ? &e->n_max_frames
                      : r.guard == QTTS_GUARD_LENGTH              ? &e->n_guard_length

@@ -1,5 +1,6 @@
 /* The backend's entry points in a build without Vulkan (QTTS_VULKAN=OFF). */
 #include "gpu/gpu.h"
+#include "gpu/gpu_lm.h"
 
 int qtts_gpu_built(void) { return 0; }
 
@@ -22,4 +23,23 @@ const char *qtts_gpu_name(const qtts_gpu *g) {
 int qtts_gpu_validation_errors(const qtts_gpu *g) {
     (void)g;
     return 0;
+}
+
+/* The device LM (gpu_lm.h): no device can be opened, so none is ever made. */
+qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos,
+                             qtts_err *err) {
+    (void)g, (void)m, (void)max_streams, (void)max_pos;
+    qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan (cmake -DQTTS_VULKAN=ON)");
+    return NULL;
+}
+void qtts_gpu_lm_free(qtts_gpu_lm *d) { (void)d; }
+int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, float repetition_penalty,
+                        int64_t min_new_tokens, int32_t *c0, qtts_err *err) {
+    (void)d, (void)slot, (void)rows, (void)n, (void)repetition_penalty, (void)min_new_tokens, (void)c0;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
+int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
+                      int32_t *next_c0, qtts_err *err) {
+    (void)d, (void)B, (void)slots, (void)text, (void)codes, (void)next_c0;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }

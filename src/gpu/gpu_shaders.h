@@ -28,7 +28,9 @@
     X(gelu, 1)                                                                                                         \
     X(scale_add, 3)                                                                                                    \
     X(transpose, 2)                                                                                                    \
-    X(clamp, 1)
+    X(clamp, 1)                                                                                                        \
+    X(add_rows, 2)                                                                                                     \
+    X(logits_rules, 3)
 
 typedef enum {
 #define QTTS_GPU_SHADER_ENUM(name, nb) QTTS_SHADER_##name,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu/gpu_lm.h"
 #include "tensor/linear.h"
 
 /* Most codes per frame (num_code_groups) a step's frame buffer holds: the
@@ -41,6 +42,7 @@ struct qtts_gen_request {
     qtts_frame_fn cb;
     void *cb_user;
     qtts_gen_trace trace;
+    int gpu_slot; /* its device stream (qtts_batch_set_device), or -1: on the CPU */
 };
 
 struct qtts_batch {
@@ -62,6 +64,15 @@ struct qtts_batch {
     qtts_kv_cache **caches;  /* [b] */
     int64_t *ntok;           /* [b] */
     qtts_batch_timing timing;
+    /* the device LM (qtts_batch_set_device) and its per-frame arguments */
+    struct qtts_gpu_lm *gpu;
+    int gpu_slots;
+    int64_t gpu_max_pos;
+    int dev_slot[QTTS_GPU_LM_MAX_STREAMS];
+    qtts_gen_request *dev_req[QTTS_GPU_LM_MAX_STREAMS];
+    const float *dev_text[QTTS_GPU_LM_MAX_STREAMS];
+    int32_t dev_next[QTTS_GPU_LM_MAX_STREAMS];
+    int32_t *dev_codes; /* [gpu_slots x G] */
 };
 
 /* ---- stage timing (benchmarks) ---- */
@@ -127,6 +138,7 @@ qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_
     r->m = m;
     r->p = *p;
     r->pending = -1;
+    r->gpu_slot = -1;
     const int64_t D = m->cfg.talker.hidden, V = m->cfg.talker.vocab;
     int64_t want = prompt->n_rows + (p->max_frames < 256 ? p->max_frames : 256);
     if (qtts_kv_init(&r->kv, &m->cfg.talker, m->kv_type, want, prompt->n_rows + p->max_frames + 1, err) ||
@@ -212,6 +224,7 @@ void qtts_batch_free(qtts_batch *b) {
     free(b->active);
     free(b->caches);
     free(b->ntok);
+    free(b->dev_codes);
     free(b);
 }
 
@@ -391,6 +404,98 @@ static void sample_next_c0(qtts_batch *b, int n, const float *hid) {
     }
 }
 
+/* ---- the device path (qtts_batch_set_device) ---- */
+
+void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int64_t max_pos) {
+    b->gpu = d;
+    b->gpu_slots = d ? (slots < QTTS_GPU_LM_MAX_STREAMS ? slots : QTTS_GPU_LM_MAX_STREAMS) : 0;
+    b->gpu_max_pos = max_pos;
+}
+
+int qtts_gen_request_on_device(const qtts_gen_request *r) { return r->gpu_slot >= 0; }
+
+int qtts_batch_device_streams(const qtts_batch *b) {
+    int n = 0;
+    for (int i = 0; i < b->n; i++) n += b->reqs[i]->gpu_slot >= 0;
+    return n;
+}
+
+/* A free device stream for r, or -1 where r runs on the CPU (see qtts_batch_set_device). */
+static int device_slot_for(const qtts_batch *b, const qtts_gen_request *r) {
+    int64_t frames = r->p.max_frames;
+    if (r->p.guard_max_frames > 0 && r->p.guard_max_frames < frames) frames = r->p.guard_max_frames;
+    if (r->p.talker.do_sample || r->p.cp.do_sample || r->text_open || r->prompt.n_rows + frames + 1 > b->gpu_max_pos)
+        return -1;
+    uint64_t used = 0;
+    for (int i = 0; i < b->n; i++)
+        if (b->reqs[i]->gpu_slot >= 0) used |= 1ull << b->reqs[i]->gpu_slot;
+    for (int s = 0; s < b->gpu_slots; s++)
+        if (!(used >> s & 1)) return s;
+    return -1;
+}
+
+/* Emits a device frame and takes the next codebook-0 token: the CPU path's step 4 and sample_next_c0. */
+static int device_emit(qtts_batch *b, qtts_gen_request *r, const int32_t *frame, int32_t next, qtts_err *err) {
+    const int64_t G = b->m->cfg.num_code_groups;
+    int64_t fi = r->n_frames;
+    if (append_frame(r, G, frame, err)) return -1;
+    r->pending = -1;
+    if (r->cb) r->cb(r->cb_user, r, fi, frame, G);
+    if (r->n_frames >= r->p.max_frames) finish(r, QTTS_STOP_MAX_FRAMES);
+    else if (r->p.guard_max_frames > 0 && r->n_frames >= r->p.guard_max_frames) finish(r, QTTS_STOP_GUARD_LENGTH);
+    else if (qtts_repeat_feed(&r->repeat, r->codes, G, r->n_frames) && r->p.guard_repetition)
+        finish(r, QTTS_STOP_GUARD_REPETITION);
+    if (r->stop) return 0;
+    r->step++;
+    if (next == b->m->cfg.codec_eos) finish(r, QTTS_STOP_EOS);
+    else r->pending = next;
+    return 0;
+}
+
+/* The requests on the device: the prefill of those that join (when one
+ * fits, see device_slot_for), then one recorded frame for every pending
+ * one: its code predictor, its next talker step and codebook-0 token. */
+static int device_step(qtts_batch *b, qtts_err *err) {
+    const qtts_model_config *c = &b->m->cfg;
+    const int64_t D = c->talker.hidden, G = c->num_code_groups;
+    if (!b->dev_codes && !(b->dev_codes = qtts_malloc((size_t)(QTTS_GPU_LM_MAX_STREAMS * G) * sizeof(int32_t), err)))
+        return -1;
+    for (int i = 0; i < b->n; i++) {
+        qtts_gen_request *r = b->reqs[i];
+        if (r->prefilled || r->stop || (r->gpu_slot = device_slot_for(b, r)) < 0) continue;
+        r->prefilled = 1;
+        if (r->p.max_frames <= 0) {
+            finish(r, QTTS_STOP_MAX_FRAMES);
+            continue;
+        }
+        stamp t0 = stamp_now();
+        int32_t c0;
+        if (qtts_gpu_lm_prefill(b->gpu, r->gpu_slot, r->prompt.rows, r->prompt.n_rows, r->p.repetition_penalty,
+                                r->p.min_new_tokens, &c0, err))
+            return -1;
+        r->step = 1;
+        if (c0 == c->codec_eos) finish(r, QTTS_STOP_EOS);
+        else r->pending = c0;
+        stage_add(&b->timing.prefill, t0, 1);
+    }
+    int B = 0;
+    for (int i = 0; i < b->n; i++) {
+        qtts_gen_request *r = b->reqs[i];
+        if (r->gpu_slot < 0 || r->stop || r->pending < 0) continue;
+        int64_t fi = r->n_frames; /* the text row of the talker step after this frame */
+        b->dev_text[B] = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
+        b->dev_slot[B] = r->gpu_slot;
+        b->dev_req[B++] = r;
+    }
+    if (!B) return 0;
+    stamp t0 = stamp_now();
+    if (qtts_gpu_lm_frame(b->gpu, B, b->dev_slot, b->dev_text, b->dev_codes, b->dev_next, err)) return -1;
+    stage_add(&b->timing.cp, t0, B);
+    for (int k = 0; k < B; k++)
+        if (device_emit(b, b->dev_req[k], b->dev_codes + k * G, b->dev_next[k], err)) return -1;
+    return 0;
+}
+
 /* One step: the talker step of every request whose last frame was emitted
  * (its input waits in next_x), the prefill of the requests that joined, then
  * the code predictor for every pending codebook-0 token, whose frames are
@@ -398,6 +503,7 @@ static void sample_next_c0(qtts_batch *b, int n, const float *hid) {
  * next call, after the caller has had the frame (time to first audio does not
  * wait for it); per request the computation and its order are unchanged. */
 static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
+    if (b->gpu && device_step(b, err)) return -1;
     const qtts_talker_model *m = b->m;
     const qtts_model_config *c = &m->cfg;
     /* n_cp: codes per frame from the code predictor (codebooks 1..G-1) */
@@ -472,7 +578,7 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
     stamp t_cp = stamp_now();
     for (int i = 0; i < nb; i++) {
         qtts_gen_request *r = b->reqs[i];
-        if (r->stop || r->pending < 0) continue;
+        if (r->stop || r->pending < 0 || r->gpu_slot >= 0) continue;
         b->active[na] = r;
         b->caches[na] = &r->cp_kv;
         memcpy(b->h + na * D, r->h, (size_t)D * sizeof(float));

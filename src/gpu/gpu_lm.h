@@ -1,0 +1,47 @@
+/* The talker and the code predictor on a Vulkan device, greedy: per frame
+ * one recorded command sequence runs, for every stream of the batch, the
+ * code predictor (2-row prefill and 14 one-token steps, each code chosen by
+ * argmax on the device), the codec-embedding sum that makes the next talker
+ * input, the talker step, the codec head, the codebook-0 logits processors
+ * and argmax. Only the codes come back to the host. The sequence is recorded
+ * once per batch composition (the streams' slots) and resubmitted every
+ * frame; positions, steps and text rows are host-written inputs read when the
+ * kernels run. Weights are uploaded from a loaded CPU model in their stored
+ * formats (f32, bf16, Q8_0, Q4_K in GGML rows; interleaved CPU layouts are
+ * refused). Only the thread that opened the device may call these. */
+#ifndef QTTS_GPU_GPU_LM_H
+#define QTTS_GPU_GPU_LM_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "gpu/gpu.h"
+#include "model/talker.h"
+
+typedef struct qtts_gpu_lm qtts_gpu_lm;
+
+enum { QTTS_GPU_LM_MAX_STREAMS = 64 };
+
+/* Uploads m's talker, codec head, codec embeddings and code predictor and
+ * makes the state of max_streams streams (slots 0..max_streams-1, at most
+ * QTTS_GPU_LM_MAX_STREAMS), each with a talker KV cache of max_pos positions. m must outlive it. */
+qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos, qtts_err *err);
+void qtts_gpu_lm_free(qtts_gpu_lm *d);
+
+/* Starts slot's stream: the talker prefill over rows[n x talker hidden], the
+ * codec head, the logits processors (repetition penalty, min_new_tokens EOS
+ * mask, id suppression) and argmax; *c0 receives codebook-0 token 1 (it may
+ * be EOS). */
+int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, float repetition_penalty,
+                        int64_t min_new_tokens, int32_t *c0, qtts_err *err);
+
+/* One frame for B streams: for stream b (slot slots[b]) the frame of its
+ * pending codebook-0 token goes to codes[b*G .. b*G + G) (G =
+ * num_code_groups; code 0 is the pending token), then its next talker step
+ * runs with text[b] (talker hidden floats: its trailing text row or PAD) added
+ * to the frame's codec-embedding sum; next_c0[b] receives its next codebook-0
+ * token (EOS ends the stream). */
+int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
+                      int32_t *next_c0, qtts_err *err);
+
+#endif

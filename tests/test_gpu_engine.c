@@ -1,0 +1,135 @@
+/* The engine with qtts_engine_params.device, through the public API:
+ * - no Vulkan driver (VK_ICD_FILENAMES naming a file that does not exist):
+ *   "vulkan" fails engine creation with one clear line (QTTS_ERR_INVALID),
+ *   "auto" serves on the CPU (info.device "cpu") with the reference audio;
+ *   an unknown name is refused before any load;
+ * - with a device: every golden talker case, greedy, on the device
+ *   (requests_on_device counts each) gives the reference waveform (1e-4, as
+ *   test_engine_golden) and exactly the CPU engine's samples (same codes,
+ *   same CPU decoder).
+ * Skipped (exit 77) where no Vulkan device exists, after the no-device part,
+ * unless QTTS_REQUIRE_VULKAN=1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
+#include "harness.h"
+#include "support/golden_cases.h"
+#include "support/npy.h"
+
+static qtts_engine *engine(const char *model, const char *device, qtts_error *e) {
+    char path[1024];
+    qtts_engine_params p;
+    qtts_engine_params_default(&p);
+    p.model_path = golden_path(path, sizeof path, model);
+    p.n_threads = 2;
+    p.device = device;
+    memset(e, 0, sizeof *e);
+    return qtts_engine_create(&p, e);
+}
+
+/* Runs case c on e and checks it against its fixture; returns the samples (caller frees) or NULL. */
+static float *run_case(qtts_engine *e, const golden_case *c, size_t *n, const char *what) {
+    char err[512];
+    npy_array want = {0};
+    pcm_buf got = {0};
+    int rc = golden_case_run(e, c, &got, err, sizeof err);
+    TEST_CHECK(rc == 0, "%s %s: %s", what, c->fixture, err);
+    if (!npy_load_fixture(c->fixture, &want) && rc == 0) {
+        TEST_CHECK(got.n == (size_t)want.numel, "%s %s: %zu samples, want %lld", what, c->fixture, got.n,
+                   (long long)want.numel);
+        if (got.n == (size_t)want.numel) TEST_NEAR(got.d, want.f, got.n, 1e-4, c->fixture);
+    }
+    npy_free(&want);
+    *n = got.n;
+    return got.d;
+}
+
+static void no_device(void) {
+    qtts_error e;
+    const golden_case *c = &golden_cases[0];
+    setenv("VK_ICD_FILENAMES", "/nonexistent/qtts-no-such-icd.json", 1);
+    qtts_engine *eng = engine(c->model, "vulkan", &e);
+    TEST_CHECK(eng == NULL, "device vulkan without a driver: the engine must not be made");
+    TEST_CHECK(e.status == QTTS_ERR_INVALID && strstr(e.message, "Vulkan") && !strchr(e.message, '\n'),
+               "device vulkan without a driver: one clear line, got status %d '%s'", (int)e.status, e.message);
+    printf("  ok   --device vulkan, no driver: %s\n", e.message);
+    qtts_engine_free(eng);
+    eng = engine(c->model, "auto", &e);
+    TEST_CHECK(eng != NULL, "device auto without a driver: %s", e.message);
+    if (eng) {
+        TEST_CHECK(!strcmp(qtts_engine_info(eng)->device, "cpu"), "auto fell back, device %s",
+                   qtts_engine_info(eng)->device);
+        size_t n;
+        free(run_case(eng, c, &n, "auto on the CPU"));
+        qtts_engine_stats st;
+        qtts_engine_get_stats(eng, &st);
+        TEST_CHECK(st.requests_done == 1 && st.requests_on_device == 0, "auto on the CPU: %llu done, %llu on device",
+                   (unsigned long long)st.requests_done, (unsigned long long)st.requests_on_device);
+        qtts_engine_free(eng);
+    }
+    unsetenv("VK_ICD_FILENAMES");
+    eng = engine(c->model, "gpu0", &e);
+    TEST_CHECK(eng == NULL && e.status == QTTS_ERR_INVALID && strstr(e.message, "cpu|vulkan|vulkan:N|auto"),
+               "unknown device name: status %d '%s'", (int)e.status, e.message);
+    qtts_engine_free(eng);
+}
+
+int main(void) {
+    no_device();
+    qtts_err gerr = {0};
+    qtts_gpu *probe = qtts_gpu_open("vulkan", &gerr);
+    if (!probe) {
+        const char *req = getenv("QTTS_REQUIRE_VULKAN");
+        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", gerr.msg);
+        if (req && !strcmp(req, "1")) return 1;
+        return test_finish("test_gpu_engine") ? 1 : 77;
+    }
+    qtts_gpu_close(probe);
+    const char *loaded = NULL;
+    qtts_engine *dev = NULL, *cpu = NULL;
+    qtts_error e;
+    uint64_t want_on_device = 0;
+    for (size_t i = 0; i < golden_case_count; i++) {
+        const golden_case *c = &golden_cases[i];
+        if (!loaded || strcmp(loaded, c->model)) {
+            if (dev) {
+                qtts_engine_stats st;
+                qtts_engine_get_stats(dev, &st);
+                TEST_CHECK(st.requests_on_device == want_on_device, "%s: %llu requests on the device, want %llu",
+                           loaded, (unsigned long long)st.requests_on_device, (unsigned long long)want_on_device);
+            }
+            qtts_engine_free(dev);
+            qtts_engine_free(cpu);
+            dev = engine(c->model, "vulkan", &e);
+            TEST_CHECK(dev != NULL, "engine on vulkan for %s: %s", c->model, e.message);
+            cpu = engine(c->model, "cpu", &e);
+            TEST_CHECK(cpu != NULL, "engine on the CPU for %s: %s", c->model, e.message);
+            if (!dev || !cpu) break;
+            TEST_CHECK(!strncmp(qtts_engine_info(dev)->device, "vulkan: ", 8), "device reported: %s",
+                       qtts_engine_info(dev)->device);
+            printf("%s on %s\n", c->model, qtts_engine_info(dev)->device);
+            loaded = c->model;
+            want_on_device = 0;
+        }
+        size_t nd = 0, nc = 0;
+        float *a = run_case(dev, c, &nd, "vulkan");
+        float *b = run_case(cpu, c, &nc, "cpu");
+        want_on_device++;
+        TEST_CHECK(a && b && nd == nc && !memcmp(a, b, nd * sizeof *a), "%s: the device's audio is not the CPU's",
+                   c->fixture);
+        if (a && b && nd == nc && !memcmp(a, b, nd * sizeof *a))
+            printf("  ok   %-48s identical to the CPU engine (%zu samples)\n", c->fixture, nd);
+        free(a);
+        free(b);
+    }
+    if (dev) {
+        qtts_engine_stats st;
+        qtts_engine_get_stats(dev, &st);
+        TEST_CHECK(st.requests_on_device == want_on_device, "%s: %llu requests on the device, want %llu", loaded,
+                   (unsigned long long)st.requests_on_device, (unsigned long long)want_on_device);
+    }
+    qtts_engine_free(dev);
+    qtts_engine_free(cpu);
+    return test_finish("test_gpu_engine");
+}
