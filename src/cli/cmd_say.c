@@ -17,6 +17,7 @@
 #include "audio/encoder.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "cli/say_book.h"
 #include "cli/say_script.h"
@@ -105,6 +106,7 @@ typedef struct {
     int n_tail;
     int fade_in; /* samples of fade-in still to apply */
     qtts_err err;
+    const char *path; /* for messages: the -o file */
 } out_state;
 
 /* Writes samples, keeping the last FADE_SAMPLES back while joining is possible. */
@@ -200,6 +202,7 @@ typedef struct {
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
     int normalized; /* the text front end ran on the whole text: chunks go as they are */
+    cli_interrupt intr; /* Ctrl-C / SIGTERM: stop at a frame and finish the file */
 } say_job;
 
 enum {
@@ -643,6 +646,7 @@ static void say_draw_seed(say_opts *o) {
 /* The encoder: a streaming WAV into the player, or the -o file. */
 static int say_open_output(const say_opts *o, say_job *j) {
     qtts_err qe = {0};
+    j->out.path = j->player ? "the player" : strcmp(o->output, "-") ? o->output : "standard output";
     int sr = qtts_engine_info(j->e)->sample_rate;
     if (j->player) {
         qtts_audio_sink sink = {.write = write_to_file, .seek = NULL, .user = j->player};
@@ -700,7 +704,14 @@ static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     float buf[8192];
     size_t samples = 0;
     long n;
-    while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
+    /* a short wait, so that a signal is seen within a tenth of a second even during a long prefill */
+    while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], 100)) > 0 || n == QTTS_STREAM_TIMEOUT) {
+        if (cli_interrupt_signal(&j->intr)) {
+            qtts_stream_cancel(st);
+            cli_progress_clear(&j->pr);
+            return -1; /* say_cleanup reports it */
+        }
+        if (n == QTTS_STREAM_TIMEOUT) continue;
         samples += (size_t)n;
         j->samples += (size_t)n;
         if (out_write(&j->out, buf, (size_t)n, joins_next(j, i))) break;
@@ -708,7 +719,8 @@ static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     }
     if (n != 0) {
         cli_progress_clear(&j->pr);
-        cli_error("%s", n < 0 ? qtts_stream_error(st) : j->out.err.msg);
+        if (n < 0) cli_error("%s", qtts_stream_error(st));
+        else cli_error("%s: %s", j->out.path, j->out.err.msg);
         return -1;
     }
     return 0;
@@ -810,7 +822,11 @@ static void *feed_text(void *p) {
             return NULL;
         }
         qtts_error err = {0};
-        if (qtts_stream_append_text(f->st, buf, (size_t)n, n == 0, &err) != QTTS_OK) {
+        int cs;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs); /* cancelled only while it waits for text */
+        qtts_status st = qtts_stream_append_text(f->st, buf, (size_t)n, n == 0, &err);
+        pthread_setcancelstate(cs, NULL);
+        if (st != QTTS_OK) {
             /* the utterance may have ended (EOS, guard) before the text did */
             if (!strstr(err.message, "already finished")) {
                 snprintf(f->why, sizeof f->why, "%s", err.message);
@@ -847,6 +863,7 @@ static int say_speak_streaming(const say_opts *o, say_job *j) {
     } else {
         int audio_rc = say_stream_audio(j, st, 0);
         qtts_stream_cancel(st); /* ends the reader if the utterance ended first */
+        if (cli_interrupt_signal(&j->intr)) pthread_cancel(th); /* it may wait for text that never comes */
         pthread_join(th, NULL);
         if (f.failed) {
             cli_error("%s", f.why);
@@ -962,6 +979,7 @@ static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
             cli_error("%s", qe.msg);
             return CLI_FAIL;
         }
+        j->out.path = part;
         j->samples = 0;
         j->n_guarded = 0;
         memset(j->out.tail, 0, sizeof j->out.tail);
@@ -1002,13 +1020,33 @@ static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
 /* Releases everything in j; a failing player turns success into failure. */
 /* On failure a file output is finalized (valid, with the audio so far) or,
  * with no audio at all, removed. */
+/* Only a regular file is removed: -o /dev/null or a FIFO stays. */
+static int remove_output(const char *path) {
+    struct stat st;
+    return !lstat(path, &st) && S_ISREG(st.st_mode) && !remove(path);
+}
+
+/* A file that cannot be finished (a write failed: disk full) is removed too.
+ * After SIGINT/SIGTERM the exit status is 128 + the signal. */
 static int say_cleanup(const say_opts *o, say_job *j, int rc) {
+    int sig = cli_interrupt_signal(&j->intr);
     if (j->out.enc && rc != CLI_OK && !j->player && strcmp(o->output, "-")) {
-        int empty = qtts_encoder_frames(j->out.enc) == 0;
+        if (sig) out_write(&j->out, NULL, 0, 0); /* the held-back last samples */
+        double secs = (double)qtts_encoder_frames(j->out.enc) / qtts_engine_info(j->e)->sample_rate;
         qtts_err qe = {0};
-        qtts_encoder_close(j->out.enc, &qe);
+        int bad = qtts_encoder_close(j->out.enc, &qe);
         j->out.enc = NULL;
-        if (empty) remove(o->output);
+        int removed = (secs <= 0 || bad) && remove_output(o->output);
+        if (sig && bad) cli_error("interrupted (%s); %s%s: %s", cli_interrupt_name(sig), removed ? "removed " : "",
+                                  o->output, qe.msg);
+        else if (sig && secs > 0)
+            fprintf(stderr, "qtts: interrupted (%s); %s holds the %.2f s of audio written so far\n",
+                    cli_interrupt_name(sig), o->output, secs);
+        else if (sig) fprintf(stderr, "qtts: interrupted (%s) before any audio%s%s\n", cli_interrupt_name(sig),
+                              removed ? "; removed " : "", removed ? o->output : "");
+        else if (removed && secs > 0) fprintf(stderr, "qtts: removed %s: it could not be finished\n", o->output);
+    } else if (sig) {
+        fprintf(stderr, "qtts: interrupted (%s)\n", cli_interrupt_name(sig));
     }
     qtts_encoder_abort(j->out.enc);
     if (j->player && pclose(j->player) != 0 && rc == CLI_OK) {
@@ -1023,7 +1061,8 @@ static int say_cleanup(const say_opts *o, say_job *j, int rc) {
     free(j->audio_bytes);
     free(j->chunks);
     free(j->text);
-    return rc;
+    cli_interrupt_stop(&j->intr);
+    return sig ? 128 + sig : rc;
 }
 
 int cmd_say(int argc, char **argv) {
@@ -1048,6 +1087,10 @@ int cmd_say(int argc, char **argv) {
     } else {
         rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
     }
+    if (rc == CLI_CONTINUE && cli_interrupt_start(&j.intr)) {
+        cli_error("say: cannot start the signal watcher thread");
+        rc = CLI_FAIL;
+    }
     if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
     if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
     if (rc == CLI_CONTINUE && o.book) { /* the earlier run's seed, unless another is given */
@@ -1057,7 +1100,10 @@ int cmd_say(int argc, char **argv) {
         }
         say_draw_seed(&o);
         if ((!bk.has_seed || bk.seed != o.req.seed) && say_book_record_seed(&bk, o.req.seed)) rc = CLI_FAIL;
-        if (rc == CLI_CONTINUE) rc = say_speak_book(&o, &j, &bk);
+        if (rc == CLI_CONTINUE) {
+            cli_interrupt_arm(&j.intr); /* a chapter's .part stays for the next run */
+            rc = say_speak_book(&o, &j, &bk);
+        }
         say_book_close(&bk);
         return say_cleanup(&o, &j, rc);
     }
@@ -1066,6 +1112,7 @@ int cmd_say(int argc, char **argv) {
         say_draw_seed(&o);
         rc = say_open_output(&o, &j);
     }
+    if (rc == CLI_CONTINUE) cli_interrupt_arm(&j.intr);
     if (rc == CLI_CONTINUE) rc = o.stream_text ? say_speak_streaming(&o, &j) : say_speak_all(&o, &j);
     return say_cleanup(&o, &j, rc);
 }
