@@ -76,6 +76,18 @@ int main(void) {
     TEST_CHECK(rc == 0 && exists(o) && strstr(g_out, "frame limit"), "temperature 0 + frame-limit warning: %d %s",
                rc, g_out);
     remove(o);
+    /* many utterances at the frame limit: three warnings and one summary, also with -q (it drops the progress line) */
+    snprintf(f, sizeof f, "%s/lines.txt", tmp);
+    FILE *lf = fopen(f, "w");
+    if (lf) fputs("One.\nTwo.\nThree.\nFour.\nFive.\n", lf), fclose(lf);
+    snprintf(a, sizeof a, "say -q -m '%s' --speaker ryan --seed 1 --max-frames 2 --stream-by-line --file '%s' -o '%s'", CV,
+             f, o);
+    rc = qtts(a);
+    int listed = 0;
+    for (const char *p = g_out; (p = strstr(p, "stopped at the frame limit (2 frames), not at")); p++) listed++;
+    TEST_CHECK(rc == 0 && listed == 3 && strstr(g_out, "5 of 5 utterances stopped at the frame limit"),
+               "-q keeps 3 frame-limit warnings and a summary: %d, %d listed: %s", rc, listed, g_out);
+    remove(o);
     /* 3: a .gguf works for codec decode/encode, tokenize and info; 14: '-' is stdout */
     char gguf[PATH_MAX], wav[PATH_MAX], rvq[PATH_MAX];
     snprintf(gguf, sizeof gguf, "%s/base.gguf", tmp);

@@ -100,6 +100,9 @@ static void say_usage(FILE *out) {
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");
 }
 
+/* Per-utterance warnings printed of each kind; the rest go into one summary line. */
+#define WARNINGS_LISTED 3
+
 typedef struct {
     qtts_encoder *enc;
     float tail[FADE_SAMPLES]; /* held back so the utterance's end can fade out when another follows */
@@ -199,6 +202,7 @@ typedef struct {
     say_script script; /* --script: its turns and their voices */
     size_t samples;    /* audio samples streamed so far */
     int n_guarded;     /* utterances the runaway guard ended */
+    int n_capped;      /* utterances stopped at --max-frames */
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
     int normalized; /* the text front end ran on the whole text: chunks go as they are */
@@ -778,13 +782,14 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
         else if (i + 1 < j->n_chunks && say_write_pause(o, j)) /* a script's next turn */
             rc = -2;
         if (o->verbose) say_print_timings(i, &res);
-        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && !o->quiet) {
+        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES) j->n_capped++;
+        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && j->n_capped <= WARNINGS_LISTED) {
             cli_progress_clear(&j->pr);
             fprintf(stderr, "qtts: warning: utterance %ld stopped at the frame limit (%d frames), not at the end of "
                             "speech; raise --max-frames if it is cut short\n", i + 1, res.n_frames);
         }
         if (res.finished_by == QTTS_FINISHED_GUARD) j->n_guarded++;
-        if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
+        if (res.finished_by == QTTS_FINISHED_GUARD && j->n_guarded <= WARNINGS_LISTED) {
             cli_progress_clear(&j->pr);
             fprintf(stderr,
                     "qtts: warning: utterance %ld was ended by the runaway guard after %d frames (%s); %s changes "
@@ -891,12 +896,25 @@ static int say_speak_streaming(const say_opts *o, say_job *j) {
     return CLI_OK;
 }
 
+/* After the listed warnings, one line with the totals (-q keeps warnings: it
+ * only drops the progress line). */
+static void say_warning_summary(const say_opts *o, const say_job *j) {
+    if (j->n_capped > WARNINGS_LISTED)
+        fprintf(stderr, "qtts: warning: %d of %ld utterances stopped at the frame limit (%d frames); raise --max-frames "
+                        "if they are cut short\n", j->n_capped, j->n_chunks, o->req.max_frames);
+    if (j->n_guarded > WARNINGS_LISTED)
+        fprintf(stderr, "qtts: warning: %d of %ld utterances were ended by the runaway guard\n", j->n_guarded,
+                j->n_chunks);
+}
+
 /* All utterances, then the end of the output. */
 static int say_speak_all(const say_opts *o, say_job *j) {
     cli_progress_init(&j->pr, o->quiet ? 0 : -1, (int)j->n_chunks,
                       qtts_text_units(j->text, j->text_len, j->sp.cjk_weight));
+    j->n_capped = 0;
     for (long i = 0; i < j->n_chunks; i++)
         if (say_utterance(o, j, i, o->req.seed)) return CLI_FAIL;
+    say_warning_summary(o, j);
     if (out_write(&j->out, NULL, 0, 0)) { /* the held-back tail; say_cleanup aborts the encoder */
         cli_error("%s: %s", o->output, j->out.err.msg);
         return CLI_FAIL;
