@@ -14,6 +14,7 @@
 
 #define BASE QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-0.6B-Base-tiny"
 #define CV QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny"
+#define VD QTTS_GOLDEN_DIR "/Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny"
 
 static char g_out[16384];
 
@@ -88,6 +89,25 @@ int main(void) {
     TEST_CHECK(rc == 0 && listed == 3 && strstr(g_out, "5 of 5 utterances stopped at the frame limit"),
                "-q keeps 3 frame-limit warnings and a summary: %d, %d listed: %s", rc, listed, g_out);
     remove(o);
+    /* the mode's needs in the CLI's flags (usage errors, before any audio), and no download hint for a name
+       that cannot be downloaded */
+    static const struct {
+        const char *args, *want;
+    } modes[] = {
+        {"-m '" VD "' Hello", "needs --instruct TEXT"},
+        {"-m '" BASE "' --speaker ryan hi", "--speaker names a CustomVoice model's built-in speaker"},
+        {"-m '" BASE "' hi", "give --ref-audio FILE, --ref-spk FILE or --voice NAME"},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        snprintf(a, sizeof a, "say %s -o '%s'", modes[i].args, o);
+        rc = qtts(a);
+        TEST_CHECK(rc == 2 && strstr(g_out, modes[i].want) && !exists(o), "say %s: %d %s", modes[i].args,
+                   rc, g_out);
+    }
+    snprintf(a, sizeof a, "say -m no-such-model-name hi -o '%s'", o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 1 && strstr(g_out, "not a model name") && !strstr(g_out, "run 'qtts download"),
+               "an unknown model name gets no download hint: %d %s", rc, g_out);
     /* 3: a .gguf works for codec decode/encode, tokenize and info; 14: '-' is stdout */
     char gguf[PATH_MAX], wav[PATH_MAX], rvq[PATH_MAX];
     snprintf(gguf, sizeof gguf, "%s/base.gguf", tmp);
@@ -103,6 +123,10 @@ int main(void) {
     snprintf(wav, sizeof wav, "%s/ref.wav", tmp);
     snprintf(a, sizeof a, "say -m '%s' --speaker ryan --max-frames 12 -q -o '%s' 'A reference sentence.'", CV, wav);
     TEST_CHECK(qtts(a) == 0, "reference wav: %s", g_out);
+    snprintf(a, sizeof a, "say -m '%s' --ref-audio '%s' --instruct calm hi -o '%s/i.wav'", BASE, wav, tmp);
+    rc = qtts(a);
+    TEST_CHECK(rc == 2 && strstr(g_out, "--instruct is not supported when cloning"), "Base + --instruct: %d %s", rc,
+               g_out);
     snprintf(rvq, sizeof rvq, "%s/ref.rvq", tmp);
     /* through a pipe: qtts()'s trailing 2>&1 then applies to cat, so the codes file gets stdout only */
     snprintf(a, sizeof a, "codec encode '%s' -o - --spk '%s/ref.spk' -m '%s' | cat > '%s'", wav, tmp, gguf, rvq);

@@ -635,6 +635,31 @@ static int say_load_voice(say_opts *o, say_job *j) {
     return CLI_CONTINUE;
 }
 
+/* What this model's mode needs, in the CLI's own flags (the engine's messages
+ * name the request fields). A script casts per turn and is checked there. */
+static int say_check_mode(const say_opts *o, const say_job *j) {
+    const char *variant = qtts_engine_info(j->e)->variant;
+    if (o->script) return CLI_CONTINUE;
+    if (!strcmp(variant, "voice_design") && (!o->req.instruct || !*o->req.instruct)) {
+        cli_error("say: this VoiceDesign model needs --instruct TEXT describing the voice");
+        return CLI_USAGE;
+    }
+    if (!strcmp(variant, "base") && o->req.speaker && *o->req.speaker && !o->req.voice) {
+        cli_error("say: --speaker names a CustomVoice model's built-in speaker; this Base model clones a voice: give "
+                  "--ref-audio FILE, --ref-spk FILE or --voice NAME");
+        return CLI_USAGE;
+    }
+    if (!strcmp(variant, "base") && !o->req.voice) {
+        cli_error("say: this Base model clones a voice: give --ref-audio FILE, --ref-spk FILE or --voice NAME");
+        return CLI_USAGE;
+    }
+    if (!strcmp(variant, "base") && o->req.instruct && *o->req.instruct) {
+        cli_error("say: --instruct is not supported when cloning a voice (a Base model)");
+        return CLI_USAGE;
+    }
+    return CLI_CONTINUE;
+}
+
 /* Without --seed: one seed for the whole job, printed so the run can be repeated. */
 static void say_draw_seed(say_opts *o) {
     if (o->req.has_seed) return;
@@ -1111,6 +1136,7 @@ int cmd_say(int argc, char **argv) {
     }
     if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
     if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
+    if (rc == CLI_CONTINUE) rc = say_check_mode(&o, &j);
     if (rc == CLI_CONTINUE && o.book) { /* the earlier run's seed, unless another is given */
         if (bk.has_seed && !o.req.has_seed) {
             o.req.seed = bk.seed;
