@@ -104,6 +104,16 @@ int main(void) {
         TEST_CHECK(rc == 2 && strstr(g_out, modes[i].want) && !exists(o), "say %s: %d %s", modes[i].args,
                    rc, g_out);
     }
+    /* an unwritable -o and a missing reference file are found before the model loads (which prints the seed) */
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan hi -o /nonexistent-dir/x.wav", CV);
+    rc = qtts(a);
+    TEST_CHECK(rc == 1 && strstr(g_out, "/nonexistent-dir/x.wav: cannot create: No such file") && !strstr(g_out, "seed"),
+               "unwritable -o before the load: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "say -m '%s' --ref-audio /nonexistent.wav hi -o '%s'", BASE, o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 1 && strstr(g_out, "/nonexistent.wav: cannot open: No such file") && !strstr(g_out, "seed") &&
+                   !exists(o),
+               "missing --ref-audio before the load: %d %s", rc, g_out);
     snprintf(a, sizeof a, "say -m no-such-model-name hi -o '%s'", o);
     rc = qtts(a);
     TEST_CHECK(rc == 1 && strstr(g_out, "not a model name") && !strstr(g_out, "run 'qtts download"),

@@ -345,6 +345,27 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
 }
 
 /* Option combinations that are wrong whatever the text and the model. */
+/* The files are checked before the model loads (seconds for a real-size one):
+ * reference inputs readable, the -o file creatable. */
+static int say_check_files(const say_opts *o) {
+    const char *inputs[] = {o->ref_audio, o->ref_spk, o->ref_rvq};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        if (inputs[i] && strcmp(inputs[i], "-") && access(inputs[i], R_OK)) {
+            cli_error("%s: cannot open: %s", inputs[i], strerror(errno));
+            return CLI_FAIL;
+        }
+    if (o->play || o->book || !strcmp(o->output, "-")) return CLI_CONTINUE;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(o->output, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->output) + 1 : 1, slash ? o->output : ".");
+    int bad = access(o->output, F_OK) ? access(dir, W_OK | X_OK) : access(o->output, W_OK);
+    if (bad) {
+        cli_error("%s: cannot create: %s", o->output, strerror(errno));
+        return CLI_FAIL;
+    }
+    return CLI_CONTINUE;
+}
+
 static int say_check_opts(say_opts *o) {
     const char *why = NULL;
     if (o->voice && (o->ref_audio || o->ref_spk || o->ref_rvq || o->req.speaker))
@@ -409,7 +430,7 @@ static int say_check_opts(say_opts *o) {
         cli_error("-o -: standard output is a terminal; pipe it (| ffplay -) or redirect it (> out.wav)");
         return CLI_USAGE;
     }
-    return CLI_CONTINUE;
+    return say_check_files(o);
 }
 
 /* The text (argument, --file or standard input), split into utterances. */
