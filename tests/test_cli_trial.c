@@ -146,6 +146,20 @@ int main(void) {
                "codec encode .gguf to stdout: %d %s", rc, g_out);
     snprintf(a, sizeof a, "codec decode '%s' -o '%s' -m '%s'", rvq, o, gguf);
     TEST_CHECK(qtts(a) == 0 && exists(o), "codec decode .gguf: %s", g_out);
+    /* N7: codec encode takes 0.08 s or more of audio, as every other reference path (a 0.02 s clip was 1 frame) */
+    char shortwav[PATH_MAX];
+    snprintf(shortwav, sizeof shortwav, "%s/short.wav", tmp);
+    FILE *sw = fopen(shortwav, "wb");
+    if (sw) {
+        static const unsigned char hdr[44] = {'R', 'I', 'F', 'F', (36 + 960) & 255, (36 + 960) >> 8, 0, 0, 'W', 'A', 'V',
+                                              'E', 'f', 'm', 't', ' ', 16, 0, 0, 0, 1, 0, 1, 0, 0xC0, 0x5D, 0, 0, 0x80,
+                                              0xBB, 0, 0, 2, 0, 16, 0, 'd', 'a', 't', 'a', 960 & 255, 960 >> 8, 0, 0};
+        static const unsigned char silence[960] = {0};
+        fwrite(hdr, 1, sizeof hdr, sw), fwrite(silence, 1, sizeof silence, sw), fclose(sw);
+    }
+    snprintf(a, sizeof a, "codec encode '%s' -o '%s/short.rvq' -m '%s'", shortwav, tmp, BASE);
+    rc = qtts(a);
+    TEST_CHECK(rc == 1 && strstr(g_out, "need at least 0.080 s"), "codec encode of 0.02 s: %d %s", rc, g_out);
     /* 22: a folder as reference audio says so */
     snprintf(a, sizeof a, "say -m '%s' --ref-audio '%s' --x-vector-only -o '%s' hi", BASE, tmp, o);
     TEST_CHECK(qtts(a) == 1 && strstr(g_out, "Is a directory"), "--ref-audio DIR: %s", g_out);
