@@ -122,7 +122,16 @@ int main(void) {
     char gguf[PATH_MAX], wav[PATH_MAX], rvq[PATH_MAX];
     snprintf(gguf, sizeof gguf, "%s/base.gguf", tmp);
     snprintf(a, sizeof a, "quantize '%s' -o '%s' --type q8_0", BASE, gguf);
-    TEST_CHECK(qtts(a) == 0, "quantize: %s", g_out);
+    TEST_CHECK(qtts(a) == 0 && strstr(g_out, "qtts quantize: wrote") && strstr(g_out, "tensors); matrices:"),
+               "quantize prints a summary: %s", g_out);
+    /* N23: a packed .gguf quantizes again (its speech tokenizer was added twice), and the result loads */
+    char regguf[PATH_MAX];
+    snprintf(regguf, sizeof regguf, "%s/re.gguf", tmp);
+    snprintf(a, sizeof a, "quantize '%s' -o '%s' --type q4_k", gguf, regguf);
+    rc = qtts(a);
+    TEST_CHECK(rc == 0 && strstr(g_out, "qtts quantize: wrote"), "quantize of a .gguf: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "info '%s'", regguf);
+    TEST_CHECK(qtts(a) == 0 && strstr(g_out, "variant         base"), "the re-quantized .gguf loads: %s", g_out);
     snprintf(a, sizeof a, "info '%s'", gguf);
     rc = qtts(a);
     TEST_CHECK(rc == 0 && strstr(g_out, "variant         base") && strstr(g_out, "languages       auto, chinese") &&
