@@ -77,6 +77,17 @@ int main(void) {
     TEST_CHECK(rc == 0 && exists(o) && strstr(g_out, "frame limit"), "temperature 0 + frame-limit warning: %d %s",
                rc, g_out);
     remove(o);
+    /* the sampling ranges of the API and Wyoming, and region tags as language names */
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --temperature 50 hi -o '%s'", CV, o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 2 && strstr(g_out, "[0, 10]"), "--temperature 50 is refused as in the API: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "say -m '%s' --speaker ryan --top-k 1000000 hi -o '%s'", CV, o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 2 && strstr(g_out, "[0, 100000]"), "--top-k 1000000 is refused as in the API: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "say -q -m '%s' --speaker ryan --lang en-US --max-frames 2 hi -o '%s'", CV, o);
+    rc = qtts(a);
+    TEST_CHECK(rc == 0 && exists(o), "--lang en-US names English: %d %s", rc, g_out);
+    remove(o);
     /* many utterances at the frame limit: three warnings and one summary, also with -q (it drops the progress line) */
     snprintf(f, sizeof f, "%s/lines.txt", tmp);
     FILE *lf = fopen(f, "w");
