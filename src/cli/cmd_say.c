@@ -114,9 +114,9 @@ typedef struct {
 
 /* Writes samples, keeping the last FADE_SAMPLES back while joining is possible. */
 static int out_write(out_state *o, const float *x, size_t n, int hold) {
-    if (o->fade_in > 0) {
+    if (o->fade_in > 0 && n > 0) { /* n == 0 (the final flush) must not recurse: nothing to fade */
         /* fade-in needs a writable copy */
-        float buf[FADE_SAMPLES];
+        float buf[FADE_SAMPLES] = {0};
         size_t k = n < (size_t)o->fade_in ? n : (size_t)o->fade_in;
         for (size_t i = 0; i < k; i++) {
             int pos = FADE_SAMPLES - o->fade_in + (int)i;
