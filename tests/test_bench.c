@@ -240,6 +240,7 @@ int main(void) {
     rc = run_cli(args, out, sizeof out);
     TEST_CHECK(rc == 0 && strstr(out, "time to first audio") && strstr(out, "talker step") && !strstr(out, "machine ("),
                "text report without probe (exit %d)", rc);
+    TEST_CHECK(!strstr(out, " 0%"), "without a probe the %%bw/%%pk columns show '-', not 0%%: %s", out);
 
     /* a one-file .gguf of the same model */
     char gguf[] = "/tmp/qtts_bench_XXXXXX.gguf", cmd[2400];

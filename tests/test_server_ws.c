@@ -337,6 +337,12 @@ int main(void) {
     const cJSON *em = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "error"), "message");
     TEST_CHECK(cJSON_IsString(em) && strstr(em->valuestring, "nobody"), "unknown voice: error names it");
     cJSON_Delete(e);
+    ws_send_json(c, "{\"type\":\"input.done\"}"); /* the refused utterance's end: says so, not 'send input.text' */
+    e = ws_until(c, "error", NULL, NULL, 10);
+    em = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "error"), "message");
+    TEST_CHECK(cJSON_IsString(em) && strstr(em->valuestring, "utterance was refused"),
+               "input.done after a refused utterance says so: %s", cJSON_IsString(em) ? em->valuestring : "");
+    cJSON_Delete(e);
     ws_send_json(c, "{\"type\":\"bogus\"}");
     e = ws_until(c, "error", NULL, NULL, 10);
     TEST_CHECK(e != NULL, "unknown type: error");

@@ -228,9 +228,12 @@ async function baseChecks(browser) {
     listed: !!document.querySelector('#voice-list li[data-voice="webvoice"]'),
     selected: document.getElementById('voice').value,
     status: document.getElementById('register-status').textContent,
+    cleared: document.getElementById('voice-name').value === '' && document.getElementById('ref-text').value === '' &&
+             document.getElementById('ref-file').value === '' &&
+             document.getElementById('ref-status').textContent === 'No reference audio yet.',
   }));
-  check(reg.listed && reg.selected === 'webvoice' && (await shownError(page)) === null,
-        `base: uploaded WAV registers 'webvoice', listed and selected (${JSON.stringify(reg)}, ` +
+  check(reg.listed && reg.selected === 'webvoice' && reg.cleared && (await shownError(page)) === null,
+        `base: uploaded WAV registers 'webvoice', listed and selected, the form cleared (${JSON.stringify(reg)}, ` +
         `error ${await shownError(page)})`);
   check((await serverVoices(base)).includes('webvoice'), 'base: the server lists webvoice');
 
@@ -311,8 +314,9 @@ async function customChecks(browser) {
   const { page, problems } = await openPage(browser, `${base}/`);
   await waitConnects(page, 1);
   let err = await shownError(page);
-  check(err !== null && err.includes('401') && err.includes('invalid API key') && !(await stats(page)).connected,
-        `custom: without a key the 401 message is shown: "${err}"`);
+  check(err !== null && err.includes('401') && err.includes('enter it under Connection below') &&
+        !err.includes('Authorization: Bearer') && !(await stats(page)).connected,
+        `custom: without a key the 401 message points at the key field: "${err}"`);
 
   await fill(page, '#api-key', 'wrong-key');
   await page.click('#apply-key');

@@ -446,6 +446,7 @@ static void test_describe_ping(int port) {
     TEST_CHECK(wc_read(&c, &ev, 10) == 1 && !strcmp(ev.type, "pong") && !str_field(ev.data, "text"),
                "ping -> pong");
     wev_free(&ev);
+
     /* unknown events are ignored: the next answer is the ping's */
     unsigned char junk[16] = {0, 1, 2, 3, '\n', 5};
     wc_send(&c, "some-future-event", "{\"x\":[1,2]}", 0, NULL, 0);
@@ -454,6 +455,12 @@ static void test_describe_ping(int port) {
     TEST_CHECK(wc_read(&c, &ev, 10) == 1 && !strcmp(ev.type, "pong") && str_field(ev.data, "text") &&
                    !strcmp(str_field(ev.data, "text"), "2"),
                "unknown events and client audio are ignored (got %s)", ev.type);
+    wev_free(&ev);
+    /* a ping text that is not UTF-8 is not echoed (that would be invalid JSON): an error, as for any bad request */
+    wc_send(&c, "ping", "{\"text\":\"\xff\xfe\"}", 0, NULL, 0);
+    TEST_CHECK(wc_read(&c, &ev, 10) == 1 && !strcmp(ev.type, "error") && str_field(ev.data, "code") &&
+                   !strcmp(str_field(ev.data, "code"), "invalid_request"),
+               "ping with non-UTF-8 text -> error invalid_request (got %s)", ev.type ? ev.type : "nothing");
     wev_free(&ev);
     wc_close(&c);
 }

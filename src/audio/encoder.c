@@ -23,6 +23,7 @@ struct qtts_encoder {
     int sample_rate, channels;
     qtts_audio_sink sink;
     int failed;
+    int sink_errno; /* the file sink's errno when a write or seek failed (0: none, or not a file) */
     uint64_t frames;
     /* Byte positions in the stream as libsndfile sees it (pos) and as the
      * sink has received it (len = bytes emitted; sink_pos = where the sink's
@@ -92,6 +93,15 @@ const char *qtts_audio_format_name(qtts_audio_format f) {
 }
 
 /* ---- sink plumbing ---- */
+
+/* A failed output names the system's reason when the sink is a file
+ * (No space left on device, Input/output error), else what failed. */
+static int fail_output(const qtts_encoder *e, qtts_err *err) {
+    if (e->sink_errno)
+        return qtts_fail(err, "audio encoder: writing the %s output failed: %s", qtts_audio_format_name(e->fmt),
+                         strerror(e->sink_errno));
+    return qtts_fail(err, "audio encoder: writing the %s output failed", qtts_audio_format_name(e->fmt));
+}
 
 static int sink_emit(qtts_encoder *e, const void *bytes, size_t n) {
     if (e->failed) return -1;
@@ -393,18 +403,18 @@ int qtts_encoder_write(qtts_encoder *e, const float *samples, size_t n_frames, q
     if (e->aac) {
         if (qtts_aac_write(e->aac, samples, n_frames, err)) {
             e->failed = 1;
-            return -1;
+            return e->sink_errno ? fail_output(e, err) : -1;
         }
     } else if (e->sf) {
         sf_count_t w = sf_writef_float(e->sf, samples, (sf_count_t)n_frames);
         if (w != (sf_count_t)n_frames || e->failed) {
             int sink_failed = e->failed;
             e->failed = 1;
-            return qtts_fail(err, "audio encoder: %s",
-                             !sink_failed && sf_error(e->sf) ? sf_strerror(e->sf) : "output write failed");
+            if (sink_failed || !sf_error(e->sf)) return fail_output(e, err);
+            return qtts_fail(err, "audio encoder: %s", sf_strerror(e->sf));
         }
     } else if (raw_write(e, samples, n_frames * (size_t)e->channels)) {
-        return qtts_fail(err, "audio encoder: output write failed");
+        return fail_output(e, err);
     }
     e->frames += n_frames;
     return 0;
@@ -416,7 +426,7 @@ static int file_finish(qtts_encoder *e, qtts_err *err, int ok) {
     if (e->file_is_stdout) {
         if (fflush(e->file) && ok) rc = qtts_fail(err, "writing to stdout failed: %s", strerror(errno));
     } else if (fclose(e->file) && ok) {
-        rc = qtts_fail(err, "closing the output file failed: %s", strerror(errno));
+        rc = qtts_fail(err, "writing the output file failed: %s", strerror(errno));
     }
     e->file = NULL;
     return rc;
@@ -444,8 +454,7 @@ int qtts_encoder_close(qtts_encoder *e, qtts_err *err) {
         size_t hn = wav_header(e, e->frames * (uint64_t)e->channels * bytes_per_sample(e), h);
         if (sink_seek(e, 0) || sink_emit(e, h, hn) || sink_seek(e, end)) e->failed = 1;
     }
-    if (e->failed && !rc) rc = qtts_fail(err, "audio encoder: writing the %s output failed",
-                                         qtts_audio_format_name(e->fmt));
+    if (e->failed && (!rc || e->sink_errno)) rc = fail_output(e, err);
     if (file_finish(e, err, rc == 0)) rc = -1;
     free(e);
     return rc;
@@ -466,12 +475,19 @@ uint64_t qtts_encoder_frames(const qtts_encoder *e) { return e ? e->frames : 0; 
 
 static int file_write(void *u, const void *bytes, size_t n) {
     qtts_encoder *e = u;
-    return fwrite(bytes, 1, n, e->file) == n ? 0 : -1;
+    errno = 0;
+    if (fwrite(bytes, 1, n, e->file) == n) return 0;
+    e->sink_errno = errno ? errno : EIO;
+    return -1;
 }
 
+/* A seek flushes the stdio buffer: a full disk often shows here first. */
 static int file_seek(void *u, uint64_t off) {
     qtts_encoder *e = u;
-    return fseeko(e->file, e->file_base + (off_t)off, SEEK_SET) ? -1 : 0;
+    errno = 0;
+    if (!fseeko(e->file, e->file_base + (off_t)off, SEEK_SET)) return 0;
+    e->sink_errno = errno ? errno : EIO;
+    return -1;
 }
 
 static qtts_encoder *open_file_marked(const char *path, const char *format_name, qtts_sample_format sfmt,
@@ -511,6 +527,7 @@ static qtts_encoder *open_file_marked(const char *path, const char *format_name,
     qtts_audio_sink sink = {file_write, base >= 0 ? file_seek : NULL, proto};
     qtts_encoder *e = open_marked(fmt, sfmt, sample_rate, channels, &sink, chapters, n_chapters, err);
     if (!e) {
+        if (proto->sink_errno) qtts_fail(err, "cannot write: %s", strerror(proto->sink_errno));
         free(proto);
         if (!is_stdout) {
             fclose(f);

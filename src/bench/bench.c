@@ -462,15 +462,24 @@ int qtts_bench_run(const qtts_bench_options *o, qtts_bench_result *r, qtts_err *
 
 static double pct(double a, double b) { return b > 0 ? 100 * a / b : 0; }
 
+/* " 37%", or " -" in the column when there is no reference (no probe ran: --no-probe) */
+static void put_pct(FILE *f, double a, double b) {
+    if (b > 0) fprintf(f, " %4.0f%%", pct(a, b));
+    else fprintf(f, " %5s", "-");
+}
+
 static void print_stage(FILE *f, const char *name, const qtts_bench_stage *s, const qtts_bench_result *r,
                         double peak) {
     fprintf(f, "  %-20s %9.2f %9.2f", name, s->ms, s->cpu_ms);
-    if (s->bytes > 0)
-        fprintf(f, " %7.1f %4.0f%% %7.1f %4.0f%%", s->gbs, pct(s->gbs, r->bw_gbs), s->gbs_cpu, pct(s->gbs_cpu, r->bw_gbs));
-    else
+    if (s->bytes > 0) {
+        fprintf(f, " %7.1f", s->gbs), put_pct(f, s->gbs, r->bw_gbs);
+        fprintf(f, " %7.1f", s->gbs_cpu), put_pct(f, s->gbs_cpu, r->bw_gbs);
+    } else {
         fprintf(f, " %7s %5s %7s %5s", "-", "-", "-", "-");
-    fprintf(f, " %8.1f %4.0f%% %8.1f %4.0f%%\n", s->gflops, pct(s->gflops, peak), s->gflops_cpu,
-            pct(s->gflops_cpu, peak));
+    }
+    fprintf(f, " %8.1f", s->gflops), put_pct(f, s->gflops, peak);
+    fprintf(f, " %8.1f", s->gflops_cpu), put_pct(f, s->gflops_cpu, peak);
+    fputc('\n', f);
 }
 
 static void print_header(FILE *f, const char *title) {

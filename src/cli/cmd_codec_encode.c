@@ -23,6 +23,7 @@
 #include "model/codec_encoder.h"
 #include "model/config.h"
 #include "model/speaker_encoder.h"
+#include "model/voice.h"
 
 typedef struct {
     const char *in, *model;
@@ -57,7 +58,7 @@ static void encode_run(qtts_pool *pool, void *ctx) {
     qtts_audio_opts o;
     qtts_audio_opts_default(&o);
     o.target_rate = qtts_codec_encoder_sample_rate(enc);
-    o.min_samples = 1;
+    o.min_samples = qtts_codec_encoder_hop(enc); /* one whole frame (0.08 s), the limit of every reference path */
     if (j->want_spk) {
         qtts_model_config mcfg;
         if (qtts_model_config_load(&mcfg, m->dir, err)) {
@@ -71,7 +72,7 @@ static void encode_run(qtts_pool *pool, void *ctx) {
                       (long long)qtts_spk_encoder_sample_rate(spk), (long long)o.target_rate);
             goto done;
         }
-        o.min_samples = qtts_spk_encoder_min_samples(spk);
+        o.min_samples = qtts_voice_min_samples(spk, enc);
     }
     if (qtts_audio_read_file(j->in, &o, &a, err)) goto done;
     j->seconds = (double)a.n / (double)a.rate;

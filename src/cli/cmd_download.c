@@ -118,8 +118,11 @@ const char *cli_resolve_model(const char *given, char *buf, size_t size) {
     if (r) return r;
     qtts_err err;
     char repo[256];
-    if (!qtts_hub_repo_id(m, repo, sizeof repo, &err) || (!strchr(m, '/') && buf[0]))
+    if (!qtts_hub_repo_id(m, repo, sizeof repo, &err)) /* a known name or owner/name: it can be downloaded */
         cli_error("model '%s' not found: not a path, and not in the cache (%s); run 'qtts download %s'", m, buf, m);
+    else if (!strchr(m, '/') && buf[0])
+        cli_error("model '%s' not found: not a path, not in the cache (%s), and not a model name 'qtts download' "
+                  "knows (see 'qtts download --list')", m, buf);
     else
         cli_error("model '%s' not found (no such file or folder)", m);
     return NULL;

@@ -71,14 +71,15 @@ static int summarize_store(const char *path, group_stats *groups, int n_groups) 
 
 /* store: the file holding the codec tensors, named prefix + "decoder." etc.
  * (or, when given, the opened codec store). */
-static int print_codec(const char *dir, const char *store, const char *prefix, const qtts_store *opened) {
+static int print_codec(const char *dir, const char *shown, const char *store, const char *prefix,
+                       const qtts_store *opened) {
     qtts_err err = {0};
     qtts_codec_config c;
     if (qtts_codec_config_load(&c, dir, &err)) {
         cli_error("%s", err.msg);
         return -1;
     }
-    printf("speech tokenizer: %s\n", dir);
+    printf("speech tokenizer: %s\n", shown); /* a .gguf's is unpacked into a temporary folder: not shown */
     printf("  sample rate %lld Hz, %lld samples per frame, %lld codebooks x %lld\n", (long long)c.sample_rate,
            (long long)c.frame_samples, (long long)c.dec.num_quantizers, (long long)c.dec.codebook_size);
     printf("  decoder: latent %lld, transformer %lld layers x %lld (heads %lld x %lld, window %lld), decoder dim %lld, "
@@ -151,7 +152,7 @@ static int print_folder(const char *path, const cli_model_files *m) {
     if (!gguf && qtts_codec_config_load(&probe, path, &err) == 0) { /* a bare tokenizer folder */
         char store[PATH_MAX];
         snprintf(store, sizeof store, "%s/model.safetensors", path);
-        return print_codec(path, store, "", NULL) ? CLI_FAIL : CLI_OK;
+        return print_codec(path, path, store, "", NULL) ? CLI_FAIL : CLI_OK;
     }
     if (print_model(path, m->dir)) return CLI_FAIL;
     printf("  layout          %s%s (%s)\n", m->layout, !strcmp(m->layout, "qtts") ? " one-file model, qtts quantize" : "",
@@ -179,7 +180,9 @@ static int print_folder(const char *path, const cli_model_files *m) {
     snprintf(store, sizeof store, "%s/model.safetensors", tok_dir);
     struct stat sb;
     if (stat(tok_dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (print_codec(tok_dir, store, "", gguf ? m->codec_store : NULL)) return CLI_FAIL;
+        char inside[PATH_MAX + 16];
+        snprintf(inside, sizeof inside, "(inside %s)", path);
+        if (print_codec(tok_dir, gguf ? inside : tok_dir, store, "", gguf ? m->codec_store : NULL)) return CLI_FAIL;
     } else {
         printf("speech tokenizer: missing (%s)\n", tok_dir);
     }

@@ -2,6 +2,7 @@
  * (tensors + config and tokenizer files), dense matrices converted. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -63,9 +64,20 @@ int cmd_quantize(int argc, char **argv) {
     }
     qtts_err err = {0};
     int last = -1;
-    if (qtts_model_pack(in, out, type, isatty(2) ? show_progress : NULL, &last, &err)) {
+    qtts_pack_stats st;
+    if (qtts_model_pack(in, out, type, isatty(2) ? show_progress : NULL, &last, &st, &err)) {
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }
+    struct stat fs;
+    double mb = stat(out, &fs) ? 0 : (double)fs.st_size / 1e6;
+    fprintf(stderr, "qtts quantize: wrote %s (%.1f MB, %d tensors); matrices:", out, mb, st.tensors);
+    int other = 0;
+    for (int t = 0; t < 32; t++)
+        if (st.matrices[t]) {
+            fprintf(stderr, " %d %s", st.matrices[t], qtts_dtype_name((qtts_dtype)t));
+            other |= t != (int)type;
+        }
+    fprintf(stderr, "%s\n", other ? " (those not in the type asked for hold no whole block of it per row)" : "");
     return CLI_OK;
 }

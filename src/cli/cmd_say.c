@@ -17,6 +17,7 @@
 #include "audio/encoder.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "cli/say_book.h"
 #include "cli/say_script.h"
@@ -106,19 +107,23 @@ static void say_usage(FILE *out) {
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");
 }
 
+/* Per-utterance warnings printed of each kind; the rest go into one summary line. */
+#define WARNINGS_LISTED 3
+
 typedef struct {
     qtts_encoder *enc;
     float tail[FADE_SAMPLES]; /* held back so the utterance's end can fade out when another follows */
     int n_tail;
     int fade_in; /* samples of fade-in still to apply */
     qtts_err err;
+    const char *path; /* for messages: the -o file */
 } out_state;
 
 /* Writes samples, keeping the last FADE_SAMPLES back while joining is possible. */
 static int out_write(out_state *o, const float *x, size_t n, int hold) {
-    if (o->fade_in > 0) {
+    if (o->fade_in > 0 && n > 0) { /* n == 0 (the final flush) must not recurse: nothing to fade */
         /* fade-in needs a writable copy */
-        float buf[FADE_SAMPLES];
+        float buf[FADE_SAMPLES] = {0};
         size_t k = n < (size_t)o->fade_in ? n : (size_t)o->fade_in;
         for (size_t i = 0; i < k; i++) {
             int pos = FADE_SAMPLES - o->fade_in + (int)i;
@@ -206,9 +211,11 @@ typedef struct {
     say_script script; /* --script: its turns and their voices */
     size_t samples;    /* audio samples streamed so far */
     int n_guarded;     /* utterances the runaway guard ended */
+    int n_capped;      /* utterances stopped at --max-frames */
     out_state out; /* out.enc: the encoder while it is open */
     cli_progress pr;
     int normalized; /* the text front end ran on the whole text: chunks go as they are */
+    cli_interrupt intr; /* Ctrl-C / SIGTERM: stop at a frame and finish the file */
 } say_job;
 
 enum {
@@ -353,6 +360,27 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
 }
 
 /* Option combinations that are wrong whatever the text and the model. */
+/* The files are checked before the model loads (seconds for a real-size one):
+ * reference inputs readable, the -o file creatable. */
+static int say_check_files(const say_opts *o) {
+    const char *inputs[] = {o->ref_audio, o->ref_spk, o->ref_rvq};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        if (inputs[i] && strcmp(inputs[i], "-") && access(inputs[i], R_OK)) {
+            cli_error("%s: cannot open: %s", inputs[i], strerror(errno));
+            return CLI_FAIL;
+        }
+    if (o->play || o->book || !strcmp(o->output, "-")) return CLI_CONTINUE;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(o->output, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->output) + 1 : 1, slash ? o->output : ".");
+    int bad = access(o->output, F_OK) ? access(dir, W_OK | X_OK) : access(o->output, W_OK);
+    if (bad) {
+        cli_error("%s: cannot create: %s", o->output, strerror(errno));
+        return CLI_FAIL;
+    }
+    return CLI_CONTINUE;
+}
+
 static int say_check_opts(say_opts *o) {
     const char *why = NULL;
     if (o->voice && (o->ref_audio || o->ref_spk || o->ref_rvq || o->req.speaker))
@@ -423,7 +451,7 @@ static int say_check_opts(say_opts *o) {
         cli_error("-o -: standard output is a terminal; pipe it (| ffplay -) or redirect it (> out.wav)");
         return CLI_USAGE;
     }
-    return CLI_CONTINUE;
+    return say_check_files(o);
 }
 
 /* The text (argument, --file or standard input), split into utterances. */
@@ -652,6 +680,31 @@ static int say_load_voice(say_opts *o, say_job *j) {
     return CLI_CONTINUE;
 }
 
+/* What this model's mode needs, in the CLI's own flags (the engine's messages
+ * name the request fields). A script casts per turn and is checked there. */
+static int say_check_mode(const say_opts *o, const say_job *j) {
+    const char *variant = qtts_engine_info(j->e)->variant;
+    if (o->script) return CLI_CONTINUE;
+    if (!strcmp(variant, "voice_design") && (!o->req.instruct || !*o->req.instruct)) {
+        cli_error("say: this VoiceDesign model needs --instruct TEXT describing the voice");
+        return CLI_USAGE;
+    }
+    if (!strcmp(variant, "base") && o->req.speaker && *o->req.speaker && !o->req.voice) {
+        cli_error("say: --speaker names a CustomVoice model's built-in speaker; this Base model clones a voice: give "
+                  "--ref-audio FILE, --ref-spk FILE or --voice NAME");
+        return CLI_USAGE;
+    }
+    if (!strcmp(variant, "base") && !o->req.voice) {
+        cli_error("say: this Base model clones a voice: give --ref-audio FILE, --ref-spk FILE or --voice NAME");
+        return CLI_USAGE;
+    }
+    if (!strcmp(variant, "base") && o->req.instruct && *o->req.instruct) {
+        cli_error("say: --instruct is not supported when cloning a voice (a Base model)");
+        return CLI_USAGE;
+    }
+    return CLI_CONTINUE;
+}
+
 /* Without --seed: one seed for the whole job, printed so the run can be repeated. */
 static void say_draw_seed(say_opts *o) {
     if (o->req.has_seed) return;
@@ -667,6 +720,7 @@ static void say_draw_seed(say_opts *o) {
 /* The encoder: a streaming WAV into the player, or the -o file. */
 static int say_open_output(const say_opts *o, say_job *j) {
     qtts_err qe = {0};
+    j->out.path = j->player ? "the player" : strcmp(o->output, "-") ? o->output : "standard output";
     int sr = qtts_engine_info(j->e)->sample_rate;
     if (j->player) {
         qtts_audio_sink sink = {.write = write_to_file, .seek = NULL, .user = j->player};
@@ -724,7 +778,14 @@ static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     float buf[8192];
     size_t samples = 0;
     long n;
-    while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], -1)) > 0) {
+    /* a short wait, so that a signal is seen within a tenth of a second even during a long prefill */
+    while ((n = qtts_stream_read(st, buf, sizeof buf / sizeof buf[0], 100)) > 0 || n == QTTS_STREAM_TIMEOUT) {
+        if (cli_interrupt_signal(&j->intr)) {
+            qtts_stream_cancel(st);
+            cli_progress_clear(&j->pr);
+            return -1; /* say_cleanup reports it */
+        }
+        if (n == QTTS_STREAM_TIMEOUT) continue;
         samples += (size_t)n;
         j->samples += (size_t)n;
         if (out_write(&j->out, buf, (size_t)n, joins_next(j, i))) break;
@@ -732,7 +793,8 @@ static int say_stream_audio(say_job *j, qtts_stream *st, long i) {
     }
     if (n != 0) {
         cli_progress_clear(&j->pr);
-        cli_error("%s", n < 0 ? qtts_stream_error(st) : j->out.err.msg);
+        if (n < 0) cli_error("%s", qtts_stream_error(st));
+        else cli_error("%s: %s", j->out.path, j->out.err.msg);
         return -1;
     }
     return 0;
@@ -790,13 +852,14 @@ static int say_utterance(const say_opts *o, say_job *j, long i, uint64_t base_se
         else if (i + 1 < j->n_chunks && say_write_pause(o, j)) /* a script's next turn */
             rc = -2;
         if (o->verbose) say_print_timings(i, &res);
-        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && !o->quiet) {
+        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES) j->n_capped++;
+        if (res.finished_by == QTTS_FINISHED_MAX_FRAMES && j->n_capped <= WARNINGS_LISTED) {
             cli_progress_clear(&j->pr);
             fprintf(stderr, "qtts: warning: utterance %ld stopped at the frame limit (%d frames), not at the end of "
                             "speech; raise --max-frames if it is cut short\n", i + 1, res.n_frames);
         }
         if (res.finished_by == QTTS_FINISHED_GUARD) j->n_guarded++;
-        if (res.finished_by == QTTS_FINISHED_GUARD && !o->quiet) {
+        if (res.finished_by == QTTS_FINISHED_GUARD && j->n_guarded <= WARNINGS_LISTED) {
             cli_progress_clear(&j->pr);
             fprintf(stderr,
                     "qtts: warning: utterance %ld was ended by the runaway guard after %d frames (%s); %s changes "
@@ -834,7 +897,11 @@ static void *feed_text(void *p) {
             return NULL;
         }
         qtts_error err = {0};
-        if (qtts_stream_append_text(f->st, buf, (size_t)n, n == 0, &err) != QTTS_OK) {
+        int cs;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs); /* cancelled only while it waits for text */
+        qtts_status st = qtts_stream_append_text(f->st, buf, (size_t)n, n == 0, &err);
+        pthread_setcancelstate(cs, NULL);
+        if (st != QTTS_OK) {
             /* the utterance may have ended (EOS, guard) before the text did */
             if (!strstr(err.message, "already finished")) {
                 snprintf(f->why, sizeof f->why, "%s", err.message);
@@ -871,6 +938,7 @@ static int say_speak_streaming(const say_opts *o, say_job *j) {
     } else {
         int audio_rc = say_stream_audio(j, st, 0);
         qtts_stream_cancel(st); /* ends the reader if the utterance ended first */
+        if (cli_interrupt_signal(&j->intr)) pthread_cancel(th); /* it may wait for text that never comes */
         pthread_join(th, NULL);
         if (f.failed) {
             cli_error("%s", f.why);
@@ -898,12 +966,25 @@ static int say_speak_streaming(const say_opts *o, say_job *j) {
     return CLI_OK;
 }
 
+/* After the listed warnings, one line with the totals (-q keeps warnings: it
+ * only drops the progress line). */
+static void say_warning_summary(const say_opts *o, const say_job *j) {
+    if (j->n_capped > WARNINGS_LISTED)
+        fprintf(stderr, "qtts: warning: %d of %ld utterances stopped at the frame limit (%d frames); raise --max-frames "
+                        "if they are cut short\n", j->n_capped, j->n_chunks, o->req.max_frames);
+    if (j->n_guarded > WARNINGS_LISTED)
+        fprintf(stderr, "qtts: warning: %d of %ld utterances were ended by the runaway guard\n", j->n_guarded,
+                j->n_chunks);
+}
+
 /* All utterances, then the end of the output. */
 static int say_speak_all(const say_opts *o, say_job *j) {
     cli_progress_init(&j->pr, o->quiet ? 0 : -1, (int)j->n_chunks,
                       qtts_text_units(j->text, j->text_len, j->sp.cjk_weight));
+    j->n_capped = 0;
     for (long i = 0; i < j->n_chunks; i++)
         if (say_utterance(o, j, i, o->req.seed)) return CLI_FAIL;
+    say_warning_summary(o, j);
     if (out_write(&j->out, NULL, 0, 0)) { /* the held-back tail; say_cleanup aborts the encoder */
         cli_error("%s: %s", o->output, j->out.err.msg);
         return CLI_FAIL;
@@ -986,6 +1067,7 @@ static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
             cli_error("%s", qe.msg);
             return CLI_FAIL;
         }
+        j->out.path = part;
         j->samples = 0;
         j->n_guarded = 0;
         memset(j->out.tail, 0, sizeof j->out.tail);
@@ -1027,13 +1109,33 @@ static int say_speak_book(say_opts *o, say_job *j, say_book *bk) {
 /* Releases everything in j; a failing player turns success into failure. */
 /* On failure a file output is finalized (valid, with the audio so far) or,
  * with no audio at all, removed. */
+/* Only a regular file is removed: -o /dev/null or a FIFO stays. */
+static int remove_output(const char *path) {
+    struct stat st;
+    return !lstat(path, &st) && S_ISREG(st.st_mode) && !remove(path);
+}
+
+/* A file that cannot be finished (a write failed: disk full) is removed too.
+ * After SIGINT/SIGTERM the exit status is 128 + the signal. */
 static int say_cleanup(const say_opts *o, say_job *j, int rc) {
+    int sig = cli_interrupt_signal(&j->intr);
     if (j->out.enc && rc != CLI_OK && !j->player && strcmp(o->output, "-")) {
-        int empty = qtts_encoder_frames(j->out.enc) == 0;
+        if (sig) out_write(&j->out, NULL, 0, 0); /* the held-back last samples */
+        double secs = (double)qtts_encoder_frames(j->out.enc) / qtts_engine_info(j->e)->sample_rate;
         qtts_err qe = {0};
-        qtts_encoder_close(j->out.enc, &qe);
+        int bad = qtts_encoder_close(j->out.enc, &qe);
         j->out.enc = NULL;
-        if (empty) remove(o->output);
+        int removed = (secs <= 0 || bad) && remove_output(o->output);
+        if (sig && bad) cli_error("interrupted (%s); %s%s: %s", cli_interrupt_name(sig), removed ? "removed " : "",
+                                  o->output, qe.msg);
+        else if (sig && secs > 0)
+            fprintf(stderr, "qtts: interrupted (%s); %s holds the %.2f s of audio written so far\n",
+                    cli_interrupt_name(sig), o->output, secs);
+        else if (sig) fprintf(stderr, "qtts: interrupted (%s) before any audio%s%s\n", cli_interrupt_name(sig),
+                              removed ? "; removed " : "", removed ? o->output : "");
+        else if (removed && secs > 0) fprintf(stderr, "qtts: removed %s: it could not be finished\n", o->output);
+    } else if (sig) {
+        fprintf(stderr, "qtts: interrupted (%s)\n", cli_interrupt_name(sig));
     }
     qtts_encoder_abort(j->out.enc);
     if (j->player && pclose(j->player) != 0 && rc == CLI_OK) {
@@ -1048,7 +1150,8 @@ static int say_cleanup(const say_opts *o, say_job *j, int rc) {
     free(j->audio_bytes);
     free(j->chunks);
     free(j->text);
-    return rc;
+    cli_interrupt_stop(&j->intr);
+    return sig ? 128 + sig : rc;
 }
 
 int cmd_say(int argc, char **argv) {
@@ -1073,8 +1176,13 @@ int cmd_say(int argc, char **argv) {
     } else {
         rc = o.stream_text ? CLI_CONTINUE : say_read_text(&o, argc, argv, &j);
     }
+    if (rc == CLI_CONTINUE && cli_interrupt_start(&j.intr)) {
+        cli_error("say: cannot start the signal watcher thread");
+        rc = CLI_FAIL;
+    }
     if (rc == CLI_CONTINUE) rc = say_start_engine(&o, &j);
     if (rc == CLI_CONTINUE) rc = say_load_voice(&o, &j);
+    if (rc == CLI_CONTINUE) rc = say_check_mode(&o, &j);
     if (rc == CLI_CONTINUE && o.book) { /* the earlier run's seed, unless another is given */
         if (bk.has_seed && !o.req.has_seed) {
             o.req.seed = bk.seed;
@@ -1082,7 +1190,10 @@ int cmd_say(int argc, char **argv) {
         }
         say_draw_seed(&o);
         if ((!bk.has_seed || bk.seed != o.req.seed) && say_book_record_seed(&bk, o.req.seed)) rc = CLI_FAIL;
-        if (rc == CLI_CONTINUE) rc = say_speak_book(&o, &j, &bk);
+        if (rc == CLI_CONTINUE) {
+            cli_interrupt_arm(&j.intr); /* a chapter's .part stays for the next run */
+            rc = say_speak_book(&o, &j, &bk);
+        }
         say_book_close(&bk);
         return say_cleanup(&o, &j, rc);
     }
@@ -1091,6 +1202,7 @@ int cmd_say(int argc, char **argv) {
         say_draw_seed(&o);
         rc = say_open_output(&o, &j);
     }
+    if (rc == CLI_CONTINUE) cli_interrupt_arm(&j.intr);
     if (rc == CLI_CONTINUE) rc = o.stream_text ? say_speak_streaming(&o, &j) : say_speak_all(&o, &j);
     return say_cleanup(&o, &j, rc);
 }

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "core/err.h"
 
 int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *ep, sigset_t *sigs,
                         qtts_engine **out) {
@@ -18,6 +19,7 @@ int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *
     char model_buf[4096];
     ep->model_path = cli_resolve_model(model, model_buf, sizeof model_buf);
     if (!ep->model_path) return CLI_FAIL;
+    qtts_heap_return_large_blocks(); /* before the engine's first allocation */
     sigemptyset(sigs);
     sigaddset(sigs, SIGTERM);
     sigaddset(sigs, SIGINT);

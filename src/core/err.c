@@ -95,6 +95,12 @@ void *qtts_malloc(size_t size, qtts_err *e) {
     return p;
 }
 
+void qtts_heap_return_large_blocks(void) {
+#if defined(__GLIBC__)
+    if (!getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#endif
+}
+
 void qtts_heap_trim(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);

@@ -36,6 +36,13 @@ void *qtts_calloc(size_t count, size_t size, qtts_err *e);
  * originals before quantization, conversions) leave free holes that glibc
  * keeps resident otherwise. */
 void qtts_heap_trim(void);
+/* For long-running servers: blocks of 4 MiB and more are mapped on their own
+ * and go back to the system when freed (glibc's M_MMAP_THRESHOLD, fixed;
+ * unless MALLOC_MMAP_THRESHOLD_ is set). glibc otherwise raises the
+ * threshold to the largest block freed so far, after which every large
+ * request body or buffer stays in the arena of the thread that freed it:
+ * one per HTTP thread. */
+void qtts_heap_return_large_blocks(void);
 /* Asks for transparent huge pages on the whole 2 MiB pages inside a large
  * fresh buffer (Linux madvise; a no-op elsewhere or when refused): a load
  * writes hundreds of MB of converted weights, and with 4 KiB pages the

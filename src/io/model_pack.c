@@ -41,7 +41,9 @@ int qtts_pack_is_quantizable(const char *name, int ndim) {
 #define MAX_TEXT_FILE_BYTES ((size_t)256 << 20)
 
 int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
-                    void (*progress)(void *user, int done, int total), void *user, qtts_err *err) {
+                    void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
+                    qtts_err *err) {
+    qtts_pack_stats st = {0};
     char path[PATH_MAX];
     int rc = -1;
     /* any layout (io/layout.h): its text files and its tensors under the official names */
@@ -83,12 +85,16 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
     for (int i = 0; i < qtts_store_count(model); i++, done_n++) {
         const qtts_tensor *t = qtts_store_at(model, i);
         if (progress) progress(user, done_n, total);
+        /* a packed .gguf's store holds the speech tokenizer's tensors too: they come from the codec store below */
+        if (!strncmp(t->name, QTTS_PACK_CODEC_PREFIX, strlen(QTTS_PACK_CODEC_PREFIX))) continue;
         if (!qtts_pack_is_quantizable(t->name, t->ndim) || type == t->type) {
+            if (qtts_pack_is_quantizable(t->name, t->ndim) && t->type >= 0 && t->type < 32) st.matrices[t->type]++;
             if (qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
             continue;
         }
         qtts_mat m;
         if (qtts_mat_from_tensor(&m, t, type, err)) goto done;
+        if (m.type >= 0 && m.type < 32) st.matrices[m.type]++;
         void *data = m.owned;
         if (!data) { /* same type after fitting: share the mapping */
             if (qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
@@ -111,7 +117,9 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
         if (qtts_store_add(out, name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
     }
     if (progress) progress(user, total, total);
+    st.tensors = qtts_store_count(out);
     rc = qtts_gguf_write(out_path, out, kv, n_kv, err);
+    if (!rc && stats) *stats = st;
 done:
     qtts_store_free(out);
     qtts_store_free(codec);

@@ -19,11 +19,20 @@
  * speaker-encoder tensors stay as they are). */
 int qtts_pack_is_quantizable(const char *name, int ndim);
 
+/* What a pack wrote: tensors in all, and the matrices by the type written
+ * (indexed by qtts_dtype; a matrix whose rows hold no whole block of the
+ * type asked for keeps a wider one). */
+typedef struct {
+    int tensors;
+    int matrices[32];
+} qtts_pack_stats;
+
 /* Writes the model at in_path (any layout io/layout.h reads) as a GGUF at
  * out_path, matrices converted to `type` (qtts_dtype_fit per row length).
- * progress may be NULL. */
+ * progress and stats may be NULL. */
 int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
-                    void (*progress)(void *user, int done, int total), void *user, qtts_err *err);
+                    void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
+                    qtts_err *err);
 
 /* Opens a packed GGUF: writes its text files into a new private folder
  * (returned in tmp_dir, which the caller removes with qtts_pack_remove_dir)

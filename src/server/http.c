@@ -349,9 +349,34 @@ static enum MHD_Result route_ws_upgrade(qtts_server *s, struct MHD_Connection *c
     return srv_queue(s, c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
 }
 
+typedef struct {
+    int content_length, transfer_encoding;
+} framing_headers;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind, (void)value;
+    framing_headers *f = cls;
+    if (key && !strcasecmp(key, "Content-Length")) f->content_length++;
+    if (key && !strcasecmp(key, "Transfer-Encoding")) f->transfer_encoding++;
+    return MHD_YES;
+}
+
+/* Where the body's length is ambiguous (Content-Length with Transfer-Encoding, either twice), a proxy that
+ * frames it the other way would pass a second request hidden in the body: refuse, and close (RFC 9112 6.1,
+ * 6.3). HTTP/1.1 without Host is refused too (RFC 9112 3.2). NULL when the request is well framed. */
+static const char *framing_problem(struct MHD_Connection *c, const char *version) {
+    framing_headers f = {0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    if (f.content_length && f.transfer_encoding) return "both Content-Length and Transfer-Encoding";
+    if (f.content_length > 1) return "more than one Content-Length";
+    if (f.transfer_encoding > 1) return "more than one Transfer-Encoding";
+    if (version && !strcmp(version, "HTTP/1.1") && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))
+        return "no Host header";
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
-    (void)version;
     qtts_server *s = cls;
     srv_req *rq = *con_cls;
     if (!rq) { /* first call: headers only */
@@ -360,6 +385,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rq->t0_ms = (long long)qtts_now_ms();
         *con_cls = rq;
         track_headers(s, c, 0);
+        const char *bad_framing = framing_problem(c, version);
+        if (bad_framing) {
+            rq->responded = 1;
+            return srv_respond_error_close(s, c, 400, "bad_request_framing", "the request has %s", bad_framing);
+        }
         const char *tail;
         route_id r = match_route(c, url, &tail);
         if (!strcmp(method, "OPTIONS")) {

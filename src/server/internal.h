@@ -63,6 +63,10 @@ enum MHD_Result srv_respond_json(qtts_server *s, struct MHD_Connection *c, int s
 enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
                                   const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
+/* The same as an invalid_request_error, and the connection closes after it (what follows on it cannot be
+ * trusted to be a request). */
+enum MHD_Result srv_respond_error_close(qtts_server *s, struct MHD_Connection *c, int status, const char *code,
+                                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Adds the CORS headers when enabled, counts the status and queues. */
 enum MHD_Result srv_queue(qtts_server *s, struct MHD_Connection *c, int status, struct MHD_Response *r);
 

@@ -75,13 +75,10 @@ enum MHD_Result srv_respond_json(qtts_server *s, struct MHD_Connection *c, int s
     return srv_respond(s, c, status, "application/json", json, strlen(json));
 }
 
-enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
-                                  const char *param, const char *code, const char *fmt, ...) {
+static enum MHD_Result respond_error_v(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
+                                       const char *param, const char *code, int close, const char *fmt, va_list ap) {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     cJSON *root = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(root, "error");
     char *js = NULL;
@@ -101,5 +98,24 @@ enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int 
     MHD_add_response_header(r, "Content-Type", js ? "application/json" : "text/plain");
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (close) MHD_add_response_header(r, "Connection", "close");
     return srv_queue(s, c, status, r);
+}
+
+enum MHD_Result srv_respond_error(qtts_server *s, struct MHD_Connection *c, int status, const char *type,
+                                  const char *param, const char *code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result rc = respond_error_v(s, c, status, type, param, code, 0, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+enum MHD_Result srv_respond_error_close(qtts_server *s, struct MHD_Connection *c, int status, const char *code,
+                                        const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result rc = respond_error_v(s, c, status, "invalid_request_error", NULL, code, 1, fmt, ap);
+    va_end(ap);
+    return rc;
 }

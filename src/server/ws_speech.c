@@ -67,6 +67,7 @@ typedef struct {
     srv_buf out;   /* encoded audio waiting to go out as one binary message */
     int text_done; /* input.done seen */
     int skip_to_done; /* the utterance ended (EOS) before its text: drop pieces until input.done */
+    int refused;      /* input.text could not start an utterance (its error went out); until input.done */
     int closing;   /* session.close seen: close after the utterance */
     double t_last;
 } ws_session;
@@ -228,7 +229,7 @@ static int on_message(ws_session *ss, const unsigned char *data, size_t len) {
         else if (ss->st && ss->text_done)
             rc = send_error(ss, "invalid_state", "the utterance's text is complete: wait for audio.done");
         else if (!ss->st && !*text) rc = 0; /* nothing to start with yet */
-        else if (!ss->st && (rc = utterance_start(ss)) == 0 && !ss->st) rc = 0; /* the error went out */
+        else if (!ss->st && (rc = utterance_start(ss)) == 0 && !ss->st) ss->refused = 1; /* the error went out */
         if (!rc && ss->st && text && *text) {
             qtts_error err = {0};
             if (qtts_stream_append_text(ss->st, text, strlen(text), 0, &err) != QTTS_OK &&
@@ -242,9 +243,13 @@ static int on_message(ws_session *ss, const unsigned char *data, size_t len) {
             qtts_error err = {0};
             qtts_stream_append_text(ss->st, "", 0, 1, &err);
             ss->text_done = 1;
+        } else if (!ss->st && ss->refused) {
+            rc = send_error(ss, "invalid_state", "input.done: the text was not spoken, its utterance was refused (see "
+                                                 "the error after its input.text; fix the session.config)");
         } else if (!ss->st) {
             rc = send_error(ss, "invalid_state", "input.done without an utterance (send input.text first)");
         }
+        ss->refused = 0;
     } else if (!strcmp(type, "session.close")) {
         ss->closing = 1;
         if (ss->st && !ss->text_done) {

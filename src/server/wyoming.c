@@ -585,6 +585,8 @@ static int handle_event(wy_conn *c, const wy_event *ev) {
     }
     if (!strcmp(type, "ping")) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev->data, "text");
+        if (cJSON_IsString(t) && qtts_utf8_count(t->valuestring, strlen(t->valuestring)) < 0)
+            return send_error(c, "invalid_request", "ping text is not valid UTF-8"); /* echoed, it would be invalid JSON */
         cJSON *d = cJSON_CreateObject();
         int rc = -1;
         if (d && (!cJSON_IsString(t) || cJSON_AddStringToObject(d, "text", t->valuestring)))
