@@ -94,7 +94,7 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, qtts_model_files *mf, qt
         ok = !load_talker(e, pool, model_store, &cfg, &gen, topt, lt, err);
         model_store = NULL;
         double t0 = qtts_now_ms();
-        ok = ok && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, err)) != NULL;
+        ok = ok && (e->decoder = qtts_codec_decoder_load_pool(e->codec_store, &cc, pool, err)) != NULL;
         lt->decoder += qtts_now_ms() - t0;
         t0 = qtts_now_ms();
         ok = ok && (e->tok = qtts_tok_load(tmp, err)) != NULL;
@@ -118,7 +118,7 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const char *path, qtts_t
     lt->open += qtts_now_ms() - t0;
     if (!st || load_talker(e, pool, st, &cfg, &gen, topt, lt, err)) return -1;
     t0 = qtts_now_ms();
-    e->decoder = qtts_codec_decoder_open(path, err);
+    e->decoder = qtts_codec_decoder_open_pool(path, pool, err);
     lt->decoder += qtts_now_ms() - t0;
     if (!e->decoder) return -1;
     t0 = qtts_now_ms();

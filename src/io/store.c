@@ -301,6 +301,26 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
     return out;
 }
 
+const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err) {
+    *copy = NULL;
+    if (t->type == QTTS_F32 && (uintptr_t)t->data % _Alignof(float) == 0) return t->data;
+    int64_t n = qtts_tensor_numel(t);
+    *copy = qtts_malloc((size_t)n * sizeof(float), err);
+    if (!*copy) return NULL;
+    if (qtts_convert_to_f32(t->type, t->data, *copy, n, err)) {
+        qtts_fail_prefix(err, "tensor '%s'", t->name);
+        free(*copy);
+        *copy = NULL;
+        return NULL;
+    }
+    return *copy;
+}
+
+void qtts_tensor_f32_done(const qtts_tensor *t, float *copy) {
+    free(copy);
+    if (!t->viewed) release_tensor_pages(t); /* read once: as in qtts_tensor_to_f32 */
+}
+
 qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
     if (qtts_dtype_row_bytes(want, cols)) return want;
     if (want == QTTS_Q4_K && qtts_dtype_row_bytes(QTTS_Q8_0, cols)) return QTTS_Q8_0;

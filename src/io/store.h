@@ -88,6 +88,12 @@ const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64
 
 /* A malloc'd f32 copy of any tensor (dequantized if needed). */
 float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err);
+/* For a one-time read of a tensor's values (packing them into another
+ * layout): its own array where it is stored as aligned f32 (no copy), else
+ * a converted copy, returned in *copy too. qtts_tensor_f32_done ends the
+ * read: it frees the copy and lets a mapped original leave the RSS. */
+const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err);
+void qtts_tensor_f32_done(const qtts_tensor *t, float *copy);
 /* Converts n elements of src (type t) to f32 into dst. n must be a multiple of the block size. */
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err);
 

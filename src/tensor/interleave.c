@@ -23,18 +23,14 @@ static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t
         const qtts_block_q8_0 *blk = (const qtts_block_q8_0 *)(src + (size_t)lane * src_row);
         for (int64_t b = 0; b < nb; b++) {
             d[b * 16 + lane] = blk[b].d;
-            for (int i = 0; i < 32; i++)
-                qs[(size_t)b * 512 + (size_t)(i / 4) * 64 + (size_t)lane * 4 + (size_t)(i % 4)] =
-                    (uint8_t)blk[b].qs[i] ^ 0x80u;
+            for (int g = 0; g < 8; g++) { /* 4 values, sign bit flipped, to the lane's 4 bytes of the group */
+                uint32_t v;
+                memcpy(&v, blk[b].qs + 4 * g, 4);
+                v ^= 0x80808080u;
+                memcpy(qs + (size_t)b * 512 + (size_t)g * 64 + (size_t)lane * 4, &v, 4);
+            }
         }
     }
-}
-
-/* Nibble j of a GGML Q4_K block: sub-block j's value i sits in qs[32*(j/2) + i],
- * low nibble for even j, high for odd j. */
-static int q4_k_nibble(const qtts_block_q4_k *blk, int j, int i) {
-    uint8_t byte = blk->qs[32 * (j / 2) + i];
-    return j % 2 ? byte >> 4 : byte & 0xF;
 }
 
 static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
@@ -52,10 +48,11 @@ static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t
                 sc[j * 16 + lane] = scj;
                 mn[(j / 2) * 32 + lane * 2 + (j % 2)] = mj;
             }
+            /* GGML keeps sub-blocks 2p and 2p+1 as the low and high nibbles of
+             * qs[32p + i], which is the interleaved byte as it stands: 4 bytes
+             * at a time to the lane's 4 bytes of each group */
             for (int p = 0; p < 4; p++)
-                for (int i = 0; i < 32; i++)
-                    qs[p * 512 + (i / 4) * 64 + lane * 4 + i % 4] =
-                        (uint8_t)(q4_k_nibble(blk, 2 * p, i) | q4_k_nibble(blk, 2 * p + 1, i) << 4);
+                for (int g = 0; g < 8; g++) memcpy(qs + p * 512 + g * 64 + lane * 4, blk->qs + 32 * p + 4 * g, 4);
         }
     }
 }
