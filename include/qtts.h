@@ -85,6 +85,13 @@ typedef struct {
      * measures both ways while it runs and keeps the faster; ALWAYS and NEVER
      * are for A/B measurements. The audio is the same either way. */
     qtts_overlap_mode overlap;
+    /* Called on the engine thread while the model loads (NULL: never), for
+     * a progress line: the step under way ("LM weights", "speech decoder",
+     * "decoder precision", "tokenizer") and the share of that step done
+     * (0..1; the LM weights count their layers, other steps report 0 when
+     * they begin). Last: ("ready", 1). */
+    void (*load_progress)(void *user, const char *step, double done);
+    void *load_progress_user;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);

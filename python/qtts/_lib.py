@@ -45,6 +45,8 @@ class EngineParams(Structure):
         ("decoder_precision", c_char_p),
         ("kv_cache", c_char_p),
         ("overlap", c_int),
+        ("load_progress", c_void_p),
+        ("load_progress_user", c_void_p),
     ]
 
 

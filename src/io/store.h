@@ -118,6 +118,8 @@ typedef struct qtts_weight_plan {
     qtts_dtype type;                  /* storage type; QTTS_DTYPE_INVALID: as stored (zero-copy) */
     qtts_pool *pool;                  /* converts rows on its threads (its owner calls); NULL: this thread */
     const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
+    void (*layer_done)(void *user);   /* after each transformer layer's matrices (a progress count); NULL: none */
+    void *layer_user;
 } qtts_weight_plan;
 
 /* qtts_mat_from_tensor_kernel as plan says (NULL plan: as stored, rows). */

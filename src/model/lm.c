@@ -99,6 +99,7 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
             qtts_lm_free(lm);
             return -1;
         }
+        if (plan && plan->layer_done) plan->layer_done(plan->layer_user);
     }
     snprintf(name, sizeof name, "%snorm.weight", prefix);
     if (!(lm->norm = load_vec(st, name, D, err))) {
