@@ -335,11 +335,15 @@ int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weig
         qtts_mat_free(m);
         return -1;
     }
-    if (!m->owned) ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
+    qtts_tensor_mat_done(t, m);
+    return 0;
+}
+
+void qtts_tensor_mat_done(const qtts_tensor *t, const qtts_mat *m) {
+    if (m->data == t->data) ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
     /* converted or repacked: the original leaves the RSS now rather than after the whole load (a q8_0
      * model repacked for the interleaved kernels held both copies: peak 2.2 GB for 0.6B instead of 1.2) */
     else if (!t->viewed) release_tensor_pages(t);
-    return 0;
 }
 
 int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {

@@ -124,6 +124,10 @@ typedef struct qtts_weight_plan {
 
 /* qtts_mat_from_tensor_kernel as plan says (NULL plan: as stored, rows). */
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err);
+/* What qtts_mat_from_tensor_plan does once m is final, for a caller that
+ * converted and laid out m itself: m a view of t's array marks t as viewed
+ * (its pages stay), else a mapped t's pages leave the RSS. */
+void qtts_tensor_mat_done(const qtts_tensor *t, const qtts_mat *m);
 /* qtts_mat_from_tensor, converting on pool (NULL: this thread). */
 int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err);
 /* Row `row` of a 2-D tensor as f32 (any storage type); a mapped table's
