@@ -103,6 +103,13 @@ typedef struct {
      * requests run there (sampled ones and incremental text stay on the CPU);
      * the decoder and the cloning front end always run on the CPU. */
     const char *device;
+    /* Called on the engine thread while the model loads (NULL: never), for
+     * a progress line: the step under way ("LM weights", "speech decoder",
+     * "decoder precision", "tokenizer") and the share of that step done
+     * (0..1; the LM weights count their layers, other steps report 0 when
+     * they begin). Last: ("ready", 1). */
+    void (*load_progress)(void *user, const char *step, double done);
+    void *load_progress_user;
 } qtts_engine_params;
 
 QTTS_API void qtts_engine_params_default(qtts_engine_params *p);

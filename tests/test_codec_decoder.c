@@ -169,6 +169,17 @@ static void other_sizes(qtts_pool *pool) {
     }
     feed_chunks(dec, pool, codes, T, NULL, 0, w);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: random feed vs one forward");
+    { /* prepared on the pool: the same decoder, bit for bit */
+        qtts_codec_decoder *dp = qtts_codec_decoder_load_pool(st, &cfg, pool, &err);
+        TEST_CHECK(dp != NULL, "load on the pool: %s", err.msg);
+        if (dp) {
+            qtts_codec_decoder_set_max_chunk(dp, 64);
+            feed_chunks(dp, pool, codes, T, (const int[]){(int)T}, 1, w);
+            TEST_CHECK(!memcmp(w, ref, sizeof(float) * (size_t)(T * fs)),
+                       "other sizes: the decoder prepared on the pool decodes differently");
+            qtts_codec_decoder_free(dp);
+        }
+    }
     qtts_codec_decoder_set_cache_budget(dec, 300);
     feed_chunks(dec, pool, codes, T, NULL, 0, w);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: tail in pieces vs one forward");

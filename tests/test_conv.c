@@ -612,6 +612,58 @@ int main(void) {
         qtts_conv_free(&c1);
     }
 
+    /* the load-time packings on the pool: the same bits as on one thread, at sizes the pool splits */
+    {
+        const int64_t co = 96, ci = 128, k = 7, s = 4, kt = 8, N = 200, K = 512;
+        float *w = rand_buf(co * ci * k, &seed, 0.5f), *wt = rand_buf(ci * co * kt, &seed, 0.5f);
+        float *wb = rand_buf(N * K, &seed, 0.5f), *b = rand_buf(co, &seed, 0.1f);
+        qtts_conv a, c;
+        TEST_CHECK(qtts_conv_init(&a, w, b, co, ci, k, 3, &err) == 0 &&
+                       qtts_conv_init_pool(&c, w, b, co, ci, k, 3, pool, &err) == 0,
+                   "conv init: %s", err.msg);
+        TEST_CHECK(!memcmp(a.w, c.w, sizeof(float) * (size_t)(a.rows_pad * ci * k)) &&
+                       !memcmp(a.bias, c.bias, sizeof(float) * (size_t)a.rows_pad),
+                   "conv packed on the pool differs from one thread's");
+        qtts_conv_free(&a);
+        qtts_conv_free(&c);
+        TEST_CHECK(qtts_conv_init_transposed(&a, wt, b, ci, co, kt, s, &err) == 0 &&
+                       qtts_conv_init_transposed_pool(&c, wt, b, ci, co, kt, s, pool, &err) == 0,
+                   "transposed init: %s", err.msg);
+        TEST_CHECK(!memcmp(a.w, c.w, sizeof(float) * (size_t)(a.rows_pad * ci * a.k)) &&
+                       !memcmp(a.bias, c.bias, sizeof(float) * (size_t)a.rows_pad),
+                   "transposed conv packed on the pool differs from one thread's");
+        qtts_conv_free(&a);
+        qtts_conv_free(&c);
+        int64_t ta = 0, tc = 0;
+        float *ma = qtts_conv_tm_transposed_matrix(wt, ci, co, kt, s, &ta, &err);
+        float *mc = qtts_conv_tm_transposed_matrix_pool(wt, ci, co, kt, s, &tc, pool, &err);
+        TEST_CHECK(ma && mc && ta == tc && !memcmp(ma, mc, sizeof(float) * (size_t)(s * co * ci * ta)),
+                   "time-major transposed matrix on the pool differs from one thread's");
+        /* and the one thread's matrix is the definition: row j*co+o, column i*taps+kk, tap j+(H-kk)*s */
+        int ok = ma != NULL;
+        for (int64_t j = 0; ok && j < s; j++)
+            for (int64_t o = 0; o < co; o++)
+                for (int64_t i = 0; i < ci; i++)
+                    for (int64_t kk = 0; kk < ta; kk++) {
+                        const int64_t tap = j + (ta - 1 - kk) * s;
+                        ok &= ma[(j * co + o) * ci * ta + i * ta + kk] == (tap < kt ? wt[(i * co + o) * kt + tap] : 0.0f);
+                    }
+        TEST_CHECK(ok, "time-major transposed matrix: wrong taps");
+        free(ma);
+        free(mc);
+        qtts_gemm_b ga, gc;
+        TEST_CHECK(qtts_gemm_b_init(&ga, wb, N, K, &err) == 0 && qtts_gemm_b_init_pool(&gc, wb, N, K, pool, &err) == 0,
+                   "gemm b: %s", err.msg);
+        TEST_CHECK(ga.panel == gc.panel &&
+                       !memcmp(ga.p, gc.p, sizeof(float) * (size_t)((N + ga.panel - 1) / ga.panel * ga.panel * K)),
+                   "gemm panels packed on the pool differ from one thread's");
+        qtts_gemm_b_free(&ga);
+        qtts_gemm_b_free(&gc);
+        free(w);
+        free(wt);
+        free(wb);
+        free(b);
+    }
     qtts_pool_free(pool);
     return test_finish("test_conv");
 }

@@ -133,6 +133,26 @@ static int same_pcm(const pcm_buf *a, const pcm_buf *b) {
     return a->n == b->n && a->n > 0 && !memcmp(a->d, b->d, a->n * sizeof(float));
 }
 
+/* What the load_progress callback saw. */
+typedef struct {
+    int calls, lm_calls, lm_rising, ready_last, decoder;
+    double last_lm;
+    char last[32];
+} progress_log;
+
+static void on_progress(void *user, const char *step, double done) {
+    progress_log *pl = user;
+    pl->calls++;
+    pl->ready_last = !strcmp(step, "ready") && done == 1.0;
+    if (pl->calls > 1 && !strcmp(pl->last, "ready")) pl->ready_last = -1000; /* anything after "ready" fails */
+    if (!strcmp(step, "LM weights")) {
+        if (pl->lm_calls++ && !(done > pl->last_lm)) pl->lm_rising = 0;
+        pl->last_lm = done;
+    }
+    pl->decoder += !strcmp(step, "speech decoder");
+    snprintf(pl->last, sizeof pl->last, "%s", step);
+}
+
 int main(void) {
     char home[] = "/tmp/qtts-test-load-XXXXXX", model[1024], cache[1200], log[1200], gguf[1200];
     if (!mkdtemp(home)) {
@@ -174,6 +194,25 @@ int main(void) {
         synth(e, &again);
         TEST_CHECK(same_pcm(&folder, &again), "the cached decisions give the same audio");
         free(again.d);
+        qtts_engine_free(e);
+    }
+
+    /* the load's progress: the LM weights counted layer by layer up to all of them, the decoder, "ready" last */
+    {
+        qtts_engine_params p;
+        qtts_engine_params_default(&p);
+        p.model_path = model;
+        p.n_threads = threads;
+        p.weight_type = "q8_0";
+        progress_log pl = {.lm_rising = 1};
+        p.load_progress = on_progress;
+        p.load_progress_user = &pl;
+        qtts_error err = {0};
+        e = qtts_engine_create(&p, &err);
+        TEST_CHECK(e != NULL, "engine with a progress callback: %s", err.message);
+        TEST_CHECK(pl.lm_calls >= 3 && pl.lm_rising && pl.last_lm == 1.0 && pl.decoder == 1 && pl.ready_last == 1,
+                   "load progress: %d LM calls (rising %d, last %g), decoder %d, ready last %d", pl.lm_calls,
+                   pl.lm_rising, pl.last_lm, pl.decoder, pl.ready_last);
         qtts_engine_free(e);
     }
 

@@ -48,6 +48,8 @@ class EngineParams(Structure):
         ("lora", POINTER(c_char_p)),
         ("n_lora", c_int),
         ("device", c_char_p),
+        ("load_progress", c_void_p),
+        ("load_progress_user", c_void_p),
     ]
 
 

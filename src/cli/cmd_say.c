@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/interrupt.h"
+#include "cli/load_line.h"
 #include "cli/progress.h"
 #include "cli/say_book.h"
 #include "cli/say_script.h"
@@ -556,7 +557,11 @@ static int say_start_engine(const say_opts *o, say_job *j) {
     ep.device = o->device;
     ep.max_batch = 1;
     ep.verbose = o->verbose;
-    if (!(j->e = qtts_engine_create(&ep, &err))) {
+    cli_load_line ll;
+    if (!o->quiet) cli_load_line_attach(&ll, &ep);
+    j->e = qtts_engine_create(&ep, &err);
+    if (!o->quiet) cli_load_line_clear(&ll);
+    if (!j->e) {
         cli_error("%s", err.message);
         return CLI_FAIL;
     }

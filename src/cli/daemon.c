@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/err.h"
+#include "cli/load_line.h"
 
 int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *ep, sigset_t *sigs,
                         qtts_engine **out) {
@@ -25,7 +26,12 @@ int daemon_start_engine(const char *cmd, const char *model, qtts_engine_params *
     sigaddset(sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, sigs, NULL);
     qtts_error eerr = {0};
+    cli_load_line ll;
+    cli_load_line_attach(&ll, ep);
     *out = qtts_engine_create(ep, &eerr);
+    cli_load_line_clear(&ll);
+    ep->load_progress = NULL; /* ll ends here */
+    ep->load_progress_user = NULL;
     ep->model_path = NULL; /* model_buf ends here; the engine keeps its own copy */
     if (!*out) {
         cli_error("%s", eerr.message);

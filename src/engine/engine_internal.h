@@ -109,6 +109,7 @@ struct qtts_engine {
     qtts_exec *exec;
     engine_tuning tuning;
     char load_report[768];
+    const qtts_engine_params *load_params; /* while the load job runs: the caller's (its progress callback) */
     qtts_talker_model *talker;
     qtts_codec_decoder *decoder;
     qtts_tokenizer *tok;

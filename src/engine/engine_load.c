@@ -60,6 +60,23 @@ static qtts_dtype lm_weight_type(const qtts_store *st, qtts_dtype want) {
     return want == QTTS_DTYPE_INVALID ? t->type : qtts_dtype_fit(want, t->shape[1], t->type);
 }
 
+/* The caller's progress callback (qtts_engine_params.load_progress). */
+static void progress(const qtts_engine_params *p, const char *step, double done) {
+    if (p->load_progress) p->load_progress(p->load_progress_user, step, done);
+}
+
+/* The LM weights' share done, counted in layers (talker and code predictor). */
+typedef struct {
+    const qtts_engine_params *p;
+    int64_t layers, done;
+} layer_count;
+
+static void layer_done(void *user) {
+    layer_count *lc = user;
+    lc->done++;
+    progress(lc->p, "LM weights", lc->layers > 0 ? (double)lc->done / (double)lc->layers : 0.0);
+}
+
 /* Milliseconds per load phase, for the report. */
 typedef struct {
     double open, calibrate, weights, decoder, text, release, precision, lora;
@@ -121,7 +138,13 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     topt->layout = engine_tuning_layout(e, pool, lm_weight_type(st, topt->weight_type));
     lt->calibrate += e->tuning.measure_ms - m0;
     t0 += e->tuning.measure_ms - m0;
+    layer_count lc = {.p = e->load_params, .layers = cfg->talker.layers + cfg->cp.layers};
+    topt->layer_done = layer_done;
+    topt->layer_user = &lc;
+    progress(e->load_params, "LM weights", 0.0);
     e->talker = qtts_talker_model_from_store(st, cfg, gen, topt, err); /* owns the store */
+    topt->layer_done = NULL;
+    topt->layer_user = NULL;
     lt->weights += qtts_now_ms() - t0;
     return e->talker ? 0 : -1;
 }
@@ -145,9 +168,11 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     if (ok) {
         ok = !load_talker(e, pool, lp, model_store, &cfg, &gen, topt, lt, err);
         model_store = NULL;
+        if (ok) progress(e->load_params, "speech decoder", 0.0);
         double t0 = qtts_now_ms();
-        ok = ok && (e->decoder = qtts_codec_decoder_load(e->codec_store, &cc, err)) != NULL;
+        ok = ok && (e->decoder = qtts_codec_decoder_load_pool(e->codec_store, &cc, pool, err)) != NULL;
         lt->decoder += qtts_now_ms() - t0;
+        if (ok) progress(e->load_params, "tokenizer", 0.0);
         t0 = qtts_now_ms();
         ok = ok && (e->tok = qtts_tok_load(tmp, err)) != NULL;
         if (ok && cfg.variant == QTTS_VARIANT_BASE)
@@ -169,10 +194,12 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     qtts_store *st = qtts_store_open(path, err);
     lt->open += qtts_now_ms() - t0;
     if (!st || load_talker(e, pool, lp, st, &cfg, &gen, topt, lt, err)) return -1;
+    progress(e->load_params, "speech decoder", 0.0);
     t0 = qtts_now_ms();
-    e->decoder = qtts_codec_decoder_open(path, err);
+    e->decoder = qtts_codec_decoder_open_pool(path, pool, err);
     lt->decoder += qtts_now_ms() - t0;
     if (!e->decoder) return -1;
+    progress(e->load_params, "tokenizer", 0.0);
     t0 = qtts_now_ms();
     e->tok = qtts_tok_load(path, err);
     if (!e->tok) return -1;
@@ -227,8 +254,7 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
     return 0;
 }
 
-void engine_load_models(qtts_pool *pool, void *ctx) {
-    engine_load_job *j = ctx;
+static void load_models(qtts_pool *pool, engine_load_job *j) {
     qtts_engine *e = j->e;
     const double t_load = qtts_now_ms();
     load_times lt = {0};
@@ -271,6 +297,7 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
     qtts_heap_trim();
     lt.release += qtts_now_ms() - t0;
     const qtts_dtype lm_type = e->talker->lm.layers[0].q.type;
+    progress(j->p, "decoder precision", 0.0);
     qtts_decoder_precision prec;
     const qtts_conv_calibration *conv = NULL;
     if (qtts_decoder_precision_measures(j->p->decoder_precision, lm_type)) {
@@ -292,7 +319,15 @@ void engine_load_models(qtts_pool *pool, void *ctx) {
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch || open_device(e, j->p, &j->err)) return;
     load_report(e, &lt, qtts_now_ms() - t_load);
+    progress(j->p, "ready", 1.0);
     j->rc = 0;
+}
+
+void engine_load_models(qtts_pool *pool, void *ctx) {
+    engine_load_job *j = ctx;
+    j->e->load_params = j->p; /* for the progress callback, while the load runs */
+    load_models(pool, j);
+    j->e->load_params = NULL;
 }
 
 void engine_unload_models(qtts_pool *pool, void *ctx) {

@@ -301,6 +301,26 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
     return out;
 }
 
+const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err) {
+    *copy = NULL;
+    if (t->type == QTTS_F32 && (uintptr_t)t->data % _Alignof(float) == 0) return t->data;
+    int64_t n = qtts_tensor_numel(t);
+    *copy = qtts_malloc((size_t)n * sizeof(float), err);
+    if (!*copy) return NULL;
+    if (qtts_convert_to_f32(t->type, t->data, *copy, n, err)) {
+        qtts_fail_prefix(err, "tensor '%s'", t->name);
+        free(*copy);
+        *copy = NULL;
+        return NULL;
+    }
+    return *copy;
+}
+
+void qtts_tensor_f32_done(const qtts_tensor *t, float *copy) {
+    free(copy);
+    if (!t->viewed) release_tensor_pages(t); /* read once: as in qtts_tensor_to_f32 */
+}
+
 qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
     if (qtts_dtype_row_bytes(want, cols)) return want;
     if (want == QTTS_Q4_K && qtts_dtype_row_bytes(QTTS_Q8_0, cols)) return QTTS_Q8_0;
@@ -315,11 +335,15 @@ int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weig
         qtts_mat_free(m);
         return -1;
     }
-    if (!m->owned) ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
+    qtts_tensor_mat_done(t, m);
+    return 0;
+}
+
+void qtts_tensor_mat_done(const qtts_tensor *t, const qtts_mat *m) {
+    if (m->data == t->data) ((qtts_tensor *)t)->viewed = 1; /* the store's own array: see qtts_store_release_pages */
     /* converted or repacked: the original leaves the RSS now rather than after the whole load (a q8_0
      * model repacked for the interleaved kernels held both copies: peak 2.2 GB for 0.6B instead of 1.2) */
     else if (!t->viewed) release_tensor_pages(t);
-    return 0;
 }
 
 int qtts_mat_from_tensor_kernel(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_err *err) {

@@ -88,6 +88,12 @@ const qtts_tensor *qtts_store_get3(const qtts_store *st, const char *name, int64
 
 /* A malloc'd f32 copy of any tensor (dequantized if needed). */
 float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err);
+/* For a one-time read of a tensor's values (packing them into another
+ * layout): its own array where it is stored as aligned f32 (no copy), else
+ * a converted copy, returned in *copy too. qtts_tensor_f32_done ends the
+ * read: it frees the copy and lets a mapped original leave the RSS. */
+const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err);
+void qtts_tensor_f32_done(const qtts_tensor *t, float *copy);
 /* Converts n elements of src (type t) to f32 into dst. n must be a multiple of the block size. */
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err);
 
@@ -112,10 +118,16 @@ typedef struct qtts_weight_plan {
     qtts_dtype type;                  /* storage type; QTTS_DTYPE_INVALID: as stored (zero-copy) */
     qtts_pool *pool;                  /* converts rows on its threads (its owner calls); NULL: this thread */
     const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
+    void (*layer_done)(void *user);   /* after each transformer layer's matrices (a progress count); NULL: none */
+    void *layer_user;
 } qtts_weight_plan;
 
 /* qtts_mat_from_tensor_kernel as plan says (NULL plan: as stored, rows). */
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err);
+/* What qtts_mat_from_tensor_plan does once m is final, for a caller that
+ * converted and laid out m itself: m a view of t's array marks t as viewed
+ * (its pages stay), else a mapped t's pages leave the RSS. */
+void qtts_tensor_mat_done(const qtts_tensor *t, const qtts_mat *m);
 /* qtts_mat_from_tensor, converting on pool (NULL: this thread). */
 int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err);
 /* Row `row` of a 2-D tensor as f32 (any storage type); a mapped table's

@@ -151,6 +151,7 @@ struct qtts_codec_decoder {
     qtts_codec_config cfg;
     qtts_decoder_precision precision; /* the form its weights are in (set_precision converts them once) */
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
+    qtts_pool *prep_pool;    /* while loading: packs the weights on its threads (NULL: this thread) */
     /* sizes (config dec.*): */
     int64_t n_quantizers;  /* codebooks per frame (16) */
     int64_t codebook_size; /* entries per codebook (2048) */
@@ -263,7 +264,7 @@ static float *load_vec_at(qtts_codec_decoder *d, const qtts_store *st, const cha
 }
 /* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
 static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
-    if (qtts_gemm_b_init(&l->w, w, N, K, err)) return -1;
+    if (qtts_gemm_b_init_pool(&l->w, w, N, K, d->prep_pool, err)) return -1;
     if (!own(d, l->w.p, err)) {
         l->w.p = NULL;
         return -1;
@@ -282,10 +283,11 @@ static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *nam
     int64_t rows = t->shape[0], cols = qtts_tensor_numel(t) / (rows ? rows : 1);
     float *b = NULL;
     if (bias_name && !(b = load_vec(d, st, bias_name, rows, err))) return -1;
-    float *w = qtts_tensor_to_f32(t, err);
+    float *copy;
+    const float *w = qtts_tensor_f32_read(t, &copy, err);
     if (!w) return -1;
     int rc = make_lin(d, w, rows, cols, b, l, err);
-    free(w);
+    qtts_tensor_f32_done(t, copy);
     return rc;
 }
 
@@ -361,14 +363,15 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
                                   int64_t c_out, int64_t k, int64_t s, tmconv *c, qtts_err *err) {
     char n[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
-    float *w = load_f32(d, st, n, 3, (int64_t[]){c_in, c_out, k}, err);
+    const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_in, c_out, k}, err);
+    float *copy;
+    const float *w = t ? qtts_tensor_f32_read(t, &copy, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
-    if (!b) return -1;
     int64_t taps = 0;
-    float *m = qtts_conv_tm_transposed_matrix(w, c_in, c_out, k, s, &taps, err);
-    disown_free(d, w);
+    float *m = b ? qtts_conv_tm_transposed_matrix_pool(w, c_in, c_out, k, s, &taps, d->prep_pool, err) : NULL;
+    qtts_tensor_f32_done(t, copy);
     if (!m) return -1;
     float *bt = own(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
     if (!bt) {
@@ -393,13 +396,14 @@ static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *
                        int64_t k, int64_t dil, qtts_conv *c, qtts_err *err) {
     char n[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
-    float *w = load_f32(d, st, n, 3, (int64_t[]){c_out, c_in, k}, err);
+    const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_out, c_in, k}, err);
+    float *copy;
+    const float *w = t ? qtts_tensor_f32_read(t, &copy, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
-    if (!b) return -1;
-    int rc = qtts_conv_init(c, w, b, c_out, c_in, k, dil, err);
-    disown_free(d, w);
+    int rc = b ? qtts_conv_init_pool(c, w, b, c_out, c_in, k, dil, d->prep_pool, err) : -1;
+    qtts_tensor_f32_done(t, copy);
     return rc;
 }
 
@@ -589,11 +593,14 @@ static int load_block_tconv(qtts_codec_decoder *d, const qtts_store *st, int64_t
     if (!t) return -1;
     int64_t k = t->shape[2];
     if (bk->tm) return load_tmconv_transposed(d, st, p, bk->in, bk->out, k, bk->rate, &bk->tconv_tm, err);
-    float *w = load_f32(d, st, n, 3, (int64_t[]){bk->in, bk->out, k}, err);
+    float *copy;
+    const float *w = qtts_tensor_f32_read(t, &copy, err);
+    if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", p);
-    float *bb = w ? load_vec(d, st, n, bk->out, err) : NULL;
-    int rc = !bb || qtts_conv_init_transposed(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, err);
-    if (w) disown_free(d, w);
+    float *bb = load_vec(d, st, n, bk->out, err);
+    int rc = !bb || qtts_conv_init_transposed_pool(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, d->prep_pool,
+                                                   err);
+    qtts_tensor_f32_done(t, copy);
     return rc ? -1 : 0;
 }
 
@@ -654,10 +661,18 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
 }
 
 qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_codec_config *cfg, qtts_err *err) {
+    return qtts_codec_decoder_load_pool(st, cfg, NULL, err);
+}
+
+qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtts_codec_config *cfg, qtts_pool *pool,
+                                                 qtts_err *err) {
     qtts_codec_decoder *d = qtts_calloc(1, sizeof *d, err);
     if (!d) return NULL;
     d->cfg = *cfg;
-    if (load_all(d, st, err)) {
+    d->prep_pool = pool;
+    int rc = load_all(d, st, err);
+    d->prep_pool = NULL;
+    if (rc) {
         qtts_codec_decoder_free(d);
         return NULL;
     }
@@ -670,6 +685,10 @@ static int is_dir(const char *p) {
 }
 
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
+    return qtts_codec_decoder_open_pool(path, NULL, err);
+}
+
+qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *pool, qtts_err *err) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/speech_tokenizer", path);
     if (!is_dir(dir)) snprintf(dir, sizeof dir, "%s", path);
@@ -681,7 +700,7 @@ qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
     if (qtts_codec_config_load(&cfg, dir, err)) return NULL;
     qtts_store *st = qtts_store_open(dir, err);
     if (!st) return NULL;
-    qtts_codec_decoder *d = qtts_codec_decoder_load(st, &cfg, err);
+    qtts_codec_decoder *d = qtts_codec_decoder_load_pool(st, &cfg, pool, err);
     if (!d) {
         qtts_store_free(st);
         return NULL;

@@ -39,6 +39,11 @@ qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_cod
 /* path: a model folder containing speech_tokenizer/, or the tokenizer folder
  * itself (config.json + model.safetensors). The decoder owns the store. */
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err);
+/* The same two, packing the weights on pool's threads (its owner calls; NULL:
+ * this thread): the same decoder, bit for bit, sooner. */
+qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtts_codec_config *cfg, qtts_pool *pool,
+                                                 qtts_err *err);
+qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *pool, qtts_err *err);
 void qtts_codec_decoder_free(qtts_codec_decoder *dec);
 
 /* Arithmetic of the high-rate convolutions (the four decoder blocks and the

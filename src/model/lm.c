@@ -66,6 +66,28 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     return 0;
 }
 
+/* Matrices used stacked (q|k|v, gate|up) from tensors ts[0..n): converted as
+ * plan says, then interleaved straight into one buffer where the layout
+ * interleaves them all (one copy fewer than repacking each and stacking the
+ * copies), else each laid out on its own and stacked by fuse. */
+static int load_stack(qtts_mat *out, qtts_mat **parts, const qtts_tensor *const *ts, int n,
+                      const qtts_weight_plan *plan, qtts_err *err) {
+    qtts_pool *pool = plan ? plan->pool : NULL;
+    const qtts_weight_layout *layout = plan ? plan->layout : NULL;
+    for (int i = 0; i < n; i++)
+        if (qtts_mat_from_tensor_pool(parts[i], ts[i], plan ? plan->type : QTTS_DTYPE_INVALID, pool, err)) return -1;
+    if (qtts_mats_interleave_stacked(out, parts, n, layout, pool, err)) return -1;
+    if (out->data) {
+        for (int i = 0; i < n; i++) qtts_tensor_mat_done(ts[i], parts[i]);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (qtts_mat_interleave_pool(parts[i], layout, pool, err)) return -1;
+        qtts_tensor_mat_done(ts[i], parts[i]);
+    }
+    return fuse(out, parts, n, err);
+}
+
 int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg,
                  const qtts_weight_plan *plan,
                  qtts_err *err) {
@@ -79,12 +101,16 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
     for (int64_t i = 0; i < cfg->layers; i++) {
         qtts_lm_layer *L = &lm->layers[i];
 #define NM(suffix) (snprintf(name, sizeof name, "%slayers.%lld.%s", prefix, (long long)i, suffix), name)
-        if (load_mat(&L->q, st, NM("self_attn.q_proj.weight"), qd, D, plan, err) ||
-            load_mat(&L->k, st, NM("self_attn.k_proj.weight"), kvd, D, plan, err) ||
-            load_mat(&L->v, st, NM("self_attn.v_proj.weight"), kvd, D, plan, err) ||
+        const qtts_tensor *qkv_t[3] = {qtts_store_get2(st, NM("self_attn.q_proj.weight"), qd, D, err), NULL, NULL};
+        if (qkv_t[0]) qkv_t[1] = qtts_store_get2(st, NM("self_attn.k_proj.weight"), kvd, D, err);
+        if (qkv_t[1]) qkv_t[2] = qtts_store_get2(st, NM("self_attn.v_proj.weight"), kvd, D, err);
+        const qtts_tensor *gu_t[2] = {NULL, NULL};
+        if (qkv_t[2]) gu_t[0] = qtts_store_get2(st, NM("mlp.gate_proj.weight"), I, D, err);
+        if (gu_t[0]) gu_t[1] = qtts_store_get2(st, NM("mlp.up_proj.weight"), I, D, err);
+        qtts_mat *qkv[3] = {&L->q, &L->k, &L->v}, *gu[2] = {&L->gate, &L->up};
+        if (!gu_t[1] || load_stack(&L->qkv, qkv, qkv_t, 3, plan, err) ||
             load_mat(&L->o, st, NM("self_attn.o_proj.weight"), D, qd, plan, err) ||
-            load_mat(&L->gate, st, NM("mlp.gate_proj.weight"), I, D, plan, err) ||
-            load_mat(&L->up, st, NM("mlp.up_proj.weight"), I, D, plan, err) ||
+            load_stack(&L->gate_up, gu, gu_t, 2, plan, err) ||
             load_mat(&L->down, st, NM("mlp.down_proj.weight"), D, I, plan, err) ||
             !(L->in_norm = load_vec(st, NM("input_layernorm.weight"), D, err)) ||
             !(L->post_norm = load_vec(st, NM("post_attention_layernorm.weight"), D, err)) ||
@@ -94,11 +120,7 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
             return -1;
         }
 #undef NM
-        qtts_mat *qkv[3] = {&L->q, &L->k, &L->v}, *gu[2] = {&L->gate, &L->up};
-        if (fuse(&L->qkv, qkv, 3, err) || fuse(&L->gate_up, gu, 2, err)) {
-            qtts_lm_free(lm);
-            return -1;
-        }
+        if (plan && plan->layer_done) plan->layer_done(plan->layer_user);
     }
     snprintf(name, sizeof name, "%snorm.weight", prefix);
     if (!(lm->norm = load_vec(st, name, D, err))) {

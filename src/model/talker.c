@@ -36,7 +36,9 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
     else qtts_generation_config_defaults(&m->gen);
     const qtts_weight_plan plan = {.type = opt ? opt->weight_type : QTTS_DTYPE_INVALID,
                                    .pool = opt ? opt->pool : NULL,
-                                   .layout = opt ? opt->layout : NULL},
+                                   .layout = opt ? opt->layout : NULL,
+                                   .layer_done = opt ? opt->layer_done : NULL,
+                                   .layer_user = opt ? opt->layer_user : NULL},
                            *wt = &plan;
     const int64_t D = cfg->talker.hidden, TH = cfg->text_hidden;
     const qtts_tensor *t;

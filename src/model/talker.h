@@ -17,6 +17,9 @@ typedef struct {
     qtts_pool *pool;
     /* The Q8_0/Q4_K layout and kernel flags the engine loader chose; NULL: GGML rows. */
     const qtts_weight_layout *layout;
+    /* Called after each layer of the talker and the code predictor is loaded (progress); NULL: none. */
+    void (*layer_done)(void *user);
+    void *layer_user;
 } qtts_talker_options;
 
 typedef struct qtts_talker_model {

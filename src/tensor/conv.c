@@ -28,6 +28,7 @@ static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int6
         qtts_conv_free(cv);
         return -1;
     }
+    qtts_advise_huge(cv->w, (size_t)(cv->rows_pad * c_in * k) * sizeof(float)); /* fewer page faults to fill it */
     return 0;
 }
 
@@ -37,34 +38,73 @@ static inline size_t pack_index(const qtts_conv *cv, int64_t r, int64_t ci, int6
     return (size_t)(((rb * cv->c_in + ci) * cv->k + kk) * QTTS_CONV_MR + rr);
 }
 
+/* Row blocks [begin, end) of a packing. A transposed conv's packed row r is
+ * phase j = r / c_out of output co = r % c_out: its tap kk reads input t-(H-kk)
+ * through weight tap j+(H-kk)*stride (zero past the kernel's end). */
+typedef struct {
+    qtts_conv *cv;
+    const float *w, *bias;
+    int64_t c_out;  /* of the weight (the conv's rows are c_out * stride) */
+    int64_t k_src;  /* taps of the weight */
+    int64_t stride; /* 0: a plain conv */
+} pack_conv_job;
+
+static void pack_conv_rows(void *ctx, int64_t begin, int64_t end, int tid) {
+    const pack_conv_job *j = ctx;
+    qtts_conv *cv = j->cv;
+    (void)tid;
+    const int64_t H = cv->k - 1;
+    for (int64_t rb = begin; rb < end; rb++)
+        for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+            const int64_t r = rb * QTTS_CONV_MR + rr;
+            if (r >= cv->c_out) break;
+            const int64_t co = j->stride ? r % j->c_out : r, ph = j->stride ? r / j->c_out : 0;
+            for (int64_t ci = 0; ci < cv->c_in; ci++)
+                for (int64_t kk = 0; kk < cv->k; kk++) {
+                    if (!j->stride) {
+                        cv->w[pack_index(cv, r, ci, kk)] = j->w[(co * cv->c_in + ci) * cv->k + kk];
+                        continue;
+                    }
+                    const int64_t tap = ph + (H - kk) * j->stride;
+                    cv->w[pack_index(cv, r, ci, kk)] = tap < j->k_src ? j->w[(ci * j->c_out + co) * j->k_src + tap] : 0.0f;
+                }
+            cv->bias[r] = j->bias ? j->bias[co] : 0.0f;
+        }
+}
+
+static void pack_conv(qtts_conv *cv, pack_conv_job *j, qtts_pool *pool) {
+    j->cv = cv;
+    /* a copy: about a matrix-vector product's work per weight */
+    qtts_parallel_for_work(pool, cv->rows_pad / QTTS_CONV_MR, 1, (double)cv->rows_pad * (double)(cv->c_in * cv->k),
+                           pack_conv_rows, j);
+}
+
 int qtts_conv_init(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
                    int64_t dil, qtts_err *err) {
+    return qtts_conv_init_pool(cv, w, bias, c_out, c_in, k, dil, NULL, err);
+}
+
+int qtts_conv_init_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
+                        int64_t dil, qtts_pool *pool, qtts_err *err) {
     if (conv_alloc(cv, c_out, c_in, k, dil, err)) return -1;
-    for (int64_t co = 0; co < c_out; co++) {
-        for (int64_t ci = 0; ci < c_in; ci++)
-            for (int64_t kk = 0; kk < k; kk++) cv->w[pack_index(cv, co, ci, kk)] = w[(co * c_in + ci) * k + kk];
-        cv->bias[co] = bias ? bias[co] : 0.0f;
-    }
+    pack_conv_job j = {.w = w, .bias = bias, .c_out = c_out, .k_src = k};
+    pack_conv(cv, &j, pool);
     return 0;
 }
 
 int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
                               int64_t k, int64_t stride, qtts_err *err) {
+    return qtts_conv_init_transposed_pool(cv, w, bias, c_in, c_out, k, stride, NULL, err);
+}
+
+int qtts_conv_init_transposed_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
+                                   int64_t k, int64_t stride, qtts_pool *pool, qtts_err *err) {
     if (stride <= 0 || k <= 0) return qtts_fail(err, "conv transpose: bad kernel %lld / stride %lld", (long long)k,
                                                 (long long)stride);
     int64_t H = (k + stride - 1) / stride - 1;
     if (conv_alloc(cv, c_out * stride, c_in, H + 1, 1, err)) return -1;
-    /* phase j, output co: input t-h through tap j+h*s; conv tap kk reads input t-(H-kk). */
-    for (int64_t j = 0; j < stride; j++)
-        for (int64_t co = 0; co < c_out; co++) {
-            int64_t r = j * c_out + co;
-            for (int64_t ci = 0; ci < c_in; ci++)
-                for (int64_t kk = 0; kk <= H; kk++) {
-                    int64_t tap = j + (H - kk) * stride;
-                    cv->w[pack_index(cv, r, ci, kk)] = tap < k ? w[(ci * c_out + co) * k + tap] : 0.0f;
-                }
-            cv->bias[r] = bias ? bias[co] : 0.0f;
-        }
+    pack_conv_job j = {.w = w, .bias = bias, .c_out = c_out, .k_src = k, .stride = stride};
+    pack_conv(cv, &j, pool);
     return 0;
 }
 
@@ -139,8 +179,38 @@ void qtts_conv_tile_bf16_scalar(const qtts_conv *cv, const uint32_t *x, int64_t 
     }
 }
 
+/* Output channels [begin, end) of a time-major transposed-conv matrix: each
+ * reads its weights [ci][co][0..k) in place, front to back per input channel. */
+typedef struct {
+    float *m;
+    const float *w;
+    int64_t c_in, c_out, k, stride, nk;
+} tm_transposed_job;
+
+static void tm_transposed_rows(void *ctx, int64_t begin, int64_t end, int tid) {
+    const tm_transposed_job *j = ctx;
+    (void)tid;
+    const int64_t H = j->nk - 1;
+    for (int64_t ci = 0; ci < j->c_in; ci++)
+        for (int64_t co = begin; co < end; co++) {
+            const float *src = j->w + (ci * j->c_out + co) * j->k;
+            for (int64_t ph = 0; ph < j->stride; ph++) {
+                float *dst = j->m + (ph * j->c_out + co) * j->c_in * j->nk + ci * j->nk;
+                for (int64_t kk = 0; kk < j->nk; kk++) {
+                    const int64_t tap = ph + (H - kk) * j->stride;
+                    if (tap < j->k) dst[kk] = src[tap];
+                }
+            }
+        }
+}
+
 float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
                                       int64_t *taps, qtts_err *err) {
+    return qtts_conv_tm_transposed_matrix_pool(w, c_in, c_out, k, stride, taps, NULL, err);
+}
+
+float *qtts_conv_tm_transposed_matrix_pool(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                           int64_t *taps, qtts_pool *pool, qtts_err *err) {
     if (stride <= 0 || k <= 0) {
         qtts_fail(err, "conv transpose: bad kernel %lld / stride %lld", (long long)k, (long long)stride);
         return NULL;
@@ -148,13 +218,10 @@ float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_ou
     int64_t H = (k + stride - 1) / stride - 1, nk = H + 1;
     float *m = qtts_calloc((size_t)(stride * c_out * c_in * nk), sizeof(float), err);
     if (!m) return NULL;
-    for (int64_t j = 0; j < stride; j++)
-        for (int64_t co = 0; co < c_out; co++)
-            for (int64_t ci = 0; ci < c_in; ci++)
-                for (int64_t kk = 0; kk < nk; kk++) {
-                    int64_t tap = j + (H - kk) * stride;
-                    if (tap < k) m[(j * c_out + co) * c_in * nk + ci * nk + kk] = w[(ci * c_out + co) * k + tap];
-                }
+    qtts_advise_huge(m, (size_t)(stride * c_out * c_in * nk) * sizeof(float));
+    tm_transposed_job j = {.m = m, .w = w, .c_in = c_in, .c_out = c_out, .k = k, .stride = stride, .nk = nk};
+    /* a copy: about a matrix-vector product's work per weight */
+    qtts_parallel_for_work(pool, c_out, 16, (double)(stride * c_out) * (double)(c_in * nk), tm_transposed_rows, &j);
     *taps = nk;
     return m;
 }

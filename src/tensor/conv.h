@@ -54,6 +54,11 @@ int qtts_conv_init(qtts_conv *cv, const float *w, const float *bias, int64_t c_o
  * The result has c_out*s rows (phase-major) and k = H+1 taps over the input. */
 int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
                               int64_t k, int64_t stride, qtts_err *err);
+/* The same two, packed on pool's threads (NULL: this thread); the same bits either way. */
+int qtts_conv_init_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
+                        int64_t dil, qtts_pool *pool, qtts_err *err);
+int qtts_conv_init_transposed_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
+                                   int64_t k, int64_t stride, qtts_pool *pool, qtts_err *err);
 void qtts_conv_free(qtts_conv *cv);
 
 /* bf16 convs: weights and inputs rounded to bf16 (round to nearest even),
@@ -139,6 +144,8 @@ typedef struct {
 
 /* B from a PyTorch-layout weight W [N][K] (B = W^T). */
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err);
+/* The same, its panels packed on pool's threads (NULL: this thread); the same bits either way. */
+int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_pool *pool, qtts_err *err);
 /* Frees b->p and b->pbf (for tests: the decoder hands them to its own owner list). */
 void qtts_gemm_b_free(qtts_gemm_b *b);
 /* The bf16 pair panels of b's f32 panels (a new buffer; b is unchanged: the
@@ -175,6 +182,9 @@ void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_
  * is s consecutive output samples), columns ci*(H+1)+kk, tap j+(H-kk)*s. */
 float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
                                       int64_t *taps, qtts_err *err);
+/* The same, on pool's threads (NULL: this thread). */
+float *qtts_conv_tm_transposed_matrix_pool(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                           int64_t *taps, qtts_pool *pool, qtts_err *err);
 /* im2col for time-major convs: col[t][ci*k+kk] = xh[t + kk*dil][ci], xh has
  * (k-1)*dil history rows then T rows of c_in floats (row stride ldx). */
 void qtts_im2col_tm(const float *xh, int64_t ldx, int64_t c_in, int64_t T, int64_t k, int64_t dil, float *col);

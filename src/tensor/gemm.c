@@ -21,17 +21,38 @@ static int64_t gemm_panel(void) {
     return qtts_conv_isa_resolve(QTTS_CONV_ISA_AUTO) == QTTS_CONV_ISA_AVX2 ? 24 : QTTS_CONV_NT;
 }
 
+/* Panels [begin, end) of a packing: each reads its P rows of W side by side. */
+typedef struct {
+    float *p;
+    const float *w;
+    int64_t N, K, P;
+} pack_b_job;
+
+static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int tid) {
+    const pack_b_job *j = ctx;
+    (void)tid;
+    for (int64_t pb = begin; pb < end; pb++) {
+        const int64_t n0 = pb * j->P, nn = j->N - n0 < j->P ? j->N - n0 : j->P;
+        float *dst = j->p + pb * j->K * j->P;
+        for (int64_t k = 0; k < j->K; k++)
+            for (int64_t n = 0; n < nn; n++) dst[k * j->P + n] = j->w[(n0 + n) * j->K + k];
+    }
+}
+
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err) {
+    return qtts_gemm_b_init_pool(b, w, N, K, NULL, err);
+}
+
+int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_pool *pool, qtts_err *err) {
     memset(b, 0, sizeof *b);
     if (N <= 0 || K <= 0) return qtts_fail(err, "gemm: bad weight shape %lld x %lld", (long long)N, (long long)K);
     int64_t P = gemm_panel(), nb = (N + P - 1) / P;
     b->p = qtts_calloc((size_t)(nb * K * P), sizeof(float), err);
     if (!b->p) return -1;
-    for (int64_t n = 0; n < N; n++) {
-        float *dst = b->p + (n / P) * K * P + n % P;
-        const float *src = w + n * K;
-        for (int64_t k = 0; k < K; k++) dst[k * P] = src[k];
-    }
+    qtts_advise_huge(b->p, (size_t)(nb * K * P) * sizeof(float)); /* fewer page faults to fill it */
+    pack_b_job j = {.p = b->p, .w = w, .N = N, .K = K, .P = P};
+    /* a copy: about a matrix-vector product's work per weight */
+    qtts_parallel_for_work(pool, nb, 1, (double)N * (double)K, pack_b_panels, &j);
     b->K = K;
     b->N = N;
     b->panel = P;

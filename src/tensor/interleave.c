@@ -23,18 +23,14 @@ static void pack_group_q8_0(const char *src, size_t src_row, int64_t nb, uint8_t
         const qtts_block_q8_0 *blk = (const qtts_block_q8_0 *)(src + (size_t)lane * src_row);
         for (int64_t b = 0; b < nb; b++) {
             d[b * 16 + lane] = blk[b].d;
-            for (int i = 0; i < 32; i++)
-                qs[(size_t)b * 512 + (size_t)(i / 4) * 64 + (size_t)lane * 4 + (size_t)(i % 4)] =
-                    (uint8_t)blk[b].qs[i] ^ 0x80u;
+            for (int g = 0; g < 8; g++) { /* 4 values, sign bit flipped, to the lane's 4 bytes of the group */
+                uint32_t v;
+                memcpy(&v, blk[b].qs + 4 * g, 4);
+                v ^= 0x80808080u;
+                memcpy(qs + (size_t)b * 512 + (size_t)g * 64 + (size_t)lane * 4, &v, 4);
+            }
         }
     }
-}
-
-/* Nibble j of a GGML Q4_K block: sub-block j's value i sits in qs[32*(j/2) + i],
- * low nibble for even j, high for odd j. */
-static int q4_k_nibble(const qtts_block_q4_k *blk, int j, int i) {
-    uint8_t byte = blk->qs[32 * (j / 2) + i];
-    return j % 2 ? byte >> 4 : byte & 0xF;
 }
 
 static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t *dst) {
@@ -52,10 +48,11 @@ static void pack_group_q4_k(const char *src, size_t src_row, int64_t nb, uint8_t
                 sc[j * 16 + lane] = scj;
                 mn[(j / 2) * 32 + lane * 2 + (j % 2)] = mj;
             }
+            /* GGML keeps sub-blocks 2p and 2p+1 as the low and high nibbles of
+             * qs[32p + i], which is the interleaved byte as it stands: 4 bytes
+             * at a time to the lane's 4 bytes of each group */
             for (int p = 0; p < 4; p++)
-                for (int i = 0; i < 32; i++)
-                    qs[p * 512 + (i / 4) * 64 + lane * 4 + i % 4] =
-                        (uint8_t)(q4_k_nibble(blk, 2 * p, i) | q4_k_nibble(blk, 2 * p + 1, i) << 4);
+                for (int g = 0; g < 8; g++) memcpy(qs + p * 512 + g * 64 + lane * 4, blk->qs + 32 * p + 4 * g, 4);
         }
     }
 }
@@ -81,23 +78,73 @@ static void repack_groups(void *ctx, int64_t begin, int64_t end, int tid) {
 
 int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err) { return qtts_mat_interleave_force_pool(m, NULL, err); }
 
+/* Bytes per row of m interleaved. */
+static size_t x16_row_bytes(const qtts_mat *m) {
+    const int64_t nb = m->cols / qtts_dtype_block_elems(m->type);
+    return (size_t)nb * (m->type == QTTS_Q8_0 ? QTTS_Q8_0_X16_BLOCK : QTTS_Q4_K_X16_SUPER) / 16;
+}
+
+/* m's rows interleaved into dst (x16_row_bytes(m) * rows bytes); m then reads them there. */
+static void repack_into(qtts_mat *m, uint8_t *dst, qtts_pool *pool) {
+    const size_t row_bytes = x16_row_bytes(m);
+    repack_job j = {.m = m, .buf = dst, .nb = m->cols / qtts_dtype_block_elems(m->type), .row_bytes = row_bytes};
+    /* a memory shuffle: as much work per byte as a matrix-vector product reading it */
+    qtts_parallel_for_work(pool, m->rows / QTTS_INTERLEAVE, 4, (double)(row_bytes * (size_t)m->rows), repack_groups,
+                           &j);
+    m->row_bytes = row_bytes;
+    free(m->owned);
+    m->owned = NULL;
+    m->data = dst;
+    m->interleave = QTTS_INTERLEAVE;
+}
+
 int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err) {
     if ((m->type != QTTS_Q8_0 && m->type != QTTS_Q4_K) || m->interleave || m->rows % QTTS_INTERLEAVE)
         return qtts_fail(err, "cannot interleave a %s matrix of %lld rows", qtts_dtype_name(m->type),
                          (long long)m->rows);
-    const int64_t nb = m->cols / qtts_dtype_block_elems(m->type);
-    const size_t row_bytes = (size_t)nb * (m->type == QTTS_Q8_0 ? QTTS_Q8_0_X16_BLOCK : QTTS_Q4_K_X16_SUPER) / 16;
-    const size_t bytes = row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
+    const size_t bytes = x16_row_bytes(m) * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
     uint8_t *buf = aligned_alloc(64, alloc ? alloc : 64);
     if (!buf) return qtts_fail(err, "out of memory repacking a %zu-byte matrix", bytes);
     qtts_advise_huge(buf, alloc);
-    repack_job j = {.m = m, .buf = buf, .nb = nb, .row_bytes = row_bytes};
-    /* a memory shuffle: as much work per byte as a matrix-vector product reading it */
-    qtts_parallel_for_work(pool, m->rows / QTTS_INTERLEAVE, 4, (double)bytes, repack_groups, &j);
-    m->row_bytes = row_bytes;
-    free(m->owned);
-    m->data = m->owned = buf;
-    m->interleave = QTTS_INTERLEAVE;
+    repack_into(m, buf, pool);
+    m->owned = buf;
+    return 0;
+}
+
+/* The kernel flags qtts_mat_interleave_pool gives m. */
+static void set_flags(qtts_mat *m, const qtts_interleave_choice *c) {
+    /* only the AVX2 kernels of both layouts prefetch; lockstep is for interleaved ones */
+    const int avx2 = qtts_cpu_isa() == QTTS_ISA_AVX2 && (m->type == QTTS_Q8_0 || m->type == QTTS_Q4_K);
+    m->prefetch = avx2 && c->prefetch;
+    m->lockstep = avx2 && m->interleave && c->lockstep;
+}
+
+int qtts_mats_interleave_stacked(qtts_mat *out, qtts_mat **parts, int n, const qtts_weight_layout *layout,
+                                 qtts_pool *pool, qtts_err *err) {
+    memset(out, 0, sizeof *out);
+    if (n < 1) return 0;
+    const qtts_interleave_choice *c = qtts_weight_layout_for(layout, parts[0]->type);
+    size_t bytes = 0;
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        if (!can_interleave(parts[i], c) || parts[i]->type != parts[0]->type || parts[i]->cols != parts[0]->cols)
+            return 0;
+        bytes += x16_row_bytes(parts[i]) * (size_t)parts[i]->rows;
+        rows += parts[i]->rows;
+    }
+    const size_t alloc = (bytes + 63) / 64 * 64;
+    uint8_t *buf = aligned_alloc(64, alloc ? alloc : 64);
+    if (!buf) return qtts_fail(err, "out of memory repacking %lld weight rows", (long long)rows);
+    qtts_advise_huge(buf, alloc);
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        repack_into(parts[i], buf + off, pool);
+        set_flags(parts[i], c);
+        off += parts[i]->row_bytes * (size_t)parts[i]->rows;
+    }
+    *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols, .row_bytes = parts[0]->row_bytes,
+                      .data = buf, .owned = buf, .interleave = QTTS_INTERLEAVE, .prefetch = parts[0]->prefetch,
+                      .lockstep = parts[0]->lockstep};
     return 0;
 }
 
@@ -114,10 +161,7 @@ int qtts_mat_interleave(qtts_mat *m, const qtts_weight_layout *layout, qtts_err 
 int qtts_mat_interleave_pool(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err) {
     const qtts_interleave_choice *c = qtts_weight_layout_for(layout, m->type);
     if (can_interleave(m, c) && qtts_mat_interleave_force_pool(m, pool, err)) return -1;
-    /* only the AVX2 kernels of both layouts prefetch; lockstep is for interleaved ones */
-    const int avx2 = qtts_cpu_isa() == QTTS_ISA_AVX2 && (m->type == QTTS_Q8_0 || m->type == QTTS_Q4_K);
-    m->prefetch = avx2 && c->prefetch;
-    m->lockstep = avx2 && m->interleave && c->lockstep;
+    set_flags(m, c);
     return 0;
 }
 

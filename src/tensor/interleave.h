@@ -72,6 +72,13 @@ int qtts_interleave_kernels(void);
  * row-major, rows % 16 == 0. */
 int qtts_mat_interleave_force(qtts_mat *m, qtts_err *err);
 int qtts_mat_interleave_force_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err);
+/* Where the layout interleaves every one of parts[0..n) (one type and
+ * width), repacks them back to back into one new buffer: the bytes and
+ * flags qtts_mat_interleave_pool would give each, stacked (model/lm.c's
+ * q|k|v) without a second copy. *out then owns the buffer and each part is
+ * a view into it. Otherwise (*out zeroed) nothing changes. -1 on OOM. */
+int qtts_mats_interleave_stacked(qtts_mat *out, qtts_mat **parts, int n, const qtts_weight_layout *layout,
+                                 qtts_pool *pool, qtts_err *err);
 
 /* Row r of m as f32, whatever its type and layout. */
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out);
