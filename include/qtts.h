@@ -180,7 +180,9 @@ typedef struct {
     /* The text front end (what a person would read aloud): numbers, money,
      * units, times, dates and symbols in words of the request's language,
      * markdown, emoji and URLs cleaned up. QTTS_NORMALIZE_DEFAULT (0) is
-     * full. Incremental text is not normalized. */
+     * full. Incremental text (text_incomplete) is normalized as it comes,
+     * exactly as the whole text would be: a number, a link or a markdown line
+     * split over pieces waits until it is complete. */
     int normalize; /* a qtts_normalize_mode */
 } qtts_request;
 

@@ -31,6 +31,8 @@ void slot_free(slot *s) {
     free(s->decoding);
     free(s->pcm);
     free(s->inc_text);
+    free(s->inc_raw);
+    qtts_norm_stream_free(s->inc_norm);
     if (s->stream) stream_release(s->stream);
     free(s);
 }

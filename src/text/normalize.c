@@ -10,21 +10,11 @@
 #include <unicode/uchar.h>
 
 #include "qtts.h"
-#include "text/norm_lang.h"
-#include "text/norm_spell.h"
+#include "text/norm_core.h"
 #include "text/norm_units.h"
-#include "text/strbuf.h"
 #include "text/utf8.h"
 
-typedef struct {
-    const qtts_norm_lang *L;
-    qtts_norm_mode mode;
-    qtts_spell sp;
-    qtts_strbuf out;
-    qtts_err *err;
-    int failed;
-    int pending_space; /* inserted words end here: a following letter gets a space */
-} norm;
+typedef norm_ctx norm;
 
 int qtts_norm_mode_parse(const char *name) {
     static const char *const NAMES[] = {"off", "basic", "full"};
@@ -567,52 +557,119 @@ static void end_item(norm *z) {
     if (last && last != '\n' && !u_ispunct((UChar32)last)) qtts_strbuf_adds(&z->out, z->L->full_stop);
 }
 
-static void put_line(norm *z, const char *s, size_t n, int *in_fence) {
+int norm_line_kind(const char *s, size_t n, int complete, int in_fence, norm_line *k) {
+    memset(k, 0, sizeof *k);
+    /* an unfinished line is certain once it has a character that no line
+     * mark uses (so it is no rule, separator or fence) and enough bytes for
+     * the marks at its start */
+    if (!complete) {
+        if (in_fence) return -1;
+        size_t i = 0;
+        while (i < n && strchr(" \t-*_|:>#0123456789.)+~`", s[i])) i++;
+        if (i == n) return -1;
+    }
     size_t ind = 0;
     while (ind < n && ind < 4 && s[ind] == ' ') ind++;
     const char *t = s + ind;
     size_t m = n - ind;
     if (m >= 3 && (!strncmp(t, "```", 3) || !strncmp(t, "~~~", 3))) { /* code blocks are not read */
-        *in_fence = !*in_fence;
-        return;
+        k->skip = k->fence = 1;
+        return complete ? 0 : -1; /* read once whole */
     }
-    if (*in_fence) return;
-    if (m >= 3 && only_of(t, m, "-*_ ", "-*_") >= 3 && (t[0] == '-' || t[0] == '*' || t[0] == '_')) return; /* rule */
-    if (m && only_of(t, m, "|-: ", "-") && memchr(t, '|', m)) return; /* table separator row */
+    if (in_fence) k->skip = 1;
+    else if (m >= 3 && only_of(t, m, "-*_ ", "-*_") >= 3 && (t[0] == '-' || t[0] == '*' || t[0] == '_')) k->skip = 1; /* rule */
+    else if (m && only_of(t, m, "|-: ", "-") && memchr(t, '|', m)) k->skip = 1; /* table separator row */
+    if (k->skip) return 0;
     while (m && t[0] == '>') { /* quotes */
         t++, m--;
         if (m && t[0] == ' ') t++, m--;
     }
-    int item = 0;
+    if (!complete && m < 8) return -1; /* the marks below look at up to 7 bytes */
     size_t h = 0;
     while (h < m && h < 6 && t[h] == '#') h++;
-    if (h && h < m && t[h] == ' ') t += h + 1, m -= h + 1, item = 1;
-    else if (m >= 2 && strchr("-*+", t[0]) && t[1] == ' ') t += 2, m -= 2, item = 1;
+    if (h && h < m && t[h] == ' ') t += h + 1, m -= h + 1, k->item = 1;
+    else if (m >= 2 && strchr("-*+", t[0]) && t[1] == ' ') t += 2, m -= 2, k->item = 1;
     else {
         size_t d = 0;
         while (d < m && d < 3 && is_digit(t[d])) d++;
-        if (d && d + 1 < m && (t[d] == '.' || t[d] == ')') && t[d + 1] == ' ') t += d + 2, m -= d + 2, item = 1;
+        if (d && d + 1 < m && (t[d] == '.' || t[d] == ')') && t[d + 1] == ' ') t += d + 2, m -= d + 2, k->item = 1;
     }
-    if (m && t[0] == '|') { /* table row: cells as a list */
-        size_t i = 1;
-        int cells = 0;
-        while (i < m) {
-            size_t j = i;
-            while (j < m && t[j] != '|') j++;
-            size_t a = i, b = j;
-            while (a < b && t[a] == ' ') a++;
-            while (b > a && t[b - 1] == ' ') b--;
-            if (b > a) {
-                if (cells++) qtts_strbuf_adds(&z->out, z->L->list_sep);
-                put_inline(z, t + a, b - a, 0);
-            }
-            i = j + 1;
+    k->table = m && t[0] == '|';
+    k->content = (size_t)(t - s);
+    return k->table && !complete ? -1 : 0; /* a table row is read once whole */
+}
+
+static void put_table_row(norm *z, const char *t, size_t m) {
+    size_t i = 1;
+    int cells = 0;
+    while (i < m) {
+        size_t j = i;
+        while (j < m && t[j] != '|') j++;
+        size_t a = i, b = j;
+        while (a < b && t[a] == ' ') a++;
+        while (b > a && t[b - 1] == ' ') b--;
+        if (b > a) {
+            if (cells++) qtts_strbuf_adds(&z->out, z->L->list_sep);
+            put_inline(z, t + a, b - a, 0);
         }
-        if (cells) end_item(z);
+        i = j + 1;
+    }
+    if (cells) end_item(z);
+}
+
+void norm_put_inline(norm_ctx *z, const char *s, size_t n) { put_inline(z, s, n, 0); }
+
+void norm_end_line(norm_ctx *z, const norm_line *k, size_t before, int has_nl) {
+    if (k->item) end_item(z);
+    while (z->out.len > before && z->out.s[z->out.len - 1] == ' ') z->out.s[--z->out.len] = 0;
+    if (z->out.len > before && has_nl) qtts_strbuf_add(&z->out, "\n", 1);
+    z->pending_space = 0;
+}
+
+void norm_put_line(norm_ctx *z, const char *s, size_t n, int has_nl) {
+    size_t k = 0;
+    while (k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) k++;
+    if (k == n) {
+        /* a blank line: one paragraph break (the splitter ends a chunk there) */
+        if (!z->in_fence && z->out.len >= 1 && z->out.s[z->out.len - 1] == '\n' &&
+            !(z->out.len >= 2 && z->out.s[z->out.len - 2] == '\n'))
+            qtts_strbuf_add(&z->out, "\n", 1);
+        z->pending_space = 0;
         return;
     }
-    put_inline(z, t, m, 0);
-    if (item) end_item(z);
+    norm_line kind;
+    norm_line_kind(s, n, 1, z->in_fence, &kind);
+    size_t before = z->out.len;
+    if (kind.fence) z->in_fence = !z->in_fence;
+    if (kind.skip) {
+        z->pending_space = 0;
+        return;
+    }
+    if (kind.table) {
+        put_table_row(z, s + kind.content, n - kind.content);
+        kind.item = 0; /* the row ended itself */
+    } else {
+        put_inline(z, s + kind.content, n - kind.content, 0);
+    }
+    norm_end_line(z, &kind, before, has_nl);
+}
+
+void norm_trim_end(norm_ctx *z) {
+    while (z->out.len && (z->out.s[z->out.len - 1] == '\n' || z->out.s[z->out.len - 1] == ' '))
+        z->out.s[--z->out.len] = 0;
+}
+
+void norm_ctx_begin(norm_ctx *z, const char *lang, qtts_norm_mode mode, size_t max, qtts_err *err) {
+    memset(z, 0, sizeof *z);
+    z->L = qtts_norm_lang_find(lang);
+    z->mode = mode;
+    z->err = err;
+    qtts_strbuf_init(&z->out, max);
+    if (mode != QTTS_NORM_OFF) qtts_spell_init(&z->sp, z->L);
+}
+
+void norm_ctx_end(norm_ctx *z) {
+    if (z->mode != QTTS_NORM_OFF) qtts_spell_free(&z->sp);
 }
 
 /* ---- language ---- */
@@ -663,36 +720,20 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
         qtts_fail_as(err, QTTS_ERR_INVALID, "no text rules for language \"%s\"", lang);
         return NULL;
     }
-    norm z = {.L = qtts_norm_lang_find(qtts_norm_detect(text, len, lang)), .mode = mode, .err = err};
-    qtts_strbuf_init(&z.out, 16 * len + 4096);
+    norm z;
+    norm_ctx_begin(&z, qtts_norm_detect(text, len, lang), mode, 16 * len + 4096, err);
     if (mode == QTTS_NORM_OFF) {
         qtts_strbuf_add(&z.out, text, len);
     } else {
-        qtts_spell_init(&z.sp, z.L);
-        int in_fence = 0;
         for (size_t p = 0; p < len && !z.failed;) {
             const char *nl = memchr(text + p, '\n', len - p);
             size_t e = nl ? (size_t)(nl - text) : len;
-            size_t k = p; /* text is not NUL-terminated: bounded by e */
-            while (k < e && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r')) k++;
-            if (k == e) {
-                /* a blank line: one paragraph break (the splitter ends a chunk there) */
-                if (!in_fence && z.out.len >= 1 && z.out.s[z.out.len - 1] == '\n' &&
-                    !(z.out.len >= 2 && z.out.s[z.out.len - 2] == '\n'))
-                    qtts_strbuf_add(&z.out, "\n", 1);
-            } else {
-                size_t before = z.out.len;
-                put_line(&z, text + p, e - p, &in_fence);
-                while (z.out.len > before && z.out.s[z.out.len - 1] == ' ') z.out.s[--z.out.len] = 0;
-                if (z.out.len > before && nl) qtts_strbuf_add(&z.out, "\n", 1);
-            }
-            z.pending_space = 0;
+            norm_put_line(&z, text + p, e - p, nl != NULL);
             p = e + 1;
         }
-        while (z.out.len && (z.out.s[z.out.len - 1] == '\n' || z.out.s[z.out.len - 1] == ' '))
-            z.out.s[--z.out.len] = 0;
-        qtts_spell_free(&z.sp);
+        norm_trim_end(&z);
     }
+    norm_ctx_end(&z);
     if (z.failed || z.out.failed) {
         if (z.out.failed && !z.failed)
             qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory (or past the normalizer's output limit)");

@@ -35,4 +35,26 @@ const char *qtts_norm_detect(const char *text, size_t len, const char *lang);
 char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_norm_mode mode, size_t *out_len,
                           qtts_err *err);
 
+/* Streaming: text that arrives in pieces (incremental requests) read
+ * exactly as the whole text would be. What is final is given out as soon as
+ * no later text can change it: whole lines, and inside a line the text up
+ * to a space after a plain word (letters and , ; : ! ? quotes, brackets and
+ * emphasis marks: no digit, symbol or '.') or after CJK punctuation (，。、！？；：),
+ * with no link or tag left open. So "1,234.5", "$3.50", "5 kg" or a markdown
+ * link split over two pieces waits until it is complete. lang NULL, "" or
+ * "auto": guessed from the first sentence, line or 200 bytes (the whole
+ * text when it is shorter); the whole-text guess reads all of it. */
+typedef struct qtts_norm_stream qtts_norm_stream;
+
+qtts_norm_stream *qtts_norm_stream_new(const char *lang, qtts_norm_mode mode, qtts_err *err);
+/* Appends text[0, len) (a piece may end inside a UTF-8 sequence); is_last:
+ * the text is complete. Invalid UTF-8 fails with QTTS_ERR_INVALID; after a
+ * failure every call fails. */
+int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int is_last, qtts_err *err);
+/* The final part of the spoken form so far: *len bytes (only ever grows;
+ * the bytes are not NUL-terminated there). Once the text is complete, all
+ * of it: qtts_text_normalize's output for the whole text. */
+const char *qtts_norm_stream_text(const qtts_norm_stream *s, size_t *len);
+void qtts_norm_stream_free(qtts_norm_stream *s);
+
 #endif
