@@ -96,6 +96,7 @@ class Request(Structure):
         ("no_repetition_guard", c_int),
         ("text_incomplete", c_int),
         ("normalize", c_int),
+        ("lexicon", c_void_p),
     ]
 
 

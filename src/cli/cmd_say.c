@@ -60,6 +60,8 @@ static void say_usage(FILE *out) {
             "      --normalize MODE      full (default: numbers, money, units, dates, markdown, URLs in words),\n"
             "                            basic (markdown, emoji, URLs only) or off; see qtts normalize\n"
             "      --no-normalize        the same as --normalize off\n"
+            "      --lexicon FILE        pronunciation lexicon: written<TAB>spoken[<TAB>lang] per line,\n"
+            "                            applied before numbers and symbols (docs/text.md)\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
             "      --greedy              argmax everywhere (deterministic)\n"
@@ -174,6 +176,7 @@ typedef struct {
     const char *voice, *voices_dir; /* --voice: a registered voice (or CustomVoice speaker) */
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
     const char *script; /* --script FILE */
+    const char *lexicon; /* --lexicon FILE (loaded into req.lexicon by cmd_say) */
     const char *book;   /* --book FILE (-o is then a folder) */
     char *cast[64];     /* --cast NAME=VOICE */
     int n_cast, pause_ms;
@@ -207,7 +210,7 @@ enum {
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
     O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
-    O_NO_NORMALIZE,
+    O_NO_NORMALIZE, O_LEXICON,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -224,6 +227,7 @@ static const struct option say_options[] = {
     {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"normalize", required_argument, 0, O_NORMALIZE}, {"no-normalize", no_argument, 0, O_NO_NORMALIZE},
+    {"lexicon", required_argument, 0, O_LEXICON},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
@@ -281,6 +285,7 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
             break;
         }
         case O_NO_NORMALIZE: r->normalize = QTTS_NORMALIZE_OFF; break;
+        case O_LEXICON: o->lexicon = optarg; break;
         case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
@@ -459,7 +464,9 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
         const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
         size_t n = 0;
-        char *norm = qtts_text_normalize(j->text, j->text_len, lang, (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize), &n, &qe);
+        char *norm = qtts_text_normalize_lex(j->text, j->text_len, lang,
+                                             (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize),
+                                             o->req.lexicon, &n, &qe);
         if (!norm) {
             cli_error("normalizing the text: %s", qe.msg);
             return CLI_FAIL;
@@ -1026,11 +1033,30 @@ static int say_cleanup(const say_opts *o, say_job *j, int rc) {
     return rc;
 }
 
+static int cmd_say_run(say_opts *op, int argc, char **argv);
+
 int cmd_say(int argc, char **argv) {
     say_opts o;
     int rc = say_parse_args(argc, argv, &o);
     if (rc == CLI_CONTINUE) rc = say_check_opts(&o);
     if (rc != CLI_CONTINUE) return rc;
+    qtts_lexicon *lexicon = NULL;
+    if (o.lexicon) {
+        qtts_error le = {0};
+        if (!(lexicon = qtts_lexicon_load(o.lexicon, &le))) {
+            cli_error("--lexicon: %s", le.message);
+            return CLI_FAIL;
+        }
+        o.req.lexicon = lexicon;
+    }
+    rc = cmd_say_run(&o, argc, argv);
+    qtts_lexicon_release(lexicon);
+    return rc;
+}
+
+static int cmd_say_run(say_opts *op, int argc, char **argv) {
+    say_opts o = *op;
+    int rc;
     say_job j = {0};
     if (o.stream_text && (optind < argc || o.by_line)) {
         cli_error("--stream-text reads standard input or --file, as one utterance (no text argument, no "

@@ -59,6 +59,8 @@ static void serve_usage(FILE *out) {
             "                         token (default 10, ~2.5x the speaking rate; 0: off). Requests may\n"
             "                         set guard_frames_per_token themselves\n"
             "  --no-repetition-guard  do not end utterances whose codes loop (default: end them)\n"
+            "  --lexicon FILE         pronunciation lexicon for every request: written<TAB>spoken[<TAB>lang]\n"
+            "                         per line, applied before numbers and symbols (docs/text.md)\n"
             "  --ws-sessions N        WebSocket sessions at once on /v1/audio/speech/stream (default 8;\n"
             "                         one thread each, started with the server)\n"
             "  --wyoming-port N       also serve the Wyoming protocol (Home Assistant) on port N, same\n"
@@ -69,7 +71,7 @@ static void serve_usage(FILE *out) {
 enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_OVERLAP, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
-    O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
+    O_REUSE_PORT, O_LEXICON, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
     O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
 };
 static const struct option serve_options[] = {
@@ -106,6 +108,7 @@ static const struct option serve_options[] = {
     {"wyoming-zeroconf", no_argument, 0, O_WY_ZEROCONF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
+    {"lexicon", required_argument, 0, O_LEXICON},
     {"verbose", no_argument, 0, 'v'},
     {0, 0, 0, 0},
 };
@@ -174,6 +177,15 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
                 sp->guard_frames_per_token = -1.0f; /* 0 on the command line: off */
             break;
         case O_NO_REPEAT_GUARD: sp->no_repetition_guard = 1; break;
+        case O_LEXICON: /* loaded before the model, so a bad file fails at once */
+            if (sp->lexicon) {
+                cli_error("--lexicon: give one file");
+                bad = 1;
+            } else {
+                qtts_error le = {0};
+                if (!(sp->lexicon = qtts_lexicon_load(optarg, &le))) cli_error("--lexicon: %s", le.message), bad = 1;
+            }
+            break;
         case 'v': sp->verbose = ep->verbose = 1; break;
         case ':': cli_error("%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
@@ -197,6 +209,9 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
 
 static void serve_tick(void *server) { qtts_server_tick(server); }
 
+static int cmd_serve_run(qtts_server_params *spp, qtts_engine_params *epp, wyoming_opts *wyp, const char *model,
+                         int drain_s);
+
 int cmd_serve(int argc, char **argv) {
     qtts_server_params sp;
     qtts_server_params_default(&sp);
@@ -211,7 +226,18 @@ int cmd_serve(int argc, char **argv) {
     const char *aliases[MAX_VOICE_ALIASES];
     sp.voice_aliases = aliases;
     int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s, aliases);
-    if (rc != CLI_CONTINUE) return rc;
+    qtts_lexicon *lexicon = (qtts_lexicon *)sp.lexicon; /* ours: released when the server is gone */
+    if (rc == CLI_CONTINUE) rc = cmd_serve_run(&sp, &ep, &wy, model, drain_s);
+    qtts_lexicon_release(lexicon);
+    return rc;
+}
+
+static int cmd_serve_run(qtts_server_params *spp, qtts_engine_params *epp, wyoming_opts *wyp, const char *model,
+                         int drain_s) {
+    qtts_server_params sp = *spp;
+    qtts_engine_params ep = *epp;
+    wyoming_opts wy = *wyp;
+    int rc;
     sigset_t sigs; /* kept off the engine, pool and HTTP threads */
     qtts_engine *e;
     if ((rc = daemon_start_engine("serve", model, &ep, &sigs, &e)) != CLI_CONTINUE) return rc;
@@ -232,6 +258,7 @@ int cmd_serve(int argc, char **argv) {
         wp.max_input_chars = sp.max_input_chars;
         wp.guard_frames_per_token = sp.guard_frames_per_token;
         wp.no_repetition_guard = sp.no_repetition_guard;
+        wp.lexicon = sp.lexicon;
         wp.zeroconf = wy.zeroconf;
         wp.verbose = sp.verbose;
         if (!(wys = qtts_wyoming_start(e, &wp, err, sizeof err))) {

@@ -68,6 +68,7 @@ typedef struct slot {
     size_t inc_len, inc_cap, inc_fed_bytes;
     /* the text as appended, and its normalizer (normalize not off) */
     struct qtts_norm_stream *inc_norm;
+    qtts_lexicon *lexicon; /* the request's, held */
     char *inc_raw;
     size_t inc_raw_len, inc_raw_cap;
     int inc_fed_tokens;

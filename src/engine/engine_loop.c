@@ -178,6 +178,7 @@ static int inc_normalize(slot *s, int mode, qtts_err *err) {
         const char *lang = qtts_norm_lang_find(s->req.language) ? s->req.language : "auto";
         if (!(s->inc_norm = qtts_norm_stream_new(lang, (qtts_norm_mode)mode, err)))
             return qtts_fail_prefix(err, "normalizing the text");
+        qtts_norm_stream_set_lexicon(s->inc_norm, s->req.lexicon);
     }
     if ((s->inc_raw_len > before || s->inc_closed) &&
         qtts_norm_stream_feed(s->inc_norm, s->inc_raw + before, s->inc_raw_len - before, s->inc_closed, err))

@@ -32,6 +32,7 @@ void slot_free(slot *s) {
     free(s->pcm);
     free(s->inc_text);
     free(s->inc_raw);
+    qtts_lexicon_release(s->lexicon);
     qtts_norm_stream_free(s->inc_norm);
     if (s->stream) stream_release(s->stream);
     free(s);
@@ -163,7 +164,7 @@ static int normalize_text(const qtts_request *r, char **text, qtts_err *err) {
     if (mode == QTTS_NORM_OFF) return 0;
     /* a language without text rules (a dialect): guessed from the text */
     const char *lang = qtts_norm_lang_find(r->language) ? r->language : "auto";
-    char *out = qtts_text_normalize(*text, strlen(*text), lang, (qtts_norm_mode)mode, NULL, err);
+    char *out = qtts_text_normalize_lex(*text, strlen(*text), lang, (qtts_norm_mode)mode, r->lexicon, NULL, err);
     if (!out) return qtts_fail_prefix(err, "normalizing the text");
     if (!out[strspn(out, " \t\r\n")]) {
         free(out);
@@ -195,6 +196,8 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
         s->req.instruct = s->instruct;
         s->voice = r->voice ? qtts_voice_retain((qtts_voice *)r->voice) : NULL;
         s->req.voice = s->voice;
+        s->lexicon = qtts_lexicon_retain((qtts_lexicon *)r->lexicon);
+        s->req.lexicon = s->lexicon;
         s->stream = stream_new();
         if (!s->stream) oom = 1;
         if (s->stream && r->text_incomplete) {

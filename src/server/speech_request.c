@@ -322,6 +322,7 @@ int srv_speech_request_parse(const srv_speech_ctx *ctx, const cJSON *root, srv_s
     qtts_request_default(&o->r);
     o->r.guard_frames_per_token = ctx->guard_frames_per_token;
     o->r.no_repetition_guard = ctx->no_repetition_guard;
+    o->r.lexicon = ctx->lexicon;
     o->fmt = SRV_FMT_MP3; /* OpenAI's default response_format */
     o->mode = SRV_OUT_BUFFERED;
     o->speed = 1.0;

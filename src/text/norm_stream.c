@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <unicode/uchar.h>
 
+#include "text/lexicon.h"
 #include "text/norm_core.h"
 #include "text/normalize.h"
 #include "text/utf8.h"
@@ -27,7 +28,10 @@ struct qtts_norm_stream {
     qtts_norm_mode mode;
     qtts_strbuf raw; /* the text so far */
     size_t valid;    /* raw[0, valid) is checked UTF-8 */
-    size_t pos;      /* raw[0, pos) is read */
+    qtts_lexicon *lex; /* NULL: none */
+    qtts_strbuf lexed; /* with a lexicon: raw[0, lex_pos) with its respellings, what the rules read */
+    size_t lex_pos;
+    size_t pos;      /* the rules' text [0, pos) is read */
     int started, closed, failed;
     int line_open;   /* the line at pos has a known kind, its prefix is read */
     size_t line_before; /* the output's length when the open line began */
@@ -49,7 +53,13 @@ qtts_norm_stream *qtts_norm_stream_new(const char *lang, qtts_norm_mode mode, qt
     snprintf(s->lang, sizeof s->lang, "%s", lang && *lang ? lang : "auto");
     s->mode = mode;
     qtts_strbuf_init(&s->raw, 0);
+    qtts_strbuf_init(&s->lexed, 0);
     return s;
+}
+
+void qtts_norm_stream_set_lexicon(qtts_norm_stream *s, const qtts_lexicon *lex) {
+    qtts_lexicon_release(s->lex);
+    s->lex = qtts_lexicon_retain((qtts_lexicon *)lex);
 }
 
 void qtts_norm_stream_free(qtts_norm_stream *s) {
@@ -59,6 +69,8 @@ void qtts_norm_stream_free(qtts_norm_stream *s) {
         qtts_strbuf_free(&s->z.out);
     }
     qtts_strbuf_free(&s->raw);
+    qtts_strbuf_free(&s->lexed);
+    qtts_lexicon_release(s->lex);
     free(s);
 }
 
@@ -128,11 +140,9 @@ static size_t safe_cut(const char *s, size_t from, size_t n) {
     return best;
 }
 
-/* Reads what is certain of raw[pos, valid); all of it once closed. */
-static void run(qtts_norm_stream *s) {
+/* Reads what is certain of r[pos, n); all of it once closed. */
+static void run(qtts_norm_stream *s, const char *r, size_t n) {
     norm_ctx *z = &s->z;
-    const char *r = s->raw.s;
-    size_t n = s->valid;
     while (!z->failed && !z->out.failed) {
         const char *nl = s->pos < n ? memchr(r + s->pos, '\n', n - s->pos) : NULL;
         size_t e = nl ? (size_t)(nl - r) : n;
@@ -187,8 +197,19 @@ int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int
         s->started = 1;
     }
     s->z.err = err;
-    s->z.out.max = 16 * s->raw.len + 4096; /* the whole-text bound */
-    run(s);
+    const char *r = s->raw.s;
+    size_t n = s->valid;
+    if (s->lex) {
+        s->lex_pos = qtts_lexicon_apply(s->lex, s->z.L->code, s->raw.s, s->lex_pos, s->valid, s->closed, &s->lexed);
+        if (s->lexed.failed) {
+            s->failed = 1;
+            return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+        }
+        r = s->lexed.s, n = s->lexed.len;
+    }
+    s->z.out.max = 16 * (s->lex ? s->lexed.len : s->raw.len) + 4096; /* the whole-text bound */
+    if (r) run(s, r, n);
+    else if (s->closed) norm_trim_end(&s->z);
     if (s->z.failed || s->z.out.failed) {
         s->failed = 1;
         if (!s->z.failed) qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory (or past the normalizer's output limit)");

@@ -10,6 +10,7 @@
 #include <unicode/uchar.h>
 
 #include "qtts.h"
+#include "text/lexicon.h"
 #include "text/norm_core.h"
 #include "text/norm_units.h"
 #include "text/utf8.h"
@@ -710,6 +711,11 @@ const char *qtts_norm_detect(const char *text, size_t len, const char *lang) {
 
 char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_norm_mode mode, size_t *out_len,
                           qtts_err *err) {
+    return qtts_text_normalize_lex(text, len, lang, mode, NULL, out_len, err);
+}
+
+char *qtts_text_normalize_lex(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
+                              const qtts_lexicon *lex, size_t *out_len, qtts_err *err) {
     if (!text) text = "", len = 0;
     size_t bad = qtts_utf8_check(text, len);
     if (bad != len) {
@@ -720,8 +726,20 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
         qtts_fail_as(err, QTTS_ERR_INVALID, "no text rules for language \"%s\"", lang);
         return NULL;
     }
+    const char *code = qtts_norm_detect(text, len, lang);
+    qtts_strbuf lexed;
+    qtts_strbuf_init(&lexed, 0);
+    if (lex && mode != QTTS_NORM_OFF) { /* the lexicon's respellings first */
+        qtts_lexicon_apply(lex, code, text, 0, len, 1, &lexed);
+        if (lexed.failed) {
+            qtts_strbuf_free(&lexed);
+            qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+            return NULL;
+        }
+        text = lexed.s ? lexed.s : "", len = lexed.len;
+    }
     norm z;
-    norm_ctx_begin(&z, qtts_norm_detect(text, len, lang), mode, 16 * len + 4096, err);
+    norm_ctx_begin(&z, code, mode, 16 * len + 4096, err);
     if (mode == QTTS_NORM_OFF) {
         qtts_strbuf_add(&z.out, text, len);
     } else {
@@ -734,6 +752,7 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
         norm_trim_end(&z);
     }
     norm_ctx_end(&z);
+    qtts_strbuf_free(&lexed);
     if (z.failed || z.out.failed) {
         if (z.out.failed && !z.failed)
             qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory (or past the normalizer's output limit)");

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "qtts.h"
 
 typedef enum { QTTS_NORM_OFF = 0, QTTS_NORM_BASIC = 1, QTTS_NORM_FULL = 2 } qtts_norm_mode;
 
@@ -34,6 +35,11 @@ const char *qtts_norm_detect(const char *text, size_t len, const char *lang);
  * is valid UTF-8 and at most 16 x len + 4096 bytes. */
 char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_norm_mode mode, size_t *out_len,
                           qtts_err *err);
+/* The same with a pronunciation lexicon (text/lexicon.h; NULL: none)
+ * applied first, in basic and full modes; the size bound counts the text
+ * after the lexicon. */
+char *qtts_text_normalize_lex(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
+                              const qtts_lexicon *lex, size_t *out_len, qtts_err *err);
 
 /* Streaming: text that arrives in pieces (incremental requests) read
  * exactly as the whole text would be. What is final is given out as soon as
@@ -56,5 +62,7 @@ int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int
  * of it: qtts_text_normalize's output for the whole text. */
 const char *qtts_norm_stream_text(const qtts_norm_stream *s, size_t *len);
 void qtts_norm_stream_free(qtts_norm_stream *s);
+/* A lexicon for the stream (before the first piece; the stream holds a reference). */
+void qtts_norm_stream_set_lexicon(qtts_norm_stream *s, const qtts_lexicon *lex);
 
 #endif
