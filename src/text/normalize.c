@@ -13,6 +13,7 @@
 #include "text/lexicon.h"
 #include "text/norm_core.h"
 #include "text/norm_units.h"
+#include "text/norm_words.h"
 #include "text/utf8.h"
 
 typedef norm_ctx norm;
@@ -172,6 +173,8 @@ static int two_digits(const char *s, size_t n, size_t at, int *v) {
     return 1;
 }
 
+static void put_date(norm *z, int y, int m, int d);
+
 /* 2026-03-05 */
 static size_t try_iso_date(norm *z, const char *s, size_t n) {
     if (n < 10 || s[4] != '-' || s[7] != '-') return 0;
@@ -180,6 +183,30 @@ static size_t try_iso_date(norm *z, const char *s, size_t n) {
     if (n > 10 && is_digit(s[10])) return 0;
     int y = atoi(s), m = atoi(s + 5), d = atoi(s + 8);
     if (m < 1 || m > 12 || d < 1 || d > 31) return 0;
+    put_date(z, y, m, d);
+    return 10;
+}
+
+/* 5.3.2026, 05/03/2026 (en: 03/05/2026 is month first): a day, a month and a 4-digit year */
+static size_t try_numeric_date(norm *z, const char *s, size_t n) {
+    int a = 0, b = 0, y = 0;
+    size_t p = 0, k;
+    for (k = 0; p < n && k < 2 && is_digit(s[p]); k++) a = a * 10 + (s[p++] - '0');
+    if (!k || p >= n || (s[p] != '.' && s[p] != '/')) return 0;
+    char sep = s[p++];
+    if (sep == '.' && z->L->month_first) return 0; /* en writes 3.5 as a decimal */
+    for (k = 0; p < n && k < 2 && is_digit(s[p]); k++) b = b * 10 + (s[p++] - '0');
+    if (!k || p >= n || s[p] != sep) return 0;
+    p++;
+    for (k = 0; p < n && k < 4 && is_digit(s[p]); k++) y = y * 10 + (s[p++] - '0');
+    if (k != 4 || (p < n && is_digit(s[p]))) return 0;
+    int m = z->L->month_first && sep == '/' ? a : b, d = z->L->month_first && sep == '/' ? b : a;
+    if (m < 1 || m > 12 || d < 1 || d > 31) return 0;
+    put_date(z, y, m, d);
+    return p;
+}
+
+static void put_date(norm *z, int y, int m, int d) {
     const qtts_norm_lang *L = z->L;
     char *yw = spell(z, L->rs_year, y), *dw = d == 1 && L->day_one ? strdup(L->day_one) : spell(z, L->rs_day, d);
     char *mw = NULL;
@@ -194,7 +221,23 @@ static size_t try_iso_date(norm *z, const char *s, size_t n) {
     if (yw && dw && mw) put_template(z, L->date, dw, mw, yw);
     else z->failed = 1;
     free(yw), free(dw), free(mw);
-    return 10;
+}
+
+/* "am", "p.m.", ... after a 12-hour time (optionally one space before): its
+ * bytes, *pm whether it is p.m.; 0 when none or the language has no words for it. */
+static size_t match_ampm(const qtts_norm_lang *L, const char *s, size_t n, int *pm) {
+    static const char *const WRITTEN[] = {"a.m.", "am", "A.M.", "AM", "p.m.", "pm", "P.M.", "PM"};
+    if (!L->am) return 0;
+    size_t sp = n && s[0] == ' ' ? 1 : 0;
+    for (size_t i = 0; i < sizeof WRITTEN / sizeof WRITTEN[0]; i++) {
+        size_t k = strlen(WRITTEN[i]);
+        if (sp + k <= n && !memcmp(s + sp, WRITTEN[i], k) &&
+            !(sp + k < n && u_isalnum((UChar32)(unsigned char)s[sp + k]))) {
+            *pm = i >= 4;
+            return sp + k;
+        }
+    }
+    return 0;
 }
 
 /* 14:30 */
@@ -205,10 +248,17 @@ static size_t try_time(norm *z, const char *s, size_t n) {
     if (!p || p >= n || s[p] != ':' || !two_digits(s, n, p + 1, &m) || h > 23 || m > 59) return 0;
     if (p + 3 < n && s[p + 3] == ':') return 0; /* h:m:s and longer: left as numbers */
     const qtts_norm_lang *L = z->L;
+    int pm = 0;
+    size_t ampm = h >= 1 && h <= 12 ? match_ampm(L, s + p + 3, n - p - 3, &pm) : 0;
     char *hw = spell(z, L->rs_hour, h);
     char *mw = spell(z, L->rs_cardinal, m);
     if (!strcmp(L->code, "zh") && h == 2 && hw) free(hw), hw = strdup("两"); /* 两点 */
-    if (hw && mw) {
+    if (hw && mw && ampm) { /* 9:05 am: nine oh five a m; 9:00 pm: nine p m */
+        if (m == 0) put_words(z, hw);
+        else if (m < 10 && L->time_hm_leading_zero) put_template(z, L->time_hm_leading_zero, hw, mw, NULL);
+        else put_template(z, L->time_hm, hw, mw, NULL);
+        put_words(z, pm ? L->pm : L->am);
+    } else if (hw && mw) {
         if (m == 0 && h == 1 && L->hour_one) put_words(z, L->hour_one);
         else if (m == 0) put_template(z, L->time_h0, hw, NULL, NULL);
         else if (m < 10 && L->time_hm_leading_zero) put_template(z, L->time_hm_leading_zero, hw, mw, NULL);
@@ -217,7 +267,13 @@ static size_t try_time(norm *z, const char *s, size_t n) {
         z->failed = 1;
     }
     free(hw), free(mw);
-    return p + 3;
+    size_t e = p + 3 + ampm, tw = L->time_word ? strlen(L->time_word) : 0;
+    if (!ampm && tw && e + 1 + tw <= n && s[e] == ' ' && !memcmp(s + e + 1, L->time_word, tw) &&
+        !(e + 1 + tw < n && u_isalpha((UChar32)(unsigned char)s[e + 1 + tw])))
+        e += 1 + tw; /* "14:30 Uhr": the template says it */
+    if (ampm && s[e - 1] == '.' && (e == n || (e + 1 < n && s[e] == ' ' && u_isupper((UChar32)(unsigned char)s[e + 1]))))
+        qtts_strbuf_adds(&z->out, L->full_stop); /* "at 9 p.m." ends the sentence too */
+    return e;
 }
 
 /* +1 555-123-4567, 555-1234: seven digits or more in groups */
@@ -279,6 +335,17 @@ static size_t number_at(norm *z, const char *s, size_t n, int negative, const ch
             free(w);
         }
         return p;
+    }
+    int pm = 0;
+    size_t ampm = a.is_int && !negative && a.v >= 1 && a.v <= 12 ? match_ampm(L, s + p, n - p, &pm) : 0;
+    if (ampm) { /* 7pm, 7 p.m. */
+        char *w = spell(z, L->rs_hour, v);
+        if (w) put_words(z, w), put_words(z, pm ? L->pm : L->am);
+        free(w);
+        size_t e = p + ampm;
+        if (s[e - 1] == '.' && (e == n || (e + 1 < n && s[e] == ' ' && u_isupper((UChar32)(unsigned char)s[e + 1]))))
+            qtts_strbuf_adds(&z->out, L->full_stop);
+        return e;
     }
     if (p < n && s[p] == '%') {
         char *w = spell(z, rs, v);
@@ -418,6 +485,86 @@ static size_t try_email(norm *z, const char *s, size_t n) {
     return e;
 }
 
+/* ---- words: abbreviations, roman numerals ---- */
+
+/* The roman numeral written at s (canonical form only, "IV" not "IIII"),
+ * followed by no letter or digit: its value, *len its bytes; 0 when none. */
+static int roman_at(const char *s, size_t n, size_t *len) {
+    static const struct { const char *w; int v; } R[] = {{"M", 1000}, {"CM", 900}, {"D", 500}, {"CD", 400},
+        {"C", 100}, {"XC", 90}, {"L", 50}, {"XL", 40}, {"X", 10}, {"IX", 9}, {"V", 5}, {"IV", 4}, {"I", 1}};
+    size_t k = 0;
+    while (k < n && k < 16 && strchr("IVXLCDM", s[k]) && s[k]) k++;
+    if (!k || (k < n && (u_isalnum((UChar32)(unsigned char)s[k]) || (unsigned char)s[k] >= 0x80))) return 0;
+    int v = 0;
+    for (size_t p = 0; p < k;) { /* the value, left to right */
+        int step = 0;
+        for (size_t i = 0; i < sizeof R / sizeof R[0] && !step; i++) {
+            size_t l = strlen(R[i].w);
+            if (p + l <= k && !memcmp(s + p, R[i].w, l)) v += R[i].v, p += l, step = 1;
+        }
+    }
+    char canon[32];
+    size_t c = 0;
+    for (int x = v, i = 0; x > 0 && c < sizeof canon - 3;) { /* written back: only the canonical form matches */
+        if (x >= R[i].v) {
+            size_t l = strlen(R[i].w);
+            memcpy(canon + c, R[i].w, l), c += l, x -= R[i].v;
+        } else {
+            i++;
+        }
+    }
+    if (c != k || memcmp(canon, s, k) || v > 3999) return 0;
+    *len = k;
+    return v;
+}
+
+/* The word the output ends with, before one space: *w and its bytes (0: none). */
+static size_t last_word(const qtts_strbuf *out, const char **w) {
+    size_t e = out->len;
+    if (!e || out->s[e - 1] != ' ') return 0;
+    e--;
+    size_t b = e;
+    while (b > 0) {
+        size_t q = b - 1;
+        while (q > 0 && ((unsigned char)out->s[q] & 0xC0) == 0x80) q--;
+        uint32_t c;
+        qtts_utf8_decode(out->s + q, &c);
+        if (!u_isalpha((UChar32)c) && c != '-') break;
+        b = q;
+    }
+    *w = out->s + b;
+    return e - b;
+}
+
+/* "Chapter IV" -> Chapter four, "Louis XIV" -> Louis the fourteenth; not "I" elsewhere. */
+static size_t try_roman(norm *z, const char *s, size_t n) {
+    const qtts_norm_lang *L = z->L;
+    const char *w;
+    size_t wl = last_word(&z->out, &w), k;
+    int kind = wl ? qtts_norm_roman_context(L->code, w, wl) : 0, v = kind ? roman_at(s, n, &k) : 0;
+    if (!v || (kind == 2 && (!L->regnal || v > 99))) return 0;
+    char *num = spell(z, kind == 2 && v <= L->regnal_ordinal_max ? L->rs_ordinal : L->rs_cardinal, v);
+    if (!num) return 0;
+    if (kind == 1) put_words(z, num);
+    else put_template(z, L->regnal, num, NULL, NULL);
+    free(num);
+    return k;
+}
+
+/* Dr. -> Doctor, z. B. -> zum Beispiel (norm_words.c) */
+static size_t try_abbrev(norm *z, const char *s, size_t n) {
+    size_t k;
+    const qtts_norm_abbrev *a = qtts_norm_abbrev_match(z->L->code, s, n, &k);
+    if (!a) return 0;
+    put_words(z, a->spoken);
+    if (a->when == QTTS_ABBR_ENDS) { /* "etc." at the end of a line or before a capital also ends the sentence */
+        uint32_t next = 0;
+        if (k + 1 < n && s[k] == ' ') qtts_utf8_decode(s + k + 1, &next);
+        if (k == n || u_isupper((UChar32)next)) qtts_strbuf_adds(&z->out, z->L->full_stop);
+    }
+    return k;
+}
+
 /* ---- one line's inline text ---- */
 
 static int drop_cp(uint32_t c) {
@@ -488,8 +635,14 @@ static void put_inline(norm *z, const char *s, size_t n, int depth) {
         if (z->mode == QTTS_NORM_FULL) {
             const qtts_norm_lang *L = z->L;
             int after_word = is_word_cp(prev) && !z->pending_space;
+            if (!after_word && ((k = try_abbrev(z, s + p, n - p)) ||
+                                (strchr("IVXLCDM", c) && c && (k = try_roman(z, s + p, n - p))))) {
+                p += k;
+                continue;
+            }
             if (is_digit(c) && !after_word) {
-                if ((k = try_iso_date(z, s + p, n - p)) || (k = try_time(z, s + p, n - p)) ||
+                if ((k = try_iso_date(z, s + p, n - p)) || (k = try_numeric_date(z, s + p, n - p)) ||
+                    (k = try_time(z, s + p, n - p)) ||
                     (k = try_phone(z, s + p, n - p)) || (k = number_at(z, s + p, n - p, 0, NULL))) {
                     p += k;
                     continue;
