@@ -53,7 +53,7 @@ static const qtts_norm_lang LANGS[] = {
      .w_dot = "точка", .w_minus = "минус", .percent = "{0} процентов", .range = "{0} — {1}",
      .fraction = "{0} из {1}", .rs_cardinal = "%spellout-numbering", .rs_year = "%spellout-numbering-year",
      .rs_ordinal = "%spellout-ordinal-masculine", .rs_day = "%spellout-ordinal-neuter",
-     .rs_hour = "%spellout-numbering", .date = "{0} {1} {2} года", .time_hm = "{0} {1}", .time_h0 = "{0} ноль ноль",
+     .rs_hour = "%spellout-numbering", .date = "{0} {1} {2} года", .time_hm = "{0} {1}", .time_h0 = "{0} ноль ноль", .time_hm_leading_zero = "{0} ноль {1}",
      .regnal = "{0}", .regnal_ordinal_max = 1000},
     {.code = "pt", .locale = "pt", .rs_count = "%spellout-cardinal-masculine", .spaced = 1, .decimal = ',', .group = '.', .full_stop = ".", .list_sep = ", ",
      .w_and = "e", .w_plus = "mais", .w_equals = "igual a", .w_at = "arroba", .w_hash = "cerquilha", .w_slash = "barra",

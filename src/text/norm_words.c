@@ -62,7 +62,7 @@ static const struct {
 static const char *const RULERS[] = {
     "Louis", "Henry", "Elizabeth", "George", "Charles", "Edward", "William", "James", "Richard", "Philip",
     "Frederick", "Napoleon", "Alexander", "Nicholas", "Peter", "Catherine", "Mary", "John", "Paul", "Pius",
-    "Benedict", "Leo", "Gregory", "Innocent", "Clement", "Urban", "Boniface", "Victor", "Emmanuel",
+    "Benedict", "Leo", "Gregory", "Innocent", "Clement", "Urban", "Boniface", "Victor", "Emmanuel", "Emanuele",
     "Ludwig", "Heinrich", "Karl", "Friedrich", "Wilhelm", "Otto", "Maximilian", "Franz", "Johannes", "Benedikt",
     "Henri", "Philippe", "Jean", "Léon", "Jean-Paul", "Napoléon",
     "Luis", "Felipe", "Carlos", "Alfonso", "Fernando", "Juan", "Pablo", "Benedicto",
