@@ -200,7 +200,12 @@ typedef struct {
      * the text front end (not with normalize off); NULL: none. The request
      * holds its own reference. */
     const qtts_lexicon *lexicon;
+    /* Fenced code blocks (```) in markdown: QTTS_CODE_BLOCKS_SKIP (0, the
+     * default: not read) or QTTS_CODE_BLOCKS_READ (their lines read as text). */
+    int code_blocks;
 } qtts_request;
+
+typedef enum { QTTS_CODE_BLOCKS_SKIP = 0, QTTS_CODE_BLOCKS_READ = 1 } qtts_code_blocks;
 
 typedef enum {
     QTTS_NORMALIZE_DEFAULT = 0, /* full */

@@ -187,6 +187,24 @@ int main(void) {
     check_text("Grüße aus München. Wir haben 3 Äpfel und 2,5 kg Mehl.", "auto", QTTS_NORM_FULL, "auto de");
     check_text("你好。我有2个苹果，3次。", "auto", QTTS_NORM_FULL, "auto zh");
     check_text("Short", "auto", QTTS_NORM_FULL, "auto short");
+    /* fenced code read as text: the same in pieces */
+    {
+        const char *md = "Run:\n\n```sh\n# 2 files\nrm -rf x && echo 5 kg\n- item 3\n```\nDone, 2 + 2.";
+        qtts_norm_opts ro = {.read_code = 1};
+        char *want = qtts_text_normalize_opts(md, strlen(md), "en", QTTS_NORM_FULL, &ro, NULL, NULL);
+        for (size_t step = 1; step <= 4; step++) {
+            qtts_norm_stream *rs = qtts_norm_stream_new("en", QTTS_NORM_FULL, &err);
+            qtts_norm_stream_set_read_code(rs, 1);
+            size_t n = strlen(md);
+            for (size_t p = 0; p < n; p += step) qtts_norm_stream_feed(rs, md + p, p + step <= n ? step : n - p, 0, &err);
+            int fed = !qtts_norm_stream_feed(rs, NULL, 0, 1, &err);
+            const char *got = qtts_norm_stream_text(rs, &len);
+            TEST_CHECK(fed && want && len == strlen(want) && !memcmp(got, want, len), "code read in pieces of %zu: %.*s",
+                       step, (int)len, got);
+            qtts_norm_stream_free(rs);
+        }
+        free(want);
+    }
     /* off: the bytes as they are */
     check_text("  **Hi** 3 km\n\n```x```  ", "en", QTTS_NORM_OFF, "off");
     return test_finish("test_norm_stream");

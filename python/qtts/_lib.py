@@ -97,6 +97,7 @@ class Request(Structure):
         ("text_incomplete", c_int),
         ("normalize", c_int),
         ("lexicon", c_void_p),
+        ("code_blocks", c_int),
     ]
 
 

@@ -62,6 +62,7 @@ static void say_usage(FILE *out) {
             "      --no-normalize        the same as --normalize off\n"
             "      --lexicon FILE        pronunciation lexicon: written<TAB>spoken[<TAB>lang] per line,\n"
             "                            applied before numbers and symbols (docs/text.md)\n"
+            "      --code-blocks skip|read  fenced code in markdown: not read (default) or its lines read\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
             "      --greedy              argmax everywhere (deterministic)\n"
@@ -210,7 +211,7 @@ enum {
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_PLAY, O_VOICE, O_VOICES_DIR,
     O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
-    O_NO_NORMALIZE, O_LEXICON,
+    O_NO_NORMALIZE, O_LEXICON, O_CODE_BLOCKS,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -227,7 +228,7 @@ static const struct option say_options[] = {
     {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"normalize", required_argument, 0, O_NORMALIZE}, {"no-normalize", no_argument, 0, O_NO_NORMALIZE},
-    {"lexicon", required_argument, 0, O_LEXICON},
+    {"lexicon", required_argument, 0, O_LEXICON}, {"code-blocks", required_argument, 0, O_CODE_BLOCKS},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
@@ -286,6 +287,11 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
         }
         case O_NO_NORMALIZE: r->normalize = QTTS_NORMALIZE_OFF; break;
         case O_LEXICON: o->lexicon = optarg; break;
+        case O_CODE_BLOCKS:
+            if (strcmp(optarg, "skip") && strcmp(optarg, "read"))
+                cli_error("--code-blocks takes skip or read, not '%s'", optarg), bad = 1;
+            else r->code_blocks = !strcmp(optarg, "read") ? QTTS_CODE_BLOCKS_READ : QTTS_CODE_BLOCKS_SKIP;
+            break;
         case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
@@ -464,9 +470,10 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
         const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
         size_t n = 0;
-        char *norm = qtts_text_normalize_lex(j->text, j->text_len, lang,
-                                             (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize),
-                                             o->req.lexicon, &n, &qe);
+        qtts_norm_opts no = {.lexicon = o->req.lexicon, .read_code = o->req.code_blocks == QTTS_CODE_BLOCKS_READ};
+        char *norm = qtts_text_normalize_opts(j->text, j->text_len, lang,
+                                              (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize), &no,
+                                              &n, &qe);
         if (!norm) {
             cli_error("normalizing the text: %s", qe.msg);
             return CLI_FAIL;

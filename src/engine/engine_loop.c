@@ -179,6 +179,7 @@ static int inc_normalize(slot *s, int mode, qtts_err *err) {
         if (!(s->inc_norm = qtts_norm_stream_new(lang, (qtts_norm_mode)mode, err)))
             return qtts_fail_prefix(err, "normalizing the text");
         qtts_norm_stream_set_lexicon(s->inc_norm, s->req.lexicon);
+        qtts_norm_stream_set_read_code(s->inc_norm, s->req.code_blocks == QTTS_CODE_BLOCKS_READ);
     }
     if ((s->inc_raw_len > before || s->inc_closed) &&
         qtts_norm_stream_feed(s->inc_norm, s->inc_raw + before, s->inc_raw_len - before, s->inc_closed, err))

@@ -287,6 +287,13 @@ static int parse(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_reques
         if (m < 0) return fail(b, 400, "normalize", "invalid_normalize", "normalize is off, basic or full, not '%s'", normalize);
         o->r.normalize = qtts_norm_request_mode((qtts_norm_mode)m);
     }
+    const char *code_blocks = NULL; /* "skip" (the default) or "read" */
+    if (get_str(root, "code_blocks", &code_blocks, b)) return -1;
+    if (code_blocks) {
+        if (strcmp(code_blocks, "skip") && strcmp(code_blocks, "read"))
+            return fail(b, 400, "code_blocks", "invalid_code_blocks", "code_blocks is skip or read, not '%s'", code_blocks);
+        o->r.code_blocks = !strcmp(code_blocks, "read") ? QTTS_CODE_BLOCKS_READ : QTTS_CODE_BLOCKS_SKIP;
+    }
     if (lang && *lang && strcasecmp(lang, "auto")) {
         const char *canon = match_name(qtts_language_alias(lang), info->languages, info->n_languages);
         if (!canon) {

@@ -21,6 +21,7 @@ typedef struct {
     int failed;
     int pending_space; /* inserted words end here: a following letter gets a space */
     int in_fence;      /* inside a fenced code block */
+    int read_code;     /* its lines are read as plain text (else skipped) */
 } norm_ctx;
 
 /* What a line's markdown makes of it. */
@@ -36,12 +37,15 @@ typedef struct {
 void norm_ctx_begin(norm_ctx *z, const char *lang, qtts_norm_mode mode, size_t max, qtts_err *err);
 void norm_ctx_end(norm_ctx *z); /* frees the number speller, not the output */
 
-/* The markdown kind of line s[0, n) (no '\n'). complete 0: the line may go
- * on; returns 0 when its kind is already certain, -1 when more of it is
- * needed. */
+/* The markdown kind of line s[0, n) (no '\n'). in_fence: 0 outside a fenced
+ * block, 1 inside one that is skipped, 2 inside one that is read (plain
+ * text). complete 0: the line may go on; returns 0 when its kind is already
+ * certain, -1 when more of it is needed. */
 int norm_line_kind(const char *s, size_t n, int complete, int in_fence, norm_line *k);
 /* A whole line (no '\n'; has_nl: a line break followed it in the text). */
 void norm_put_line(norm_ctx *z, const char *s, size_t n, int has_nl);
+/* norm_line_kind's in_fence for the state now. */
+int norm_fence_state(const norm_ctx *z);
 /* Inline text of a line whose kind is known (not a table row or skipped). */
 void norm_put_inline(norm_ctx *z, const char *s, size_t n);
 /* Ends a line begun at output length `before`, after its inline text. */

@@ -33,6 +33,7 @@ struct qtts_norm_stream {
     size_t lex_pos;
     size_t pos;      /* the rules' text [0, pos) is read */
     int started, closed, failed;
+    int read_code;
     int line_open;   /* the line at pos has a known kind, its prefix is read */
     size_t line_before; /* the output's length when the open line began */
     norm_line kind;
@@ -56,6 +57,8 @@ qtts_norm_stream *qtts_norm_stream_new(const char *lang, qtts_norm_mode mode, qt
     qtts_strbuf_init(&s->lexed, 0);
     return s;
 }
+
+void qtts_norm_stream_set_read_code(qtts_norm_stream *s, int read_code) { s->read_code = read_code; }
 
 void qtts_norm_stream_set_lexicon(qtts_norm_stream *s, const qtts_lexicon *lex) {
     qtts_lexicon_release(s->lex);
@@ -152,7 +155,7 @@ static void run(qtts_norm_stream *s, const char *r, size_t n) {
                 s->pos = nl ? e + 1 : n;
                 continue;
             }
-            if (s->closed || s->pos == n || norm_line_kind(r + s->pos, n - s->pos, 0, z->in_fence, &s->kind)) break;
+            if (s->closed || s->pos == n || norm_line_kind(r + s->pos, n - s->pos, 0, norm_fence_state(z), &s->kind)) break;
             s->line_open = 1;
             s->line_before = z->out.len;
             s->pos += s->kind.content;
@@ -194,6 +197,7 @@ int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int
         const char *r = s->raw.s ? s->raw.s : "";
         if (!strcasecmp(s->lang, "auto") && !s->closed && !enough_to_guess(r, s->valid)) return 0;
         norm_ctx_begin(&s->z, qtts_norm_detect(r, s->valid, s->lang), s->mode, 0, err);
+        s->z.read_code = s->read_code;
         s->started = 1;
     }
     s->z.err = err;

@@ -673,7 +673,7 @@ static void put_inline(norm *z, const char *s, size_t n, int depth) {
                             : c == '%' ? NULL : NULL;
             if (sym) {
                 put_words(z, sym);
-                p++;
+                p += c == '&' && p + 1 < n && s[p + 1] == '&' ? 2 : 1; /* && is one "and" */
                 continue;
             }
             if (c == '/' && is_alnum_cp(prev) && p + 1 < n && u_isalpha((UChar32)(unsigned char)s[p + 1])) {
@@ -717,7 +717,7 @@ int norm_line_kind(const char *s, size_t n, int complete, int in_fence, norm_lin
      * mark uses (so it is no rule, separator or fence) and enough bytes for
      * the marks at its start */
     if (!complete) {
-        if (in_fence) return -1;
+        if (in_fence == 1) return -1;
         size_t i = 0;
         while (i < n && strchr(" \t-*_|:>#0123456789.)+~`", s[i])) i++;
         if (i == n) return -1;
@@ -730,6 +730,7 @@ int norm_line_kind(const char *s, size_t n, int complete, int in_fence, norm_lin
         k->skip = k->fence = 1;
         return complete ? 0 : -1; /* read once whole */
     }
+    if (in_fence == 2) return 0; /* a code line that is read: plain text, no marks */
     if (in_fence) k->skip = 1;
     else if (m >= 3 && only_of(t, m, "-*_ ", "-*_") >= 3 && (t[0] == '-' || t[0] == '*' || t[0] == '_')) k->skip = 1; /* rule */
     else if (m && only_of(t, m, "|-: ", "-") && memchr(t, '|', m)) k->skip = 1; /* table separator row */
@@ -773,6 +774,8 @@ static void put_table_row(norm *z, const char *t, size_t m) {
 
 void norm_put_inline(norm_ctx *z, const char *s, size_t n) { put_inline(z, s, n, 0); }
 
+int norm_fence_state(const norm_ctx *z) { return z->in_fence ? (z->read_code ? 2 : 1) : 0; }
+
 void norm_end_line(norm_ctx *z, const norm_line *k, size_t before, int has_nl) {
     if (k->item) end_item(z);
     while (z->out.len > before && z->out.s[z->out.len - 1] == ' ') z->out.s[--z->out.len] = 0;
@@ -785,14 +788,14 @@ void norm_put_line(norm_ctx *z, const char *s, size_t n, int has_nl) {
     while (k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) k++;
     if (k == n) {
         /* a blank line: one paragraph break (the splitter ends a chunk there) */
-        if (!z->in_fence && z->out.len >= 1 && z->out.s[z->out.len - 1] == '\n' &&
+        if ((!z->in_fence || z->read_code) && z->out.len >= 1 && z->out.s[z->out.len - 1] == '\n' &&
             !(z->out.len >= 2 && z->out.s[z->out.len - 2] == '\n'))
             qtts_strbuf_add(&z->out, "\n", 1);
         z->pending_space = 0;
         return;
     }
     norm_line kind;
-    norm_line_kind(s, n, 1, z->in_fence, &kind);
+    norm_line_kind(s, n, 1, norm_fence_state(z), &kind);
     size_t before = z->out.len;
     if (kind.fence) z->in_fence = !z->in_fence;
     if (kind.skip) {
@@ -869,6 +872,13 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
 
 char *qtts_text_normalize_lex(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
                               const qtts_lexicon *lex, size_t *out_len, qtts_err *err) {
+    qtts_norm_opts o = {.lexicon = lex};
+    return qtts_text_normalize_opts(text, len, lang, mode, &o, out_len, err);
+}
+
+char *qtts_text_normalize_opts(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
+                               const qtts_norm_opts *opts, size_t *out_len, qtts_err *err) {
+    const qtts_lexicon *lex = opts ? opts->lexicon : NULL;
     if (!text) text = "", len = 0;
     size_t bad = qtts_utf8_check(text, len);
     if (bad != len) {
@@ -893,6 +903,7 @@ char *qtts_text_normalize_lex(const char *text, size_t len, const char *lang, qt
     }
     norm z;
     norm_ctx_begin(&z, code, mode, 16 * len + 4096, err);
+    z.read_code = opts && opts->read_code;
     if (mode == QTTS_NORM_OFF) {
         qtts_strbuf_add(&z.out, text, len);
     } else {

@@ -40,6 +40,14 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
  * after the lexicon. */
 char *qtts_text_normalize_lex(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
                               const qtts_lexicon *lex, size_t *out_len, qtts_err *err);
+/* Everything beside the mode: the lexicon, and whether fenced code blocks
+ * are read (their lines as plain text, no markdown) or skipped (default). */
+typedef struct {
+    const qtts_lexicon *lexicon;
+    int read_code;
+} qtts_norm_opts;
+char *qtts_text_normalize_opts(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
+                               const qtts_norm_opts *opts, size_t *out_len, qtts_err *err);
 
 /* Streaming: text that arrives in pieces (incremental requests) read
  * exactly as the whole text would be. What is final is given out as soon as
@@ -64,5 +72,7 @@ const char *qtts_norm_stream_text(const qtts_norm_stream *s, size_t *len);
 void qtts_norm_stream_free(qtts_norm_stream *s);
 /* A lexicon for the stream (before the first piece; the stream holds a reference). */
 void qtts_norm_stream_set_lexicon(qtts_norm_stream *s, const qtts_lexicon *lex);
+/* Fenced code blocks read (1) or skipped (0, the default); before the first piece. */
+void qtts_norm_stream_set_read_code(qtts_norm_stream *s, int read_code);
 
 #endif
