@@ -182,6 +182,12 @@ int main(void) {
                "a text that ends inside a sequence fails");
     qtts_norm_stream_free(s);
     TEST_CHECK(!qtts_norm_stream_new("xx", QTTS_NORM_FULL, &err) && strstr(err.msg, "xx"), "unknown language");
+    /* no text at all (nothing appended, then the end): empty, as the whole text */
+    s = qtts_norm_stream_new("auto", QTTS_NORM_FULL, &err);
+    TEST_CHECK(s && !qtts_norm_stream_feed(s, NULL, 0, 1, &err), "an empty text closes: %s", err.msg);
+    qtts_norm_stream_text(s, &len);
+    TEST_CHECK(len == 0, "an empty text gives nothing (%zu bytes)", len);
+    qtts_norm_stream_free(s);
 
     /* auto: guessed from the first sentence, then the same as the whole text when that agrees */
     check_text("Grüße aus München. Wir haben 3 Äpfel und 2,5 kg Mehl.", "auto", QTTS_NORM_FULL, "auto de");

@@ -182,8 +182,9 @@ int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int
         s->failed = 1;
         return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
     }
-    size_t bad = s->valid + qtts_utf8_check(s->raw.s + s->valid, s->raw.len - s->valid);
-    if (bad < s->raw.len && (is_last || !incomplete_tail(s->raw.s + bad, s->raw.len - bad))) {
+    const char *raw = s->raw.s ? s->raw.s : ""; /* nothing appended yet: no buffer */
+    size_t bad = s->valid + qtts_utf8_check(raw + s->valid, s->raw.len - s->valid);
+    if (bad < s->raw.len && (is_last || !incomplete_tail(raw + bad, s->raw.len - bad))) {
         s->failed = 1;
         return qtts_fail_as(err, QTTS_ERR_INVALID, "the text is not valid UTF-8 (at byte %zu)", bad);
     }
@@ -194,7 +195,7 @@ int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int
         return 0;
     }
     if (!s->started) {
-        const char *r = s->raw.s ? s->raw.s : "";
+        const char *r = raw;
         if (!strcasecmp(s->lang, "auto") && !s->closed && !enough_to_guess(r, s->valid)) return 0;
         norm_ctx_begin(&s->z, qtts_norm_detect(r, s->valid, s->lang), s->mode, 0, err);
         s->z.read_code = s->read_code;
@@ -204,7 +205,7 @@ int qtts_norm_stream_feed(qtts_norm_stream *s, const char *text, size_t len, int
     const char *r = s->raw.s;
     size_t n = s->valid;
     if (s->lex) {
-        s->lex_pos = qtts_lexicon_apply(s->lex, s->z.L->code, s->raw.s, s->lex_pos, s->valid, s->closed, &s->lexed);
+        s->lex_pos = qtts_lexicon_apply(s->lex, s->z.L->code, raw, s->lex_pos, s->valid, s->closed, &s->lexed);
         if (s->lexed.failed) {
             s->failed = 1;
             return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
