@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "text/norm_lang.h"
@@ -210,6 +211,28 @@ int main(void) {
             qtts_norm_stream_free(rs);
         }
         free(want);
+    }
+    /* 60 KB in 1-byte pieces, a line with no cut (digits) and one of words: each byte is scanned a bounded
+     * number of times (printed, not asserted: no timing checks in unit tests) */
+    for (int kind = 0; kind < 2; kind++) {
+        size_t n = 60000;
+        char *big = malloc(n + 1);
+        for (size_t i = 0; big && i < n; i++) big[i] = kind ? "word "[i % 5] : (char)('0' + i % 10);
+        if (!big) continue;
+        big[n] = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        s = qtts_norm_stream_new("en", QTTS_NORM_FULL, &err);
+        int ok = s != NULL;
+        for (size_t i = 0; ok && i < n; i++) ok = !qtts_norm_stream_feed(s, big + i, 1, 0, &err);
+        ok = ok && !qtts_norm_stream_feed(s, NULL, 0, 1, &err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        qtts_norm_stream_text(s, &len);
+        TEST_CHECK(ok && len > 0, "60 KB in 1-byte pieces: %s", err.msg);
+        printf("60 KB of %s in 1-byte pieces: %.0f ms\n", kind ? "words" : "digits",
+               (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+        qtts_norm_stream_free(s);
+        free(big);
     }
     /* off: the bytes as they are */
     check_text("  **Hi** 3 km\n\n```x```  ", "en", QTTS_NORM_OFF, "off");

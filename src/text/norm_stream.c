@@ -23,6 +23,15 @@
 #include "text/normalize.h"
 #include "text/utf8.h"
 
+/* The scan for safe cuts in an open line, kept between pieces so that
+ * text fed in small pieces is scanned once, not once per piece. */
+typedef struct {
+    size_t from;   /* where it started (the read position then) */
+    size_t p;      /* scanned up to */
+    size_t best, word, last_lt;
+    int plain, open_bracket, open_lt;
+} cut_scan;
+
 struct qtts_norm_stream {
     char lang[32];   /* as asked ("auto": guessed once enough text is here) */
     qtts_norm_mode mode;
@@ -37,6 +46,9 @@ struct qtts_norm_stream {
     int line_open;   /* the line at pos has a known kind, its prefix is read */
     size_t line_before; /* the output's length when the open line began */
     norm_line kind;
+    cut_scan cut;      /* the open line's scan for cuts */
+    size_t no_nl_until; /* the rules' text [pos, no_nl_until) has no line break */
+    size_t marks_until; /* the unopened line at pos has only line-mark characters before this */
     norm_ctx z;
     size_t done; /* z.out[0, done) is final */
 };
@@ -116,38 +128,43 @@ static int is_plain(uint32_t c) {
     return u_isalpha((UChar32)c) || t == U_NON_SPACING_MARK || t == U_COMBINING_SPACING_MARK;
 }
 
+static void cut_scan_reset(cut_scan *c, size_t from) {
+    *c = (cut_scan){.from = from, .p = from, .best = from, .word = from, .plain = 1};
+}
+
 /* The last safe cut in line text s[from, n) (see the top), or from. */
-static size_t safe_cut(const char *s, size_t from, size_t n) {
-    size_t best = from, word = from, last_lt = 0;
-    int plain = 1, open_bracket = 0, open_lt = 0;
-    for (size_t p = from; p < n;) {
-        uint32_t c;
-        size_t len = (size_t)qtts_utf8_decode(s + p, &c);
-        int links_closed = !open_bracket && (!open_lt || last_lt + 200 < p);
-        if (c == ' ') {
-            if (p > word && plain && links_closed) best = p;
-            word = p + 1, plain = 1;
+static size_t safe_cut(cut_scan *c, const char *s, size_t n) {
+    while (c->p < n) {
+        size_t p = c->p;
+        uint32_t ch;
+        size_t len = (size_t)qtts_utf8_decode(s + p, &ch);
+        int links_closed = !c->open_bracket && (!c->open_lt || c->last_lt + 200 < p);
+        if (ch == ' ') {
+            if (p > c->word && c->plain && links_closed) c->best = p;
+            c->word = p + 1, c->plain = 1;
         } else {
-            if (c == '[') open_bracket = 1;
-            else if (c == ']') open_bracket = 0;
-            else if (c == '<') open_lt = 1, last_lt = p;
-            else if (c == '>') open_lt = 0;
-            if (!is_plain(c)) plain = 0;
+            if (ch == '[') c->open_bracket = 1;
+            else if (ch == ']') c->open_bracket = 0;
+            else if (ch == '<') c->open_lt = 1, c->last_lt = p;
+            else if (ch == '>') c->open_lt = 0;
+            if (!is_plain(ch)) c->plain = 0;
         }
-        p += len;
-        if (is_cjk_stop(c)) {
-            if (!open_bracket && (!open_lt || last_lt + 200 < p)) best = p;
-            word = p, plain = 1;
+        c->p = p + len;
+        if (is_cjk_stop(ch)) {
+            if (!c->open_bracket && (!c->open_lt || c->last_lt + 200 < c->p)) c->best = c->p;
+            c->word = c->p, c->plain = 1;
         }
     }
-    return best;
+    return c->best;
 }
 
 /* Reads what is certain of r[pos, n); all of it once closed. */
 static void run(qtts_norm_stream *s, const char *r, size_t n) {
     norm_ctx *z = &s->z;
     while (!z->failed && !z->out.failed) {
-        const char *nl = s->pos < n ? memchr(r + s->pos, '\n', n - s->pos) : NULL;
+        size_t from = s->no_nl_until > s->pos ? s->no_nl_until : s->pos;
+        const char *nl = from < n ? memchr(r + from, '\n', n - from) : NULL;
+        s->no_nl_until = nl ? s->pos : n;
         size_t e = nl ? (size_t)(nl - r) : n;
         if (!s->line_open) {
             if (nl || (s->closed && s->pos < n)) { /* a whole line */
@@ -155,10 +172,16 @@ static void run(qtts_norm_stream *s, const char *r, size_t n) {
                 s->pos = nl ? e + 1 : n;
                 continue;
             }
-            if (s->closed || s->pos == n || norm_line_kind(r + s->pos, n - s->pos, 0, norm_fence_state(z), &s->kind)) break;
+            if (s->closed || s->pos == n) break;
+            /* a line of only marks so far cannot be certain: not re-read with every piece */
+            if (s->marks_until < s->pos) s->marks_until = s->pos;
+            while (s->marks_until < n && strchr(" \t-*_|:>#0123456789.)+~`", r[s->marks_until]) && r[s->marks_until])
+                s->marks_until++;
+            if (s->marks_until == n || norm_line_kind(r + s->pos, n - s->pos, 0, norm_fence_state(z), &s->kind)) break;
             s->line_open = 1;
             s->line_before = z->out.len;
             s->pos += s->kind.content;
+            cut_scan_reset(&s->cut, s->pos);
         }
         if (nl || s->closed) { /* the rest of the open line */
             norm_put_inline(z, r + s->pos, e - s->pos);
@@ -167,9 +190,13 @@ static void run(qtts_norm_stream *s, const char *r, size_t n) {
             s->pos = nl ? e + 1 : n;
             continue;
         }
-        size_t c = safe_cut(r, s->pos, n);
-        if (c > s->pos) norm_put_inline(z, r + s->pos, c - s->pos);
-        s->pos = c;
+        if (s->cut.from != s->pos) cut_scan_reset(&s->cut, s->pos);
+        size_t c = safe_cut(&s->cut, r, n);
+        if (c > s->pos) {
+            norm_put_inline(z, r + s->pos, c - s->pos);
+            s->pos = c;
+            cut_scan_reset(&s->cut, c);
+        }
         break;
     }
     if (s->closed) norm_trim_end(z);
