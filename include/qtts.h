@@ -59,6 +59,7 @@ QTTS_API const char *qtts_version(void);
 
 typedef struct qtts_engine qtts_engine;
 typedef struct qtts_voice qtts_voice;
+typedef struct qtts_lexicon qtts_lexicon;
 typedef struct qtts_stream qtts_stream;
 
 typedef enum { QTTS_OVERLAP_AUTO = 0, QTTS_OVERLAP_ALWAYS, QTTS_OVERLAP_NEVER } qtts_overlap_mode;
@@ -166,6 +167,17 @@ QTTS_API const float *qtts_voice_xvector(const qtts_voice *v, size_t *len);
 QTTS_API const int32_t *qtts_voice_codes(const qtts_voice *v, size_t *n_frames);
 QTTS_API const char *qtts_voice_ref_text(const qtts_voice *v);
 
+/* ---- pronunciation lexicon ---- */
+
+/* A lexicon file: one "written<TAB>spoken[<TAB>language]" per line ('#'
+ * comments; docs/text.md states the case and whole-word rules). NULL and
+ * QTTS_ERR_INVALID with "FILE:LINE: why" for a bad line. One reference. */
+QTTS_API qtts_lexicon *qtts_lexicon_load(const char *path, qtts_error *err);
+/* The same from the file's text in memory (name: for messages, may be NULL). */
+QTTS_API qtts_lexicon *qtts_lexicon_parse(const char *text, size_t len, const char *name, qtts_error *err);
+QTTS_API qtts_lexicon *qtts_lexicon_retain(qtts_lexicon *lx);
+QTTS_API void qtts_lexicon_release(qtts_lexicon *lx);
+
 /* ---- synthesis ---- */
 
 typedef enum { QTTS_LAYOUT_DEFAULT = 0, QTTS_LAYOUT_STREAMING = 1, QTTS_LAYOUT_NON_STREAMING = 2 } qtts_text_layout;
@@ -207,9 +219,20 @@ typedef struct {
     /* The text front end (what a person would read aloud): numbers, money,
      * units, times, dates and symbols in words of the request's language,
      * markdown, emoji and URLs cleaned up. QTTS_NORMALIZE_DEFAULT (0) is
-     * full. Incremental text is not normalized. */
+     * full. Incremental text (text_incomplete) is normalized as it comes,
+     * exactly as the whole text would be: a number, a link or a markdown line
+     * split over pieces waits until it is complete. */
     int normalize; /* a qtts_normalize_mode */
+    /* A pronunciation lexicon (qtts_lexicon_load) applied before the rest of
+     * the text front end (not with normalize off); NULL: none. The request
+     * holds its own reference. */
+    const qtts_lexicon *lexicon;
+    /* Fenced code blocks (```) in markdown: QTTS_CODE_BLOCKS_SKIP (0, the
+     * default: not read) or QTTS_CODE_BLOCKS_READ (their lines read as text). */
+    int code_blocks;
 } qtts_request;
+
+typedef enum { QTTS_CODE_BLOCKS_SKIP = 0, QTTS_CODE_BLOCKS_READ = 1 } qtts_code_blocks;
 
 typedef enum {
     QTTS_NORMALIZE_DEFAULT = 0, /* full */

@@ -8,7 +8,8 @@
  *    the pieces arrive early, all at once, or late (the talker then waits);
  *    on the golden CustomVoice model, on a copy that never ends (long runs
  *    through all of the text), and for in-context cloning (which waits for
- *    the whole text);
+ *    the whole text); with the text front end on (numbers, money, markdown,
+ *    links cut anywhere), the same codes as the normalized whole text;
  *  - errors and cancellation; the time from the first piece to the first
  *    audio is printed. */
 #include <cjson/cJSON.h>
@@ -177,7 +178,7 @@ static int run(qtts_engine *e, qtts_request *r, const char *text, const size_t *
     r->layout = QTTS_LAYOUT_STREAMING;
     feeder f = {0};
     r->text_incomplete = n_cuts >= 0;
-    r->normalize = QTTS_NORMALIZE_OFF; /* incremental text is not normalized: the whole text must not be either */
+    if (r->normalize == QTTS_NORMALIZE_DEFAULT) r->normalize = QTTS_NORMALIZE_OFF; /* the text as written (fill_* may ask for more) */
     r->text = n_cuts >= 0 ? "" : text;
     qtts_error err = {0};
     double t0 = now_ms();
@@ -234,8 +235,8 @@ static qtts_engine *engine_for(const char *path) {
 }
 
 /* Every text, greedy and sampled: whole vs pieces (early, at once, late). */
-static void check_equivalence(qtts_engine *e, const char *label, void (*fill)(qtts_request *), int n_texts,
-                              double *worst_ttfa) {
+static void check_equivalence(qtts_engine *e, const char *label, void (*fill)(qtts_request *),
+                              const char *const *texts, int n_texts, double *worst_ttfa) {
     uint64_t rng = 12345;
     int checked = 0, differ = 0;
     for (int t = 0; t < n_texts; t++) {
@@ -247,19 +248,19 @@ static void check_equivalence(qtts_engine *e, const char *label, void (*fill)(qt
             r.greedy = greedy;
             r.has_seed = 1;
             r.seed = 1000 + (uint64_t)t;
-            if (run(e, &r, k_texts[t], NULL, -1, 0, &whole)) {
+            if (run(e, &r, texts[t], NULL, -1, 0, &whole)) {
                 TEST_CHECK(0, "%s text %d: whole run", label, t);
                 continue;
             }
             for (int mode = 0; mode < 3; mode++) { /* 0: random pieces, no delay; 1: one piece; 2: pieces, late */
                 size_t cuts[64];
-                int nc = mode == 1 ? 0 : random_cuts(&rng, strlen(k_texts[t]), cuts, mode == 2 ? 6 : 64);
+                int nc = mode == 1 ? 0 : random_cuts(&rng, strlen(texts[t]), cuts, mode == 2 ? 6 : 64);
                 qtts_request_default(&r);
                 fill(&r);
                 r.greedy = greedy;
                 r.has_seed = 1;
                 r.seed = 1000 + (uint64_t)t;
-                int ok = run(e, &r, k_texts[t], cuts, nc, mode == 2 ? 30000 : 0, &piece) == 0;
+                int ok = run(e, &r, texts[t], cuts, nc, mode == 2 ? 30000 : 0, &piece) == 0;
                 checked++;
                 if (!ok || !same_codes(&whole, &piece)) {
                     differ++;
@@ -286,6 +287,17 @@ static void check_equivalence(qtts_engine *e, const char *label, void (*fill)(qt
 }
 
 static void fill_cv(qtts_request *r) { r->speaker = "vivian"; }
+static void fill_cv_normalized(qtts_request *r) {
+    r->speaker = "vivian";
+    r->normalize = QTTS_NORMALIZE_FULL;
+}
+/* Texts whose spoken form differs from the written one: numbers, money,
+ * markdown and links cut anywhere must be read as the whole text. */
+static const char *const k_norm_texts[] = {
+    "**Total:** $3.50 for 1,234.5 km on 2026-03-05 at 14:30, see [the docs](https://example.com/x).",
+    "# Steps\n- Mix 2.5 kg with 50 %\n- Wait 5-10 min\n\n```\ncode 42\n```\nDone & dusted: 3/4 of it 😀.",
+    "我有2个苹果，花了¥5.5元。",
+};
 static void fill_cv_long(qtts_request *r) {
     r->speaker = "vivian";
     r->no_repetition_guard = 1; /* the endless model repeats codebook 0: let the length guard end it */
@@ -376,7 +388,8 @@ int main(void) {
     double worst = 0;
     qtts_engine *e = engine_for(CV_MODEL);
     if (e) {
-        check_equivalence(e, "CustomVoice", fill_cv, (int)N_TEXTS, &worst);
+        check_equivalence(e, "CustomVoice", fill_cv, k_texts, (int)N_TEXTS, &worst);
+        check_equivalence(e, "CustomVoice normalized", fill_cv_normalized, k_norm_texts, 3, &worst);
         test_errors(e);
         qtts_engine_free(e);
     }
@@ -384,7 +397,7 @@ int main(void) {
     if (mkdtemp(tmp)) {
         snprintf(dir, sizeof dir, "%s/endless", tmp);
         if (endless_model_write(CV_MODEL, dir) == 0 && (e = engine_for(dir))) {
-            check_equivalence(e, "endless model (long runs)", fill_cv_long, 4, &worst);
+            check_equivalence(e, "endless model (long runs)", fill_cv_long, k_texts, 4, &worst);
             qtts_engine_free(e);
         } else {
             TEST_CHECK(0, "endless model");
@@ -398,7 +411,7 @@ int main(void) {
             g_icl_voice = qtts_voice_from_samples(e, a.f, (size_t)a.numel, 24000, "Hello, this is the reference.", &err);
             npy_free(&a);
             TEST_CHECK(g_icl_voice != NULL, "ICL voice: %s", err.message);
-            if (g_icl_voice) check_equivalence(e, "Base in-context", fill_icl, 3, &worst);
+            if (g_icl_voice) check_equivalence(e, "Base in-context", fill_icl, k_texts, 3, &worst);
             qtts_voice_release(g_icl_voice);
         } else {
             TEST_CHECK(0, "reference fixture");

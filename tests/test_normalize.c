@@ -63,7 +63,7 @@ int main(void) {
     for (int i = 0; i < qtts_norm_lang_count(); i++) {
         int n = run_table(qtts_norm_lang_at(i)->code);
         if (n < 0) fails++;
-        else TEST_CHECK(n >= 10, "check failed");
+        else TEST_CHECK(n >= 40, "%s: at least 40 cases, not %d", qtts_norm_lang_at(i)->code, n);
     }
     TEST_CHECK(fails == 0, "check failed");
 
@@ -76,6 +76,15 @@ int main(void) {
     char *basic = qtts_text_normalize("**3** km 😀", strlen("**3** km 😀"), "en", QTTS_NORM_BASIC, NULL, NULL);
     TEST_CHECK(basic && !strcmp(basic, "3 km"), "check failed");
     free(basic);
+    /* fenced code: skipped by default, its lines read as plain text (no markdown) when asked */
+    const char *md = "Run:\n\n```sh\n# 2 files\nrm -rf x && echo 5\n```\nDone.";
+    qtts_norm_opts ro = {.read_code = 1};
+    char *skipped = qtts_text_normalize(md, strlen(md), "en", QTTS_NORM_FULL, NULL, NULL);
+    char *read = qtts_text_normalize_opts(md, strlen(md), "en", QTTS_NORM_FULL, &ro, NULL, NULL);
+    TEST_CHECK(skipped && !strcmp(skipped, "Run:\n\nDone."), "code skipped: %s", skipped ? skipped : "");
+    TEST_CHECK(read && !strcmp(read, "Run:\n\n# two files\nrm -rf x and echo five\nDone."), "code read: %s",
+               read ? read : "");
+    free(skipped), free(read);
     /* invalid UTF-8 and unknown languages are refused with a reason */
     qtts_err err = {0};
     TEST_CHECK(!qtts_text_normalize("a\xC3", 2, "en", QTTS_NORM_FULL, NULL, &err) && err.status == QTTS_ERR_INVALID, "check failed");

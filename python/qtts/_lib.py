@@ -102,6 +102,8 @@ class Request(Structure):
         ("no_repetition_guard", c_int),
         ("text_incomplete", c_int),
         ("normalize", c_int),
+        ("lexicon", c_void_p),
+        ("code_blocks", c_int),
     ]
 
 

@@ -6,11 +6,12 @@
 
 #include "cli/cli.h"
 #include "io/file.h"
+#include "text/lexicon.h"
 #include "text/normalize.h"
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: qtts normalize [--lang L] [--mode off|basic|full] [TEXT]\n"
+            "usage: qtts normalize [--lang L] [--mode off|basic|full] [--lexicon FILE] [--code-blocks skip|read] [TEXT]\n"
             "\n"
             "Prints TEXT (or all of stdin when TEXT is absent) as the model will read it:\n"
             "markdown, emoji and URLs cleaned up, numbers, money, units, times and dates in\n"
@@ -19,12 +20,15 @@ static void usage(FILE *out) {
             "  --lang L     zh, en, ja, ko, de, fr, ru, pt, es, it (or the model's names:\n"
             "               English, ...), or auto (default: guessed from the text)\n"
             "  --mode M     off (unchanged), basic (cleanup only) or full (default)\n"
+            "  --lexicon F  pronunciation lexicon: written<TAB>spoken[<TAB>lang] per line,\n"
+            "               applied first (docs/text.md)\n"
+            "  --code-blocks skip (default: fenced code is not read) or read (its lines as text)\n"
             "  -h, --help   this help\n");
 }
 
 int cmd_normalize(int argc, char **argv) {
-    const char *lang = "auto", *text = NULL;
-    int mode = QTTS_NORM_FULL;
+    const char *lang = "auto", *text = NULL, *lexicon_path = NULL;
+    int mode = QTTS_NORM_FULL, read_code = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -32,6 +36,15 @@ int cmd_normalize(int argc, char **argv) {
             return 0;
         } else if ((!strcmp(a, "--lang") || !strcmp(a, "-l")) && i + 1 < argc) {
             lang = argv[++i];
+        } else if (!strcmp(a, "--code-blocks") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "skip") && strcmp(v, "read")) {
+                cli_error("normalize: --code-blocks takes skip or read, not \"%s\"", v);
+                return CLI_USAGE;
+            }
+            read_code = !strcmp(v, "read");
+        } else if (!strcmp(a, "--lexicon") && i + 1 < argc) {
+            lexicon_path = argv[++i];
         } else if (!strcmp(a, "--mode") && i + 1 < argc) {
             mode = qtts_norm_mode_parse(argv[++i]);
             if (mode < 0) {
@@ -52,9 +65,15 @@ int cmd_normalize(int argc, char **argv) {
     char *owned = NULL;
     size_t len = 0;
     qtts_err err = {0};
+    qtts_lexicon *lex = NULL;
+    if (lexicon_path && !(lex = qtts_lexicon_load_file(lexicon_path, &err))) {
+        cli_error("normalize: --lexicon: %s", err.msg);
+        return CLI_FAIL;
+    }
     if (!text) {
         if (qtts_read_stream(stdin, "standard input", (size_t)1 << 26, &owned, &len, &err)) {
             cli_error("normalize: %s", err.msg);
+            qtts_lexicon_release(lex);
             return CLI_FAIL;
         }
         text = owned;
@@ -62,8 +81,10 @@ int cmd_normalize(int argc, char **argv) {
         len = strlen(text);
     }
     size_t out_len = 0;
-    char *out = qtts_text_normalize(text, len, lang, (qtts_norm_mode)mode, &out_len, &err);
+    qtts_norm_opts opts = {.lexicon = lex, .read_code = read_code};
+    char *out = qtts_text_normalize_opts(text, len, lang, (qtts_norm_mode)mode, &opts, &out_len, &err);
     free(owned);
+    qtts_lexicon_release(lex);
     if (!out) {
         cli_error("normalize: %s", err.msg);
         return CLI_FAIL;

@@ -62,6 +62,9 @@ static void say_usage(FILE *out) {
             "      --normalize MODE      full (default: numbers, money, units, dates, markdown, URLs in words),\n"
             "                            basic (markdown, emoji, URLs only) or off; see qtts normalize\n"
             "      --no-normalize        the same as --normalize off\n"
+            "      --lexicon FILE        pronunciation lexicon: written<TAB>spoken[<TAB>lang] per line,\n"
+            "                            applied before numbers and symbols (docs/text.md)\n"
+            "      --code-blocks skip|read  fenced code in markdown: not read (default) or its lines read\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
             "      --greedy              argmax everywhere (deterministic)\n"
@@ -188,6 +191,7 @@ typedef struct {
     int by_line, verbose, quiet, threads, play, output_given, stream_text;
     int m4b; /* --m4b: a chaptered DIR/book.m4b as well */
     const char *script; /* --script FILE */
+    const char *lexicon; /* --lexicon FILE (loaded into req.lexicon by cmd_say) */
     const char *book;   /* --book FILE (-o is then a folder) */
     char *cast[64];     /* --cast NAME=VOICE */
     int n_cast, pause_ms;
@@ -224,7 +228,7 @@ enum {
     O_REF_RVQ, O_LANG, O_LAYOUT, O_GREEDY, O_SEED, O_TEMP, O_TOPK, O_TOPP, O_REP, O_CPTEMP, O_CPTOPK, O_CPTOPP,
     O_MAXF, O_FILE, O_BYLINE, O_SAVE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_PLAY, O_VOICE, O_VOICES_DIR,
     O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_STREAM_TEXT, O_SCRIPT, O_CAST, O_PAUSE, O_BOOK, O_NORMALIZE,
-    O_NO_NORMALIZE, O_M4B,
+    O_NO_NORMALIZE, O_M4B, O_LEXICON, O_CODE_BLOCKS,
 };
 static const struct option say_options[] = {
     {"model", required_argument, 0, 'm'},      {"output", required_argument, 0, 'o'},
@@ -241,6 +245,7 @@ static const struct option say_options[] = {
     {"cp-top-p", required_argument, 0, O_CPTOPP}, {"max-frames", required_argument, 0, O_MAXF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"normalize", required_argument, 0, O_NORMALIZE}, {"no-normalize", no_argument, 0, O_NO_NORMALIZE},
+    {"lexicon", required_argument, 0, O_LEXICON}, {"code-blocks", required_argument, 0, O_CODE_BLOCKS},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
     {"file", required_argument, 0, O_FILE},    {"stream-by-line", no_argument, 0, O_BYLINE},
     {"stream-text", no_argument, 0, O_STREAM_TEXT},
@@ -301,6 +306,12 @@ static int say_parse_args(int argc, char **argv, say_opts *o) {
             break;
         }
         case O_NO_NORMALIZE: r->normalize = QTTS_NORMALIZE_OFF; break;
+        case O_LEXICON: o->lexicon = optarg; break;
+        case O_CODE_BLOCKS:
+            if (strcmp(optarg, "skip") && strcmp(optarg, "read"))
+                cli_error("--code-blocks takes skip or read, not '%s'", optarg), bad = 1;
+            else r->code_blocks = !strcmp(optarg, "read") ? QTTS_CODE_BLOCKS_READ : QTTS_CODE_BLOCKS_SKIP;
+            break;
         case O_LAYOUT: bad = parse_layout(optarg, &r->layout); break;
         case O_GREEDY: r->greedy = 1; break;
         case O_SEED: bad = cli_u64("--seed", optarg, &r->seed); r->has_seed = 1; break;
@@ -509,7 +520,10 @@ static int say_read_text(const say_opts *o, int argc, char **argv, say_job *j) {
         /* before the splitter, so a chunk never ends inside a number; the chunks then go as they are */
         const char *lang = qtts_norm_lang_find(o->req.language) ? o->req.language : "auto";
         size_t n = 0;
-        char *norm = qtts_text_normalize(j->text, j->text_len, lang, (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize), &n, &qe);
+        qtts_norm_opts no = {.lexicon = o->req.lexicon, .read_code = o->req.code_blocks == QTTS_CODE_BLOCKS_READ};
+        char *norm = qtts_text_normalize_opts(j->text, j->text_len, lang,
+                                              (qtts_norm_mode)qtts_norm_mode_of_request(o->req.normalize), &no,
+                                              &n, &qe);
         if (!norm) {
             cli_error("normalizing the text: %s", qe.msg);
             return CLI_FAIL;
@@ -1159,11 +1173,30 @@ static int say_cleanup(const say_opts *o, say_job *j, int rc) {
     return sig ? 128 + sig : rc;
 }
 
+static int cmd_say_run(say_opts *op, int argc, char **argv);
+
 int cmd_say(int argc, char **argv) {
     say_opts o;
     int rc = say_parse_args(argc, argv, &o);
     if (rc == CLI_CONTINUE) rc = say_check_opts(&o);
     if (rc != CLI_CONTINUE) return rc;
+    qtts_lexicon *lexicon = NULL;
+    if (o.lexicon) {
+        qtts_error le = {0};
+        if (!(lexicon = qtts_lexicon_load(o.lexicon, &le))) {
+            cli_error("--lexicon: %s", le.message);
+            return CLI_FAIL;
+        }
+        o.req.lexicon = lexicon;
+    }
+    rc = cmd_say_run(&o, argc, argv);
+    qtts_lexicon_release(lexicon);
+    return rc;
+}
+
+static int cmd_say_run(say_opts *op, int argc, char **argv) {
+    say_opts o = *op;
+    int rc;
     say_job j = {0};
     if (o.stream_text && (optind < argc || o.by_line)) {
         cli_error("--stream-text reads standard input or --file, as one utterance (no text argument, no "

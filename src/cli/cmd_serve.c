@@ -62,6 +62,8 @@ static void serve_usage(FILE *out) {
             "                         token (default 10, ~2.5x the speaking rate; 0: off). Requests may\n"
             "                         set guard_frames_per_token themselves\n"
             "  --no-repetition-guard  do not end utterances whose codes loop (default: end them)\n"
+            "  --lexicon FILE         pronunciation lexicon for every request: written<TAB>spoken[<TAB>lang]\n"
+            "                         per line, applied before numbers and symbols (docs/text.md)\n"
             "  --ws-sessions N        WebSocket sessions at once on /v1/audio/speech/stream (default 8;\n"
             "                         one thread each, started with the server)\n"
             "  --wyoming-port N       also serve the Wyoming protocol (Home Assistant) on port N, same\n"
@@ -72,7 +74,7 @@ static void serve_usage(FILE *out) {
 enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_OVERLAP, O_LORA, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
-    O_REUSE_PORT, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
+    O_REUSE_PORT, O_LEXICON, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
     O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
 };
 static const struct option serve_options[] = {
@@ -111,6 +113,7 @@ static const struct option serve_options[] = {
     {"wyoming-zeroconf", no_argument, 0, O_WY_ZEROCONF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
+    {"lexicon", required_argument, 0, O_LEXICON},
     {"verbose", no_argument, 0, 'v'},
     {0, 0, 0, 0},
 };
@@ -185,6 +188,15 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
                 sp->guard_frames_per_token = -1.0f; /* 0 on the command line: off */
             break;
         case O_NO_REPEAT_GUARD: sp->no_repetition_guard = 1; break;
+        case O_LEXICON: /* loaded before the model, so a bad file fails at once */
+            if (sp->lexicon) {
+                cli_error("--lexicon: give one file");
+                bad = 1;
+            } else {
+                qtts_error le = {0};
+                if (!(sp->lexicon = qtts_lexicon_load(optarg, &le))) cli_error("--lexicon: %s", le.message), bad = 1;
+            }
+            break;
         case 'v': sp->verbose = ep->verbose = 1; break;
         case ':': cli_error("%s needs a value", argv[optind - 1]); return CLI_USAGE;
         default:
@@ -208,6 +220,9 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
 
 static void serve_tick(void *server) { qtts_server_tick(server); }
 
+static int cmd_serve_run(qtts_server_params *spp, qtts_engine_params *epp, wyoming_opts *wyp, const char *model,
+                         int drain_s);
+
 int cmd_serve(int argc, char **argv) {
     qtts_server_params sp;
     qtts_server_params_default(&sp);
@@ -223,7 +238,18 @@ int cmd_serve(int argc, char **argv) {
     sp.voice_aliases = aliases;
     cli_lora_list lora = {{0}, 0};
     int rc = serve_parse_args(argc, argv, &sp, &ep, &wy, &model, &drain_s, aliases, &lora);
-    if (rc != CLI_CONTINUE) return rc;
+    qtts_lexicon *lexicon = (qtts_lexicon *)sp.lexicon; /* ours: released when the server is gone */
+    if (rc == CLI_CONTINUE) rc = cmd_serve_run(&sp, &ep, &wy, model, drain_s);
+    qtts_lexicon_release(lexicon);
+    return rc;
+}
+
+static int cmd_serve_run(qtts_server_params *spp, qtts_engine_params *epp, wyoming_opts *wyp, const char *model,
+                         int drain_s) {
+    qtts_server_params sp = *spp;
+    qtts_engine_params ep = *epp;
+    wyoming_opts wy = *wyp;
+    int rc;
     sigset_t sigs; /* kept off the engine, pool and HTTP threads */
     qtts_engine *e;
     if ((rc = daemon_start_engine("serve", model, &ep, &sigs, &e)) != CLI_CONTINUE) return rc;
@@ -244,6 +270,7 @@ int cmd_serve(int argc, char **argv) {
         wp.max_input_chars = sp.max_input_chars;
         wp.guard_frames_per_token = sp.guard_frames_per_token;
         wp.no_repetition_guard = sp.no_repetition_guard;
+        wp.lexicon = sp.lexicon;
         wp.zeroconf = wy.zeroconf;
         wp.verbose = sp.verbose;
         if (!(wys = qtts_wyoming_start(e, &wp, err, sizeof err))) {

@@ -68,8 +68,13 @@ typedef struct slot {
      * far, where its tokens have been fed up to (a stable cut, see
      * text/stable_prefix.h), and whether the stream has all of it */
     int incremental, inc_closed;
-    char *inc_text;
+    char *inc_text; /* what the model reads: the normalized text where the request normalizes */
     size_t inc_len, inc_cap, inc_fed_bytes;
+    /* the text as appended, and its normalizer (normalize not off) */
+    struct qtts_norm_stream *inc_norm;
+    qtts_lexicon *lexicon; /* the request's, held */
+    char *inc_raw;
+    size_t inc_raw_len, inc_raw_cap;
     int inc_fed_tokens;
     int64_t samples_out;
     struct slot *next;

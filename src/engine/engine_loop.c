@@ -14,6 +14,8 @@
 #include "engine/overlap.h"
 #include "engine/stream.h"
 #include "model/runaway_guard.h"
+#include "text/norm_lang.h"
+#include "text/normalize.h"
 #include "text/stable_prefix.h"
 #include "text/utf8.h"
 
@@ -158,8 +160,50 @@ static int slot_start(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *err) {
  * text or the end. Spans between cuts are tokenized on their own, which is
  * exact because every cut is a pre-tokenizer boundary. */
 
+/* The text front end on the appended text: what is final of its spoken
+ * form (text/normalize.h: a number or markdown span split over pieces
+ * waits until it is complete) becomes inc_text, which only grows. */
+static int inc_normalize(slot *s, int mode, qtts_err *err) {
+    size_t before = s->inc_raw_len;
+    long n = stream_text_pull(s->stream, before, &s->inc_raw, &s->inc_raw_cap, &s->inc_closed);
+    if (n < 0) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+    s->inc_raw_len = (size_t)n;
+    if (s->inc_closed) {
+        if (strlen(s->inc_raw) != s->inc_raw_len) return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text has a NUL byte");
+        if (!s->inc_raw[strspn(s->inc_raw, " \t\r\n\v\f")])
+            return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text is empty or only whitespace");
+    }
+    if (!s->inc_norm) {
+        /* a language without text rules (a dialect): guessed from the text, as for a whole text */
+        const char *lang = qtts_norm_lang_find(s->req.language) ? s->req.language : "auto";
+        if (!(s->inc_norm = qtts_norm_stream_new(lang, (qtts_norm_mode)mode, err)))
+            return qtts_fail_prefix(err, "normalizing the text");
+        qtts_norm_stream_set_lexicon(s->inc_norm, s->req.lexicon);
+        qtts_norm_stream_set_read_code(s->inc_norm, s->req.code_blocks == QTTS_CODE_BLOCKS_READ);
+    }
+    if ((s->inc_raw_len > before || s->inc_closed) &&
+        qtts_norm_stream_feed(s->inc_norm, s->inc_raw + before, s->inc_raw_len - before, s->inc_closed, err))
+        return qtts_fail_prefix(err, "normalizing the text");
+    size_t len;
+    const char *t = qtts_norm_stream_text(s->inc_norm, &len);
+    if (len + 1 > s->inc_cap) {
+        char *nb = realloc(s->inc_text, len + 1);
+        if (!nb) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+        s->inc_text = nb, s->inc_cap = len + 1;
+    }
+    memcpy(s->inc_text + s->inc_len, t + s->inc_len, len - s->inc_len);
+    s->inc_text[len] = 0;
+    s->inc_len = len;
+    if (s->inc_closed && !s->inc_text[strspn(s->inc_text, " \t\r\n")])
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "the input text has nothing to read once normalized (markup, "
+                                                   "emoji or code only); set normalize to off to read it as it is");
+    return 0;
+}
+
 /* Pulls appended text; then a closed text must be valid and non-empty. */
 static int inc_pull(slot *s, qtts_err *err) {
+    const int mode = qtts_norm_mode_of_request(s->req.normalize); /* checked at submit */
+    if (mode != QTTS_NORM_OFF) return inc_normalize(s, mode, err);
     long n = stream_text_pull(s->stream, s->inc_len, &s->inc_text, &s->inc_cap, &s->inc_closed);
     if (n < 0) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
     s->inc_len = (size_t)n;

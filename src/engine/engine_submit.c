@@ -31,6 +31,9 @@ void slot_free(slot *s) {
     free(s->decoding);
     free(s->pcm);
     free(s->inc_text);
+    free(s->inc_raw);
+    qtts_lexicon_release(s->lexicon);
+    qtts_norm_stream_free(s->inc_norm);
     if (s->stream) stream_release(s->stream);
     free(s);
 }
@@ -158,10 +161,14 @@ static int normalize_text(const qtts_request *r, char **text, qtts_err *err) {
     if (mode < 0)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "normalize must be a qtts_normalize_mode (0-3), not %d",
                             r->normalize);
+    if (r->code_blocks != QTTS_CODE_BLOCKS_SKIP && r->code_blocks != QTTS_CODE_BLOCKS_READ)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "code_blocks must be QTTS_CODE_BLOCKS_SKIP or _READ, not %d",
+                            r->code_blocks);
     if (mode == QTTS_NORM_OFF) return 0;
     /* a language without text rules (a dialect): guessed from the text */
     const char *lang = qtts_norm_lang_find(r->language) ? r->language : "auto";
-    char *out = qtts_text_normalize(*text, strlen(*text), lang, (qtts_norm_mode)mode, NULL, err);
+    qtts_norm_opts o = {.lexicon = r->lexicon, .read_code = r->code_blocks == QTTS_CODE_BLOCKS_READ};
+    char *out = qtts_text_normalize_opts(*text, strlen(*text), lang, (qtts_norm_mode)mode, &o, NULL, err);
     if (!out) return qtts_fail_prefix(err, "normalizing the text");
     if (!out[strspn(out, " \t\r\n")]) {
         free(out);
@@ -193,6 +200,8 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
         s->req.instruct = s->instruct;
         s->voice = r->voice ? qtts_voice_retain((qtts_voice *)r->voice) : NULL;
         s->req.voice = s->voice;
+        s->lexicon = qtts_lexicon_retain((qtts_lexicon *)r->lexicon);
+        s->req.lexicon = s->lexicon;
         s->stream = stream_new();
         if (!s->stream) oom = 1;
         if (s->stream && r->text_incomplete) {

@@ -41,6 +41,9 @@ typedef struct {
      * (qtts_request's fields: 0 = the engine's auto ratio, < 0 = off). */
     float guard_frames_per_token;
     int no_repetition_guard;
+    /* A pronunciation lexicon for every request (qtts_request.lexicon);
+     * NULL: none. It must outlive the server. */
+    const qtts_lexicon *lexicon;
     int verbose;
 } qtts_server_params;
 

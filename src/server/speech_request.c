@@ -287,6 +287,13 @@ static int parse(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_reques
         if (m < 0) return fail(b, 400, "normalize", "invalid_normalize", "normalize is off, basic or full, not '%s'", normalize);
         o->r.normalize = qtts_norm_request_mode((qtts_norm_mode)m);
     }
+    const char *code_blocks = NULL; /* "skip" (the default) or "read" */
+    if (get_str(root, "code_blocks", &code_blocks, b)) return -1;
+    if (code_blocks) {
+        if (strcmp(code_blocks, "skip") && strcmp(code_blocks, "read"))
+            return fail(b, 400, "code_blocks", "invalid_code_blocks", "code_blocks is skip or read, not '%s'", code_blocks);
+        o->r.code_blocks = !strcmp(code_blocks, "read") ? QTTS_CODE_BLOCKS_READ : QTTS_CODE_BLOCKS_SKIP;
+    }
     if (lang && *lang && strcasecmp(lang, "auto")) {
         const char *canon = match_name(qtts_language_alias(lang), info->languages, info->n_languages);
         if (!canon) {
@@ -322,6 +329,7 @@ int srv_speech_request_parse(const srv_speech_ctx *ctx, const cJSON *root, srv_s
     qtts_request_default(&o->r);
     o->r.guard_frames_per_token = ctx->guard_frames_per_token;
     o->r.no_repetition_guard = ctx->no_repetition_guard;
+    o->r.lexicon = ctx->lexicon;
     o->fmt = SRV_FMT_MP3; /* OpenAI's default response_format */
     o->mode = SRV_OUT_BUFFERED;
     o->speed = 1.0;

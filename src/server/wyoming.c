@@ -453,6 +453,7 @@ static int utt_prepare(wy_conn *c, const cJSON *data) {
     utt_reset(c);
     qtts_request_default(&c->req);
     c->req.guard_frames_per_token = w->p.guard_frames_per_token;
+    c->req.lexicon = w->p.lexicon;
     c->req.no_repetition_guard = w->p.no_repetition_guard;
     const char *name = NULL, *speaker = NULL, *language = NULL, *instruct = NULL;
     const cJSON *voice = cJSON_GetObjectItemCaseSensitive(data, "voice");

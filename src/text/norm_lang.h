@@ -30,6 +30,12 @@ typedef struct {
     /* times: {0} hour, {1} minutes */
     const char *time_hm, *time_h0, *time_hm_leading_zero; /* the last for minutes 1-9 (en "oh"), or NULL */
     const char *hour_one;  /* what 1:00 is where the template does not fit ("une heure") or NULL */
+    const char *am, *pm;
+    const char *time_word; /* written after a time and already in its template (de "14:30 Uhr"), or NULL */   /* after a 12-hour time ("a m"), NULL: the language writes 24-hour times */
+    /* a ruler's roman numeral ("Louis XIV"): {0} its ordinal up to regnal_ordinal_max, else its cardinal
+     * (fr "Louis quatorze", "François premier"); NULL: not read */
+    const char *regnal;
+    int regnal_ordinal_max;
 } qtts_norm_lang;
 
 /* The row for an ISO code or model language name ("en", "English"), NULL for others. */

@@ -10,21 +10,13 @@
 #include <unicode/uchar.h>
 
 #include "qtts.h"
-#include "text/norm_lang.h"
-#include "text/norm_spell.h"
+#include "text/lexicon.h"
+#include "text/norm_core.h"
 #include "text/norm_units.h"
-#include "text/strbuf.h"
+#include "text/norm_words.h"
 #include "text/utf8.h"
 
-typedef struct {
-    const qtts_norm_lang *L;
-    qtts_norm_mode mode;
-    qtts_spell sp;
-    qtts_strbuf out;
-    qtts_err *err;
-    int failed;
-    int pending_space; /* inserted words end here: a following letter gets a space */
-} norm;
+typedef norm_ctx norm;
 
 int qtts_norm_mode_parse(const char *name) {
     static const char *const NAMES[] = {"off", "basic", "full"};
@@ -181,6 +173,8 @@ static int two_digits(const char *s, size_t n, size_t at, int *v) {
     return 1;
 }
 
+static void put_date(norm *z, int y, int m, int d);
+
 /* 2026-03-05 */
 static size_t try_iso_date(norm *z, const char *s, size_t n) {
     if (n < 10 || s[4] != '-' || s[7] != '-') return 0;
@@ -189,6 +183,30 @@ static size_t try_iso_date(norm *z, const char *s, size_t n) {
     if (n > 10 && is_digit(s[10])) return 0;
     int y = atoi(s), m = atoi(s + 5), d = atoi(s + 8);
     if (m < 1 || m > 12 || d < 1 || d > 31) return 0;
+    put_date(z, y, m, d);
+    return 10;
+}
+
+/* 5.3.2026, 05/03/2026 (en: 03/05/2026 is month first): a day, a month and a 4-digit year */
+static size_t try_numeric_date(norm *z, const char *s, size_t n) {
+    int a = 0, b = 0, y = 0;
+    size_t p = 0, k;
+    for (k = 0; p < n && k < 2 && is_digit(s[p]); k++) a = a * 10 + (s[p++] - '0');
+    if (!k || p >= n || (s[p] != '.' && s[p] != '/')) return 0;
+    char sep = s[p++];
+    if (sep == '.' && z->L->month_first) return 0; /* en writes 3.5 as a decimal */
+    for (k = 0; p < n && k < 2 && is_digit(s[p]); k++) b = b * 10 + (s[p++] - '0');
+    if (!k || p >= n || s[p] != sep) return 0;
+    p++;
+    for (k = 0; p < n && k < 4 && is_digit(s[p]); k++) y = y * 10 + (s[p++] - '0');
+    if (k != 4 || (p < n && is_digit(s[p]))) return 0;
+    int m = z->L->month_first && sep == '/' ? a : b, d = z->L->month_first && sep == '/' ? b : a;
+    if (m < 1 || m > 12 || d < 1 || d > 31) return 0;
+    put_date(z, y, m, d);
+    return p;
+}
+
+static void put_date(norm *z, int y, int m, int d) {
     const qtts_norm_lang *L = z->L;
     char *yw = spell(z, L->rs_year, y), *dw = d == 1 && L->day_one ? strdup(L->day_one) : spell(z, L->rs_day, d);
     char *mw = NULL;
@@ -203,7 +221,23 @@ static size_t try_iso_date(norm *z, const char *s, size_t n) {
     if (yw && dw && mw) put_template(z, L->date, dw, mw, yw);
     else z->failed = 1;
     free(yw), free(dw), free(mw);
-    return 10;
+}
+
+/* "am", "p.m.", ... after a 12-hour time (optionally one space before): its
+ * bytes, *pm whether it is p.m.; 0 when none or the language has no words for it. */
+static size_t match_ampm(const qtts_norm_lang *L, const char *s, size_t n, int *pm) {
+    static const char *const WRITTEN[] = {"a.m.", "am", "A.M.", "AM", "p.m.", "pm", "P.M.", "PM"};
+    if (!L->am) return 0;
+    size_t sp = n && s[0] == ' ' ? 1 : 0;
+    for (size_t i = 0; i < sizeof WRITTEN / sizeof WRITTEN[0]; i++) {
+        size_t k = strlen(WRITTEN[i]);
+        if (sp + k <= n && !memcmp(s + sp, WRITTEN[i], k) &&
+            !(sp + k < n && u_isalnum((UChar32)(unsigned char)s[sp + k]))) {
+            *pm = i >= 4;
+            return sp + k;
+        }
+    }
+    return 0;
 }
 
 /* 14:30 */
@@ -214,10 +248,17 @@ static size_t try_time(norm *z, const char *s, size_t n) {
     if (!p || p >= n || s[p] != ':' || !two_digits(s, n, p + 1, &m) || h > 23 || m > 59) return 0;
     if (p + 3 < n && s[p + 3] == ':') return 0; /* h:m:s and longer: left as numbers */
     const qtts_norm_lang *L = z->L;
+    int pm = 0;
+    size_t ampm = h >= 1 && h <= 12 ? match_ampm(L, s + p + 3, n - p - 3, &pm) : 0;
     char *hw = spell(z, L->rs_hour, h);
     char *mw = spell(z, L->rs_cardinal, m);
     if (!strcmp(L->code, "zh") && h == 2 && hw) free(hw), hw = strdup("两"); /* 两点 */
-    if (hw && mw) {
+    if (hw && mw && ampm) { /* 9:05 am: nine oh five a m; 9:00 pm: nine p m */
+        if (m == 0) put_words(z, hw);
+        else if (m < 10 && L->time_hm_leading_zero) put_template(z, L->time_hm_leading_zero, hw, mw, NULL);
+        else put_template(z, L->time_hm, hw, mw, NULL);
+        put_words(z, pm ? L->pm : L->am);
+    } else if (hw && mw) {
         if (m == 0 && h == 1 && L->hour_one) put_words(z, L->hour_one);
         else if (m == 0) put_template(z, L->time_h0, hw, NULL, NULL);
         else if (m < 10 && L->time_hm_leading_zero) put_template(z, L->time_hm_leading_zero, hw, mw, NULL);
@@ -226,7 +267,13 @@ static size_t try_time(norm *z, const char *s, size_t n) {
         z->failed = 1;
     }
     free(hw), free(mw);
-    return p + 3;
+    size_t e = p + 3 + ampm, tw = L->time_word ? strlen(L->time_word) : 0;
+    if (!ampm && tw && e + 1 + tw <= n && s[e] == ' ' && !memcmp(s + e + 1, L->time_word, tw) &&
+        !(e + 1 + tw < n && u_isalpha((UChar32)(unsigned char)s[e + 1 + tw])))
+        e += 1 + tw; /* "14:30 Uhr": the template says it */
+    if (ampm && s[e - 1] == '.' && (e == n || (e + 1 < n && s[e] == ' ' && u_isupper((UChar32)(unsigned char)s[e + 1]))))
+        qtts_strbuf_adds(&z->out, L->full_stop); /* "at 9 p.m." ends the sentence too */
+    return e;
 }
 
 /* +1 555-123-4567, 555-1234: seven digits or more in groups */
@@ -288,6 +335,17 @@ static size_t number_at(norm *z, const char *s, size_t n, int negative, const ch
             free(w);
         }
         return p;
+    }
+    int pm = 0;
+    size_t ampm = a.is_int && !negative && a.v >= 1 && a.v <= 12 ? match_ampm(L, s + p, n - p, &pm) : 0;
+    if (ampm) { /* 7pm, 7 p.m. */
+        char *w = spell(z, L->rs_hour, v);
+        if (w) put_words(z, w), put_words(z, pm ? L->pm : L->am);
+        free(w);
+        size_t e = p + ampm;
+        if (s[e - 1] == '.' && (e == n || (e + 1 < n && s[e] == ' ' && u_isupper((UChar32)(unsigned char)s[e + 1]))))
+            qtts_strbuf_adds(&z->out, L->full_stop);
+        return e;
     }
     if (p < n && s[p] == '%') {
         char *w = spell(z, rs, v);
@@ -427,6 +485,86 @@ static size_t try_email(norm *z, const char *s, size_t n) {
     return e;
 }
 
+/* ---- words: abbreviations, roman numerals ---- */
+
+/* The roman numeral written at s (canonical form only, "IV" not "IIII"),
+ * followed by no letter or digit: its value, *len its bytes; 0 when none. */
+static int roman_at(const char *s, size_t n, size_t *len) {
+    static const struct { const char *w; int v; } R[] = {{"M", 1000}, {"CM", 900}, {"D", 500}, {"CD", 400},
+        {"C", 100}, {"XC", 90}, {"L", 50}, {"XL", 40}, {"X", 10}, {"IX", 9}, {"V", 5}, {"IV", 4}, {"I", 1}};
+    size_t k = 0;
+    while (k < n && k < 16 && strchr("IVXLCDM", s[k]) && s[k]) k++;
+    if (!k || (k < n && (u_isalnum((UChar32)(unsigned char)s[k]) || (unsigned char)s[k] >= 0x80))) return 0;
+    int v = 0;
+    for (size_t p = 0; p < k;) { /* the value, left to right */
+        int step = 0;
+        for (size_t i = 0; i < sizeof R / sizeof R[0] && !step; i++) {
+            size_t l = strlen(R[i].w);
+            if (p + l <= k && !memcmp(s + p, R[i].w, l)) v += R[i].v, p += l, step = 1;
+        }
+    }
+    char canon[32];
+    size_t c = 0;
+    for (int x = v, i = 0; x > 0 && c < sizeof canon - 3;) { /* written back: only the canonical form matches */
+        if (x >= R[i].v) {
+            size_t l = strlen(R[i].w);
+            memcpy(canon + c, R[i].w, l), c += l, x -= R[i].v;
+        } else {
+            i++;
+        }
+    }
+    if (c != k || memcmp(canon, s, k) || v > 3999) return 0;
+    *len = k;
+    return v;
+}
+
+/* The word the output ends with, before one space: *w and its bytes (0: none). */
+static size_t last_word(const qtts_strbuf *out, const char **w) {
+    size_t e = out->len;
+    if (!e || out->s[e - 1] != ' ') return 0;
+    e--;
+    size_t b = e;
+    while (b > 0) {
+        size_t q = b - 1;
+        while (q > 0 && ((unsigned char)out->s[q] & 0xC0) == 0x80) q--;
+        uint32_t c;
+        qtts_utf8_decode(out->s + q, &c);
+        if (!u_isalpha((UChar32)c) && c != '-') break;
+        b = q;
+    }
+    *w = out->s + b;
+    return e - b;
+}
+
+/* "Chapter IV" -> Chapter four, "Louis XIV" -> Louis the fourteenth; not "I" elsewhere. */
+static size_t try_roman(norm *z, const char *s, size_t n) {
+    const qtts_norm_lang *L = z->L;
+    const char *w;
+    size_t wl = last_word(&z->out, &w), k;
+    int kind = wl ? qtts_norm_roman_context(L->code, w, wl) : 0, v = kind ? roman_at(s, n, &k) : 0;
+    if (!v || (kind == 2 && (!L->regnal || v > 99))) return 0;
+    char *num = spell(z, kind == 2 && v <= L->regnal_ordinal_max ? L->rs_ordinal : L->rs_cardinal, v);
+    if (!num) return 0;
+    if (kind == 1) put_words(z, num);
+    else put_template(z, L->regnal, num, NULL, NULL);
+    free(num);
+    return k;
+}
+
+/* Dr. -> Doctor, z. B. -> zum Beispiel (norm_words.c) */
+static size_t try_abbrev(norm *z, const char *s, size_t n) {
+    size_t k;
+    const qtts_norm_abbrev *a = qtts_norm_abbrev_match(z->L->code, s, n, &k);
+    if (!a) return 0;
+    put_words(z, a->spoken);
+    if (a->when == QTTS_ABBR_ENDS) { /* "etc." at the end of a line or before a capital also ends the sentence */
+        uint32_t next = 0;
+        if (k + 1 < n && s[k] == ' ') qtts_utf8_decode(s + k + 1, &next);
+        if (k == n || u_isupper((UChar32)next)) qtts_strbuf_adds(&z->out, z->L->full_stop);
+    }
+    return k;
+}
+
 /* ---- one line's inline text ---- */
 
 static int drop_cp(uint32_t c) {
@@ -497,8 +635,14 @@ static void put_inline(norm *z, const char *s, size_t n, int depth) {
         if (z->mode == QTTS_NORM_FULL) {
             const qtts_norm_lang *L = z->L;
             int after_word = is_word_cp(prev) && !z->pending_space;
+            if (!after_word && ((k = try_abbrev(z, s + p, n - p)) ||
+                                (strchr("IVXLCDM", c) && c && (k = try_roman(z, s + p, n - p))))) {
+                p += k;
+                continue;
+            }
             if (is_digit(c) && !after_word) {
-                if ((k = try_iso_date(z, s + p, n - p)) || (k = try_time(z, s + p, n - p)) ||
+                if ((k = try_iso_date(z, s + p, n - p)) || (k = try_numeric_date(z, s + p, n - p)) ||
+                    (k = try_time(z, s + p, n - p)) ||
                     (k = try_phone(z, s + p, n - p)) || (k = number_at(z, s + p, n - p, 0, NULL))) {
                     p += k;
                     continue;
@@ -529,7 +673,7 @@ static void put_inline(norm *z, const char *s, size_t n, int depth) {
                             : c == '%' ? NULL : NULL;
             if (sym) {
                 put_words(z, sym);
-                p++;
+                p += c == '&' && p + 1 < n && s[p + 1] == '&' ? 2 : 1; /* && is one "and" */
                 continue;
             }
             if (c == '/' && is_alnum_cp(prev) && p + 1 < n && u_isalpha((UChar32)(unsigned char)s[p + 1])) {
@@ -567,52 +711,122 @@ static void end_item(norm *z) {
     if (last && last != '\n' && !u_ispunct((UChar32)last)) qtts_strbuf_adds(&z->out, z->L->full_stop);
 }
 
-static void put_line(norm *z, const char *s, size_t n, int *in_fence) {
+int norm_line_kind(const char *s, size_t n, int complete, int in_fence, norm_line *k) {
+    memset(k, 0, sizeof *k);
+    /* an unfinished line is certain once it has a character that no line
+     * mark uses (so it is no rule, separator or fence) and enough bytes for
+     * the marks at its start */
+    if (!complete) {
+        if (in_fence == 1) return -1;
+        size_t i = 0;
+        while (i < n && strchr(" \t-*_|:>#0123456789.)+~`", s[i])) i++;
+        if (i == n) return -1;
+    }
     size_t ind = 0;
     while (ind < n && ind < 4 && s[ind] == ' ') ind++;
     const char *t = s + ind;
     size_t m = n - ind;
     if (m >= 3 && (!strncmp(t, "```", 3) || !strncmp(t, "~~~", 3))) { /* code blocks are not read */
-        *in_fence = !*in_fence;
-        return;
+        k->skip = k->fence = 1;
+        return complete ? 0 : -1; /* read once whole */
     }
-    if (*in_fence) return;
-    if (m >= 3 && only_of(t, m, "-*_ ", "-*_") >= 3 && (t[0] == '-' || t[0] == '*' || t[0] == '_')) return; /* rule */
-    if (m && only_of(t, m, "|-: ", "-") && memchr(t, '|', m)) return; /* table separator row */
+    if (in_fence == 2) return 0; /* a code line that is read: plain text, no marks */
+    if (in_fence) k->skip = 1;
+    else if (m >= 3 && only_of(t, m, "-*_ ", "-*_") >= 3 && (t[0] == '-' || t[0] == '*' || t[0] == '_')) k->skip = 1; /* rule */
+    else if (m && only_of(t, m, "|-: ", "-") && memchr(t, '|', m)) k->skip = 1; /* table separator row */
+    if (k->skip) return 0;
     while (m && t[0] == '>') { /* quotes */
         t++, m--;
         if (m && t[0] == ' ') t++, m--;
     }
-    int item = 0;
+    if (!complete && m < 8) return -1; /* the marks below look at up to 7 bytes */
     size_t h = 0;
     while (h < m && h < 6 && t[h] == '#') h++;
-    if (h && h < m && t[h] == ' ') t += h + 1, m -= h + 1, item = 1;
-    else if (m >= 2 && strchr("-*+", t[0]) && t[1] == ' ') t += 2, m -= 2, item = 1;
+    if (h && h < m && t[h] == ' ') t += h + 1, m -= h + 1, k->item = 1;
+    else if (m >= 2 && strchr("-*+", t[0]) && t[1] == ' ') t += 2, m -= 2, k->item = 1;
     else {
         size_t d = 0;
         while (d < m && d < 3 && is_digit(t[d])) d++;
-        if (d && d + 1 < m && (t[d] == '.' || t[d] == ')') && t[d + 1] == ' ') t += d + 2, m -= d + 2, item = 1;
+        if (d && d + 1 < m && (t[d] == '.' || t[d] == ')') && t[d + 1] == ' ') t += d + 2, m -= d + 2, k->item = 1;
     }
-    if (m && t[0] == '|') { /* table row: cells as a list */
-        size_t i = 1;
-        int cells = 0;
-        while (i < m) {
-            size_t j = i;
-            while (j < m && t[j] != '|') j++;
-            size_t a = i, b = j;
-            while (a < b && t[a] == ' ') a++;
-            while (b > a && t[b - 1] == ' ') b--;
-            if (b > a) {
-                if (cells++) qtts_strbuf_adds(&z->out, z->L->list_sep);
-                put_inline(z, t + a, b - a, 0);
-            }
-            i = j + 1;
+    k->table = m && t[0] == '|';
+    k->content = (size_t)(t - s);
+    return k->table && !complete ? -1 : 0; /* a table row is read once whole */
+}
+
+static void put_table_row(norm *z, const char *t, size_t m) {
+    size_t i = 1;
+    int cells = 0;
+    while (i < m) {
+        size_t j = i;
+        while (j < m && t[j] != '|') j++;
+        size_t a = i, b = j;
+        while (a < b && t[a] == ' ') a++;
+        while (b > a && t[b - 1] == ' ') b--;
+        if (b > a) {
+            if (cells++) qtts_strbuf_adds(&z->out, z->L->list_sep);
+            put_inline(z, t + a, b - a, 0);
         }
-        if (cells) end_item(z);
+        i = j + 1;
+    }
+    if (cells) end_item(z);
+}
+
+void norm_put_inline(norm_ctx *z, const char *s, size_t n) { put_inline(z, s, n, 0); }
+
+int norm_fence_state(const norm_ctx *z) { return z->in_fence ? (z->read_code ? 2 : 1) : 0; }
+
+void norm_end_line(norm_ctx *z, const norm_line *k, size_t before, int has_nl) {
+    if (k->item) end_item(z);
+    while (z->out.len > before && z->out.s[z->out.len - 1] == ' ') z->out.s[--z->out.len] = 0;
+    if (z->out.len > before && has_nl) qtts_strbuf_add(&z->out, "\n", 1);
+    z->pending_space = 0;
+}
+
+void norm_put_line(norm_ctx *z, const char *s, size_t n, int has_nl) {
+    size_t k = 0;
+    while (k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) k++;
+    if (k == n) {
+        /* a blank line: one paragraph break (the splitter ends a chunk there) */
+        if ((!z->in_fence || z->read_code) && z->out.len >= 1 && z->out.s[z->out.len - 1] == '\n' &&
+            !(z->out.len >= 2 && z->out.s[z->out.len - 2] == '\n'))
+            qtts_strbuf_add(&z->out, "\n", 1);
+        z->pending_space = 0;
         return;
     }
-    put_inline(z, t, m, 0);
-    if (item) end_item(z);
+    norm_line kind;
+    norm_line_kind(s, n, 1, norm_fence_state(z), &kind);
+    size_t before = z->out.len;
+    if (kind.fence) z->in_fence = !z->in_fence;
+    if (kind.skip) {
+        z->pending_space = 0;
+        return;
+    }
+    if (kind.table) {
+        put_table_row(z, s + kind.content, n - kind.content);
+        kind.item = 0; /* the row ended itself */
+    } else {
+        put_inline(z, s + kind.content, n - kind.content, 0);
+    }
+    norm_end_line(z, &kind, before, has_nl);
+}
+
+void norm_trim_end(norm_ctx *z) {
+    while (z->out.len && (z->out.s[z->out.len - 1] == '\n' || z->out.s[z->out.len - 1] == ' '))
+        z->out.s[--z->out.len] = 0;
+}
+
+void norm_ctx_begin(norm_ctx *z, const char *lang, qtts_norm_mode mode, size_t max, qtts_err *err) {
+    memset(z, 0, sizeof *z);
+    z->L = qtts_norm_lang_find(lang);
+    z->mode = mode;
+    z->err = err;
+    qtts_strbuf_init(&z->out, max);
+    if (mode != QTTS_NORM_OFF) qtts_spell_init(&z->sp, z->L);
+}
+
+void norm_ctx_end(norm_ctx *z) {
+    if (z->mode != QTTS_NORM_OFF) qtts_spell_free(&z->sp);
 }
 
 /* ---- language ---- */
@@ -653,6 +867,18 @@ const char *qtts_norm_detect(const char *text, size_t len, const char *lang) {
 
 char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_norm_mode mode, size_t *out_len,
                           qtts_err *err) {
+    return qtts_text_normalize_lex(text, len, lang, mode, NULL, out_len, err);
+}
+
+char *qtts_text_normalize_lex(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
+                              const qtts_lexicon *lex, size_t *out_len, qtts_err *err) {
+    qtts_norm_opts o = {.lexicon = lex};
+    return qtts_text_normalize_opts(text, len, lang, mode, &o, out_len, err);
+}
+
+char *qtts_text_normalize_opts(const char *text, size_t len, const char *lang, qtts_norm_mode mode,
+                               const qtts_norm_opts *opts, size_t *out_len, qtts_err *err) {
+    const qtts_lexicon *lex = opts ? opts->lexicon : NULL;
     if (!text) text = "", len = 0;
     size_t bad = qtts_utf8_check(text, len);
     if (bad != len) {
@@ -663,36 +889,34 @@ char *qtts_text_normalize(const char *text, size_t len, const char *lang, qtts_n
         qtts_fail_as(err, QTTS_ERR_INVALID, "no text rules for language \"%s\"", lang);
         return NULL;
     }
-    norm z = {.L = qtts_norm_lang_find(qtts_norm_detect(text, len, lang)), .mode = mode, .err = err};
-    qtts_strbuf_init(&z.out, 16 * len + 4096);
+    const char *code = qtts_norm_detect(text, len, lang);
+    qtts_strbuf lexed;
+    qtts_strbuf_init(&lexed, 0);
+    if (lex && mode != QTTS_NORM_OFF) { /* the lexicon's respellings first */
+        qtts_lexicon_apply(lex, code, text, 0, len, 1, &lexed);
+        if (lexed.failed) {
+            qtts_strbuf_free(&lexed);
+            qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+            return NULL;
+        }
+        text = lexed.s ? lexed.s : "", len = lexed.len;
+    }
+    norm z;
+    norm_ctx_begin(&z, code, mode, 16 * len + 4096, err);
+    z.read_code = opts && opts->read_code;
     if (mode == QTTS_NORM_OFF) {
         qtts_strbuf_add(&z.out, text, len);
     } else {
-        qtts_spell_init(&z.sp, z.L);
-        int in_fence = 0;
         for (size_t p = 0; p < len && !z.failed;) {
             const char *nl = memchr(text + p, '\n', len - p);
             size_t e = nl ? (size_t)(nl - text) : len;
-            size_t k = p; /* text is not NUL-terminated: bounded by e */
-            while (k < e && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r')) k++;
-            if (k == e) {
-                /* a blank line: one paragraph break (the splitter ends a chunk there) */
-                if (!in_fence && z.out.len >= 1 && z.out.s[z.out.len - 1] == '\n' &&
-                    !(z.out.len >= 2 && z.out.s[z.out.len - 2] == '\n'))
-                    qtts_strbuf_add(&z.out, "\n", 1);
-            } else {
-                size_t before = z.out.len;
-                put_line(&z, text + p, e - p, &in_fence);
-                while (z.out.len > before && z.out.s[z.out.len - 1] == ' ') z.out.s[--z.out.len] = 0;
-                if (z.out.len > before && nl) qtts_strbuf_add(&z.out, "\n", 1);
-            }
-            z.pending_space = 0;
+            norm_put_line(&z, text + p, e - p, nl != NULL);
             p = e + 1;
         }
-        while (z.out.len && (z.out.s[z.out.len - 1] == '\n' || z.out.s[z.out.len - 1] == ' '))
-            z.out.s[--z.out.len] = 0;
-        qtts_spell_free(&z.sp);
+        norm_trim_end(&z);
     }
+    norm_ctx_end(&z);
+    qtts_strbuf_free(&lexed);
     if (z.failed || z.out.failed) {
         if (z.out.failed && !z.failed)
             qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory (or past the normalizer's output limit)");
