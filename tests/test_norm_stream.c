@@ -6,7 +6,7 @@
  * the end is always a prefix of it, and plain text is given out before the
  * end (it does not wait for all of it). Also: invalid UTF-8 in a piece,
  * a text that ends inside a sequence, `auto` guessing from the first
- * sentence, off mode. */
+ * clause (and giving out text from then on), off mode. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +194,17 @@ int main(void) {
     check_text("Grüße aus München. Wir haben 3 Äpfel und 2,5 kg Mehl.", "auto", QTTS_NORM_FULL, "auto de");
     check_text("你好。我有2个苹果，3次。", "auto", QTTS_NORM_FULL, "auto zh");
     check_text("Short", "auto", QTTS_NORM_FULL, "auto short");
+    /* auto speaks from the first clause on: an LLM's first words are not held until its first sentence ends */
+    {
+        static const char *const first[] = {"Hello there, ", "one two three four five six seven ", "你好，"};
+        for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+            s = qtts_norm_stream_new("auto", QTTS_NORM_FULL, &err);
+            TEST_CHECK(s && !qtts_norm_stream_feed(s, first[i], strlen(first[i]), 0, &err), "auto feed: %s", err.msg);
+            qtts_norm_stream_text(s, &len);
+            TEST_CHECK(len > 0, "auto: '%s' is given out before the text ends (%zu bytes)", first[i], len);
+            qtts_norm_stream_free(s);
+        }
+    }
     /* fenced code read as text: the same in pieces */
     {
         const char *md = "Run:\n\n```sh\n# 2 files\nrm -rf x && echo 5 kg\n- item 3\n```\nDone, 2 + 2.";

@@ -105,13 +105,20 @@ static int incomplete_tail(const char *s, size_t n) {
     return 1;
 }
 
-/* `auto`: enough text to guess from (a line, a sentence, 200 bytes). */
+/* `auto`: enough text to guess from: a line, a sentence or clause, six
+ * words or 200 bytes. Not more: text that arrives in pieces is often an
+ * LLM's reply being spoken while it is written, and nothing is spoken
+ * before the guess. */
 static int enough_to_guess(const char *s, size_t n) {
     if (n >= 200 || memchr(s, '\n', n)) return 1;
-    for (size_t i = 0; i + 1 < n; i++)
-        if (s[i] && strchr(".!?", s[i]) && s[i + 1] == ' ') return 1;
-    for (size_t i = 0; i + 3 <= n; i++) /* 。！？ */
-        if (!memcmp(s + i, "\xE3\x80\x82", 3) || !memcmp(s + i, "\xEF\xBC\x81", 3) || !memcmp(s + i, "\xEF\xBC\x9F", 3))
+    int words = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] && strchr(".!?,;:", s[i]) && s[i + 1] == ' ') return 1;
+        if (s[i] != ' ' && s[i + 1] == ' ' && ++words >= 6) return 1;
+    }
+    for (size_t i = 0; i + 3 <= n; i++) /* 。！？，、 */
+        if (!memcmp(s + i, "\xE3\x80\x82", 3) || !memcmp(s + i, "\xEF\xBC\x81", 3) ||
+            !memcmp(s + i, "\xEF\xBC\x9F", 3) || !memcmp(s + i, "\xEF\xBC\x8C", 3) || !memcmp(s + i, "\xE3\x80\x81", 3))
             return 1;
     return 0;
 }
