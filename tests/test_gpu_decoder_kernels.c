@@ -22,6 +22,7 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_conv.h"
 #include "gpu/gpu_ops.h"
+#include "support/gpu_device.h"
 #include "harness.h"
 #include "tensor/conv.h"
 #include "tensor/ops.h"
@@ -499,14 +500,9 @@ static void test_refusals(qtts_gpu *g) {
 }
 
 int main(void) {
-    qtts_err err = {0};
-    qtts_gpu *g = qtts_gpu_open("vulkan", &err);
-    if (!g) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", err.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
-    printf("device: %s\n", qtts_gpu_name(g));
+    int skip;
+    qtts_gpu *g = test_gpu_open(&skip);
+    if (!g) return skip;
     /* the residual unit's dilated convs (k 7, dilations 1, 3, 9) and the output conv's shape */
     const int64_t c1[] = {37, 1, 93}, c2[] = {5, 64, 2, 60}, c3[] = {130};
     test_conv_stream(g, 13, 11, 7, 3, c1, 3);

@@ -16,6 +16,7 @@
 
 #include "gpu/gpu.h"
 #include "gpu/gpu_ops.h"
+#include "support/gpu_device.h"
 #include "harness.h"
 
 /* Opens "vulkan" in a child whose loader finds no driver; the message comes back through a pipe. */
@@ -178,15 +179,9 @@ static void test_lost(qtts_gpu *g) {
 
 int main(void) {
     test_no_driver(); /* before any Vulkan call in this process: the child starts clean */
-    qtts_err err = {0};
-    qtts_gpu *g = qtts_gpu_open("vulkan", &err);
-    if (!g) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", err.msg);
-        if (req && !strcmp(req, "1")) return 1;
-        return g_test_counts.failed ? test_finish("test_gpu_faults") : 77;
-    }
-    printf("device: %s\n", qtts_gpu_name(g));
+    int skip;
+    qtts_gpu *g = test_gpu_open(&skip);
+    if (!g) return skip == 77 && g_test_counts.failed ? test_finish("test_gpu_faults") : skip;
     test_memory(g);
     test_lost(g);
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation errors", qtts_gpu_validation_errors(g));

@@ -11,6 +11,7 @@
 
 #include "gpu/gpu.h"
 #include "gpu/gpu_ops.h"
+#include "support/gpu_device.h"
 #include "harness.h"
 #include "model/sampler.h"
 #include "tensor/attention.h"
@@ -297,14 +298,9 @@ static void test_argmax(qtts_gpu *g) {
 }
 
 int main(void) {
-    qtts_err err = {0};
-    qtts_gpu *g = qtts_gpu_open("vulkan", &err);
-    if (!g) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", err.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
-    printf("device: %s\n", qtts_gpu_name(g));
+    int skip;
+    qtts_gpu *g = test_gpu_open(&skip);
+    if (!g) return skip;
     /* device names that are not devices: one clear line, no device opened */
     const char *bad[] = {"vulkan:999", "vulkan:", "vulkan:-1", "vulkan:1x", "cuda", ""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

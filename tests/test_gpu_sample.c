@@ -19,6 +19,7 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_ops.h"
 #include "gpu/gpu_sample.h"
+#include "support/gpu_device.h"
 #include "harness.h"
 #include "model/sampler.h"
 
@@ -405,14 +406,9 @@ static void test_refusals(qtts_gpu *g) {
 }
 
 int main(void) {
-    qtts_err err = {0};
-    qtts_gpu *g = qtts_gpu_open("vulkan", &err);
-    if (!g) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", err.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
-    printf("device: %s\n", qtts_gpu_name(g));
+    int skip;
+    qtts_gpu *g = test_gpu_open(&skip);
+    if (!g) return skip;
     test_philox(g);
     test_refusals(g);
     const qtts_sample_cfg greedy = {0, 1, 0, 1};
