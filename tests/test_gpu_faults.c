@@ -188,6 +188,7 @@ int main(void) {
     qtts_gpu_close(g); /* a lost device closes without waiting for it */
 
     /* the next device opened computes */
+    qtts_err err = {0};
     g = qtts_gpu_open("vulkan", &err);
     TEST_CHECK(g != NULL, "opened again: %s", err.msg);
     if (g) {
