@@ -6,7 +6,10 @@
  * - with a device: every golden talker case, greedy, on the device
  *   (requests_on_device counts each) gives the reference waveform (1e-4, as
  *   test_engine_golden) and exactly the CPU engine's samples (same codes,
- *   same CPU decoder).
+ *   same CPU decoder);
+ * - the same cases sampled (the model's settings, a fixed seed) on the
+ *   device give exactly the CPU engine's samples: the device sampler draws
+ *   as the CPU's (gpu/gpu_sample.h).
  * Skipped (exit 77) where no Vulkan device exists, after the no-device part,
  * unless QTTS_REQUIRE_VULKAN=1. */
 #include <stdlib.h>
@@ -122,6 +125,23 @@ int main(void) {
             printf("  ok   %-48s identical to the CPU engine (%zu samples)\n", c->fixture, nd);
         free(a);
         free(b);
+        /* sampled, seeded: on the device too, the CPU engine's samples */
+        const uint64_t seed = 1000 + i;
+        char err[512];
+        pcm_buf sa = {0}, sb = {0};
+        int ra = golden_case_run_sampled(dev, c, seed, &sa, err, sizeof err);
+        TEST_CHECK(ra == 0, "vulkan sampled %s: %s", c->fixture, err);
+        int rb = golden_case_run_sampled(cpu, c, seed, &sb, err, sizeof err);
+        TEST_CHECK(rb == 0, "cpu sampled %s: %s", c->fixture, err);
+        want_on_device++;
+        int same = ra == 0 && rb == 0 && sa.n == sb.n && sa.n > 0 && !memcmp(sa.d, sb.d, sa.n * sizeof *sa.d);
+        TEST_CHECK(same, "%s sampled (seed %llu): the device's audio (%zu samples) is not the CPU's (%zu)", c->fixture,
+                   (unsigned long long)seed, sa.n, sb.n);
+        if (same)
+            printf("  ok   %-48s sampled, seed %llu: identical to the CPU engine (%zu samples)\n", c->fixture,
+                   (unsigned long long)seed, sa.n);
+        free(sa.d);
+        free(sb.d);
     }
     if (dev) {
         qtts_engine_stats st;

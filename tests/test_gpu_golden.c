@@ -6,8 +6,10 @@
  * whose streams finish at different frames (the batch shrinks, so several
  * recorded sequences are used). The prompts are built on the CPU
  * (model/prompt.h), as the engine does. The generation loop with the device
- * attached (qtts_batch_set_device) runs them again beside a sampled request,
- * which stays on the CPU with the codes it gives alone. Without a Vulkan device the test is
+ * attached (qtts_batch_set_device) runs them again beside seeded sampled
+ * requests (the model's sampling settings), which run on the device too and
+ * must give the codes the CPU loop gives them alone (the device sampler
+ * draws as the CPU's, gpu/gpu_sample.h). Without a Vulkan device the test is
  * skipped (exit 77) unless QTTS_REQUIRE_VULKAN=1. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -139,8 +141,9 @@ static void run_batch(qtts_gpu *g, const qtts_talker_model *m, stream_case *sc, 
         TEST_CHECK(toks[i] && codes[i], "out of memory");
         qtts_gen_params gp;
         qtts_gen_params_greedy(&gp, &m->gen, sc[i].max_frames);
-        int rc = qtts_gpu_lm_prefill(d, i, sc[i].pr.rows, sc[i].pr.n_rows, gp.repetition_penalty, gp.min_new_tokens,
-                                     &pending[i], &err);
+        const qtts_gpu_sample_settings ss = {gp.talker, gp.cp, gp.repetition_penalty, gp.min_new_tokens, eos,
+                                             gp.seed, gp.stream};
+        int rc = qtts_gpu_lm_prefill(d, i, sc[i].pr.rows, sc[i].pr.n_rows, &ss, &pending[i], &err);
         TEST_CHECK(rc == 0, "%s: prefill %s: %s", what, sc[i].c->prefix, err.msg);
         toks[i][n_toks[i]++] = pending[i];
         live[i] = !rc && pending[i] != eos && sc[i].max_frames > 0;
@@ -217,36 +220,45 @@ static qtts_gen_request *request_on_copy(const qtts_talker_model *m, const qtts_
 }
 
 /* The same cases through the generation loop (model/generate.h) with the
- * device attached to the batch, as the engine runs them: every greedy case
- * on the device, plus one sampled request (seeded) that must stay on the CPU
- * beside them and give the codes it gives alone. */
+ * device attached to the batch, as the engine runs them: every greedy case on
+ * the device, plus N_SAMPLED seeded sampled requests (the model's sampling
+ * settings) on the device beside them, each of which must give the codes the
+ * CPU loop gives it alone. */
+enum { N_SAMPLED = 2 };
 static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *pool, stream_case *sc, int n) {
     const int64_t G = m->cfg.num_code_groups;
     qtts_err err = {0};
     int64_t max_pos = 0;
     for (int i = 0; i < n; i++)
         if (sc[i].pr.n_rows + sc[i].max_frames + 1 > max_pos) max_pos = sc[i].pr.n_rows + sc[i].max_frames + 1;
-    qtts_gpu_lm *d = qtts_gpu_lm_new(g, m, n + 1, max_pos, &err); /* a slot left for the sampled one */
+    const int total = n + N_SAMPLED;
+    qtts_gpu_lm *d = qtts_gpu_lm_new(g, m, total, max_pos, &err);
     qtts_batch *b = qtts_batch_new(m, &err);
     TEST_CHECK(d && b, "generate: %s", err.msg);
-    qtts_gen_request *r[MAX_CASES + 1] = {0}, *solo = NULL;
-    qtts_gen_params sampled;
-    qtts_gen_params_from_config(&sampled, &m->gen);
-    sampled.max_frames = sc[0].max_frames;
-    sampled.seed = 1234;
-    TEST_CHECK(sampled.talker.do_sample && sampled.cp.do_sample, "the model's defaults do not sample");
+    qtts_gen_request *r[MAX_CASES + N_SAMPLED] = {0};
+    qtts_gen_params sampled[N_SAMPLED];
+    const stream_case *sampled_case[N_SAMPLED];
+    for (int k = 0; k < N_SAMPLED; k++) {
+        sampled_case[k] = &sc[k % n];
+        qtts_gen_params_from_config(&sampled[k], &m->gen);
+        sampled[k].max_frames = sampled_case[k]->max_frames;
+        sampled[k].seed = 1234 + 4321 * (uint64_t)k;
+        sampled[k].stream = (uint64_t)k;
+        TEST_CHECK(sampled[k].talker.do_sample && sampled[k].cp.do_sample, "the model's defaults do not sample");
+    }
     if (!d || !b) goto out;
-    qtts_batch_set_device(b, d, n + 1, max_pos);
-    for (int i = 0; i <= n; i++) {
+    qtts_batch_set_device(b, d, total, max_pos);
+    for (int i = 0; i < total; i++) {
         qtts_gen_params gp;
-        qtts_gen_params_greedy(&gp, &m->gen, sc[i < n ? i : 0].max_frames);
-        r[i] = request_on_copy(m, &sc[i < n ? i : 0].pr, i < n ? &gp : &sampled, &err);
+        if (i < n) qtts_gen_params_greedy(&gp, &m->gen, sc[i].max_frames);
+        r[i] = request_on_copy(m, i < n ? &sc[i].pr : &sampled_case[i - n]->pr, i < n ? &gp : &sampled[i - n], &err);
         TEST_CHECK(r[i] && !qtts_batch_add(b, r[i], &err), "request %d: %s", i, err.msg);
     }
     int left, steps = 0;
     while ((left = qtts_batch_step(b, pool, &err)) > 0) {
         steps++;
-        if (steps == 1) TEST_CHECK(qtts_batch_device_streams(b) >= 1, "no request on the device");
+        if (steps == 1) TEST_CHECK(qtts_batch_device_streams(b) == total, "%d of %d requests on the device",
+                                   qtts_batch_device_streams(b), total);
     }
     TEST_CHECK(left == 0, "batch: %s", err.msg);
     for (int i = 0; i < n; i++) {
@@ -259,21 +271,26 @@ static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *poo
         if (nf * G == sc[i].codes.numel)
             TEST_EQUAL_I32(qtts_gen_request_codes(r[i]), sc[i].codes.i, (size_t)(nf * G), label);
     }
-    /* the sampled neighbour: on the CPU, the codes it gives alone */
-    TEST_CHECK(!qtts_gen_request_on_device(r[n]), "a sampled request went to the device");
-    {
-        solo = request_on_copy(m, &sc[0].pr, &sampled, &err);
-        TEST_CHECK(solo && !qtts_generate(m, pool, solo, &err), "sampled alone: %s", err.msg);
-        int64_t nf = solo ? qtts_gen_request_n_frames(solo) : -1;
-        TEST_CHECK(nf == qtts_gen_request_n_frames(r[n]), "sampled: %lld frames beside the device, %lld alone",
-                   (long long)qtts_gen_request_n_frames(r[n]), (long long)nf);
-        if (nf == qtts_gen_request_n_frames(r[n]) && nf > 0)
-            TEST_EQUAL_I32(qtts_gen_request_codes(r[n]), qtts_gen_request_codes(solo), (size_t)(nf * G),
-                           "sampled request on the CPU beside device streams = alone");
+    /* the sampled ones: on the device, the codes the CPU loop gives each alone */
+    for (int k = 0; k < N_SAMPLED; k++) {
+        qtts_gen_request *dev = r[n + k];
+        char label[400];
+        snprintf(label, sizeof label, "sampled %s seed %llu on the device = on the CPU alone",
+                 sampled_case[k]->c->prefix, (unsigned long long)sampled[k].seed);
+        TEST_CHECK(qtts_gen_request_on_device(dev), "%s: not on the device", label);
+        qtts_gen_request *solo = request_on_copy(m, &sampled_case[k]->pr, &sampled[k], &err);
+        TEST_CHECK(solo && !qtts_generate(m, pool, solo, &err), "%s: %s", label, err.msg);
+        int64_t nf = solo ? qtts_gen_request_n_frames(solo) : -1, nd = qtts_gen_request_n_frames(dev);
+        TEST_CHECK(solo && nf == nd && qtts_gen_request_stop_reason(solo) == qtts_gen_request_stop_reason(dev),
+                   "%s: %lld frames on the device, %lld on the CPU", label, (long long)nd, (long long)nf);
+        if (nf == nd && nf > 0) {
+            TEST_EQUAL_I32(qtts_gen_request_codes(dev), qtts_gen_request_codes(solo), (size_t)(nf * G), label);
+            printf("  ok   %s: %lld frames\n", label, (long long)nf);
+        }
+        qtts_gen_request_free(solo);
     }
 out:
-    for (int i = 0; i <= n; i++) qtts_gen_request_free(r[i]);
-    qtts_gen_request_free(solo);
+    for (int i = 0; i < total; i++) qtts_gen_request_free(r[i]);
     qtts_batch_free(b);
     qtts_gpu_lm_free(d);
 }

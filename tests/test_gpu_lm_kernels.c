@@ -1,18 +1,14 @@
-/* The kernels the device talker adds (add_rows, logits_rules) against their
- * CPU twins on odd shapes: row adds, copies and a broadcast bias with
- * offsets and strides (exact), and the talker's logits processors against
- * qtts_talker_process_logits (repetition penalty on ids already generated,
- * EOS masked before min_new_tokens, suppressed ids; within one rounding of
- * the penalty's division, -inf positions identical). Skipped (exit 77)
- * without a Vulkan device unless QTTS_REQUIRE_VULKAN=1. */
-#include <math.h>
+/* The kernel the device talker adds (add_rows) against its CPU twin on odd
+ * shapes: row adds, copies and a broadcast bias with offsets and strides
+ * (exact). The talker's logits processors run inside the sample kernel
+ * (tests/test_gpu_sample.c). Skipped (exit 77) without a Vulkan device
+ * unless QTTS_REQUIRE_VULKAN=1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu_ops.h"
 #include "harness.h"
-#include "model/sampler.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) {
@@ -56,61 +52,6 @@ static void test_add_rows(qtts_gpu *g) {
     printf("  ok   add_rows (add, copy, broadcast; offsets and strides)\n");
 }
 
-static void test_rules(qtts_gpu *g, int64_t V, int64_t eos, float pen, int64_t step, int64_t min_new) {
-    qtts_err err = {0};
-    const int64_t ZO = 5, SO = 9;
-    qtts_gpu_buf *z = qtts_gpu_buf_new(g, sizeof(float) * (size_t)(ZO + V), &err);
-    qtts_gpu_buf *st = qtts_gpu_buf_new(g, sizeof(uint32_t) * (size_t)(SO + QTTS_GPU_RULES_STATE(V)), &err);
-    qtts_gpu_buf *ids = qtts_gpu_buf_new(g, sizeof(int32_t) * 4, &err);
-    float *want = malloc(sizeof(float) * (size_t)V);
-    int32_t *hist = malloc(sizeof(int32_t) * (size_t)V);
-    TEST_CHECK(z && st && ids && want && hist, "buffers: %s", err.msg);
-    if (!z || !st || !ids || !want || !hist) goto out;
-    float *zp = (float *)qtts_gpu_buf_data(z) + ZO;
-    uint32_t *sp = (uint32_t *)qtts_gpu_buf_data(st) + SO;
-    int64_t n_hist = 0;
-    sp[0] = (uint32_t)step;
-    memcpy(&sp[1], &pen, sizeof pen);
-    sp[2] = (uint32_t)min_new;
-    for (int64_t v = 0; v < V; v++) {
-        want[v] = zp[v] = frand();
-        if (v % 7 == 3 || v == eos) { /* generated ids, EOS among them */
-            sp[4 + v] = 1;
-            hist[n_hist++] = (int32_t)v;
-        }
-    }
-    qtts_talker_process_logits(want, V, hist, n_hist, pen, step, min_new, eos);
-    ((int32_t *)qtts_gpu_buf_data(ids))[2] = (int32_t)(V - 2);
-    qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
-    int rc = !s || qtts_gpu_logits_rules(s, z, ZO, V, st, SO, eos, &err) ||
-             qtts_gpu_rules_mark(s, st, SO, V, ids, 2, &err) || qtts_gpu_seq_run(s, &err);
-    qtts_gpu_seq_free(s);
-    TEST_CHECK(rc == 0, "logits_rules: %s", err.msg);
-    double e = 0;
-    int inf_ok = 1;
-    for (int64_t v = 0; v < V; v++) {
-        if (isinf(want[v]) || isinf(zp[v])) {
-            inf_ok &= want[v] == zp[v];
-            continue;
-        }
-        double d = fabs((double)zp[v] - want[v]) / (fabs(want[v]) + 1e-30);
-        if (d > e) e = d;
-    }
-    TEST_CHECK(inf_ok, "logits_rules V=%lld: -inf positions differ from the CPU's", (long long)V);
-    /* the penalty's division: correctly rounded on the CPU, within 2.5 ulp in SPIR-V */
-    TEST_CHECK(e <= 4e-7, "logits_rules V=%lld: relative error %g", (long long)V, e);
-    TEST_CHECK(sp[4 + V - 2] == 1 && sp[4 + V - 3] == (uint32_t)((V - 3) % 7 == 3), "rules_mark did not mark id %lld",
-               (long long)(V - 2));
-    printf("  ok   logits_rules V=%lld eos=%lld penalty %.2f step %lld/%lld: rel err %.3g, -inf matched\n",
-           (long long)V, (long long)eos, pen, (long long)step, (long long)min_new, e);
-out:
-    qtts_gpu_buf_free(g, z);
-    qtts_gpu_buf_free(g, st);
-    qtts_gpu_buf_free(g, ids);
-    free(want);
-    free(hist);
-}
-
 int main(void) {
     qtts_err err = {0};
     qtts_gpu *g = qtts_gpu_open("vulkan", &err);
@@ -121,10 +62,6 @@ int main(void) {
     }
     printf("device: %s\n", qtts_gpu_name(g));
     test_add_rows(g);
-    test_rules(g, 3072, 2150, 1.05f, 1, 2); /* the talker's shape; EOS masked */
-    test_rules(g, 3072, 2150, 1.05f, 2, 2); /* EOS allowed */
-    test_rules(g, 777, 400, 1.3f, 0, 2); /* fewer than 1024 ids: all but EOS suppressed */
-    test_rules(g, 2000, 1999, 1.0f, 5, 2); /* no penalty */
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation-layer errors", qtts_gpu_validation_errors(g));
     qtts_gpu_close(g);
     return test_finish("test_gpu_lm_kernels");

@@ -64,7 +64,7 @@ class EngineInfo:
     weights: str
     decoder_precision: str
     kv_cache: str
-    device: str = "cpu"  # or "vulkan: NAME (DRIVER)": where greedy requests' talker runs
+    device: str = "cpu"  # or "vulkan: NAME (DRIVER)": where the requests' talker runs
 
 
 @dataclass(frozen=True)

@@ -146,8 +146,6 @@ static int run_pass(const bench_ctx *c, int n, pass_result *pr, qtts_err *err) {
     rq.voice = c->voice;
     rq.x_vector_only = c->voice != NULL;
     rq.has_seed = 1;
-    /* a device runs greedy requests only: with one, the bench measures greedy synthesis */
-    rq.greedy = c->o->device && *c->o->device && strcmp(c->o->device, "cpu") != 0;
     const engine_request_options opt = {.exact_frames = c->o->frames};
     qtts_stream **st = calloc((size_t)n, sizeof *st);
     engine_request_times *t = calloc((size_t)n, sizeof *t);

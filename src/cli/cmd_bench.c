@@ -24,7 +24,7 @@ static void bench_usage(FILE *out) {
             "                            winograd-f16, winograd-i16, bf16\n"
             "      --kv-cache T          the talker's KV cache: auto (f16 with q8_0/q4_k, else f32), f32, f16\n"
             "      --device D            cpu (default), vulkan, vulkan:N, auto: where the talker and code\n"
-            "                            predictor run (other than cpu: the requests are greedy)\n"
+            "                            predictor run\n"
             "      --overlap MODE        auto (default: measured while running), on, off: decoder steps beside\n"
             "                            LM steps (2 threads or more)\n"
             "      --lora PATH[:SCALE]   with -m: merge a PEFT LoRA adapter into the talker at load\n"

@@ -106,7 +106,7 @@ static void say_usage(FILE *out) {
             "      --lora PATH[:SCALE]   merge a PEFT LoRA adapter (folder with adapter_config.json and\n"
             "                            adapter_model.safetensors) into the talker at load; SCALE\n"
             "                            (default 1) multiplies its alpha/r; repeatable\n"
-            "      --device D            cpu (default), vulkan, vulkan:N or auto: where greedy\n"
+            "      --device D            cpu (default), vulkan, vulkan:N or auto: where the\n"
             "                            requests' talker and code predictor run (qtts info --devices)\n"
             "  -v, --verbose             per-utterance timings    -q, --quiet   no progress line\n");
 }

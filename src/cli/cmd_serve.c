@@ -29,7 +29,7 @@ static void serve_usage(FILE *out) {
             "                         fastest measured here (qtts info --cpu), else f32)\n"
             "  --kv-cache T           the talker's KV cache: auto|f32|f16 (default auto: f16 with\n"
             "                         q8_0/q4_k weights, else f32); f16 halves a stream's memory\n"
-            "  --device D             cpu (default), vulkan, vulkan:N or auto: where greedy\n"
+            "  --device D             cpu (default), vulkan, vulkan:N or auto: where the\n"
             "                         requests' talker and code predictor run\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (2 threads or more;\n"
             "                         default auto: measured while running)\n"

@@ -33,7 +33,7 @@ static void wyoming_usage(FILE *out) {
             "  --decoder-precision P  " QTTS_DECODER_PRECISION_OPTIONS "\n"
             "                         (default auto)\n"
             "  --kv-cache T           auto|f32|f16 (default auto: f16 with q8_0/q4_k weights)\n"
-            "  --device D             cpu (default), vulkan, vulkan:N or auto: where greedy\n"
+            "  --device D             cpu (default), vulkan, vulkan:N or auto: where the\n"
             "                         requests' talker and code predictor run\n"
             "  --overlap MODE         auto|on|off: decoder steps beside LM steps (default auto)\n"
             CLI_LORA_HELP

@@ -149,7 +149,7 @@ struct qtts_engine {
     int64_t cycle_frames;  /* frames generated since */
     int cycle_clean;       /* no prefill since (a cycle with one is not recorded) */
 
-    /* the device the greedy LM work runs on (engine thread; NULL: the CPU) */
+    /* the device the LM work runs on (engine thread; NULL: the CPU) */
     struct qtts_gpu *gpu;
     struct qtts_gpu_lm *gpu_lm;
     char device_name[400];

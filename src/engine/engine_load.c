@@ -222,7 +222,7 @@ static void load_report(qtts_engine *e, const load_times *lt, double total) {
     e->info.kernels_measured = e->tuning.n_measured;
 }
 
-/* Opens the device of p->device for the batch's greedy requests (engine
+/* Opens the device of p->device for the batch's LM work (engine
  * thread: only it records and submits). "auto" falls back to the CPU with
  * one line saying why; "vulkan[:N]" that cannot be used is an error. */
 static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *err) {
@@ -250,7 +250,7 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
     }
     qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS);
     snprintf(e->device_name, sizeof e->device_name, "vulkan: %s", qtts_gpu_name(e->gpu));
-    if (p->verbose) fprintf(stderr, "qtts: greedy talker and code predictor on %s\n", e->device_name);
+    if (p->verbose) fprintf(stderr, "qtts: talker and code predictor on %s\n", e->device_name);
     return 0;
 }
 

@@ -1,9 +1,10 @@
-/* The talker and the code predictor on a Vulkan device, greedy: per frame
- * one recorded command sequence runs, for every stream of the batch, the
- * code predictor (2-row prefill and 14 one-token steps, each code chosen by
- * argmax on the device), the codec-embedding sum that makes the next talker
- * input, the talker step, the codec head, the codebook-0 logits processors
- * and argmax. Only the codes come back to the host. The sequence is recorded
+/* The talker and the code predictor on a Vulkan device: per frame one
+ * recorded command sequence runs, for every stream of the batch, the code
+ * predictor (2-row prefill and 14 one-token steps, each code picked on the
+ * device by the sampler of gpu_sample.h with the stream's settings: argmax
+ * when greedy), the codec-embedding sum that makes the next talker input, the
+ * talker step, the codec head and the codebook-0 pick (logits processors
+ * included). Only the codes come back to the host. The sequence is recorded
  * once per batch composition (the streams' slots) and resubmitted every
  * frame; positions, steps and text rows are host-written inputs read when the
  * kernels run. Weights are uploaded from a loaded CPU model in their stored
@@ -16,6 +17,7 @@
 
 #include "core/err.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_sample.h"
 #include "model/talker.h"
 
 typedef struct qtts_gpu_lm qtts_gpu_lm;
@@ -28,12 +30,15 @@ enum { QTTS_GPU_LM_MAX_STREAMS = 64 };
 qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos, qtts_err *err);
 void qtts_gpu_lm_free(qtts_gpu_lm *d);
 
-/* Starts slot's stream: the talker prefill over rows[n x talker hidden], the
- * codec head, the logits processors (repetition penalty, min_new_tokens EOS
- * mask, id suppression) and argmax; *c0 receives codebook-0 token 1 (it may
- * be EOS). */
-int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, float repetition_penalty,
-                        int64_t min_new_tokens, int32_t *c0, qtts_err *err);
+/* Starts slot's stream with sampler settings ss (its seed and stream id, an
+ * empty codebook-0 history, RNG step 0): the talker prefill over rows[n x
+ * talker hidden], the codec head and the codebook-0 pick (repetition penalty,
+ * min_new_tokens EOS mask, id suppression, then argmax or the seeded draw);
+ * *c0 receives codebook-0 token 1 (it may be EOS). Every later pick of the
+ * stream draws as the CPU's generation loop does: code group g of frame k at
+ * (step k, sub g), codebook-0 token k+1 at (step k+1, sub 0). */
+int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, const qtts_gpu_sample_settings *ss,
+                        int32_t *c0, qtts_err *err);
 
 /* One frame for B streams: for stream b (slot slots[b]) the frame of its
  * pending codebook-0 token goes to codes[b*G .. b*G + G) (G =

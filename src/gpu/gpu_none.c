@@ -33,9 +33,9 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
     return NULL;
 }
 void qtts_gpu_lm_free(qtts_gpu_lm *d) { (void)d; }
-int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, float repetition_penalty,
-                        int64_t min_new_tokens, int32_t *c0, qtts_err *err) {
-    (void)d, (void)slot, (void)rows, (void)n, (void)repetition_penalty, (void)min_new_tokens, (void)c0;
+int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, const qtts_gpu_sample_settings *ss,
+                        int32_t *c0, qtts_err *err) {
+    (void)d, (void)slot, (void)rows, (void)n, (void)ss, (void)c0;
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }
 int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,

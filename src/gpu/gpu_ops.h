@@ -102,15 +102,5 @@ int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, 
  * (x_stride 0 broadcasts one row, e.g. a bias; accumulate 0 copies). */
 int qtts_gpu_add_rows(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t x_stride, qtts_gpu_buf *y, int64_t y_off,
                       int64_t y_stride, int64_t n, int64_t rows, int accumulate, qtts_err *err);
-/* The talker's codebook-0 logits processors (qtts_talker_process_logits) on
- * z[z_off .. z_off + n) with one stream's state at state[s_off ..]: words
- * step, penalty (float bits), min_new_tokens, unused, then n generated flags
- * (QTTS_GPU_RULES_STATE(n) words in all). */
-#define QTTS_GPU_RULES_STATE(n) (4 + (n))
-int qtts_gpu_logits_rules(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *state, int64_t s_off,
-                          int64_t eos, qtts_err *err);
-/* Marks ids[id_index] as generated in the state of qtts_gpu_logits_rules. */
-int qtts_gpu_rules_mark(qtts_gpu_seq *s, qtts_gpu_buf *state, int64_t s_off, int64_t n, qtts_gpu_buf *ids,
-                        int64_t id_index, qtts_err *err);
 
 #endif

@@ -29,8 +29,7 @@
     X(scale_add, 3)                                                                                                    \
     X(transpose, 2)                                                                                                    \
     X(clamp, 1)                                                                                                        \
-    X(add_rows, 2)                                                                                                     \
-    X(logits_rules, 3)
+    X(add_rows, 2)
 
 typedef enum {
 #define QTTS_GPU_SHADER_ENUM(name, nb) QTTS_SHADER_##name,

@@ -5,6 +5,7 @@
 
 #include "gpu/gpu_lm.h"
 #include "gpu/gpu_ops.h"
+#include "gpu/gpu_sample.h"
 #include "tensor/ops.h"
 
 enum {
@@ -40,10 +41,12 @@ struct qtts_gpu_lm {
     dev_lm tk, cp;
     qtts_gpu_mat *codec_head, **cp_heads, *proj;
     qtts_gpu_buf *proj_b, *codec_emb, **cp_emb;
-    /* per stream (slot-indexed), host-written: tpos (talker position), state
-     * (logits processors), text; device-written: ids, h (talker normed hidden) */
-    qtts_gpu_buf *ids, *tpos, *cp_pos, *state, *h, *text;
-    int64_t pos[MAX_STREAMS], step[MAX_STREAMS];
+    /* per stream (slot-indexed), host-written: tpos (talker position), text;
+     * device-written: ids, h (talker normed hidden) */
+    qtts_gpu_buf *ids, *tpos, *cp_pos, *h, *text;
+    qtts_gpu_sampler *sampler; /* slot i samples stream slot i: settings, RNG step, codebook-0 history */
+    int64_t pos[MAX_STREAMS];
+    int started[MAX_STREAMS];
     /* scratch, rows_cap rows */
     int64_t rows_cap;
     qtts_gpu_buf *x, *hn, *q, *k, *v, *att, *f, *act, *logits, *esum, *cpin;
@@ -176,7 +179,8 @@ void qtts_gpu_lm_free(qtts_gpu_lm *d) {
     for (int i = 0; d->cp_emb && i < d->G - 1; i++) qtts_gpu_buf_free(g, d->cp_emb[i]);
     free(d->cp_heads);
     free(d->cp_emb);
-    qtts_gpu_buf *bufs[] = {d->proj_b, d->codec_emb, d->ids, d->tpos, d->cp_pos, d->state, d->h, d->text};
+    qtts_gpu_sampler_free(g, d->sampler);
+    qtts_gpu_buf *bufs[] = {d->proj_b, d->codec_emb, d->ids, d->tpos, d->cp_pos, d->h, d->text};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) qtts_gpu_buf_free(g, bufs[i]);
     for (int i = 0; scratch(d, i); i++) qtts_gpu_buf_free(g, *scratch(d, i));
     free(d);
@@ -218,7 +222,7 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
     if (!(d->ids = qtts_gpu_buf_new(g, (size_t)max_streams * IDS_STRIDE * sizeof(int32_t), err)) ||
         !(d->tpos = qtts_gpu_buf_new(g, (size_t)max_streams * sizeof(uint32_t), err)) ||
         !(d->cp_pos = qtts_gpu_buf_new(g, (size_t)(d->G + 1) * sizeof(uint32_t), err)) ||
-        !(d->state = qtts_gpu_buf_new(g, (size_t)max_streams * QTTS_GPU_RULES_STATE(V) * sizeof(uint32_t), err)) ||
+        !(d->sampler = qtts_gpu_sampler_new(g, max_streams, V, err)) ||
         !(d->h = qtts_gpu_buf_new(g, (size_t)(max_streams * D) * sizeof(float), err)) ||
         !(d->text = qtts_gpu_buf_new(g, (size_t)(max_streams * D) * sizeof(float), err)))
         goto fail;
@@ -312,23 +316,35 @@ static int record_project(qtts_gpu_seq *s, qtts_gpu_lm *d, int64_t rows, qtts_er
     return qtts_gpu_add_rows(s, d->proj_b, 0, 0, d->x, 0, Dc, Dc, rows, 1, err);
 }
 
-/* Chooses a token from logits row z_off .. z_off + n into ids[id_index]: greedy
- * argmax. Where on-device sampling exists, its dispatch replaces this one. */
-static int record_pick(qtts_gpu_seq *s, qtts_gpu_lm *d, int64_t z_off, int64_t n, int64_t id_index, qtts_err *err) {
-    return qtts_gpu_argmax(s, d->logits, z_off, n, d->ids, id_index, err);
+/* Chooses slot's token from logits row z_off .. z_off + n into ids[id_index]
+ * with the stream's sampler settings: code group `sub` (0: codebook 0, with
+ * the talker's processors and history), the RNG step advancing after the
+ * frame's last code. Greedy streams take the argmax there. */
+static int record_pick(qtts_gpu_seq *s, qtts_gpu_lm *d, int slot, uint32_t sub, int64_t z_off, int64_t n,
+                       int64_t id_index, qtts_err *err) {
+    qtts_gpu_sample_args a = {.talker = sub == 0,
+                              .z = d->logits,
+                              .z_off = z_off,
+                              .z_stride = n,
+                              .n = n,
+                              .rows = 1,
+                              .slot0 = slot,
+                              .sub = sub,
+                              .advance = sub == (uint32_t)(d->G - 1),
+                              .ids = d->ids,
+                              .id_off = id_index,
+                              .id_stride = 1};
+    return qtts_gpu_sample(s, d->sampler, &a, err);
 }
 
 /* The codec head on hidden rows `hid` (row b at hid_off + b*hid_stride) of
- * streams slots[0..B), the logits processors and the codebook-0 pick into ids[slot*IDS_STRIDE]. */
+ * streams slots[0..B) and the codebook-0 pick (logits processors included) into ids[slot*IDS_STRIDE]. */
 static int record_c0(qtts_gpu_seq *s, qtts_gpu_lm *d, int B, const int *slots, qtts_gpu_buf *hid, int64_t hid_off,
                      int64_t hid_stride, qtts_err *err) {
-    const int64_t V = d->tk.cfg.vocab, D = d->tk.cfg.hidden, eos = d->m->cfg.codec_eos;
+    const int64_t V = d->tk.cfg.vocab, D = d->tk.cfg.hidden;
     TRY(qtts_gpu_gemv(s, d->codec_head, hid, hid_off, hid_stride, d->logits, 0, V, B, err));
     for (int b = 0; b < B; b++) {
-        const int64_t so = (int64_t)slots[b] * QTTS_GPU_RULES_STATE(V), id = (int64_t)slots[b] * IDS_STRIDE;
-        TRY(qtts_gpu_logits_rules(s, d->logits, b * V, V, d->state, so, eos, err));
-        TRY(record_pick(s, d, b * V, V, id, err));
-        TRY(qtts_gpu_rules_mark(s, d->state, so, V, d->ids, id, err));
+        TRY(record_pick(s, d, slots[b], 0, b * V, V, (int64_t)slots[b] * IDS_STRIDE, err));
         TRY(qtts_gpu_add_rows(s, hid, hid_off + b * hid_stride, 0, d->h, (int64_t)slots[b] * D, 0, D, 1, 0, err));
     }
     return 0;
@@ -355,7 +371,7 @@ static int record_frame(qtts_gpu_seq *s, qtts_gpu_lm *d, int B, const int *slots
         TRY(qtts_gpu_gemv(s, d->cp_heads[g - 1], d->hn, hid_off, hid_stride, d->logits, 0, Vc, B, err));
         for (int b = 0; b < B; b++) {
             const int64_t id = (int64_t)slots[b] * IDS_STRIDE + g;
-            TRY(record_pick(s, d, b * Vc, Vc, id, err));
+            TRY(record_pick(s, d, slots[b], (uint32_t)g, b * Vc, Vc, id, err));
             TRY(qtts_gpu_embed_add(s, d->cp_emb[g - 1], 0, Vc, Dt, d->ids, id, d->esum, b * Dt, g > 1, err));
             if (g < G1) TRY(qtts_gpu_embed_add(s, d->cp_emb[g - 1], 0, Vc, Dt, d->ids, id, d->cpin, b * Dt, 0, err));
         }
@@ -387,19 +403,8 @@ static int record_frame(qtts_gpu_seq *s, qtts_gpu_lm *d, int B, const int *slots
 
 /* ---- running ---- */
 
-static void rules_state(qtts_gpu_lm *d, int slot, int64_t step, float penalty, int64_t min_new, int reset) {
-    const int64_t V = d->tk.cfg.vocab;
-    uint32_t *st = (uint32_t *)qtts_gpu_buf_data(d->state) + (int64_t)slot * QTTS_GPU_RULES_STATE(V);
-    if (reset) {
-        memset(st, 0, (size_t)QTTS_GPU_RULES_STATE(V) * sizeof *st);
-        memcpy(&st[1], &penalty, sizeof penalty);
-        st[2] = (uint32_t)(min_new < 0 ? 0 : min_new > UINT32_MAX ? UINT32_MAX : min_new);
-    }
-    st[0] = (uint32_t)step;
-}
-
-int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, float repetition_penalty,
-                        int64_t min_new_tokens, int32_t *c0, qtts_err *err) {
+int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, const qtts_gpu_sample_settings *ss,
+                        int32_t *c0, qtts_err *err) {
     const int64_t D = d->tk.cfg.hidden;
     if (slot < 0 || slot >= d->max_streams || n < 1)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: slot %d of %d, %lld rows", slot, d->max_streams,
@@ -407,11 +412,9 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
     if (n >= d->max_pos)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: %lld prompt rows, the device caches hold %lld",
                             (long long)n, (long long)d->max_pos);
-    if (!(repetition_penalty > 0)) return qtts_fail_as(err, QTTS_ERR_INVALID, "repetition penalty must be > 0");
-    if (reserve_rows(d, n, err)) return -1;
+    if (qtts_gpu_sampler_start(d->sampler, slot, ss, 0, NULL, 0, err) || reserve_rows(d, n, err)) return -1;
     memcpy(qtts_gpu_buf_data(d->x), rows, (size_t)(n * D) * sizeof(float));
     ((uint32_t *)qtts_gpu_buf_data(d->tpos))[slot] = 0;
-    rules_state(d, slot, 0, repetition_penalty, min_new_tokens, 1);
     qtts_gpu_seq *s = qtts_gpu_seq_new(d->g, err);
     if (!s) return -1;
     int64_t pidx = slot;
@@ -421,7 +424,7 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
     qtts_gpu_seq_free(s);
     if (rc) return -1;
     d->pos[slot] = n;
-    d->step[slot] = 1;
+    d->started[slot] = 1;
     *c0 = ((const int32_t *)qtts_gpu_buf_data(d->ids))[(int64_t)slot * IDS_STRIDE];
     return 0;
 }
@@ -452,7 +455,7 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
     if (B < 1 || B > d->max_streams) return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: batch of %d", B);
     uint64_t seen = 0;
     for (int b = 0; b < B; b++) {
-        if (slots[b] < 0 || slots[b] >= d->max_streams || (seen >> slots[b] & 1) || !d->step[slots[b]])
+        if (slots[b] < 0 || slots[b] >= d->max_streams || (seen >> slots[b] & 1) || !d->started[slots[b]])
             return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: stream slot %d is not a started stream once",
                                 slots[b]);
         seen |= 1ull << slots[b];
@@ -468,7 +471,6 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
         const int sl = slots[b];
         codes[(int64_t)b * d->G] = ids[(int64_t)sl * IDS_STRIDE];
         ((uint32_t *)qtts_gpu_buf_data(d->tpos))[sl] = (uint32_t)d->pos[sl];
-        rules_state(d, sl, d->step[sl], 0, 0, 0);
         memcpy((float *)qtts_gpu_buf_data(d->text) + (int64_t)sl * D, text[b], (size_t)D * sizeof(float));
     }
     if (qtts_gpu_seq_run(s, err)) return -1;
@@ -477,7 +479,6 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
         memcpy(codes + (int64_t)b * d->G + 1, ids + (int64_t)sl * IDS_STRIDE + 1, (size_t)(d->G - 1) * sizeof *ids);
         next_c0[b] = ids[(int64_t)sl * IDS_STRIDE];
         d->pos[sl]++;
-        d->step[sl]++;
     }
     return 0;
 }

@@ -194,26 +194,3 @@ int qtts_gpu_add_rows(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t x
                             err);
 }
 
-static int rules(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *state, int64_t s_off,
-                 int64_t eos, qtts_gpu_buf *ids, int64_t id_index, int mode, qtts_err *err) {
-    if (n <= 0 || !small(eos)) return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU logits_rules: bad shape");
-    if (!fits(z, z_off, n)) return out_of_bounds(err, "logits_rules", "z");
-    if (!fits(state, s_off, QTTS_GPU_RULES_STATE(n))) return out_of_bounds(err, "logits_rules", "the state");
-    if (!fits(ids, id_index, 1)) return out_of_bounds(err, "logits_rules", "the id");
-    struct {
-        uint32_t n, z_off, s_off, eos, id_index, mode;
-    } pc = {(uint32_t)n, (uint32_t)z_off, (uint32_t)s_off, (uint32_t)eos, (uint32_t)id_index, (uint32_t)mode};
-    qtts_gpu_buf *b[] = {z, state, ids};
-    return qtts_vk_dispatch(s, QTTS_SHADER_logits_rules, b, &pc, sizeof pc, 1, 1, 1, err);
-}
-
-int qtts_gpu_logits_rules(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *state, int64_t s_off,
-                          int64_t eos, qtts_err *err) {
-    return rules(s, z, z_off, n, state, s_off, eos, state, 0, 0, err);
-}
-
-int qtts_gpu_rules_mark(qtts_gpu_seq *s, qtts_gpu_buf *state, int64_t s_off, int64_t n, qtts_gpu_buf *ids,
-                        int64_t id_index, qtts_err *err) {
-    /* z is not read in this mode: the state stands in for it */
-    return rules(s, state, s_off, n, state, s_off, 0, ids, id_index, 1, err);
-}

@@ -424,7 +424,7 @@ int qtts_batch_device_streams(const qtts_batch *b) {
 static int device_slot_for(const qtts_batch *b, const qtts_gen_request *r) {
     int64_t frames = r->p.max_frames;
     if (r->p.guard_max_frames > 0 && r->p.guard_max_frames < frames) frames = r->p.guard_max_frames;
-    if (r->p.talker.do_sample || r->p.cp.do_sample || r->text_open || r->prompt.n_rows + frames + 1 > b->gpu_max_pos)
+    if (r->text_open || r->prompt.n_rows + frames + 1 > b->gpu_max_pos)
         return -1;
     uint64_t used = 0;
     for (int i = 0; i < b->n; i++)
@@ -470,8 +470,9 @@ static int device_step(qtts_batch *b, qtts_err *err) {
         }
         stamp t0 = stamp_now();
         int32_t c0;
-        if (qtts_gpu_lm_prefill(b->gpu, r->gpu_slot, r->prompt.rows, r->prompt.n_rows, r->p.repetition_penalty,
-                                r->p.min_new_tokens, &c0, err))
+        const qtts_gpu_sample_settings ss = {r->p.talker, r->p.cp,          r->p.repetition_penalty, r->p.min_new_tokens,
+                                             c->codec_eos, r->p.seed, r->p.stream};
+        if (qtts_gpu_lm_prefill(b->gpu, r->gpu_slot, r->prompt.rows, r->prompt.n_rows, &ss, &c0, err))
             return -1;
         r->step = 1;
         if (c0 == c->codec_eos) finish(r, QTTS_STOP_EOS);

@@ -131,14 +131,15 @@ typedef struct {
 void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out);
 void qtts_batch_reset_timing(qtts_batch *b);
 
-/* Runs the LM work of greedy requests on a device (gpu/gpu_lm.h, `slots`
- * streams of `max_pos` talker positions each) from the next step on; the
- * batch does not own it. A request is put on the device when it joins if
- * both of its stages are greedy, its text is complete, a stream slot is free
- * and its prompt plus its frame cap fit max_pos; otherwise, and always for
- * sampled requests, it runs on the CPU beside them. Its tokens are the CPU
- * path's (the golden tests hold both to the reference); the trace hooks are
- * not called for it. NULL: everything on the CPU. */
+/* Runs the LM work of requests on a device (gpu/gpu_lm.h, `slots` streams
+ * of `max_pos` talker positions each) from the next step on; the batch does
+ * not own it. A request, greedy or sampled, is put on the device when it
+ * joins if its text is complete, a stream slot is free and its prompt plus
+ * its frame cap fit max_pos; otherwise it runs on the CPU beside them. Its
+ * tokens are the CPU path's: greedy ones exactly (the golden tests hold both
+ * to the reference), sampled ones at the same seeded draws except where a
+ * draw lies within ~1e-6 of a CDF boundary (gpu/gpu_sample.h); the trace
+ * hooks are not called for it. NULL: everything on the CPU. */
 struct qtts_gpu_lm;
 void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int64_t max_pos);
 /* 1 if r's LM work runs (or ran) on the batch's device. */

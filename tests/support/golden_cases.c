@@ -45,7 +45,8 @@ qtts_engine *golden_engine(const char *path, char *err, size_t err_size) {
     return eng;
 }
 
-int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *err, size_t err_size) {
+/* seed 0: greedy; otherwise the model's sampling settings with that seed */
+static int run_case(qtts_engine *e, const golden_case *c, uint64_t seed, pcm_buf *out, char *err, size_t err_size) {
     npy_array ref = {0};
     qtts_voice *voice = NULL;
     if (c->ref_wav) {
@@ -70,7 +71,9 @@ int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *er
     r.voice = voice;
     r.x_vector_only = c->ref_wav && !c->ref_text;
     r.layout = c->non_streaming ? QTTS_LAYOUT_NON_STREAMING : QTTS_LAYOUT_STREAMING;
-    r.greedy = 1;
+    r.greedy = seed == 0;
+    r.has_seed = seed != 0;
+    r.seed = seed;
     r.max_frames = c->max_new_tokens - 1; /* K talker steps give at most K-1 frames */
     qtts_result res;
     qtts_error se = {0};
@@ -78,4 +81,13 @@ int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *er
     if (rc) snprintf(err, err_size, "%s", se.message);
     qtts_voice_release(voice);
     return rc ? -1 : 0;
+}
+
+int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *err, size_t err_size) {
+    return run_case(e, c, 0, out, err, err_size);
+}
+
+int golden_case_run_sampled(qtts_engine *e, const golden_case *c, uint64_t seed, pcm_buf *out, char *err,
+                            size_t err_size) {
+    return run_case(e, c, seed, out, err, err_size);
 }

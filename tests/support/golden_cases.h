@@ -4,6 +4,7 @@
 #define QTTS_TEST_GOLDEN_CASES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "qtts.h"
 #include "support/test_util.h"
@@ -21,6 +22,9 @@ extern const size_t golden_case_count;
 /* Synthesizes case c greedily on e (a model of folder c->model, wherever it
  * lives) into out. Returns 0, or -1 with err. */
 int golden_case_run(qtts_engine *e, const golden_case *c, pcm_buf *out, char *err, size_t err_size);
+/* The same with the model's sampling settings and seed (> 0). */
+int golden_case_run_sampled(qtts_engine *e, const golden_case *c, uint64_t seed, pcm_buf *out, char *err,
+                            size_t err_size);
 
 /* An engine for the model folder at path (2 threads), or NULL with err. */
 qtts_engine *golden_engine(const char *path, char *err, size_t err_size);
