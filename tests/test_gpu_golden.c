@@ -19,6 +19,7 @@
 
 #include "gpu/gpu_lm.h"
 #include "harness.h"
+#include "support/gpu_device.h"
 #include "io/json_util.h"
 #include "model/generate.h"
 #include "support/npy.h"
@@ -323,14 +324,10 @@ static void run_model(qtts_gpu *g, qtts_pool *pool, const char *model, gcase *ca
 }
 
 int main(void) {
+    int skip;
+    qtts_gpu *g = test_gpu_open(&skip);
+    if (!g) return skip;
     qtts_err err = {0};
-    qtts_gpu *g = qtts_gpu_open("vulkan", &err);
-    if (!g) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", err.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
-    printf("device: %s\n", qtts_gpu_name(g));
     qtts_pool *pool = qtts_pool_create(1, &err);
     char path[1024];
     cJSON *man = json_load_file(golden_path(path, sizeof path, "manifest.json"), &err);

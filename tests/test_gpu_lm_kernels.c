@@ -9,6 +9,7 @@
 
 #include "gpu/gpu_ops.h"
 #include "harness.h"
+#include "support/gpu_device.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) {
@@ -53,14 +54,9 @@ static void test_add_rows(qtts_gpu *g) {
 }
 
 int main(void) {
-    qtts_err err = {0};
-    qtts_gpu *g = qtts_gpu_open("vulkan", &err);
-    if (!g) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", err.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
-    printf("device: %s\n", qtts_gpu_name(g));
+    int skip;
+    qtts_gpu *g = test_gpu_open(&skip);
+    if (!g) return skip;
     test_add_rows(g);
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation-layer errors", qtts_gpu_validation_errors(g));
     qtts_gpu_close(g);
