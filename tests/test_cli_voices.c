@@ -336,6 +336,46 @@ static void check_errors(const char *tmp, const char *vdir, const char *ref) {
     TEST_CHECK(qtts(a) == 0, "voices rm of a corrupt voice: %s", g_out);
 }
 
+/* The server's speech (greedy pcm) for voice with input. */
+static th_resp speak(int port, const char *voice, const char *input) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"language\":\"english\",\"response_format\":\"pcm\","
+             "\"temperature\":0,\"max_new_tokens\":6}",
+             input, voice);
+    th_resp r = {0};
+    th_post_json(port, "/v1/audio/speech", NULL, body, &r, 60);
+    return r;
+}
+
+static int same_resp(const th_resp *x, const th_resp *y) {
+    return x->status == 200 && y->status == 200 && x->body_len > 0 && x->body_len == y->body_len &&
+           !memcmp(x->body, y->body, x->body_len);
+}
+
+/* Through the server: dora's lexicon applies to dora's requests only (the
+ * engine merges the voice's entries in at submit); alice's bad one is
+ * reported at start and alice still speaks. */
+static void check_lexicon_server(const char *vdir) {
+    th_server srv;
+    const char *args[] = {"-m", BASE, "--threads", "2", "--voices-dir", vdir, NULL};
+    if (th_start(&srv, args, 60)) {
+        TEST_CHECK(0, "qtts serve --voices-dir starts");
+        th_stop(&srv, 10);
+        return;
+    }
+    th_resp d1 = speak(srv.port, "dora", "NGINX."), d2 = speak(srv.port, "dora", "engine x.");
+    th_resp a1 = speak(srv.port, "alice", "NGINX."), a2 = speak(srv.port, "alice", "engine x.");
+    TEST_CHECK(same_resp(&d1, &d2), "server: dora says NGINX as engine x (%d %d, %zu %zu bytes)", d1.status, d2.status,
+               d1.body_len, d2.body_len);
+    TEST_CHECK(a1.status == 200 && a2.status == 200 && !same_resp(&a1, &a2),
+               "server: alice (no usable lexicon) says NGINX as written (%d %d)", a1.status, a2.status);
+    th_resp_free(&d1), th_resp_free(&d2), th_resp_free(&a1), th_resp_free(&a2);
+    int stopped = th_stop(&srv, 30);
+    TEST_CHECK(stopped == 0 && strstr(srv.log, "voice 'alice': lexicon not used") && strstr(srv.log, "alice.lexicon:2:"),
+               "server: alice's bad lexicon reported at start: %s", srv.log);
+}
+
 /* Per-voice lexicons: `voices add --lexicon` (checked first), list, say and
  * normalize --voice, precedence over --lexicon, a bad file in the dir. */
 static void check_lexicon(const char *tmp, const char *vdir, const char *ref) {
@@ -401,6 +441,7 @@ static void check_lexicon(const char *tmp, const char *vdir, const char *ref) {
     rc = qtts_run(a, 0);
     TEST_CHECK(rc == 0 && strstr(g_out, "^ lexicon not used:") && strstr(g_out, "alice.lexicon:2:"),
                "voices list names the bad lexicon: %s", g_out);
+    check_lexicon_server(vdir);
     snprintf(p, sizeof p, "%s/alice.lexicon", vdir);
     unlink(p);
     snprintf(a, sizeof a, "voices rm dora --voices-dir '%s'", vdir);

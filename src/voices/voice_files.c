@@ -12,6 +12,7 @@
 #include "io/file.h"
 #include "io/rvq.h"
 #include "io/spk.h"
+#include "engine/voice_lexicon.h"
 #include "text/lexicon.h"
 
 /* a voice's .json is tiny; a cap keeps a stray large file from being read */
@@ -113,6 +114,10 @@ qtts_voice *srv_voice_files_load(qtts_engine *e, const char *dir, const char *na
     qtts_error e2 = {0};
     v = qtts_voice_from_parts(e, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, &e2);
     if (!v) snprintf(err, err_size, "voice '%s': %s", name, e2.message);
+    qtts_lexicon *lx = NULL;
+    char lerr[512];
+    if (v && srv_voice_files_lexicon(dir, name, &lx, lerr, sizeof lerr) == 0) qtts_voice_set_lexicon(v, lx);
+    qtts_lexicon_release(lx); /* a bad one is left out: the voice works without it (info says why) */
 done:
     free(x);
     free(codes);

@@ -65,7 +65,8 @@ int srv_voice_files_list(const char *dir, srv_voice_file_info **out, size_t *n, 
 void srv_voice_files_list_free(srv_voice_file_info *list, size_t n);
 
 /* The voice NAME of dir for engine e (a Base model), or NULL with err (files
- * missing, corrupt, or not this model's geometry). */
+ * missing, corrupt, or not this model's geometry). It carries NAME.lexicon
+ * (engine/voice_lexicon.h) when that parses; a bad one is left out. */
 qtts_voice *srv_voice_files_load(qtts_engine *e, const char *dir, const char *name, char *err, size_t err_size);
 
 /* NAME.lexicon into *out (a new reference; NULL when the voice has none).
