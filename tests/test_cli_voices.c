@@ -2,7 +2,9 @@
  * `qtts say --voice`, through the binary with the tiny golden models. A
  * registered voice must be the same voice as its reference audio (identical
  * samples for the same seed), the server and the CLI must share one voices
- * directory both ways, and every misuse gets a clear line and its exit code. */
+ * directory both ways, and every misuse gets a clear line and its exit code.
+ * A voice's lexicon (NAME.lexicon) applies to that voice only, over the
+ * global --lexicon; a bad one warns and the voice still speaks. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
@@ -334,6 +336,120 @@ static void check_errors(const char *tmp, const char *vdir, const char *ref) {
     TEST_CHECK(qtts(a) == 0, "voices rm of a corrupt voice: %s", g_out);
 }
 
+/* The server's speech (greedy pcm) for voice with input. */
+static th_resp speak(int port, const char *voice, const char *input) {
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"language\":\"english\",\"response_format\":\"pcm\","
+             "\"temperature\":0,\"max_new_tokens\":6}",
+             input, voice);
+    th_resp r = {0};
+    th_post_json(port, "/v1/audio/speech", NULL, body, &r, 60);
+    return r;
+}
+
+static int same_resp(const th_resp *x, const th_resp *y) {
+    return x->status == 200 && y->status == 200 && x->body_len > 0 && x->body_len == y->body_len &&
+           !memcmp(x->body, y->body, x->body_len);
+}
+
+/* Through the server: dora's lexicon applies to dora's requests only (the
+ * engine merges the voice's entries in at submit); alice's bad one is
+ * reported at start and alice still speaks. */
+static void check_lexicon_server(const char *vdir) {
+    th_server srv;
+    const char *args[] = {"-m", BASE, "--threads", "2", "--voices-dir", vdir, NULL};
+    if (th_start(&srv, args, 60)) {
+        TEST_CHECK(0, "qtts serve --voices-dir starts");
+        th_stop(&srv, 10);
+        return;
+    }
+    th_resp d1 = speak(srv.port, "dora", "NGINX."), d2 = speak(srv.port, "dora", "engine x.");
+    th_resp a1 = speak(srv.port, "alice", "NGINX."), a2 = speak(srv.port, "alice", "engine x.");
+    TEST_CHECK(same_resp(&d1, &d2), "server: dora says NGINX as engine x (%d %d, %zu %zu bytes)", d1.status, d2.status,
+               d1.body_len, d2.body_len);
+    TEST_CHECK(a1.status == 200 && a2.status == 200 && !same_resp(&a1, &a2),
+               "server: alice (no usable lexicon) says NGINX as written (%d %d)", a1.status, a2.status);
+    th_resp_free(&d1), th_resp_free(&d2), th_resp_free(&a1), th_resp_free(&a2);
+    int stopped = th_stop(&srv, 30);
+    TEST_CHECK(stopped == 0 && strstr(srv.log, "voice 'alice': lexicon not used") && strstr(srv.log, "alice.lexicon:2:"),
+               "server: alice's bad lexicon reported at start: %s", srv.log);
+}
+
+/* Per-voice lexicons: `voices add --lexicon` (checked first), list, say and
+ * normalize --voice, precedence over --lexicon, a bad file in the dir. */
+static void check_lexicon(const char *tmp, const char *vdir, const char *ref) {
+    char a[4 * PATH_MAX], vlex[PATH_MAX], glex[PATH_MAX], blex[PATH_MAX], p[3 * PATH_MAX];
+    snprintf(vlex, sizeof vlex, "%s/voice.lex", tmp);
+    snprintf(glex, sizeof glex, "%s/global.lex", tmp);
+    snprintf(blex, sizeof blex, "%s/bad.lex", tmp);
+    TEST_CHECK(!write_text_file(vlex, "nginx\tengine x\nQTTS\tcute ts\n") &&
+                   !write_text_file(glex, "NGINX\tglobal nginx\nkubectl\tcube control\n") &&
+                   !write_text_file(blex, "ok\tfine\nno tab here\n"),
+               "lexicon files");
+    int rc;
+    snprintf(a, sizeof a, "voices add dora --ref-audio '%s' --x-vector-only -m '" BASE "' --voices-dir '%s' --lexicon '%s'",
+             ref, vdir, blex);
+    rc = qtts(a);
+    snprintf(p, sizeof p, "%s/dora.spk", vdir);
+    TEST_CHECK(rc == 1 && strstr(g_out, "bad.lex:2: has no TAB") && !exists(p),
+               "a bad --lexicon is refused, with its line, before the voice is added: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "voices add dora --ref-audio '%s' --x-vector-only -m '" BASE "' --voices-dir '%s' --lexicon '%s'",
+             ref, vdir, vlex);
+    rc = qtts_run(a, 0);
+    snprintf(p, sizeof p, "%s/dora.lexicon", vdir);
+    TEST_CHECK(rc == 0 && exists(p) && strstr(g_out, "lexicon: 2 entries"), "voices add --lexicon: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "voices list --voices-dir '%s'", vdir);
+    rc = qtts_run(a, 0);
+    TEST_CHECK(rc == 0 && strstr(g_out, "^ lexicon: 2 entries"), "voices list shows the lexicon: %s", g_out);
+
+    const char *text = "NGINX and QTTS with kubectl";
+    struct {
+        const char *voice, *global, *want;
+    } cases[] = {
+        {"dora", glex, "engine x and cute ts with cube control"}, /* the voice's entry first, the global's for the rest */
+        {"alice", glex, "global nginx and QTTS with cube control"}, /* another voice: the global lexicon only */
+        {"dora", NULL, "engine x and cute ts with kubectl"},
+        {"alice", NULL, "NGINX and QTTS with kubectl"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char g[PATH_MAX + 16] = "";
+        if (cases[i].global) snprintf(g, sizeof g, "--lexicon '%s'", cases[i].global);
+        snprintf(a, sizeof a, "normalize --lang en --voice %s --voices-dir '%s' %s '%s'", cases[i].voice, vdir, g, text);
+        rc = qtts_run(a, 0);
+        TEST_CHECK(rc == 0 && !strncmp(g_out, cases[i].want, strlen(cases[i].want)), "normalize --voice %s %s: %s",
+                   cases[i].voice, g, g_out);
+        /* what `say --voice` reads: its verbose "normalized:" line */
+        snprintf(a, sizeof a, "say -v --threads 2 -m '" BASE "' --max-frames 2 --lang english --voice %s "
+                 "--voices-dir '%s' %s -o '%s/lex.wav' '%s'", cases[i].voice, vdir, g, tmp, text);
+        rc = qtts(a);
+        char want[256];
+        snprintf(want, sizeof want, "normalized: %s", cases[i].want);
+        TEST_CHECK(rc == 0 && strstr(g_out, want), "say --voice %s %s: %d %s", cases[i].voice, g, rc, g_out);
+    }
+
+    /* a bad lexicon in the directory: a warning, the voice still speaks without it */
+    snprintf(p, sizeof p, "cp '%s' '%s/alice.lexicon'", blex, vdir);
+    TEST_CHECK(system(p) == 0, "%s", p);
+    snprintf(a, sizeof a, "say -v --threads 2 -m '" BASE "' --max-frames 2 --lang english --voice alice "
+             "--voices-dir '%s' --lexicon '%s' -o '%s/lex.wav' '%s'", vdir, glex, tmp, text);
+    rc = qtts(a);
+    TEST_CHECK(rc == 0 && strstr(g_out, "lexicon not used") && strstr(g_out, "alice.lexicon:2:") &&
+                   strstr(g_out, "normalized: global nginx and QTTS with cube control"),
+               "a bad voice lexicon: warned, skipped: %d %s", rc, g_out);
+    snprintf(a, sizeof a, "voices list --voices-dir '%s'", vdir);
+    rc = qtts_run(a, 0);
+    TEST_CHECK(rc == 0 && strstr(g_out, "^ lexicon not used:") && strstr(g_out, "alice.lexicon:2:"),
+               "voices list names the bad lexicon: %s", g_out);
+    check_lexicon_server(vdir);
+    snprintf(p, sizeof p, "%s/alice.lexicon", vdir);
+    unlink(p);
+    snprintf(a, sizeof a, "voices rm dora --voices-dir '%s'", vdir);
+    TEST_CHECK(qtts(a) == 0, "voices rm dora: %s", g_out);
+    snprintf(p, sizeof p, "%s/dora.lexicon", vdir);
+    TEST_CHECK(!exists(p), "voices rm removed dora.lexicon");
+}
+
 int main(void) {
     char tmpl[] = "/tmp/qtts_cli_voices_XXXXXX", a[4 * PATH_MAX], vdir[PATH_MAX], ref[PATH_MAX], p[2 * PATH_MAX];
     char *tmp = mkdtemp(tmpl);
@@ -366,6 +482,7 @@ int main(void) {
     check_same_voice(tmp, vdir, ref);
     check_server(tmp, vdir, ref);
     check_errors(tmp, vdir, ref);
+    check_lexicon(tmp, vdir, ref);
 
     /* rm: all three files go; a second rm says what is there */
     snprintf(a, sizeof a, "voices rm carol --voices-dir '%s'", vdir);

@@ -3,7 +3,8 @@
  * words, URLs, e-mail addresses, hyphenated words), precedence (longest,
  * then the text's language), per-language scope, that it runs before the
  * number and symbol rules, CJK entries, off mode, the public load call, and
- * that text in pieces (qtts_norm_stream) gives the whole text's result. */
+ * that text in pieces (qtts_norm_stream) gives the whole text's result, and
+ * the merge of a registered voice's lexicon over the global one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,34 @@ static void expect(const qtts_lexicon *lx, const char *text, const char *lang, c
         qtts_norm_stream_free(s);
     }
     free(got);
+}
+
+/* qtts_lexicon_merge: the voice's entry for a written form (ignoring case)
+ * replaces the global's, of every language; other global entries stay; the
+ * longest match still wins across the two. */
+static void check_merge(void) {
+    qtts_err err = {0};
+    const char *vt = "nginx\tengine x\nQTTS\tcute ts\n",
+               *gt = "NGINX\tglobal nginx\nnginx\tglobal fr\tfr\nkubectl\tcube control\nQTTS engine\tthe engine\n";
+    qtts_lexicon *voice = qtts_lexicon_parse_text(vt, strlen(vt), "voice", &err);
+    qtts_lexicon *global = qtts_lexicon_parse_text(gt, strlen(gt), "global", &err);
+    TEST_CHECK(voice && global, "merge inputs: %s", err.msg);
+    if (!voice || !global) return;
+    qtts_lexicon *m = qtts_lexicon_merge(voice, global, &err);
+    TEST_CHECK(m && qtts_lexicon_size(m) == 4, "merged: 2 + 2 global entries not shadowed, not %zu",
+               qtts_lexicon_size(m));
+    if (m) {
+        expect(m, "NGINX runs kubectl.", "en", "engine x runs cube control.");
+        expect(m, "NGINX et kubectl.", "fr", "engine x et cube control.");
+        expect(m, "QTTS engine and QTTS.", "en", "the engine and cute ts.");
+    }
+    expect(global, "NGINX runs kubectl.", "en", "global nginx runs cube control.");
+    qtts_lexicon *only = qtts_lexicon_merge(NULL, global, &err);
+    TEST_CHECK(only == global && qtts_lexicon_merge(NULL, NULL, &err) == NULL, "merge with none: the other, held");
+    qtts_lexicon_release(only);
+    qtts_lexicon_release(m);
+    qtts_lexicon_release(voice);
+    qtts_lexicon_release(global);
 }
 
 static void bad_file(const char *text, const char *want) {
@@ -125,5 +154,6 @@ int main(void) {
                "missing file: %s", pe.message);
     TEST_CHECK(!qtts_lexicon_parse("a", 1, NULL, &pe) && strstr(pe.message, "lexicon:1:"), "unnamed: %s", pe.message);
     qtts_lexicon_release(lx);
+    check_merge();
     return test_finish("test_lexicon");
 }

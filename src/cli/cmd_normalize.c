@@ -3,15 +3,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "io/file.h"
 #include "text/lexicon.h"
 #include "text/normalize.h"
+#include "voices/voice_files.h"
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: qtts normalize [--lang L] [--mode off|basic|full] [--lexicon FILE] [--code-blocks skip|read] [TEXT]\n"
+            "usage: qtts normalize [--lang L] [--mode off|basic|full] [--lexicon FILE] [--code-blocks skip|read]\n"
+            "                      [--voice NAME [--voices-dir DIR]] [TEXT]\n"
             "\n"
             "Prints TEXT (or all of stdin when TEXT is absent) as the model will read it:\n"
             "markdown, emoji and URLs cleaned up, numbers, money, units, times and dates in\n"
@@ -22,12 +25,14 @@ static void usage(FILE *out) {
             "  --mode M     off (unchanged), basic (cleanup only) or full (default)\n"
             "  --lexicon F  pronunciation lexicon: written<TAB>spoken[<TAB>lang] per line,\n"
             "               applied first (docs/text.md)\n"
+            "  --voice NAME a registered voice: its NAME.lexicon in the voices directory\n"
+            "               (--voices-dir DIR or $QTTS_VOICES_DIR) applies over --lexicon\n"
             "  --code-blocks skip (default: fenced code is not read) or read (its lines as text)\n"
             "  -h, --help   this help\n");
 }
 
 int cmd_normalize(int argc, char **argv) {
-    const char *lang = "auto", *text = NULL, *lexicon_path = NULL;
+    const char *lang = "auto", *text = NULL, *lexicon_path = NULL, *voice = NULL, *voices_dir = NULL;
     int mode = QTTS_NORM_FULL, read_code = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -45,6 +50,10 @@ int cmd_normalize(int argc, char **argv) {
             read_code = !strcmp(v, "read");
         } else if (!strcmp(a, "--lexicon") && i + 1 < argc) {
             lexicon_path = argv[++i];
+        } else if (!strcmp(a, "--voice") && i + 1 < argc) {
+            voice = argv[++i];
+        } else if (!strcmp(a, "--voices-dir") && i + 1 < argc) {
+            voices_dir = argv[++i];
         } else if (!strcmp(a, "--mode") && i + 1 < argc) {
             mode = qtts_norm_mode_parse(argv[++i]);
             if (mode < 0) {
@@ -69,6 +78,26 @@ int cmd_normalize(int argc, char **argv) {
     if (lexicon_path && !(lex = qtts_lexicon_load_file(lexicon_path, &err))) {
         cli_error("normalize: --lexicon: %s", err.msg);
         return CLI_FAIL;
+    }
+    if (voice) { /* the registered voice's lexicon over --lexicon, as a request with it gets */
+        const char *dir = cli_voices_dir(voices_dir);
+        struct stat st;
+        if (!dir || !srv_voice_name_ok(voice) || srv_voice_files_stat(dir, voice, &st) != 0) {
+            cli_error("normalize: --voice %.80s: no such registered voice%s%s", voice, dir ? " in " : "",
+                      dir ? dir : " (no --voices-dir DIR or $QTTS_VOICES_DIR)");
+            qtts_lexicon_release(lex);
+            return CLI_FAIL;
+        }
+        qtts_lexicon *merged = NULL;
+        char warn[600];
+        int rc = srv_voice_files_request_lexicon(dir, voice, lex, &merged, warn, sizeof warn);
+        qtts_lexicon_release(lex);
+        if (rc) {
+            cli_error("normalize: %s", warn);
+            return CLI_FAIL;
+        }
+        if (warn[0]) fprintf(stderr, "qtts: warning: voice '%s': lexicon not used: %s\n", voice, warn);
+        lex = merged;
     }
     if (!text) {
         if (qtts_read_stream(stdin, "standard input", (size_t)1 << 26, &owned, &len, &err)) {

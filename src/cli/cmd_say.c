@@ -63,7 +63,8 @@ static void say_usage(FILE *out) {
             "                            basic (markdown, emoji, URLs only) or off; see qtts normalize\n"
             "      --no-normalize        the same as --normalize off\n"
             "      --lexicon FILE        pronunciation lexicon: written<TAB>spoken[<TAB>lang] per line,\n"
-            "                            applied before numbers and symbols (docs/text.md)\n"
+            "                            applied before numbers and symbols (docs/text.md); a registered\n"
+            "                            --voice's own NAME.lexicon applies over it\n"
             "      --code-blocks skip|read  fenced code in markdown: not read (default) or its lines read\n"
             "      --text-layout L       streaming or non-streaming (default: the official one per mode)\n"
             "  sampling:\n"
@@ -1188,6 +1189,20 @@ int cmd_say(int argc, char **argv) {
             return CLI_FAIL;
         }
         o.req.lexicon = lexicon;
+    }
+    const char *vdir = o.voice ? cli_voices_dir(o.voices_dir) : NULL;
+    struct stat vst;
+    if (vdir && srv_voice_files_stat(vdir, o.voice, &vst) == 0) { /* a registered voice's own lexicon first */
+        qtts_lexicon *merged = NULL;
+        char warn[600];
+        if (srv_voice_files_request_lexicon(vdir, o.voice, lexicon, &merged, warn, sizeof warn)) {
+            cli_error("%s", warn);
+            qtts_lexicon_release(lexicon);
+            return CLI_FAIL;
+        }
+        if (warn[0]) fprintf(stderr, "qtts: warning: voice '%s': lexicon not used: %s\n", o.voice, warn);
+        qtts_lexicon_release(lexicon);
+        o.req.lexicon = lexicon = merged;
     }
     rc = cmd_say_run(&o, argc, argv);
     qtts_lexicon_release(lexicon);

@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "io/file.h"
 #include "qtts.h"
+#include "text/lexicon.h"
 #include "voices/voice_files.h"
 #include "voices/voice_import.h"
 #include "voices/voice_store.h"
@@ -32,9 +33,10 @@ static void voices_usage(FILE *out) {
     fprintf(out,
             "usage: qtts voices list [--voices-dir DIR] [--json]\n"
             "       qtts voices add NAME --ref-audio FILE [--ref-text TEXT | --x-vector-only] [-m MODEL]\n"
-            "                       [--voices-dir DIR] [--threads N]\n"
+            "                       [--lexicon FILE] [--voices-dir DIR] [--threads N]\n"
             "       qtts voices rm NAME [--voices-dir DIR]\n"
-            "       qtts voices import FILE [--name NAME] [--rvq FILE] [--ref-text TEXT] [--voices-dir DIR]\n"
+            "       qtts voices import FILE [--name NAME] [--rvq FILE] [--ref-text TEXT] [--lexicon FILE]\n"
+            "                       [--voices-dir DIR]\n"
             "\n"
             "Registered (cloned) voices: the directory `qtts serve --voices-dir DIR` keeps, used by\n"
             "`qtts say --voice NAME` and the server's \"voice\". list and rm need no model.\n"
@@ -47,6 +49,9 @@ static void voices_usage(FILE *out) {
             "      --x-vector-only       add: no transcript; the voice clones from the speaker embedding\n"
             "                            alone (also what happens without --ref-text)\n"
             "      --threads N           add: compute threads (default: all CPUs)\n"
+            "      --lexicon FILE        add, import: the voice's pronunciation lexicon (written<TAB>spoken\n"
+            "                            [<TAB>lang] per line), checked and kept as NAME.lexicon; requests\n"
+            "                            with the voice use its entries over the global --lexicon's\n"
             "      --name NAME           import: the voice's name (default: FILE's name less its extension;\n"
             "                            a voice pack's voices keep their own names)\n"
             "      --rvq FILE            import: reference codes (.rvq) for a raw x-vector (default: FILE's\n"
@@ -144,6 +149,8 @@ static void print_table(const srv_voice_file_info *list, size_t n) {
         printf("%-*s  %-13s  %6zu  %7.2f  %s\n", w, v->name, mode_of(v), v->n_frames,
                (double)v->n_frames * SRV_VOICE_FRAME_SECONDS, text);
         if (v->error[0]) printf("%-*s  ^ %s\n", w, "", v->error);
+        if (v->lexicon_error[0]) printf("%-*s  ^ lexicon not used: %s\n", w, "", v->lexicon_error);
+        else if (v->has_lexicon) printf("%-*s  ^ lexicon: %zu entries\n", w, "", v->lexicon_entries);
     }
 }
 
@@ -163,7 +170,10 @@ static int print_json(const char *dir, const srv_voice_file_info *list, size_t n
              cJSON_AddNumberToObject(o, "xvector_size", (double)v->xvec_len) &&
              (v->ref_text ? cJSON_AddStringToObject(o, "ref_text", v->ref_text) != NULL
                           : cJSON_AddNullToObject(o, "ref_text") != NULL) &&
-             (!v->error[0] || cJSON_AddStringToObject(o, "error", v->error));
+             (!v->error[0] || cJSON_AddStringToObject(o, "error", v->error)) &&
+             (!v->has_lexicon || v->lexicon_error[0] ||
+              cJSON_AddNumberToObject(o, "lexicon_entries", (double)v->lexicon_entries)) &&
+             (!v->lexicon_error[0] || cJSON_AddStringToObject(o, "lexicon_error", v->lexicon_error));
     }
     char *js = ok ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
@@ -210,9 +220,38 @@ static int voices_rm(const char *dir, const char *name, int quiet) {
 }
 
 typedef struct {
-    const char *dir, *name, *model, *ref_audio, *ref_text;
+    const char *dir, *name, *model, *ref_audio, *ref_text, *lexicon;
     int x_vector_only, threads, quiet;
 } add_opts;
+
+/* --lexicon FILE read and checked before anything is registered: *text
+ * (malloc'd) is what NAME.lexicon receives. */
+static int lexicon_read(const char *path, char **text, size_t *n) {
+    qtts_err qe = {0};
+    *text = NULL, *n = 0;
+    if (!path) return 0;
+    qtts_lexicon *lx = NULL;
+    if (qtts_read_file(path, (size_t)4 << 20, text, n, &qe) || !(lx = qtts_lexicon_parse_text(*text, *n, path, &qe))) {
+        cli_error("--lexicon: %s", qe.msg);
+        free(*text);
+        *text = NULL;
+        return -1;
+    }
+    qtts_lexicon_release(lx);
+    return 0;
+}
+
+/* Puts the checked lexicon beside the registered voice NAME. */
+static int lexicon_attach(const char *dir, const char *name, const char *path, const char *text, size_t n) {
+    if (!text) return 0;
+    char err[512];
+    unsigned long counter = 0x4C58; /* distinct from the voice writes' temp names in this process */
+    if (srv_voice_files_write_lexicon(dir, name, text, n, path, &counter, err, sizeof err)) {
+        cli_error("voice '%s' was registered, but its lexicon was not: %s", name, err);
+        return -1;
+    }
+    return 0;
+}
 
 static void warn_line(void *user, const char *msg) {
     (void)user;
@@ -265,11 +304,17 @@ static int voices_add(const add_opts *o) {
         cli_error("voice '%s' already exists in %s (remove it first: qtts voices rm %s)", o->name, o->dir, o->name);
         return CLI_FAIL;
     }
+    char *lex_text = NULL;
+    size_t lex_len = 0;
+    if (lexicon_read(o->lexicon, &lex_text, &lex_len)) return CLI_FAIL; /* before minutes of model loading */
     char model_buf[PATH_MAX];
     qtts_engine_params ep;
     qtts_engine_params_default(&ep);
     ep.model_path = cli_resolve_model(o->model, model_buf, sizeof model_buf);
-    if (!ep.model_path) return cli_model_path(o->model) ? CLI_FAIL : CLI_USAGE; /* it said why */
+    if (!ep.model_path) {
+        free(lex_text);
+        return cli_model_path(o->model) ? CLI_FAIL : CLI_USAGE; /* it said why */
+    }
     ep.n_threads = o->threads;
     ep.max_batch = 1;
     char *audio = NULL;
@@ -277,6 +322,7 @@ static int voices_add(const add_opts *o) {
     qtts_err qe = {0};
     if (qtts_read_file(o->ref_audio, MAX_AUDIO_BYTES, &audio, &n_audio, &qe)) {
         cli_error("%s", qe.msg);
+        free(lex_text);
         return CLI_FAIL;
     }
     qtts_error qerr = {0};
@@ -286,6 +332,8 @@ static int voices_add(const add_opts *o) {
     else rc = add_with_engine(o, e, audio, n_audio);
     qtts_engine_free(e);
     free(audio);
+    if (rc == CLI_OK && lexicon_attach(o->dir, o->name, o->lexicon, lex_text, lex_len)) rc = CLI_FAIL;
+    free(lex_text);
     if (rc != CLI_OK) return rc;
     /* the result, as `voices list` shows it: read back from the files */
     srv_voice_file_info info;
@@ -303,7 +351,7 @@ static int voices_add(const add_opts *o) {
 /* ---- import ---- */
 
 typedef struct {
-    const char *dir, *file, *name, *rvq, *ref_text;
+    const char *dir, *file, *name, *rvq, *ref_text, *lexicon;
     int quiet;
 } import_opts;
 
@@ -324,7 +372,7 @@ static void file_stem(const char *file, char *out, size_t n) {
     snprintf(out, n, "%.*s", (int)(dot && dot > base ? dot - base : (ptrdiff_t)strlen(base)), base);
 }
 
-static int import_write(const import_opts *o, voice_import_set *set) {
+static int import_write(const import_opts *o, voice_import_set *set, const char *lex_text, size_t lex_len) {
     char err[512];
     struct stat st;
     for (int i = 0; i < set->n; i++) { /* every name checked before anything is written */
@@ -351,6 +399,7 @@ static int import_write(const import_opts *o, voice_import_set *set) {
             cli_error("%s", err);
             return CLI_FAIL;
         }
+        if (lexicon_attach(o->dir, it->name, o->lexicon, lex_text, lex_len)) return CLI_FAIL;
         srv_voice_file_info info;
         if (srv_voice_files_info(o->dir, it->name, &info, err, sizeof err)) {
             cli_error("%s", err);
@@ -371,10 +420,14 @@ static int voices_import(const import_opts *o) {
     qtts_err qe = {0};
     const char *rvq_file = o->rvq;
     if (!rvq_file && sibling_rvq(o->file, rvq_path, sizeof rvq_path)) rvq_file = rvq_path;
+    char *lex_text = NULL;
+    size_t lex_len = 0;
+    if (lexicon_read(o->lexicon, &lex_text, &lex_len)) return CLI_FAIL;
     if (qtts_read_file(o->file, MAX_AUDIO_BYTES, &buf, &n, &qe) ||
         (rvq_file && qtts_read_file(rvq_file, MAX_AUDIO_BYTES, &rvq, &n_rvq, &qe))) {
         cli_error("%s", qe.msg);
         free(buf);
+        free(lex_text);
         return CLI_FAIL;
     }
     voice_import_set set;
@@ -395,16 +448,17 @@ static int voices_import(const import_opts *o) {
         if (o->ref_text && !(set.items[0].ref_text = strdup(o->ref_text))) cli_error("out of memory");
         else {
             if (rvq_file && !o->quiet) fprintf(stderr, "qtts: codes from %s\n", rvq_file);
-            rc = import_write(o, &set);
+            rc = import_write(o, &set, lex_text, lex_len);
         }
     }
     voice_import_free(&set);
     free(buf);
     free(rvq);
+    free(lex_text);
     return rc;
 }
 
-enum { O_VOICES_DIR = 256, O_JSON, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_THREADS, O_NAME, O_RVQ };
+enum { O_VOICES_DIR = 256, O_JSON, O_REF_AUDIO, O_REF_TEXT, O_XVEC, O_THREADS, O_NAME, O_RVQ, O_LEXICON };
 static const struct option voices_options[] = {
     {"voices-dir", required_argument, 0, O_VOICES_DIR},
     {"json", no_argument, 0, O_JSON},
@@ -415,6 +469,7 @@ static const struct option voices_options[] = {
     {"threads", required_argument, 0, O_THREADS},
     {"name", required_argument, 0, O_NAME},
     {"rvq", required_argument, 0, O_RVQ},
+    {"lexicon", required_argument, 0, O_LEXICON},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -438,7 +493,7 @@ int cmd_voices(int argc, char **argv) {
     }
     add_opts o = {0};
     import_opts io = {0};
-    int json = 0, add_only = 0, import_only = 0, text_given = 0;
+    int json = 0, add_only = 0, import_only = 0, text_given = 0, lexicon_given = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -458,6 +513,10 @@ int cmd_voices(int argc, char **argv) {
         case O_REF_TEXT:
             o.ref_text = io.ref_text = optarg;
             text_given = 1;
+            break;
+        case O_LEXICON:
+            o.lexicon = io.lexicon = optarg;
+            lexicon_given = 1;
             break;
         case O_NAME:
             io.name = optarg;
@@ -491,11 +550,11 @@ int cmd_voices(int argc, char **argv) {
         return CLI_USAGE;
     }
     if ((add_only && !is_add) || (json && !is_list) || (import_only && !is_import) ||
-        (text_given && !is_add && !is_import)) {
+        ((text_given || lexicon_given) && !is_add && !is_import)) {
         cli_error("voices %s: %s applies to 'voices %s' only", sub, json ? "--json" : "that option",
                   json                      ? "list"
                   : import_only             ? "import"
-                  : text_given && !add_only ? "add' or 'voices import"
+                  : (text_given || lexicon_given) && !add_only ? "add' or 'voices import"
                                             : "add");
         return CLI_USAGE;
     }

@@ -36,6 +36,7 @@ struct qtts_voice {
     size_t n_frames;
     int n_codebooks;
     char *ref_text;
+    qtts_lexicon *lexicon; /* its own pronunciation lexicon (engine/voice_lexicon.h), held; NULL: none */
 };
 
 /* One request inside the engine: the owned copy of the request, and its

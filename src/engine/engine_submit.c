@@ -14,6 +14,7 @@
 #include "core/sampling_ranges.h"
 #include "engine/engine_internal.h"
 #include "engine/stream.h"
+#include "text/lexicon.h"
 #include "text/norm_lang.h"
 #include "text/normalize.h"
 #include "text/utf8.h"
@@ -156,7 +157,7 @@ static int check_request(const qtts_engine *e, const qtts_request *r, qtts_mode 
 
 /* The text front end on the engine's copy of the text (byte work on the
  * caller's thread, like validation). */
-static int normalize_text(const qtts_request *r, char **text, qtts_err *err) {
+static int normalize_text(const qtts_request *r, const qtts_lexicon *lexicon, char **text, qtts_err *err) {
     const int mode = qtts_norm_mode_of_request(r->normalize);
     if (mode < 0)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "normalize must be a qtts_normalize_mode (0-3), not %d",
@@ -167,7 +168,7 @@ static int normalize_text(const qtts_request *r, char **text, qtts_err *err) {
     if (mode == QTTS_NORM_OFF) return 0;
     /* a language without text rules (a dialect): guessed from the text */
     const char *lang = qtts_norm_lang_find(r->language) ? r->language : "auto";
-    qtts_norm_opts o = {.lexicon = r->lexicon, .read_code = r->code_blocks == QTTS_CODE_BLOCKS_READ};
+    qtts_norm_opts o = {.lexicon = lexicon, .read_code = r->code_blocks == QTTS_CODE_BLOCKS_READ};
     char *out = qtts_text_normalize_opts(*text, strlen(*text), lang, (qtts_norm_mode)mode, &o, NULL, err);
     if (!out) return qtts_fail_prefix(err, "normalizing the text");
     if (!out[strspn(out, " \t\r\n")]) {
@@ -186,8 +187,16 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
     int oom = !s;
     if (s) {
         s->req = *r;
+        /* a registered voice's own entries over the request's */
+        const qtts_lexicon *own = r->voice ? r->voice->lexicon : NULL;
+        s->lexicon = own ? qtts_lexicon_merge(own, r->lexicon, err) : qtts_lexicon_retain((qtts_lexicon *)r->lexicon);
+        s->req.lexicon = s->lexicon;
+        if (own && !s->lexicon) {
+            slot_free(s);
+            return NULL;
+        }
         s->text = r->text_incomplete ? NULL : dup_or_null(r->text, &oom); /* incremental: in the stream */
-        if (s->text && normalize_text(r, &s->text, err)) {
+        if (s->text && normalize_text(r, s->lexicon, &s->text, err)) {
             slot_free(s);
             return NULL;
         }
@@ -200,8 +209,6 @@ static slot *slot_from_request(const qtts_request *r, qtts_mode mode, qtts_err *
         s->req.instruct = s->instruct;
         s->voice = r->voice ? qtts_voice_retain((qtts_voice *)r->voice) : NULL;
         s->req.voice = s->voice;
-        s->lexicon = qtts_lexicon_retain((qtts_lexicon *)r->lexicon);
-        s->req.lexicon = s->lexicon;
         s->stream = stream_new();
         if (!s->stream) oom = 1;
         if (s->stream && r->text_incomplete) {

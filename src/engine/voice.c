@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine/engine_internal.h"
+#include "engine/voice_lexicon.h"
 
 #include "audio/audio_read.h"
 #include "io/rvq.h"
@@ -85,8 +86,17 @@ void qtts_voice_release(qtts_voice *v) {
     free(v->xvec);
     free(v->codes);
     free(v->ref_text);
+    qtts_lexicon_release(v->lexicon);
     free(v);
 }
+
+void qtts_voice_set_lexicon(qtts_voice *v, const qtts_lexicon *lx) {
+    qtts_lexicon *held = qtts_lexicon_retain((qtts_lexicon *)lx);
+    qtts_lexicon_release(v->lexicon);
+    v->lexicon = held;
+}
+
+const qtts_lexicon *qtts_voice_lexicon(const qtts_voice *v) { return v ? v->lexicon : NULL; }
 
 const float *qtts_voice_xvector(const qtts_voice *v, size_t *len) {
     if (len) *len = v->xvec_len;

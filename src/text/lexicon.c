@@ -198,6 +198,60 @@ qtts_lexicon *qtts_lexicon_load_file(const char *path, qtts_err *err) {
     return lx;
 }
 
+/* e's written form folded (a new string), to compare ignoring case. */
+static char *folded_key(const lex_entry *e, size_t *len) {
+    if (e->fold) {
+        *len = e->key_len;
+        return strndup(e->key, e->key_len);
+    }
+    return fold_copy(e->key, e->key_len, len);
+}
+
+static int copy_entry(qtts_lexicon *lx, const lex_entry *e) {
+    lex_entry c = *e;
+    c.key = malloc(e->key_len + 1);
+    c.value = strdup(e->value);
+    if (!c.key || !c.value) {
+        free(c.key), free(c.value);
+        return -1;
+    }
+    memcpy(c.key, e->key, e->key_len + 1);
+    lx->e[lx->n++] = c;
+    if (c.key_len > lx->max_key) lx->max_key = c.key_len;
+    return 0;
+}
+
+qtts_lexicon *qtts_lexicon_merge(const qtts_lexicon *first, const qtts_lexicon *then, qtts_err *err) {
+    if (!first || !then) return qtts_lexicon_retain((qtts_lexicon *)(first ? first : then));
+    qtts_lexicon *lx = calloc(1, sizeof *lx);
+    char **fk = calloc(first->n + 1, sizeof *fk);
+    size_t *fl = calloc(first->n + 1, sizeof *fl);
+    if (lx) atomic_init(&lx->refs, 1);
+    if (!lx || !fk || !fl || !(lx->e = malloc((first->n + then->n + 1) * sizeof *lx->e))) goto oom;
+    lx->max_key = first->max_key > then->max_key ? first->max_key : then->max_key;
+    for (size_t i = 0; i < first->n; i++)
+        if (!(fk[i] = folded_key(&first->e[i], &fl[i])) || copy_entry(lx, &first->e[i])) goto oom;
+    for (size_t j = 0; j < then->n; j++) {
+        size_t len;
+        char *k = folded_key(&then->e[j], &len);
+        if (!k) goto oom;
+        int shadowed = 0;
+        for (size_t i = 0; i < first->n && !shadowed; i++) shadowed = fl[i] == len && !memcmp(fk[i], k, len);
+        free(k);
+        if (!shadowed && copy_entry(lx, &then->e[j])) goto oom;
+    }
+    for (size_t i = 0; i < first->n; i++) free(fk[i]);
+    free(fk), free(fl);
+    return lx;
+oom:
+    if (fk)
+        for (size_t i = 0; i < first->n; i++) free(fk[i]);
+    free(fk), free(fl);
+    if (lx) lex_free(lx);
+    qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+    return NULL;
+}
+
 /* The code point before s[p] (0 at the start). */
 static uint32_t cp_before(const char *s, size_t p) {
     if (!p) return 0;

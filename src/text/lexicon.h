@@ -31,6 +31,15 @@ qtts_lexicon *qtts_lexicon_parse_text(const char *text, size_t len, const char *
 qtts_lexicon *qtts_lexicon_load_file(const char *path, qtts_err *err);
 size_t qtts_lexicon_size(const qtts_lexicon *lx); /* entries */
 
+/* One lexicon of two (a registered voice's over the global one): every
+ * entry of first, then those of then whose written form first does not
+ * define (compared ignoring case), so first's entry for a written form
+ * replaces all of then's for it; different written forms keep the longest
+ * match rule, and at equal length first's wins. Either may be NULL: then
+ * the other gains a reference (NULL when both are). A new lexicon with one
+ * reference otherwise, or NULL with err (out of memory). */
+qtts_lexicon *qtts_lexicon_merge(const qtts_lexicon *first, const qtts_lexicon *then, qtts_err *err);
+
 /* Replaces the entries of lang (an ISO code) in s[from, n) (s[0, from): the
  * text before, for the word boundary), appending to out. complete 0: more
  * text may follow, so it stops where a match could still reach past n.

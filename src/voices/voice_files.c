@@ -12,6 +12,8 @@
 #include "io/file.h"
 #include "io/rvq.h"
 #include "io/spk.h"
+#include "engine/voice_lexicon.h"
+#include "text/lexicon.h"
 
 /* a voice's .json is tiny; a cap keeps a stray large file from being read */
 #define MAX_VOICE_FILE_BYTES ((size_t)1 << 20)
@@ -112,6 +114,10 @@ qtts_voice *srv_voice_files_load(qtts_engine *e, const char *dir, const char *na
     qtts_error e2 = {0};
     v = qtts_voice_from_parts(e, x, (size_t)xlen, codes, (size_t)n_frames, ref_text, &e2);
     if (!v) snprintf(err, err_size, "voice '%s': %s", name, e2.message);
+    qtts_lexicon *lx = NULL;
+    char lerr[512];
+    if (v && srv_voice_files_lexicon(dir, name, &lx, lerr, sizeof lerr) == 0) qtts_voice_set_lexicon(v, lx);
+    qtts_lexicon_release(lx); /* a bad one is left out: the voice works without it (info says why) */
 done:
     free(x);
     free(codes);
@@ -158,8 +164,42 @@ int srv_voice_files_info(const char *dir, const char *name, srv_voice_file_info 
         return -1;
     }
     info->in_context = info->has_codes && info->ref_text; /* the engine's rule (engine_submit.c) */
+    path_of(dir, name, "lexicon", path, sizeof path);
+    info->has_lexicon = access(path, F_OK) == 0;
+    qtts_lexicon *lx = NULL;
+    if (info->has_lexicon && srv_voice_files_lexicon(dir, name, &lx, info->lexicon_error, sizeof info->lexicon_error) == 0)
+        info->lexicon_entries = qtts_lexicon_size(lx);
+    qtts_lexicon_release(lx);
     return 0;
 }
+
+int srv_voice_files_lexicon(const char *dir, const char *name, qtts_lexicon **out, char *err, size_t err_size) {
+    char path[4096];
+    *out = NULL;
+    path_of(dir, name, "lexicon", path, sizeof path);
+    if (access(path, F_OK) != 0) return 0;
+    qtts_err qe = {0};
+    if (!(*out = qtts_lexicon_load_file(path, &qe))) {
+        snprintf(err, err_size, "%s", qe.msg);
+        return -1;
+    }
+    return 0;
+}
+
+int srv_voice_files_request_lexicon(const char *dir, const char *name, const qtts_lexicon *global,
+                                    qtts_lexicon **out, char *warn, size_t warn_size) {
+    qtts_lexicon *own = NULL;
+    warn[0] = 0;
+    if (dir && name && srv_voice_name_ok(name) && srv_voice_files_lexicon(dir, name, &own, warn, warn_size))
+        own = NULL; /* warn says why; the voice goes on without it */
+    qtts_err qe = {0};
+    *out = qtts_lexicon_merge(own, global, &qe);
+    int failed = !*out && (own || global);
+    qtts_lexicon_release(own);
+    if (failed) snprintf(warn, warn_size, "%s", qe.msg);
+    return failed ? -1 : 0;
+}
+
 
 void srv_voice_files_info_free(srv_voice_file_info *info) {
     if (!info) return;
@@ -325,6 +365,8 @@ int srv_voice_files_write_parts(const char *dir, const char *name, const float *
         snprintf(err, err_size, "voice '%s' already exists", name);
         return -2;
     }
+    path_of(dir, name, "lexicon", path, sizeof path);
+    unlink(path); /* an orphan of an earlier deletion cut short: a new voice starts with none */
     size_t size = 0;
     qtts_err qe = {0};
     path_of(dir, name, "rvq", path, sizeof path);
@@ -428,6 +470,23 @@ int srv_voice_files_delete(const char *dir, const char *name, char *err, size_t 
     unlink(path);
     path_of(dir, name, "json", path, sizeof path);
     unlink(path);
+    path_of(dir, name, "lexicon", path, sizeof path);
+    unlink(path);
     fsync_dir(dir, e2, sizeof e2);
     return 0;
+}
+
+int srv_voice_files_write_lexicon(const char *dir, const char *name, const char *text, size_t len,
+                                  const char *source, unsigned long *tmp_counter, char *err, size_t err_size) {
+    qtts_err qe = {0};
+    qtts_lexicon *lx = qtts_lexicon_parse_text(text, len, source, &qe);
+    if (!lx) {
+        snprintf(err, err_size, "%s", qe.msg);
+        return -1;
+    }
+    qtts_lexicon_release(lx);
+    char path[4096];
+    path_of(dir, name, "lexicon", path, sizeof path);
+    if (write_file_atomic(dir, tmp_counter, path, text, len, 0, err, err_size)) return -1;
+    return fsync_dir(dir, err, err_size);
 }

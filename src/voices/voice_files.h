@@ -4,6 +4,8 @@
  *   NAME.spk   x-vector, float32 LE (the commit point: the voice exists iff it does)
  *   NAME.rvq   reference codes (.rvq format); absent for a voice made without them
  *   NAME.json  {"name": ..., "ref_text": ...}; absent or unreadable = no transcript
+ *   NAME.lexicon  the voice's pronunciation lexicon (text/lexicon.h format);
+ *              absent = none; a bad one is reported and the voice works without it
  * Writes go to a temp file that is fsynced and renamed; NAME.spk is linked into
  * place last and that fails if it exists, so a crash never exposes a
  * half-registered voice and two writers cannot overwrite each other. Deletion
@@ -45,6 +47,9 @@ typedef struct {
     char *ref_text; /* NAME.json's transcript: malloc'd or NULL */
     int in_context; /* codes and a transcript: a Base model clones in context, else from the x-vector alone */
     char error[512]; /* non-empty: the files are corrupt, and why (the fields above are partial) */
+    int has_lexicon; /* NAME.lexicon exists */
+    size_t lexicon_entries; /* its entries when it parses */
+    char lexicon_error[512]; /* non-empty: it does not parse ("path:line: why"); the voice works without it */
 } srv_voice_file_info;
 
 /* What NAME's files hold, read without an engine, with the loader's checks
@@ -60,8 +65,25 @@ int srv_voice_files_list(const char *dir, srv_voice_file_info **out, size_t *n, 
 void srv_voice_files_list_free(srv_voice_file_info *list, size_t n);
 
 /* The voice NAME of dir for engine e (a Base model), or NULL with err (files
- * missing, corrupt, or not this model's geometry). */
+ * missing, corrupt, or not this model's geometry). It carries NAME.lexicon
+ * (engine/voice_lexicon.h) when that parses; a bad one is left out. */
 qtts_voice *srv_voice_files_load(qtts_engine *e, const char *dir, const char *name, char *err, size_t err_size);
+
+/* NAME.lexicon into *out (a new reference; NULL when the voice has none).
+ * Returns 0, or -1 with err ("path:line: why") when it does not parse. */
+int srv_voice_files_lexicon(const char *dir, const char *name, qtts_lexicon **out, char *err, size_t err_size);
+
+/* The lexicon a request with voice NAME uses: NAME.lexicon's entries over
+ * global's (qtts_lexicon_merge), a new reference in *out (NULL: neither).
+ * A bad NAME.lexicon is left out, with its reason in warn (warn[0] = 0
+ * otherwise). Returns 0, or -1 out of memory (err). */
+int srv_voice_files_request_lexicon(const char *dir, const char *name, const qtts_lexicon *global,
+                                    qtts_lexicon **out, char *warn, size_t warn_size);
+
+/* Writes text (checked to parse first: err "name:line: why") as NAME.lexicon
+ * of an existing voice, atomically replacing any. Returns 0, or -1 (err). */
+int srv_voice_files_write_lexicon(const char *dir, const char *name, const char *text, size_t len,
+                                  const char *source, unsigned long *tmp_counter, char *err, size_t err_size);
 
 /* Writes v as NAME (crash-safe, see above); *st receives NAME.spk's stat.
  * *tmp_counter makes temp names unique within the process: callers that
@@ -77,7 +99,7 @@ int srv_voice_files_write_parts(const char *dir, const char *name, const float *
                                 size_t n_frames, int64_t n_q, const char *rt, unsigned long *tmp_counter,
                                 struct stat *st, char *err, size_t err_size);
 
-/* Removes NAME (NAME.spk first). Returns 0, -2 if unknown, -1 on an I/O
+/* Removes NAME (NAME.spk first, then its other files). Returns 0, -2 if unknown, -1 on an I/O
  * failure (err). */
 int srv_voice_files_delete(const char *dir, const char *name, char *err, size_t err_size);
 

@@ -175,6 +175,13 @@ srv_voices *srv_voices_open(qtts_engine *e, const char *dir, void (*warn)(void *
             entry *en = lookup_locked(vs, name, &unknown, e2, sizeof e2);
             pthread_mutex_unlock(&vs->mu);
             if (!en && warn) warn(warn_user, e2);
+            qtts_lexicon *lx = NULL;
+            char e3[700];
+            if (en && warn && srv_voice_files_lexicon(dir, name, &lx, e2, sizeof e2)) {
+                snprintf(e3, sizeof e3, "voice '%s': lexicon not used: %s", name, e2);
+                warn(warn_user, e3);
+            }
+            qtts_lexicon_release(lx);
         }
         closedir(d);
     }
