@@ -287,8 +287,8 @@ QTTS_API const int32_t *qtts_stream_codes(const qtts_stream *s, size_t *n_frames
 /* Cancels at the next frame boundary; reads then return QTTS_STREAM_ERROR. */
 QTTS_API void qtts_stream_cancel(qtts_stream *s);
 /* Appends UTF-8 text to a request submitted with text_incomplete (a piece
- * may end inside a character; the whole text must be valid UTF-8 at the
- * end). is_last = 1 ends the text (utf8 may then be empty). Cheap: the
+ * may end inside a character; bytes that cannot be UTF-8 fail the stream
+ * once the engine thread reads them, as does a text ending inside one). is_last = 1 ends the text (utf8 may then be empty). Cheap: the
  * engine thread tokenizes. Fails with QTTS_ERR_INVALID on a request that is
  * not incremental, after is_last, or past 64 KiB of text; with the stream's
  * status once it has ended. Not after qtts_engine_free. */

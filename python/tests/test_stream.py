@@ -118,11 +118,12 @@ def test_text_stream_fed_from_another_thread_in_bytes_split_inside_characters(cv
     np.testing.assert_array_equal(got, whole.samples)
 
 
-def test_text_stream_bad_utf8_fails_at_the_end(cv_engine: qtts.Engine) -> None:
+def test_text_stream_bad_utf8_fails(cv_engine: qtts.Engine) -> None:
     ts = cv_engine.text_stream(speaker="ryan", max_frames=5)
-    ts.feed(b"Hello \xff there")
-    ts.end()
+    # the engine thread fails the stream once it reads the byte: end() raises it when that came first, else the read
     with pytest.raises(qtts.InvalidError, match="UTF-8"):
+        ts.feed(b"Hello \xff there")
+        ts.end()
         list(ts)
     ts.close()
 
@@ -147,5 +148,5 @@ def test_no_descriptor_or_stream_leaks(cv_engine: qtts.Engine) -> None:
         ts.feed("Unfinished")
         del ts
     gc.collect()
-    assert fds() == before
+    assert fds() <= before  # one the warm-up left may close meanwhile; none may stay open
     assert not cv_engine._streams, "every stream is forgotten once closed"
