@@ -19,6 +19,7 @@
 
 #include "gpu/gpu_lm.h"
 #include "harness.h"
+#include "support/test_util.h"
 #include "support/gpu_device.h"
 #include "io/json_util.h"
 #include "model/generate.h"
@@ -29,28 +30,6 @@ enum { MAX_CASES = 32 };
 typedef struct {
     char prefix[256], call[1024];
 } gcase;
-
-/* value of key=... in the fixture's python call string */
-static int call_arg(const char *call, const char *key, char *out, size_t n) {
-    char pat[64];
-    snprintf(pat, sizeof pat, " %s=", key);
-    const char *p = strstr(call, pat);
-    if (!p) {
-        snprintf(pat, sizeof pat, "(%s=", key);
-        p = strstr(call, pat);
-    }
-    if (!p) return -1;
-    p += strlen(pat);
-    size_t o = 0;
-    if (*p == '\'' || *p == '"') {
-        char q = *p++;
-        while (*p && *p != q && o + 1 < n) out[o++] = *p++;
-    } else {
-        while (*p && *p != ',' && *p != ')' && o + 1 < n) out[o++] = *p++;
-    }
-    out[o] = 0;
-    return 0;
-}
 
 static int load_opt(const char *prefix, const char *what, npy_array *a) {
     char name[512], rel[600], path[1024];
@@ -93,15 +72,15 @@ static int prepare(stream_case *s, const qtts_talker_model *m, qtts_pool *pool) 
     spec.n_text_ids = ids.numel;
     spec.instruct_ids = instr.i;
     spec.n_instruct_ids = instr.numel;
-    if (!call_arg(c->call, "language", arg, sizeof arg) && strcmp(arg, "None")) snprintf(lang, sizeof lang, "%s", arg);
-    if (!call_arg(c->call, "speaker", arg, sizeof arg) && strcmp(arg, "None"))
+    if (!test_call_arg(c->call, "language", arg, sizeof arg) && strcmp(arg, "None")) snprintf(lang, sizeof lang, "%s", arg);
+    if (!test_call_arg(c->call, "speaker", arg, sizeof arg) && strcmp(arg, "None"))
         snprintf(speaker, sizeof speaker, "%s", arg);
     spec.language = lang[0] ? lang : NULL;
     spec.speaker = speaker[0] ? speaker : NULL;
     spec.non_streaming = -1;
-    if (!call_arg(c->call, "non_streaming_mode", arg, sizeof arg)) spec.non_streaming = !strcmp(arg, "True");
+    if (!test_call_arg(c->call, "non_streaming_mode", arg, sizeof arg)) spec.non_streaming = !strcmp(arg, "True");
     if (strstr(c->call, "generate_voice_clone")) {
-        int xvec = !call_arg(c->call, "x_vector_only_mode", arg, sizeof arg) && !strcmp(arg, "True");
+        int xvec = !test_call_arg(c->call, "x_vector_only_mode", arg, sizeof arg) && !strcmp(arg, "True");
         spec.mode = xvec ? QTTS_MODE_CLONE_XVEC : QTTS_MODE_CLONE_ICL;
         spec.xvector = spk.f;
         if (!xvec) {
@@ -113,7 +92,7 @@ static int prepare(stream_case *s, const qtts_talker_model *m, qtts_pool *pool) 
     } else {
         spec.mode = strstr(c->call, "generate_custom_voice") ? QTTS_MODE_CUSTOM_VOICE : QTTS_MODE_VOICE_DESIGN;
     }
-    TEST_CHECK(!call_arg(c->call, "max_new_tokens", arg, sizeof arg), "%s: no max_new_tokens", c->prefix);
+    TEST_CHECK(!test_call_arg(c->call, "max_new_tokens", arg, sizeof arg), "%s: no max_new_tokens", c->prefix);
     s->max_frames = atoll(arg) - 1;
     int rc = qtts_prompt_build(m, pool, &spec, &s->pr, &err);
     TEST_CHECK(rc == 0, "%s: prompt: %s", c->prefix, err.msg);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "text/norm_lang.h"
 #include "text/normalize.h"
 
@@ -85,16 +86,6 @@ static void check_text(const char *text, const char *lang, qtts_norm_mode mode, 
     free(want);
 }
 
-static void unescape(char *s) {
-    char *w = s;
-    for (char *r = s; *r; r++) {
-        if (r[0] == '\\' && r[1] == 'n') *w++ = '\n', r++;
-        else if (r[0] == '\\' && r[1] == 't') *w++ = '\t', r++;
-        else *w++ = *r;
-    }
-    *w = 0;
-}
-
 static void run_table(const char *lang) {
     char path[512], line[4096], where[600];
     snprintf(path, sizeof path, "%s/tests/data/normalize/%s.tsv", QTTS_SOURCE_DIR, lang);
@@ -108,7 +99,7 @@ static void run_table(const char *lang) {
         char *tab = strchr(line, '\t');
         if (!line[0] || line[0] == '#' || !tab) continue;
         *tab = 0;
-        unescape(line);
+        test_unescape(line);
         snprintf(where, sizeof where, "%s.tsv:%d", lang, lineno);
         check_text(line, lang, QTTS_NORM_FULL, where);
         check_text(line, lang, QTTS_NORM_BASIC, where);

@@ -7,18 +7,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "text/norm_lang.h"
 #include "text/normalize.h"
-
-static void unescape(char *s) {
-    char *w = s;
-    for (char *r = s; *r; r++) {
-        if (r[0] == '\\' && r[1] == 'n') *w++ = '\n', r++;
-        else if (r[0] == '\\' && r[1] == 't') *w++ = '\t', r++;
-        else *w++ = *r;
-    }
-    *w = 0;
-}
 
 static int run_table(const char *lang) {
     char path[512];
@@ -42,7 +33,7 @@ static int run_table(const char *lang) {
         }
         *tab = 0;
         char *in = line, *want = tab + 1;
-        unescape(in), unescape(want);
+        test_unescape(in), test_unescape(want);
         qtts_err err = {0};
         char *got = qtts_text_normalize(in, strlen(in), lang, QTTS_NORM_FULL, NULL, &err);
         n++;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "support/test_util.h"
 #include "io/json_util.h"
 #include "model/generate.h"
 #include "support/npy.h"
@@ -53,28 +54,6 @@ static void near_inf(int stage, const float *got, const float *want, size_t n, d
     TEST_CHECK(e <= tol, "%s: max|err| %g > %g (first inf mismatch at %zu)", what, e, tol, bad);
     if (e <= tol) printf("  ok   %-48s max|err| %.3g (tol %.1g, n=%zu, -inf matched)\n", what, e, tol, n);
     if (e > worst[stage]) worst[stage] = e;
-}
-
-/* value of key=... in a python call string: 'str', "str", None, True/False, int */
-static int call_arg(const char *call, const char *key, char *out, size_t n) {
-    char pat[64];
-    snprintf(pat, sizeof pat, " %s=", key);
-    const char *p = strstr(call, pat);
-    if (!p) {
-        snprintf(pat, sizeof pat, "(%s=", key);
-        p = strstr(call, pat);
-    }
-    if (!p) return -1;
-    p += strlen(pat);
-    size_t o = 0;
-    if (*p == '\'' || *p == '"') {
-        char q = *p++;
-        while (*p && *p != q && o + 1 < n) out[o++] = *p++;
-    } else {
-        while (*p && *p != ',' && *p != ')' && o + 1 < n) out[o++] = *p++;
-    }
-    out[o] = 0;
-    return 0;
 }
 
 static int fixture_exists(const char *name) {
@@ -172,14 +151,14 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
     spec.instruct_ids = instr.i;
     spec.n_instruct_ids = instr.numel;
     char lang[64] = "", speaker[64] = "";
-    if (!call_arg(call, "language", arg, sizeof arg) && strcmp(arg, "None")) snprintf(lang, sizeof lang, "%s", arg);
+    if (!test_call_arg(call, "language", arg, sizeof arg) && strcmp(arg, "None")) snprintf(lang, sizeof lang, "%s", arg);
     spec.language = lang[0] ? lang : NULL;
-    if (!call_arg(call, "speaker", arg, sizeof arg) && strcmp(arg, "None")) snprintf(speaker, sizeof speaker, "%s", arg);
+    if (!test_call_arg(call, "speaker", arg, sizeof arg) && strcmp(arg, "None")) snprintf(speaker, sizeof speaker, "%s", arg);
     spec.speaker = speaker[0] ? speaker : NULL;
     spec.non_streaming = -1;
-    if (!call_arg(call, "non_streaming_mode", arg, sizeof arg)) spec.non_streaming = !strcmp(arg, "True");
+    if (!test_call_arg(call, "non_streaming_mode", arg, sizeof arg)) spec.non_streaming = !strcmp(arg, "True");
     if (clone) {
-        int xvec_only = !call_arg(call, "x_vector_only_mode", arg, sizeof arg) && !strcmp(arg, "True");
+        int xvec_only = !test_call_arg(call, "x_vector_only_mode", arg, sizeof arg) && !strcmp(arg, "True");
         spec.mode = xvec_only ? QTTS_MODE_CLONE_XVEC : QTTS_MODE_CLONE_ICL;
         spec.xvector = spk.f;
         TEST_CHECK(spk.f != NULL, "%s: no spk_embedding fixture", cname);
@@ -193,7 +172,7 @@ static void run_case(const char *sub, const char *cname, const char *call, qtts_
         spec.mode = cv ? QTTS_MODE_CUSTOM_VOICE : QTTS_MODE_VOICE_DESIGN;
     }
     int64_t max_new = 0;
-    TEST_CHECK(!call_arg(call, "max_new_tokens", arg, sizeof arg), "%s: no max_new_tokens", cname);
+    TEST_CHECK(!test_call_arg(call, "max_new_tokens", arg, sizeof arg), "%s: no max_new_tokens", cname);
     max_new = atoll(arg);
 
     /* ---- prompt ---- */

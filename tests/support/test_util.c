@@ -70,3 +70,34 @@ float *read_wav(const char *path, size_t *n) {
     sf_close(f);
     return buf;
 }
+
+int test_call_arg(const char *call, const char *key, char *out, size_t n) {
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(call, pat);
+    if (!p) {
+        snprintf(pat, sizeof pat, "(%s=", key);
+        p = strstr(call, pat);
+    }
+    if (!p) return -1;
+    p += strlen(pat);
+    size_t o = 0;
+    if (*p == '\'' || *p == '"') {
+        char q = *p++;
+        while (*p && *p != q && o + 1 < n) out[o++] = *p++;
+    } else {
+        while (*p && *p != ',' && *p != ')' && o + 1 < n) out[o++] = *p++;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+void test_unescape(char *s) {
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] == 'n') *w++ = '\n', r++;
+        else if (r[0] == '\\' && r[1] == 't') *w++ = '\t', r++;
+        else *w++ = *r;
+    }
+    *w = 0;
+}

@@ -27,4 +27,13 @@ int write_text_file(const char *path, const char *text);
  * room for one more), *n of them; NULL (and *n = 0) when it cannot be read. */
 float *read_wav(const char *path, size_t *n);
 
+/* The value of key=... in a Python call string (the golden fixtures' calls):
+ * 'str' or "str" unquoted, else up to the next ',' or ')' (None, True, 5).
+ * 0, or -1 when the call has no such key. */
+int test_call_arg(const char *call, const char *key, char *out, size_t n);
+
+/* Turns the two-character escapes \n and \t of a table file into a newline
+ * and a tab, in place. */
+void test_unescape(char *s);
+
 #endif
