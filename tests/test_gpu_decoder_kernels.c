@@ -42,17 +42,6 @@ static void *xcalloc(size_t n, size_t size) {
     return p;
 }
 
-static qtts_gpu_buf *upload(qtts_gpu *g, const float *x, int64_t n) {
-    qtts_err err = {0};
-    qtts_gpu_buf *b = qtts_gpu_buf_new(g, (size_t)n * 4, &err);
-    if (!b) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
-    if (x) memcpy(qtts_gpu_buf_data(b), x, (size_t)n * 4);
-    return b;
-}
-
 static float *data(qtts_gpu_buf *b) { return qtts_gpu_buf_data(b); }
 
 static qtts_gpu_seq *seq(qtts_gpu *g) {
@@ -108,9 +97,9 @@ static void test_conv_stream(qtts_gpu *g, int64_t c_in, int64_t c_out, int64_t k
     qtts_gpu_conv *gc = qtts_gpu_conv_new(g, w, bias, c_out, c_in, k, dil, &err);
     TEST_CHECK(gc && qtts_gpu_conv_history(gc) == H, "gpu conv: %s", err.msg);
     if (!gc) goto done;
-    qtts_gpu_buf *bin = upload(g, in, c_in * T), *bea = upload(g, ea, c_in), *bib = upload(g, ib, c_in);
-    qtts_gpu_buf *hist = upload(g, NULL, c_in * H + 1), *bxp = upload(g, NULL, c_in * (H + T) + 3);
-    qtts_gpu_buf *whole = upload(g, NULL, c_out * T), *parts = upload(g, NULL, c_out * T);
+    qtts_gpu_buf *bin = test_gpu_upload(g, in, c_in * T), *bea = test_gpu_upload(g, ea, c_in), *bib = test_gpu_upload(g, ib, c_in);
+    qtts_gpu_buf *hist = test_gpu_upload(g, NULL, c_in * H + 1), *bxp = test_gpu_upload(g, NULL, c_in * (H + T) + 3);
+    qtts_gpu_buf *whole = test_gpu_upload(g, NULL, c_out * T), *parts = test_gpu_upload(g, NULL, c_out * T);
     /* one call: padded rows at offset 3 */
     qtts_gpu_seq *s = seq(g);
     qtts_gpu_rows xr = {bxp, 3, H + T};
@@ -160,7 +149,7 @@ static void test_conv_residual(qtts_gpu *g, int64_t C, int64_t T) {
     for (int64_t i = 0; i < C * C; i++) w[i] = frand();
     for (int64_t i = 0; i < C * T; i++) x[i] = frand();
     for (int64_t i = 0; i < C * ld + off; i++) y[i] = frand();
-    qtts_gpu_buf *bx = upload(g, x, C * T), *by = upload(g, y, C * ld + off);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, C * T), *by = test_gpu_upload(g, y, C * ld + off);
     qtts_conv cv;
     TEST_CHECK(qtts_conv_init(&cv, w, NULL, C, C, 1, 1, &err) == 0, "cpu conv: %s", err.msg);
     qtts_conv1d_cm_ref(&cv, x, T, T, y + off, ld, y + off, ld);
@@ -226,9 +215,9 @@ static void test_residual_unit(qtts_gpu *g, int64_t C, int64_t dil, int64_t n, i
                   *g2 = qtts_gpu_conv_new(g, w2, b2, C, C, 1, 1, &err);
     TEST_CHECK(g1 && g2, "gpu convs: %s", err.msg);
     if (!g1 || !g2) goto done;
-    qtts_gpu_buf *cur = upload(g, NULL, C * n), *bea = upload(g, ea, 2 * C), *bib = upload(g, ib, 2 * C);
-    qtts_gpu_buf *hist = upload(g, NULL, C * H), *bxp = upload(g, NULL, C * (H + n)), *tmp = upload(g, NULL, C * n);
-    qtts_gpu_buf *ea2 = upload(g, ea + C, C), *ib2 = upload(g, ib + C, C);
+    qtts_gpu_buf *cur = test_gpu_upload(g, NULL, C * n), *bea = test_gpu_upload(g, ea, 2 * C), *bib = test_gpu_upload(g, ib, 2 * C);
+    qtts_gpu_buf *hist = test_gpu_upload(g, NULL, C * H), *bxp = test_gpu_upload(g, NULL, C * (H + n)), *tmp = test_gpu_upload(g, NULL, C * n);
+    qtts_gpu_buf *ea2 = test_gpu_upload(g, ea + C, C), *ib2 = test_gpu_upload(g, ib + C, C);
     qtts_gpu_rows xr = {bxp, 0, H + n}, cr = {cur, 0, n}, tr = {tmp, 0, n};
     qtts_gpu_seq *s = seq(g);
     int rc = qtts_gpu_conv_pad(s, cr, C, n, bea, bib, (qtts_gpu_rows){hist, 0, H}, H, xr, &err);
@@ -296,8 +285,8 @@ static void test_tconv(qtts_gpu *g, int64_t c_in, int64_t c_out, int64_t K, int6
     qtts_gpu_conv *gc = qtts_gpu_conv_new_transposed(g, w, bias, c_in, c_out, K, st, &err);
     TEST_CHECK(gc && qtts_gpu_conv_history(gc) == H, "gpu tconv: %s", err.msg);
     if (!gc) goto done;
-    qtts_gpu_buf *bx = upload(g, x, c_in * T), *hist = upload(g, NULL, c_in * H + 1);
-    qtts_gpu_buf *bxp = upload(g, NULL, c_in * (H + T)), *by = upload(g, NULL, c_out * To);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, c_in * T), *hist = test_gpu_upload(g, NULL, c_in * H + 1);
+    qtts_gpu_buf *bxp = test_gpu_upload(g, NULL, c_in * (H + T)), *by = test_gpu_upload(g, NULL, c_out * To);
     int64_t t0 = 0;
     for (int i = 0; i < n_chunks; i++) {
         int64_t n = chunks[i];
@@ -338,7 +327,7 @@ static void test_snake(qtts_gpu *g, int64_t C, int64_t T) {
     for (int64_t i = 0; i < C * ld; i++) ref[i] = x[i] = 20.0f * frand();
     for (int64_t c = 0; c < C; c++) ea[c] = expf(frand()), ib[c] = 1.0f / (expf(frand()) + 1e-9f);
     for (int64_t c = 0; c < C; c++) qtts_snake_row_ref(x + c * ld, ref + c * ld, T, ea[c], ib[c]);
-    qtts_gpu_buf *bx = upload(g, x, C * ld), *bea = upload(g, ea, C), *bib = upload(g, ib, C);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, C * ld), *bea = test_gpu_upload(g, ea, C), *bib = test_gpu_upload(g, ib, C);
     qtts_gpu_seq *s = seq(g);
     qtts_gpu_rows r = {bx, 0, ld};
     finish(s, qtts_gpu_snake(s, r, r, C, T, bea, bib, &err), &err);
@@ -365,8 +354,8 @@ static void test_dwconv(qtts_gpu *g, int64_t C, int64_t k, const int64_t *chunks
     for (int64_t i = 0; i < k * C; i++) wt[i] = frand();
     for (int64_t i = 0; i < C; i++) b[i] = frand();
     qtts_dwconv_tm(xh, C, T, wt, k, b, ref);
-    qtts_gpu_buf *bin = upload(g, xh + H * C, T * C), *bw = upload(g, wt, k * C), *bb = upload(g, b, C);
-    qtts_gpu_buf *hist = upload(g, NULL, H * C), *tmp = upload(g, NULL, (H + T) * C), *by = upload(g, NULL, T * C);
+    qtts_gpu_buf *bin = test_gpu_upload(g, xh + H * C, T * C), *bw = test_gpu_upload(g, wt, k * C), *bb = test_gpu_upload(g, b, C);
+    qtts_gpu_buf *hist = test_gpu_upload(g, NULL, H * C), *tmp = test_gpu_upload(g, NULL, (H + T) * C), *by = test_gpu_upload(g, NULL, T * C);
     int64_t t0 = 0;
     for (int i = 0; i < n_chunks; i++) {
         int64_t n = chunks[i];
@@ -400,8 +389,8 @@ static void test_convnext_ops(qtts_gpu *g, int64_t rows, int64_t dim) {
     for (int64_t i = 0; i < dim; i++) w[i] = frand(), b[i] = frand(), gam[i] = 0.1f * frand();
     for (int64_t i = 0; i < n; i++) res[i] = frand();
     qtts_layernorm(NULL, x + off, w, b, rows, dim, 1e-6f, ref);
-    qtts_gpu_buf *bx = upload(g, x, n + off), *bw = upload(g, w, dim), *bb = upload(g, b, dim);
-    qtts_gpu_buf *by = upload(g, NULL, n), *bg = upload(g, gam, dim), *br = upload(g, res, n);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, n + off), *bw = test_gpu_upload(g, w, dim), *bb = test_gpu_upload(g, b, dim);
+    qtts_gpu_buf *by = test_gpu_upload(g, NULL, n), *bg = test_gpu_upload(g, gam, dim), *br = test_gpu_upload(g, res, n);
     qtts_gpu_seq *s = seq(g);
     finish(s, qtts_gpu_layernorm(s, bx, off, bw, bb, by, 0, rows, dim, 1e-6f, &err), &err);
     double worst = 0;
@@ -439,8 +428,8 @@ static void test_layout(qtts_gpu *g, int64_t C, int64_t T) {
     for (int64_t i = 0; i < T * ldt + offt; i++) tm[i] = 3.0f * frand();
     for (int64_t t = 0; t < T; t++)
         for (int64_t c = 0; c < C; c++) cm[offc + c * ldc + t] = tm[offt + t * ldt + c];
-    qtts_gpu_buf *bt = upload(g, tm, T * ldt + offt), *bc = upload(g, NULL, C * ldc + offc);
-    qtts_gpu_buf *back = upload(g, tm, T * ldt + offt);
+    qtts_gpu_buf *bt = test_gpu_upload(g, tm, T * ldt + offt), *bc = test_gpu_upload(g, NULL, C * ldc + offc);
+    qtts_gpu_buf *back = test_gpu_upload(g, tm, T * ldt + offt);
     for (int64_t t = 0; t < T; t++)
         for (int64_t c = 0; c < C; c++) data(back)[offt + t * ldt + c] = 0.0f;
     qtts_gpu_seq *s = seq(g);
@@ -481,7 +470,7 @@ static void test_refusals(qtts_gpu *g) {
     TEST_CHECK(!qtts_gpu_conv_new_transposed(g, w, NULL, 3, 4, 5, 0, &e) && e.status == QTTS_ERR_INVALID,
                "stride 0: %s", e.msg);
     /* the padded rows may not be the input or the history */
-    qtts_gpu_buf *a = upload(g, NULL, 64), *b = upload(g, NULL, 64);
+    qtts_gpu_buf *a = test_gpu_upload(g, NULL, 64), *b = test_gpu_upload(g, NULL, 64);
     qtts_gpu_seq *s = seq(g);
     e = (qtts_err){0};
     TEST_CHECK(qtts_gpu_conv_pad(s, (qtts_gpu_rows){a, 0, 4}, 2, 4, NULL, NULL, (qtts_gpu_rows){b, 0, 2}, 2,

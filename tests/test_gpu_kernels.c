@@ -25,17 +25,6 @@ static float frand(void) {
     return (float)((rng >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
 }
 
-static qtts_gpu_buf *upload(qtts_gpu *g, const float *x, int64_t n) {
-    qtts_err err = {0};
-    qtts_gpu_buf *b = qtts_gpu_buf_new(g, (size_t)n * 4, &err);
-    if (!b) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
-    if (x) memcpy(qtts_gpu_buf_data(b), x, (size_t)n * 4);
-    return b;
-}
-
 static int run(qtts_gpu_seq *s) {
     qtts_err err = {0};
     int rc = qtts_gpu_seq_run(s, &err);
@@ -77,7 +66,7 @@ static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, 
     if (!gm) goto done;
     if (limit)
         TEST_CHECK(qtts_gpu_mat_chunks(gm) > 1, "%s: a %zu-byte limit splits the matrix", qtts_dtype_name(type), limit);
-    qtts_gpu_buf *bx = upload(g, x, n * x_stride + x_off), *by = upload(g, NULL, n * y_stride + y_off);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, n * x_stride + x_off), *by = test_gpu_upload(g, NULL, n * y_stride + y_off);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     TEST_CHECK(s && qtts_gpu_gemv(s, gm, bx, x_off, x_stride, by, y_off, y_stride, n, &err) == 0, "gemv: %s", err.msg);
     if (s && run(s) == 0) {
@@ -104,7 +93,7 @@ static void test_gemv_refusals(qtts_gpu *g) {
     TEST_CHECK(!qtts_gpu_mat_upload(g, &m, &err) && strstr(err.msg, "no GPU kernel"), "Q5_K refused: %s", err.msg);
     m = (qtts_mat){.type = QTTS_F32, .rows = 2, .cols = 64, .row_bytes = 64 * 4, .data = w};
     qtts_gpu_mat *gm = qtts_gpu_mat_upload(g, &m, &err);
-    qtts_gpu_buf *x = upload(g, NULL, 10), *y = upload(g, NULL, 2);
+    qtts_gpu_buf *x = test_gpu_upload(g, NULL, 10), *y = test_gpu_upload(g, NULL, 2);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     TEST_CHECK(gm && s && qtts_gpu_gemv(s, gm, x, 0, 64, y, 0, 2, 1, &err) == -1 && strstr(err.msg, "outside"),
                "an x shorter than a row is refused: %s", err.msg);
@@ -125,8 +114,8 @@ static void test_rmsnorm(qtts_gpu *g) {
     for (int i = 0; i < DIM; i++) w[i] = frand();
     qtts_rmsnorm(NULL, x + OFF, NULL, ROWS, DIM, 1e-6f, ref);
     qtts_rmsnorm(NULL, x + OFF, w, ROWS, DIM, 1e-6f, ref_w);
-    qtts_gpu_buf *bx = upload(g, x, OFF + ROWS * DIM), *bw = upload(g, w, DIM);
-    qtts_gpu_buf *by = upload(g, NULL, ROWS * DIM), *byw = upload(g, NULL, 1 + ROWS * DIM);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, OFF + ROWS * DIM), *bw = test_gpu_upload(g, w, DIM);
+    qtts_gpu_buf *by = test_gpu_upload(g, NULL, ROWS * DIM), *byw = test_gpu_upload(g, NULL, 1 + ROWS * DIM);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     TEST_CHECK(qtts_gpu_rmsnorm(s, bx, OFF, NULL, by, 0, ROWS, DIM, 1e-6f, &err) == 0 &&
                    qtts_gpu_rmsnorm(s, bx, OFF, bw, byw, 1, ROWS, DIM, 1e-6f, &err) == 0,
@@ -144,7 +133,7 @@ static qtts_gpu_buf *rope_table(qtts_gpu *g, int64_t head_dim, int64_t positions
     float *t = malloc((size_t)(head_dim * positions) * 4);
     for (int64_t p = 0; p < positions; p++)
         qtts_rope_angles(t + p * head_dim, t + p * head_dim + head_dim / 2, head_dim, p, theta);
-    qtts_gpu_buf *b = upload(g, t, head_dim * positions);
+    qtts_gpu_buf *b = test_gpu_upload(g, t, head_dim * positions);
     free(t);
     return b;
 }
@@ -154,9 +143,9 @@ static void test_rope(qtts_gpu *g) {
     enum { T = 3, H = 5, HD = 66, STRIDE = H * HD + 4, OFF = 3, N = OFF + T * STRIDE };
     float x[N], ref[N];
     for (int i = 0; i < N; i++) x[i] = frand();
-    qtts_gpu_buf *bx = upload(g, x, N), *table = rope_table(g, HD, 2000, 1e6);
+    qtts_gpu_buf *bx = test_gpu_upload(g, x, N), *table = rope_table(g, HD, 2000, 1e6);
     int32_t pos0 = 7;
-    qtts_gpu_buf *pos = upload(g, NULL, 4);
+    qtts_gpu_buf *pos = test_gpu_upload(g, NULL, 4);
     ((int32_t *)qtts_gpu_buf_data(pos))[2] = pos0;
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     TEST_CHECK(qtts_gpu_rope(s, bx, OFF, STRIDE, T, H, HD, table, pos, 2, &err) == 0, "rope: %s", err.msg);
@@ -187,9 +176,9 @@ static void test_attention(qtts_gpu *g, int64_t window) {
     for (int i = 0; i < CAP * KVW; i++) k[i] = frand(), v[i] = frand();
     for (int i = 0; i < NQ * QS; i++) q[i] = frand();
     /* the rows a step writes, laid out as a projection would leave them */
-    qtts_gpu_buf *bk = upload(g, NULL, CAP * KVW), *bv = upload(g, NULL, CAP * KVW);
-    qtts_gpu_buf *newk = upload(g, NULL, NQ * (KVW + 1)), *newv = upload(g, NULL, NQ * (KVW + 1));
-    qtts_gpu_buf *bq = upload(g, q, NQ * QS), *out = upload(g, NULL, NQ * H * HD + 5), *pos = upload(g, NULL, 1);
+    qtts_gpu_buf *bk = test_gpu_upload(g, NULL, CAP * KVW), *bv = test_gpu_upload(g, NULL, CAP * KVW);
+    qtts_gpu_buf *newk = test_gpu_upload(g, NULL, NQ * (KVW + 1)), *newv = test_gpu_upload(g, NULL, NQ * (KVW + 1));
+    qtts_gpu_buf *bq = test_gpu_upload(g, q, NQ * QS), *out = test_gpu_upload(g, NULL, NQ * H * HD + 5), *pos = test_gpu_upload(g, NULL, 1);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     qtts_gpu_attn_args a = {bq, bk, bv, out, pos, 0, QS, KVW, 5, H * HD, NQ, H, KVH, HD, window, 0, 1.0f / sqrtf(HD)};
     TEST_CHECK(qtts_gpu_kv_store(s, newk, 0, KVW + 1, NQ, KVW, bk, KVW, pos, 0, &err) == 0 &&
@@ -242,7 +231,7 @@ static void test_silu_mul(qtts_gpu *g) {
         memcpy(ref + r * N, f + r * IN, N * 4);
         qtts_swiglu_isa(ref + r * N, f + r * IN + N, N, QTTS_ISA_SCALAR);
     }
-    qtts_gpu_buf *bf = upload(g, f, ROWS * IN), *out = upload(g, NULL, ROWS * N);
+    qtts_gpu_buf *bf = test_gpu_upload(g, f, ROWS * IN), *out = test_gpu_upload(g, NULL, ROWS * N);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     TEST_CHECK(qtts_gpu_silu_mul(s, bf, 0, N, IN, out, 0, N, N, ROWS, &err) == 0, "silu_mul: %s", err.msg);
     if (run(s) == 0) TEST_NEAR(qtts_gpu_buf_data(out), ref, ROWS * N, 1e-5, "silu_mul");
@@ -258,8 +247,8 @@ static void test_embed_add(qtts_gpu *g) {
     const int32_t ids[TABLES + 1] = {4, 8, 0, 9}; /* the last is out of range: adds nothing */
     for (int k = 0; k < TABLES; k++)
         for (int d = 0; d < DIM; d++) ref[2 + d] += t[(k * ROWS + ids[k]) * DIM + d];
-    qtts_gpu_buf *bt = upload(g, t, TABLES * ROWS * DIM), *bi = upload(g, NULL, TABLES + 1),
-                 *out = upload(g, NULL, DIM + 2);
+    qtts_gpu_buf *bt = test_gpu_upload(g, t, TABLES * ROWS * DIM), *bi = test_gpu_upload(g, NULL, TABLES + 1),
+                 *out = test_gpu_upload(g, NULL, DIM + 2);
     memcpy(qtts_gpu_buf_data(bi), ids, sizeof ids);
     for (int d = 0; d < DIM + 2; d++) ((float *)qtts_gpu_buf_data(out))[d] = 5.0f; /* overwritten by the first */
     ((float *)qtts_gpu_buf_data(out))[0] = ((float *)qtts_gpu_buf_data(out))[1] = 0;
@@ -283,7 +272,7 @@ static void test_argmax(qtts_gpu *g) {
     z[1][2999] = z[1][17] = z[1][600] = 2.0f; /* ties: the first wins */
     z[2][3000] = 9.0f; /* the last element */
     for (int i = 0; i < N; i += 2) z[0][i] = -INFINITY; /* filtered logits */
-    qtts_gpu_buf *bz = upload(g, &z[0][0], CASES * N), *ids = upload(g, NULL, CASES);
+    qtts_gpu_buf *bz = test_gpu_upload(g, &z[0][0], CASES * N), *ids = test_gpu_upload(g, NULL, CASES);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
     int rc = 0;
     for (int c = 0; c < CASES && !rc; c++) rc = qtts_gpu_argmax(s, bz, c * N, N, ids, c, &err);
