@@ -316,6 +316,7 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     e->info.decoder_precision = qtts_decoder_precision_name(prec);
     if (qtts_kv_type_choose(j->p->kv_cache, e->talker->lm.layers[0].q.type, &e->talker->kv_type, &j->err)) return;
     e->info.kv_cache = qtts_dtype_name(e->talker->kv_type);
+    e->info.max_frames = e->talker->gen.max_new_tokens > 0 ? (int)(e->talker->gen.max_new_tokens - 1) : 0;
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch || open_device(e, j->p, &j->err)) return;
     load_report(e, &lt, qtts_now_ms() - t_load);
