@@ -42,39 +42,6 @@ static float rnd(uint64_t *s) {
     return (float)((double)(*s >> 11) / 9007199254740992.0 * 2 - 1);
 }
 
-/* A safetensors file of f32 tensors: names[i], shapes[i] (ndim[i] dims), data[i]. */
-static int write_st(const char *path, int n, const char *const *names, const int *ndim, const int64_t (*shapes)[4],
-                    const float *const *data) {
-    size_t cap = 256 + (size_t)n * 512, o = 0, off = 0;
-    char *h = malloc(cap);
-    if (!h) return -1;
-    o += (size_t)snprintf(h + o, cap - o, "{");
-    for (int i = 0; i < n; i++) {
-        int64_t numel = 1;
-        o += (size_t)snprintf(h + o, cap - o, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[", i ? "," : "", names[i]);
-        for (int d = 0; d < ndim[i]; d++) {
-            o += (size_t)snprintf(h + o, cap - o, "%s%lld", d ? "," : "", (long long)shapes[i][d]);
-            numel *= shapes[i][d];
-        }
-        o += (size_t)snprintf(h + o, cap - o, "],\"data_offsets\":[%zu,%zu]}", off, off + (size_t)numel * 4);
-        off += (size_t)numel * 4;
-    }
-    o += (size_t)snprintf(h + o, cap - o, "}");
-    while (o % 8) h[o++] = ' ';
-    FILE *f = fopen(path, "wb");
-    int rc = f ? 0 : -1;
-    uint64_t hl = o;
-    if (f) rc |= fwrite(&hl, 8, 1, f) != 1 || fwrite(h, 1, o, f) != o;
-    for (int i = 0; f && i < n; i++) {
-        int64_t numel = 1;
-        for (int d = 0; d < ndim[i]; d++) numel *= shapes[i][d];
-        rc |= fwrite(data[i], 4, (size_t)numel, f) != (size_t)numel;
-    }
-    if (f) rc |= fclose(f);
-    free(h);
-    return rc;
-}
-
 /* The adapter (A: [RANK x in], B: [out x RANK] per target) in dir; a[t], b[t] its matrices.
  * bad_rows: lora_B of the first target gets that many rows instead (a shape that does not fit). */
 static int write_adapter(const char *dir, float *const *a, float *const *b, int64_t bad_rows, const char *bad_module) {
@@ -99,7 +66,7 @@ static int write_adapter(const char *dir, float *const *a, float *const *b, int6
         data[2 * t] = a[t], data[2 * t + 1] = b[t];
     }
     snprintf(p, sizeof p, "%s/adapter_model.safetensors", dir);
-    return write_st(p, 2 * N_TARGETS, np, nd, sh, data);
+    return write_safetensors_f32(p, 2 * N_TARGETS, np, nd, sh, data);
 }
 
 /* dst: the golden checkpoint with model.safetensors replaced by its tensors
@@ -152,7 +119,7 @@ static int write_merged_copy(const char *dst, float *const *a, float *const *b) 
     for (int k = 0; k < N_TARGETS; k++)
         if (!merged[k]) rc = -1;
     snprintf(l, sizeof l, "%s/model.safetensors", dst);
-    if (!rc) rc = write_st(l, n, names, nd, (const int64_t(*)[4])sh, data);
+    if (!rc) rc = write_safetensors_f32(l, n, names, nd, (const int64_t(*)[4])sh, data);
     for (int k = 0; k < N_TARGETS; k++) free(merged[k]);
     free(names), free(data), free(nd), free(sh);
     qtts_store_free(st);

@@ -228,8 +228,9 @@ int main(void) {
                        "the imported .qvoice differs from the cloned voice %s", lerr);
             TEST_CHECK(v && speak(e, v, &got) == 0 && same_audio(&want, &got),
                        "the imported .qvoice speaks otherwise (%zu vs %zu samples)", got.n, want.n);
-            printf("  .qvoice v3 (gm-C), %zu frames        same x-vector, codes, transcript; same audio (%zu samples)\n",
-                   cnf, got.n);
+            printf(
+                "  .qvoice v3 (gm-C), %zu frames        same x-vector, codes, transcript; same audio (%zu samples)\n",
+                cnf, got.n);
             qtts_voice_release(v);
             free(got.d), got = (pcm_buf){0};
         }

@@ -163,8 +163,8 @@ static int parse_qvoice(const unsigned char *buf, size_t size, const char *label
     if (memchr(text, 0, text_len)) return qtts_fail(err, "%s: .qvoice transcript holds a NUL byte", label);
     rest = size - pos;
     if (take_u32(buf, size, &pos, &frames) || (size_t)frames > (size - pos) / (4 * SRV_VOICE_FILE_CODEBOOKS))
-        return qtts_fail(err, "%s: .qvoice reference codes do not fit the file (%zu bytes after the transcript)",
-                         label, rest);
+        return qtts_fail(err, "%s: .qvoice reference codes do not fit the file (%zu bytes after the transcript)", label,
+                         rest);
     if (!frames) return 0; /* a voice saved without reference audio: the x-vector alone */
     size_t n = (size_t)frames * SRV_VOICE_FILE_CODEBOOKS;
     if (!(it->codes = qtts_malloc(n * sizeof(int32_t), err))) return -1;
