@@ -55,7 +55,10 @@ static int merge_lora(qtts_store **model, const char *const *lora, int n_lora, c
         double scale;
         int n = 0;
         if (qtts_lora_spec(lora[i], path, sizeof path, &scale, err)) return -1;
-        if (qtts_lora_merge(model, path, scale, 1, NULL, &n, err)) return qtts_fail_prefix(err, "LoRA adapter"), -1;
+        if (qtts_lora_merge(model, path, scale, 1, NULL, &n, err)) {
+            qtts_fail_prefix(err, "LoRA adapter");
+            return -1;
+        }
         size_t have = *note ? strlen(*note) : 0, add = strlen(path) + 64;
         char *grown = realloc(*note, have + add);
         if (!grown) return qtts_fail(err, "out of memory");
