@@ -28,47 +28,11 @@
 #include "harness.h"
 #include "io/lora.h"
 #include "io/store.h"
+#include "support/lora_adapter.h"
 #include "support/test_util.h"
 
 static const char *const model_name = "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny";
-enum { RANK = 2 };
-static const double FACTOR = 4.0 / RANK, SCALE = 1.5;
-
-static const struct {
-    const char *module, *weight;
-    int64_t out, in;
-} targets[] = {
-    {"base_model.model.model.layers.0.self_attn.q_proj", "talker.model.layers.0.self_attn.q_proj.weight", 64, 32},
-    {"base_model.model.model.layers.1.mlp.down_proj", "talker.model.layers.1.mlp.down_proj.weight", 32, 96},
-};
-enum { N_TARGETS = sizeof targets / sizeof *targets };
-
-static float rnd(uint64_t *s) {
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((double)(*s >> 11) / 9007199254740992.0 * 2 - 1);
-}
-
-static int write_adapter(const char *dir, float *const *a, float *const *b) {
-    char p[800], names[2 * N_TARGETS][160];
-    const char *np[2 * N_TARGETS];
-    int nd[2 * N_TARGETS];
-    int64_t sh[2 * N_TARGETS][4];
-    const float *data[2 * N_TARGETS];
-    if (mkdir(dir, 0700)) return -1;
-    snprintf(p, sizeof p, "%s/adapter_config.json", dir);
-    if (write_text_file(p, "{\"peft_type\": \"LORA\", \"r\": 2, \"lora_alpha\": 4}")) return -1;
-    for (int t = 0; t < N_TARGETS; t++) {
-        snprintf(names[2 * t], sizeof names[0], "%s.lora_A.weight", targets[t].module);
-        snprintf(names[2 * t + 1], sizeof names[0], "%s.lora_B.weight", targets[t].module);
-        np[2 * t] = names[2 * t], np[2 * t + 1] = names[2 * t + 1];
-        nd[2 * t] = nd[2 * t + 1] = 2;
-        sh[2 * t][0] = RANK, sh[2 * t][1] = targets[t].in;
-        sh[2 * t + 1][0] = targets[t].out, sh[2 * t + 1][1] = RANK;
-        data[2 * t] = a[t], data[2 * t + 1] = b[t];
-    }
-    snprintf(p, sizeof p, "%s/adapter_model.safetensors", dir);
-    return write_safetensors_f32(p, 2 * N_TARGETS, np, nd, sh, data);
-}
+static const double FACTOR = LORA_TEST_ALPHA / LORA_TEST_RANK, SCALE = 1.5;
 
 static int run(const char *cmd) {
     int st = system(cmd);
@@ -114,16 +78,16 @@ static double merged_error(const char *path, const char *adapter, double *const 
     int n = 0;
     TEST_CHECK(st != NULL, "open %s: %s", path, err.msg);
     if (st && adapter)
-        TEST_CHECK(qtts_lora_merge(&st, adapter, SCALE, 0, NULL, &n, &err) == 0 && n == N_TARGETS,
+        TEST_CHECK(qtts_lora_merge(&st, adapter, SCALE, 0, NULL, &n, &err) == 0 && n == LORA_TEST_N,
                    "merge into %s: %s (%d weights)", path, err.msg, n);
     double worst = INFINITY;
-    for (int t = 0; st && t < N_TARGETS; t++) {
-        const qtts_tensor *w = qtts_store_find(st, targets[t].weight);
+    for (int t = 0; st && t < LORA_TEST_N; t++) {
+        const qtts_tensor *w = qtts_store_find(st, lora_test_targets[t].weight);
         float *x = w ? qtts_tensor_to_f32(w, &err) : NULL;
-        TEST_CHECK(x != NULL, "%s: %s", targets[t].weight, err.msg);
+        TEST_CHECK(x != NULL, "%s: %s", lora_test_targets[t].weight, err.msg);
         if (!x) break;
         double num = 0, den = 0;
-        for (int64_t i = 0; i < targets[t].out * targets[t].in; i++) {
+        for (int64_t i = 0; i < lora_test_targets[t].out * lora_test_targets[t].in; i++) {
             num += (x[i] - want[t][i]) * (x[i] - want[t][i]);
             den += want[t][i] * want[t][i];
         }
@@ -160,34 +124,30 @@ int main(void) {
     char tmp[] = "/tmp/qtts_lora_gguf_XXXXXX", golden[1024], adapter[600], spec[700], cmd[8192];
     if (!mkdtemp(tmp)) return 1;
     golden_path(golden, sizeof golden, model_name);
-    uint64_t seed = 4647;
-    float *a[N_TARGETS], *b[N_TARGETS];
-    double *want[N_TARGETS];
+    float *a[LORA_TEST_N], *b[LORA_TEST_N];
+    double *want[LORA_TEST_N];
+    if (lora_test_matrices(4647, a, b)) return 1;
     qtts_err err = {0};
     qtts_store *orig = qtts_store_open(golden, &err);
     TEST_CHECK(orig != NULL, "%s", err.msg);
-    for (int t = 0; t < N_TARGETS; t++) {
-        const int64_t o = targets[t].out, in = targets[t].in;
-        a[t] = malloc((size_t)(RANK * in) * sizeof(float));
-        b[t] = malloc((size_t)(o * RANK) * sizeof(float));
+    for (int t = 0; t < LORA_TEST_N; t++) {
+        const int64_t o = lora_test_targets[t].out, in = lora_test_targets[t].in;
         want[t] = malloc((size_t)(o * in) * sizeof(double));
-        if (!a[t] || !b[t] || !want[t] || !orig) return 1;
-        for (int64_t i = 0; i < RANK * in; i++) a[t][i] = rnd(&seed);
-        for (int64_t i = 0; i < o * RANK; i++) b[t][i] = 0.5f * rnd(&seed);
-        const qtts_tensor *w = qtts_store_find(orig, targets[t].weight);
+        if (!want[t] || !orig) return 1;
+        const qtts_tensor *w = qtts_store_find(orig, lora_test_targets[t].weight);
         float *wf = w ? qtts_tensor_to_f32(w, &err) : NULL;
         if (!wf) return 1;
         for (int64_t r = 0; r < o; r++)
             for (int64_t c = 0; c < in; c++) {
                 double s = 0;
-                for (int k = 0; k < RANK; k++) s += (double)b[t][r * RANK + k] * a[t][k * in + c];
+                for (int k = 0; k < LORA_TEST_RANK; k++) s += (double)b[t][r * LORA_TEST_RANK + k] * a[t][k * in + c];
                 want[t][r * in + c] = wf[r * in + c] + SCALE * FACTOR * s;
             }
         free(wf);
     }
     qtts_store_free(orig);
     snprintf(adapter, sizeof adapter, "%s/adapter", tmp);
-    TEST_CHECK(write_adapter(adapter, a, b) == 0, "write the adapter");
+    TEST_CHECK(lora_test_adapter_write(adapter, a, b, 0, NULL) == 0, "write the adapter");
     snprintf(spec, sizeof spec, "%s:%g", adapter, SCALE);
 
     static const char *const types[] = {"q8_0", "q4_k"};
@@ -242,7 +202,8 @@ int main(void) {
                "quantize --lora with a missing adapter: exit %d, or a file was written", WEXITSTATUS(st));
     printf("  %-62s fails, writes nothing\n", "quantize --lora with a missing adapter");
 
-    for (int t = 0; t < N_TARGETS; t++) free(a[t]), free(b[t]), free(want[t]);
+    for (int t = 0; t < LORA_TEST_N; t++) free(want[t]);
+    lora_test_matrices_free(a, b);
     TEST_CHECK(rm_rf(tmp) == 0, "cleanup");
     return test_finish("test_lora_gguf");
 }
