@@ -5,9 +5,12 @@
  * history first (gpu_conv.h); transposes move between the two. A step records
  * each stream's kernels one after the other into one sequence over shared
  * scratch buffers (every kernel waits for the ones before it), so a stream's
- * arithmetic is the same alone or in a batch. The sequence is recorded per
- * step: the transformer's window shift depends on how many keys a stream
- * holds, which only the host tracks. */
+ * arithmetic is the same alone or in a batch. A step's sequence depends on
+ * its streams, their frame counts and how many keys each holds (the
+ * transformer's window shift, tracked by the host): it is recorded the first
+ * time that combination occurs and resubmitted while it recurs (once their
+ * windows are full, every step of the same streams and frame counts), up to
+ * SEQ_CACHE of them kept. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,8 @@
 
 /* MAXF: frames of one stream per submission (bounds the scratch);
  * N_RES residual units per block, each a RES_K-tap dilated conv then a 1x1. */
-enum { MAXF = 8, MAX_STAGES = 8, N_RES = 3, RES_K = 7, PRE_K = 3, ROPE_MIN = 1024 };
+/* ROPE_MIN: RoPE rows made first (doubled as streams get longer: test_gpu_decoder's 310 frames grow it once). */
+enum { MAXF = 8, MAX_STAGES = 8, N_RES = 3, RES_K = 7, PRE_K = 3, ROPE_MIN = 256, SEQ_CACHE = 8, SEQ_MAX_STREAMS = 64 };
 static const int64_t k_res_dil[N_RES] = {1, 3, 9}; /* fixed by the architecture */
 static const float k_usage_floor = 1e-5f;          /* codebooks: embedding_sum / max(cluster_usage, floor) */
 static const float k_snake_eps = 1e-9f;            /* SnakeBeta: x + sin^2(a x) / (exp(beta) + eps) */
@@ -51,8 +55,19 @@ typedef struct {
 enum { CM_A, CM_B, CM_XP, CM_TMP, CM_TMP2, N_CM };
 enum { TM_P, TM_X, TM_HN, TM_QKV, TM_AO, TM_O, TM_GU, TM_G, TM_DWB, TM_DW, TM_P1, TM_A0, TM_AR, TM_Z, TM_Z2, TM_KV, N_TM };
 
+/* A recorded step: stream i is the stream numbered id[i], with F[i] frames and held[i] keys. */
+typedef struct {
+    qtts_gpu_seq *seq;
+    int n;
+    uint64_t id[SEQ_MAX_STREAMS];
+    int64_t F[SEQ_MAX_STREAMS], held[SEQ_MAX_STREAMS];
+} step_seq;
+
 struct qtts_gpu_decoder {
     qtts_gpu *g;
+    step_seq seqs[SEQ_CACHE]; /* they bind the buffers below: dropped when one is remade */
+    int next_evict;
+    uint64_t next_id; /* numbers streams: a freed stream's number is never reused */
     int64_t nq, cb, cd, ed, L, Hd, nh, nkv, hd, I, W, Cd, n_up, n_blk, up_factor, fs, n_layers, out_dim;
     float rms_eps;
     double theta;
@@ -75,6 +90,7 @@ enum { MAX_STREAM_BUFS = 4 + 2 * 64 + 2 * MAX_STAGES + MAX_STAGES * (1 + N_RES) 
 
 struct qtts_gpu_dec_stream {
     qtts_gpu_decoder *d;
+    uint64_t id;
     int64_t frames, pos, n_cached; /* frames decoded, next RoPE position, keys in the window (<= W-1) */
     qtts_gpu_buf *pre_hist, *dec0_hist, *fin_hist, **kc, **vc;
     qtts_gpu_buf *up_hist[MAX_STAGES], *dw_hist[MAX_STAGES], *blk_hist[MAX_STAGES], *ru_hist[MAX_STAGES][N_RES];
@@ -385,9 +401,17 @@ static void scratch_sizes(const qtts_gpu_decoder *d, int64_t *cm, int64_t *tm) {
 #undef MAXV
 }
 
+static void drop_seqs(qtts_gpu_decoder *d) {
+    for (int i = 0; i < SEQ_CACHE; i++) {
+        qtts_gpu_seq_free(d->seqs[i].seq);
+        d->seqs[i].seq = NULL;
+    }
+}
+
 void qtts_gpu_decoder_free(qtts_gpu_decoder *d) {
     if (!d) return;
     qtts_gpu *g = d->g;
+    drop_seqs(d);
     qtts_gpu_buf_free(g, d->codebooks);
     qtts_gpu_mat_free(g, d->p_first);
     qtts_gpu_mat_free(g, d->p_rest);
@@ -507,6 +531,7 @@ qtts_gpu_dec_stream *qtts_gpu_dec_stream_new(qtts_gpu_decoder *d, qtts_err *err)
     qtts_gpu_dec_stream *s = qtts_calloc(1, sizeof *s, err);
     if (!s) return NULL;
     s->d = d;
+    s->id = ++d->next_id;
     s->kc = qtts_calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *s->kc, err);
     s->vc = s->kc ? qtts_calloc((size_t)(d->n_layers ? d->n_layers : 1), sizeof *s->vc, err) : NULL;
     int rc = !s->vc;
@@ -689,6 +714,7 @@ static int rec_stream(qtts_gpu_seq *q, qtts_gpu_decoder *d, qtts_gpu_dec_stream 
 
 /* Room for n streams' codes, positions and samples, and RoPE rows up to position `positions`. */
 static int reserve(qtts_gpu_decoder *d, int n, int64_t positions, qtts_err *err) {
+    if (n > d->io_streams || positions > d->rope_rows) drop_seqs(d); /* they bind the buffers remade here */
     if (n > d->io_streams) {
         qtts_gpu_buf_free(d->g, d->codes);
         qtts_gpu_buf_free(d->g, d->pos);
@@ -714,6 +740,36 @@ static int reserve(qtts_gpu_decoder *d, int n, int64_t positions, qtts_err *err)
     return 0;
 }
 
+/* The recorded sequence of a step (recorded now if it is not kept). */
+static qtts_gpu_seq *step_sequence(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int64_t *F, int n,
+                                   qtts_err *err) {
+    for (int e = 0; e < SEQ_CACHE; e++) {
+        const step_seq *c = &d->seqs[e];
+        int same = c->seq && c->n == n;
+        for (int i = 0; same && i < n; i++) same = c->id[i] == S[i]->id && c->F[i] == F[i] && c->held[i] == S[i]->n_cached;
+        if (same) return c->seq;
+    }
+    qtts_gpu_seq *q = qtts_gpu_seq_new(d->g, err);
+    if (!q) return NULL;
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) rc = rec_stream(q, d, S[i], i, F[i], err);
+    if (rc || qtts_gpu_seq_end(q, err)) {
+        qtts_gpu_seq_free(q);
+        return NULL;
+    }
+    step_seq *c = &d->seqs[d->next_evict];
+    d->next_evict = (d->next_evict + 1) % SEQ_CACHE;
+    qtts_gpu_seq_free(c->seq);
+    c->seq = q;
+    c->n = n;
+    for (int i = 0; i < n; i++) {
+        c->id[i] = S[i]->id;
+        c->F[i] = F[i];
+        c->held[i] = S[i]->n_cached;
+    }
+    return q;
+}
+
 /* One submission: stream i decodes F[i] (1..MAXF) frames from C[i] into O[i]. */
 static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int32_t *const *C, const int64_t *F, int n,
                   float *const *O, qtts_err *err) {
@@ -728,13 +784,8 @@ static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int3
         pos[2 * i] = (uint32_t)S[i]->pos;
         pos[2 * i + 1] = (uint32_t)S[i]->n_cached;
     }
-    qtts_gpu_seq *q = qtts_gpu_seq_new(d->g, err);
-    if (!q) return -1;
-    int rc = 0;
-    for (int i = 0; !rc && i < n; i++) rc = rec_stream(q, d, S[i], i, F[i], err);
-    rc = rc || qtts_gpu_seq_end(q, err) || qtts_gpu_seq_run(q, err);
-    qtts_gpu_seq_free(q);
-    if (rc) return -1;
+    qtts_gpu_seq *q = step_sequence(d, S, F, n, err);
+    if (!q || qtts_gpu_seq_run(q, err)) return -1;
     const float *pcm = qtts_gpu_buf_data(d->pcm);
     for (int i = 0; i < n; i++) {
         memcpy(O[i], pcm + (int64_t)i * MAXF * d->fs, (size_t)(F[i] * d->fs) * sizeof(float));
@@ -769,7 +820,7 @@ int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *strea
     if (!S || !C || !O || !F || !done) rc = qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "GPU speech tokenizer: out of memory");
     while (!rc) {
         int ns = 0;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && ns < SEQ_MAX_STREAMS; i++) {
             const int64_t left = n_frames[i] - done[i];
             if (left <= 0) continue;
             S[ns] = streams[i];
