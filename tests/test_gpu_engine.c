@@ -5,13 +5,16 @@
  *   an unknown name is refused before any load;
  * - with a device: every golden talker case, greedy, on the device
  *   (requests_on_device counts each) gives the reference waveform (1e-4, as
- *   test_engine_golden) and exactly the CPU engine's samples (same codes,
- *   same CPU decoder);
+ *   test_engine_golden) and the CPU engine's samples within 1e-4: the same
+ *   codes through the device decoder (gpu/gpu_decoder.h), which differs from
+ *   the CPU decoder only by summation order (test_gpu_decoder: ~2e-6; one
+ *   code that differs moves the waveform by far more);
  * - the same cases sampled (the model's settings, a fixed seed) on the
- *   device give exactly the CPU engine's samples: the device sampler draws
- *   as the CPU's (gpu/gpu_sample.h).
+ *   device give the CPU engine's samples, as many and within 1e-4: the device
+ *   sampler draws as the CPU's (gpu/gpu_sample.h).
  * Skipped (exit 77) where no Vulkan device exists, after the no-device part,
  * unless QTTS_REQUIRE_VULKAN=1. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,18 @@
 #include "harness.h"
 #include "support/golden_cases.h"
 #include "support/npy.h"
+
+/* Device vs CPU engine: the decoders' float order (see above). */
+#define DEVICE_TOL 1e-4
+
+static double max_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= m)) m = d; /* NaN counts as the worst */
+    }
+    return m;
+}
 
 static qtts_engine *engine(const char *model, const char *device, qtts_error *e) {
     char path[1024];
@@ -119,10 +134,11 @@ int main(void) {
         float *a = run_case(dev, c, &nd, "vulkan");
         float *b = run_case(cpu, c, &nc, "cpu");
         want_on_device++;
-        TEST_CHECK(a && b && nd == nc && !memcmp(a, b, nd * sizeof *a), "%s: the device's audio is not the CPU's",
-                   c->fixture);
-        if (a && b && nd == nc && !memcmp(a, b, nd * sizeof *a))
-            printf("  ok   %-48s identical to the CPU engine (%zu samples)\n", c->fixture, nd);
+        double diff = a && b && nd == nc ? max_diff(a, b, nd) : -1;
+        TEST_CHECK(diff >= 0 && diff <= DEVICE_TOL, "%s: the device's audio is not the CPU's (%zu vs %zu samples, max "
+                   "diff %g)", c->fixture, nd, nc, diff);
+        if (diff >= 0 && diff <= DEVICE_TOL)
+            printf("  ok   %-48s the CPU engine's within %.2g (%zu samples)\n", c->fixture, diff, nd);
         free(a);
         free(b);
         /* sampled, seeded: on the device too, the CPU engine's samples */
@@ -134,12 +150,13 @@ int main(void) {
         int rb = golden_case_run_sampled(cpu, c, seed, &sb, err, sizeof err);
         TEST_CHECK(rb == 0, "cpu sampled %s: %s", c->fixture, err);
         want_on_device++;
-        int same = ra == 0 && rb == 0 && sa.n == sb.n && sa.n > 0 && !memcmp(sa.d, sb.d, sa.n * sizeof *sa.d);
-        TEST_CHECK(same, "%s sampled (seed %llu): the device's audio (%zu samples) is not the CPU's (%zu)", c->fixture,
-                   (unsigned long long)seed, sa.n, sb.n);
+        double sd = ra == 0 && rb == 0 && sa.n == sb.n && sa.n > 0 ? max_diff(sa.d, sb.d, sa.n) : -1;
+        int same = sd >= 0 && sd <= DEVICE_TOL;
+        TEST_CHECK(same, "%s sampled (seed %llu): the device's audio (%zu samples) is not the CPU's (%zu), max diff %g",
+                   c->fixture, (unsigned long long)seed, sa.n, sb.n, sd);
         if (same)
-            printf("  ok   %-48s sampled, seed %llu: identical to the CPU engine (%zu samples)\n", c->fixture,
-                   (unsigned long long)seed, sa.n);
+            printf("  ok   %-48s sampled, seed %llu: the CPU engine's within %.2g (%zu samples)\n", c->fixture,
+                   (unsigned long long)seed, sd, sa.n);
         free(sa.d);
         free(sb.d);
     }

@@ -48,7 +48,8 @@ typedef struct slot {
     qtts_request req;
     /* engine-thread state */
     qtts_gen_request *gen;
-    qtts_codec_stream *dec;
+    qtts_codec_stream *dec;           /* its decoder state on the CPU, or */
+    struct qtts_gpu_dec_stream *gdec; /* on the device (engine thread: made at start, freed at retire) */
     int32_t *pending; /* frames waiting for the decoder, frame-major [n_pending][num_code_groups] */
     int32_t *decoding; /* an overlapped decoder step's frames, swapped out of pending (cap_decoding frames) */
     int64_t cap_decoding;
@@ -139,6 +140,7 @@ struct qtts_engine {
     struct slot *active;
     qtts_batch *batch;
     qtts_codec_stream *scratch_streams[QTTS_MAX_BATCH];
+    struct qtts_gpu_dec_stream *scratch_gstreams[QTTS_MAX_BATCH];
     const int32_t *scratch_codes[QTTS_MAX_BATCH];
     int64_t scratch_nf[QTTS_MAX_BATCH];
     float *scratch_out[QTTS_MAX_BATCH];
@@ -153,6 +155,7 @@ struct qtts_engine {
     /* the device the LM work runs on (engine thread; NULL: the CPU) */
     struct qtts_gpu *gpu;
     struct qtts_gpu_lm *gpu_lm;
+    struct qtts_gpu_decoder *gpu_dec; /* the speech-tokenizer decoder there: every request decodes on it */
     char device_name[400];
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;

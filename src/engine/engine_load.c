@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "engine/engine_internal.h"
 #include "gpu/device_spec.h"
+#include "gpu/gpu_decoder.h"
 #include "gpu/gpu_lm.h"
 #include "io/gguf.h"
 #include "io/layout.h"
@@ -217,7 +218,14 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
     e->gpu = qtts_gpu_open(spec, &why);
     if (e->gpu) {
         e->gpu_lm = qtts_gpu_lm_new(e->gpu, e->talker, e->max_batch, QTTS_ENGINE_GPU_POSITIONS, &why);
-        if (!e->gpu_lm) {
+        /* the decoder's f32 weights come from the store the CPU decoder was loaded from */
+        const qtts_store *cst = e->codec_store ? e->codec_store : qtts_codec_decoder_owned_store(e->decoder);
+        if (e->gpu_lm && !cst) snprintf(why.msg, sizeof why.msg, "the speech decoder's weights are not at hand");
+        if (e->gpu_lm && cst)
+            e->gpu_dec = qtts_gpu_decoder_new(e->gpu, cst, qtts_codec_decoder_config(e->decoder), &why);
+        if (!e->gpu_dec) {
+            qtts_gpu_lm_free(e->gpu_lm);
+            e->gpu_lm = NULL;
             qtts_gpu_close(e->gpu);
             e->gpu = NULL;
         }
@@ -231,7 +239,7 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
     }
     qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS);
     snprintf(e->device_name, sizeof e->device_name, "vulkan: %s", qtts_gpu_name(e->gpu));
-    if (p->verbose) fprintf(stderr, "qtts: talker and code predictor on %s\n", e->device_name);
+    if (p->verbose) fprintf(stderr, "qtts: talker, code predictor and speech decoder on %s\n", e->device_name);
     return 0;
 }
 
@@ -317,6 +325,7 @@ void engine_unload_models(qtts_pool *pool, void *ctx) {
     (void)pool;
     qtts_batch_free(e->batch);
     qtts_gpu_lm_free(e->gpu_lm);
+    qtts_gpu_decoder_free(e->gpu_dec);
     qtts_gpu_close(e->gpu);
     if (e->cloner) clone_frontend_free(e->cloner);
     qtts_tok_free(e->tok);

@@ -13,6 +13,7 @@
 #include "engine/engine_internal.h"
 #include "engine/overlap.h"
 #include "engine/stream.h"
+#include "gpu/gpu_decoder.h"
 #include "model/runaway_guard.h"
 #include "text/norm_lang.h"
 #include "text/normalize.h"
@@ -79,7 +80,9 @@ static int decode_reference(qtts_engine *e, qtts_pool *pool, slot *s, qtts_err *
     int64_t nf = (int64_t)s->voice->n_frames;
     float *tmp = qtts_malloc((size_t)(nf * e->frame_samples) * sizeof *tmp, err);
     if (!tmp) return -1;
-    int rc = qtts_codec_decode_feed(e->decoder, pool, s->dec, s->voice->codes, nf, tmp, err);
+    const int32_t *codes = s->voice->codes;
+    int rc = s->gdec ? qtts_gpu_decoder_step(e->gpu_dec, &s->gdec, &codes, &nf, 1, &tmp, err)
+                     : qtts_codec_decode_feed(e->decoder, pool, s->dec, codes, nf, tmp, err);
     free(tmp);
     return rc;
 }
@@ -131,8 +134,11 @@ static int slot_start_ids(qtts_engine *e, qtts_pool *pool, slot *s, const int32_
     engine_stage_add(&s->times.prompt, qtts_now_ms() - t0, qtts_thread_cpu_ms() - c0, 1);
     s->times.prompt_rows = qtts_gen_request_prompt_rows(s->gen);
     qtts_gen_request_set_callback(s->gen, on_frame, s);
-    s->dec = qtts_codec_stream_new(e->decoder, err);
-    if (!s->dec || (icl && decode_reference(e, pool, s, err)) || qtts_batch_add(e->batch, s->gen, err)) goto done;
+    if (e->gpu_dec)
+        s->gdec = qtts_gpu_dec_stream_new(e->gpu_dec, err);
+    else
+        s->dec = qtts_codec_stream_new(e->decoder, err);
+    if ((!s->dec && !s->gdec) || (icl && decode_reference(e, pool, s, err)) || qtts_batch_add(e->batch, s->gen, err)) goto done;
     rc = 0;
 done:
     free(instr_ids);
@@ -355,6 +361,8 @@ static void unlink_slot(qtts_engine *e, slot *s) {
 /* Finishes an active request (error NULL: success) and frees it. */
 static void slot_retire(qtts_engine *e, slot *s, const qtts_err *error) {
     slot_finish(e, s, error);
+    qtts_gpu_dec_stream_free(s->gdec); /* device memory: freed here, on the engine thread */
+    s->gdec = NULL;
     unlink_slot(e, s);
     pthread_mutex_lock(&e->mu);
     e->n_active--;
@@ -378,6 +386,7 @@ static int gather_due(qtts_engine *e, int swap, qtts_err *err) {
             s->cap_pcm = need;
         }
         e->scratch_streams[i] = s->dec;
+        e->scratch_gstreams[i] = s->gdec;
         e->scratch_nf[i] = s->n_pending;
         e->scratch_out[i] = s->pcm;
         e->scratch_slots[i] = s;
@@ -485,7 +494,8 @@ static int lm_should_pause(const qtts_engine *e) {
  * first decode (time to first audio gets both threads) or last one among
  * the due requests; incremental-text requests keep their per-step feeding. */
 static int overlap_possible(const qtts_engine *e, const qtts_pool *pool) {
-    if (e->overlap_mode == QTTS_OVERLAP_NEVER || qtts_pool_size(pool) < 2) return 0;
+    /* the device decoder is the engine thread's alone: never beside LM steps on another thread */
+    if (e->overlap_mode == QTTS_OVERLAP_NEVER || qtts_pool_size(pool) < 2 || e->gpu_dec) return 0;
     for (const slot *s = e->active; s; s = s->next) {
         if (!s->gen || s->incremental || qtts_gen_request_finished(s->gen)) return 0;
         if (s->decode_now && s->samples_out == 0) return 0;
@@ -528,8 +538,10 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
         dec_ms = dec_cpu_ms = ov.decoder_ms; /* on one thread while another runs the LM: its wall time */
     } else {
         double t0 = qtts_now_ms(), c0 = qtts_thread_cpu_ms();
-        if (qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes, e->scratch_nf, n,
-                                         e->scratch_out, err))
+        if (e->gpu_dec ? qtts_gpu_decoder_step(e->gpu_dec, e->scratch_gstreams, e->scratch_codes, e->scratch_nf, n,
+                                               e->scratch_out, err)
+                       : qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes,
+                                                      e->scratch_nf, n, e->scratch_out, err))
             return -1;
         dec_ms = qtts_now_ms() - t0;
         dec_cpu_ms = qtts_thread_cpu_ms() - c0;

@@ -1,5 +1,6 @@
 /* The backend's entry points in a build without Vulkan (QTTS_VULKAN=OFF). */
 #include "gpu/gpu.h"
+#include "gpu/gpu_decoder.h"
 #include "gpu/gpu_lm.h"
 
 int qtts_gpu_built(void) { return 0; }
@@ -41,5 +42,37 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
 int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
                       int32_t *next_c0, qtts_err *err) {
     (void)d, (void)B, (void)slots, (void)text, (void)codes, (void)next_c0;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
+
+/* The device decoder (gpu_decoder.h): likewise never made. */
+qtts_gpu_decoder *qtts_gpu_decoder_new(qtts_gpu *g, const qtts_store *st, const qtts_codec_config *cfg, qtts_err *err) {
+    (void)g, (void)st, (void)cfg;
+    qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan (cmake -DQTTS_VULKAN=ON)");
+    return NULL;
+}
+void qtts_gpu_decoder_free(qtts_gpu_decoder *d) { (void)d; }
+int64_t qtts_gpu_decoder_frame_samples(const qtts_gpu_decoder *d) {
+    (void)d;
+    return 0;
+}
+int64_t qtts_gpu_decoder_num_quantizers(const qtts_gpu_decoder *d) {
+    (void)d;
+    return 0;
+}
+qtts_gpu_dec_stream *qtts_gpu_dec_stream_new(qtts_gpu_decoder *d, qtts_err *err) {
+    (void)d;
+    qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+    return NULL;
+}
+void qtts_gpu_dec_stream_reset(qtts_gpu_dec_stream *s) { (void)s; }
+void qtts_gpu_dec_stream_free(qtts_gpu_dec_stream *s) { (void)s; }
+int64_t qtts_gpu_dec_stream_frames(const qtts_gpu_dec_stream *s) {
+    (void)s;
+    return 0;
+}
+int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                          const int64_t *n_frames, int n, float *const *out, qtts_err *err) {
+    (void)d, (void)streams, (void)codes, (void)n_frames, (void)n, (void)out;
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }

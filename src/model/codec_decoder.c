@@ -710,6 +710,7 @@ qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *po
 }
 
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec) { return dec->owned_store; }
+const qtts_codec_config *qtts_codec_decoder_config(const qtts_codec_decoder *dec) { return &dec->cfg; }
 
 /* A dense layer's weight to bf16 pairs (qtts_gemm then runs in bf16); the f32 panels are freed. */
 static int lin_to_bf16(qtts_codec_decoder *d, lin *l, qtts_err *err) {

@@ -95,6 +95,9 @@ int qtts_decoder_precision_parse(const char *name, qtts_decoder_precision *out);
 /* Every name the table holds, "auto" first (must match the table: test_codec_decoder checks it). */
 #define QTTS_DECODER_PRECISION_NAMES "auto, f32, winograd, winograd-f16, winograd-i16, bf16"
 #define QTTS_DECODER_PRECISION_OPTIONS "auto|f32|winograd|winograd-f16|winograd-i16|bf16"
+/* The config it was loaded with (the device decoder, gpu/gpu_decoder.h, reads
+ * the same tensors by it). */
+const qtts_codec_config *qtts_codec_decoder_config(const qtts_codec_decoder *dec);
 /* The store opened by qtts_codec_decoder_open (NULL after _load). */
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec);
 
