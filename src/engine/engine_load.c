@@ -307,7 +307,7 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     }
     t0 = qtts_now_ms();
     if (qtts_decoder_precision_choose(j->p->decoder_precision, lm_type, conv, &prec, &j->err) ||
-        qtts_codec_decoder_set_precision(e->decoder, prec, &j->err))
+        qtts_codec_decoder_set_precision_pool(e->decoder, prec, pool, &j->err))
         return;
     qtts_heap_trim(); /* the direct weights a Winograd or bf16 conversion freed */
     lt.precision += qtts_now_ms() - t0;
