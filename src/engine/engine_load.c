@@ -277,7 +277,11 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     const char *path = j->p->model_path;
     qtts_model_files mf;
     double t0 = qtts_now_ms();
-    if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT, &j->err)) return;
+    /* matrices a .gguf stores in the kernels' layout run where they lie, unless adapters are merged into
+     * them (they need rows) or QTTS_KERNEL_LAYOUT=rows asks for the plain form (what another CPU reads) */
+    const char *kl = getenv("QTTS_KERNEL_LAYOUT");
+    const int kernel = j->p->n_lora == 0 && !(kl && !strcmp(kl, "rows"));
+    if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT | (kernel ? QTTS_LAYOUT_KERNEL : 0), &j->err)) return;
     lt.open += qtts_now_ms() - t0;
     if (mf.note[0] && j->p->verbose) fprintf(stderr, "qtts: %s (%s layout): %s\n", mf.files, mf.layout, mf.note);
     int rc = mf.model_store ? load_packed(e, pool, j->p, &mf, &topt, &lt, &j->err)

@@ -28,9 +28,10 @@ typedef struct {
 } qtts_pack_stats;
 
 /* Writes the model at in_path (any layout io/layout.h reads) as a GGUF at
- * out_path, matrices converted to `type` (qtts_dtype_fit per row length).
- * progress and stats may be NULL. */
-int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
+ * out_path, matrices converted to `type` (qtts_dtype_fit per row length);
+ * with kernel_layout, the LM's layer matrices in this CPU's kernel layout
+ * where it has one (io/kernel_layout.h). progress and stats may be NULL. */
+int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
                     void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
                     qtts_err *err);
 
@@ -39,8 +40,11 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
  * with the layout of a model folder, and returns the store of its tensors
  * (the codec tensors under their original names in *codec_store, which
  * borrows from *model_store's mapping: free it first). */
-int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtts_store **model_store,
-                      qtts_store **codec_store, qtts_err *err);
+/* kernel_layout keeps matrices stored in the kernels' layout as they lie
+ * where the file's layout is this CPU's (io/kernel_layout.h); without it,
+ * or on another CPU, they are put back into GGML rows. */
+int qtts_model_unpack(const char *gguf_path, int kernel_layout, char *tmp_dir, size_t tmp_size,
+                      qtts_store **model_store, qtts_store **codec_store, qtts_err *err);
 void qtts_pack_remove_dir(const char *tmp_dir);
 
 #endif
