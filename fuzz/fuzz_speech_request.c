@@ -65,6 +65,8 @@ static void check_request(const srv_speech_ctx *ctx, const srv_bad_req *b, const
     if (!(o->speed >= 0.25 && o->speed <= 4.0)) abort();
     if (o->mode != SRV_OUT_BUFFERED && o->mode != SRV_OUT_AUDIO_STREAM && o->mode != SRV_OUT_SSE) abort();
     if (!srv_format_mime(o->fmt)) abort();
+    /* the server's frame limit: never more, and a request without its own limit gets it */
+    if (ctx->max_request_frames > 0 && (o->r.max_frames > ctx->max_request_frames || o->r.max_frames <= 0)) abort();
     if (o->r.instruct && (!*o->r.instruct || qtts_utf8_count(o->r.instruct, strlen(o->r.instruct)) > ctx->max_input_chars))
         abort();
     if (!strcmp(mi->variant, "base")) {
@@ -120,12 +122,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mi.frame_samples = 1920;
     mi.n_codebooks = 16;
     mi.codebook_size = 2048;
+    mi.max_frames = 8191;
     static const int limits[] = {4096, 16, 1, 200};
     srv_speech_ctx ctx = {
         .info = &mi,
         .max_input_chars = limits[sel >> 2 & 3],
         .guard_frames_per_token = (sel & 16) ? -1.0f : 0.0f,
         .no_repetition_guard = (sel >> 5) & 1,
+        .max_request_frames = (sel & 64) ? 100 : 0,
         .voice_get = stub_voice_get,
         .voice_user = NULL,
     };

@@ -309,7 +309,10 @@ def seeds(golden):
                                [("voicepack.spk.alice.embd", [4], 0, struct.pack("<4f", 1, 2, 3, 4)),
                                 ("voicepack.code.alice.codes", [16, 2], 26, struct.pack("<32i", *range(32))),
                                 ("voicepack.spk.bob.embd", [4], 0, struct.pack("<4f", -1, 0, 1, 2))]),
-        "qvoice": b"\x00QVCE" + struct.pack("<II", 3, 4) + struct.pack("<4f", 1, 2, 3, 4) + b"\0\0\0\0text",
+        # gm-C's --save-voice: x-vector, transcript, 2 frames of codes, then its META section
+        "qvoice": b"\x00QVCE" + struct.pack("<II", 3, 4) + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<I", 4)
+                  + b"text" + struct.pack("<I", 2) + struct.pack("<32i", *range(32)) + b"META" + bytes(100),
+        "qvoice_no_codes": b"\x00QVCE" + struct.pack("<II", 2, 4) + struct.pack("<4f", 1, 2, 3, 4) + bytes(8),
         "spk": b"\x00" + xv,
         "spk_rvq": b"\x01" + xv + codes,
     }

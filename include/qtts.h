@@ -141,6 +141,8 @@ typedef struct {
     int kernels_measured;
     /* "cpu", or the device the talker runs on, e.g. "vulkan: NAME (DRIVER)" */
     const char *device;
+    /* Frames an utterance may have when a request sets no max_frames (the model's max_new_tokens - 1). */
+    int max_frames;
 } qtts_model_info;
 
 /* Valid as long as the engine. */

@@ -11,6 +11,8 @@
  *     same audio;
  *   - a file whose layout is unknown, and one whose metadata claims a layout
  *     its tensors do not have, fail with one line saying what was expected.
+ * The files the real qwentts.cpp and CrispASR converters wrote from the golden checkpoints (rebuilt from
+ * tests/layouts/converted/ and checked against their SHA-256) give the same results.
  * CrispASR's tokenizer file does not carry the encoder's attention heads
  * (MimiConfig's 8 are assumed, the tiny encoder has 4), so its Base case
  * clones from the x-vector alone. */
@@ -198,9 +200,10 @@ static void check_dequant(const char *dir, const char *model, double tol, const 
 
 /* A quantized layout runs end to end and its audio stays finite; the SNR against f32 is printed (on the
  * tiny random models greedy margins are ~1e-3, so quantization may flip tokens: reported, not asserted). */
-static void check_runs(const char *file, synth_case c, const char *what) {
+static double check_runs(const char *file, synth_case c, const char *what) {
     npy_array want;
-    if (npy_load_fixture(cases[c].wav, &want)) return;
+    double snr = -INFINITY;
+    if (npy_load_fixture(cases[c].wav, &want)) return snr;
     pcm_buf out = {0};
     if (synth(file, c, &out) == 0) {
         double sig = 0, noise = 0;
@@ -212,10 +215,14 @@ static void check_runs(const char *file, synth_case c, const char *what) {
             if (!isfinite(out.d[i])) finite = 0;
         }
         TEST_CHECK(finite, "%s: audio empty or not finite", what);
-        printf("  %-60s runs, waveform SNR vs golden %.1f dB\n", what, noise > 0 ? 10 * log10(sig / noise) : INFINITY);
+        snr = noise > 0 ? 10 * log10(sig / noise) : INFINITY;
+        printf("  %-60s runs, waveform SNR vs golden %.1f dB (%zu samples, golden %lld)\n", what, snr, out.n,
+               (long long)want.numel);
+        if (!finite || out.n != (size_t)want.numel) snr = -INFINITY; /* a bound on it needs the whole waveform */
     }
     free(out.d);
     npy_free(&want);
+    return snr;
 }
 
 static void check_error(const char *path, const char *needle, const char *what) {
@@ -225,6 +232,44 @@ static void check_error(const char *path, const char *needle, const char *what) 
     TEST_CHECK(rc != 0 && strstr(err.msg, needle) && !strchr(err.msg, '\n'), "%s: '%s'", what, err.msg);
     if (!rc) qtts_model_files_close(&m);
     printf("  %-60s %s\n", what, err.msg);
+}
+
+/* The files the real converters wrote (tests/layouts/converted/README.md), rebuilt byte for byte by
+ * assemble_converted.py (it checks each file's SHA-256 against the converter's): f32 give the golden
+ * waveforms within 1e-4, CrispASR's F16 (its default type) within 30 dB SNR of them. */
+static void check_converted(const char *tmp) {
+    static const struct {
+        const char *set, *layout;
+        synth_case c;
+        double min_snr_db; /* 0: golden within 1e-4 */
+    } sets[] = {
+        {"qwentts-f32-cv", "qwentts.cpp", CASE_CV, 0},     {"qwentts-f32-base", "qwentts.cpp", CASE_ICL, 0},
+        {"qwentts-f32-base", "qwentts.cpp", CASE_XVEC, 0}, {"crispasr-f32-cv", "CrispASR", CASE_CV, 0},
+        {"crispasr-f32-base", "CrispASR", CASE_XVEC, 0},   {"crispasr-f16-cv", "CrispASR", CASE_CV, 30},
+    };
+    const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        char d[700], cmd[2048], what[200];
+        snprintf(d, sizeof d, "%s/converted-%s", tmp, sets[i].set);
+        struct stat sb;
+        if (stat(d, &sb) != 0) {
+            snprintf(cmd, sizeof cmd, "QTTS_GOLDEN_DIR='%s' %s %s/tests/layouts/assemble_converted.py %s %s",
+                     QTTS_GOLDEN_DIR, py, QTTS_SOURCE_DIR, sets[i].set, d);
+            int st = system(cmd);
+            TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s (needs python3 with numpy: scripts/deps.sh)", cmd);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) continue;
+        }
+        qtts_err err = {0};
+        const char *name = qtts_layout_detect(d, &err);
+        TEST_CHECK(name && !strcmp(name, sets[i].layout), "%s: detected as %s: %s", d, name ? name : "-", err.msg);
+        snprintf(what, sizeof what, "converter's %s, %s", sets[i].set, cases[sets[i].c].wav);
+        if (sets[i].min_snr_db == 0) {
+            check_golden(d, sets[i].c, what);
+            continue;
+        }
+        double snr = check_runs(d, sets[i].c, what);
+        TEST_CHECK(snr >= sets[i].min_snr_db, "%s: SNR %.1f dB < %.0f dB", what, snr, sets[i].min_snr_db);
+    }
 }
 
 int main(void) {
@@ -345,6 +390,7 @@ int main(void) {
         printf("  %-60s %s\n", "official tensors, Transformers-native config.json", err.message);
         qtts_engine_free(e);
     }
+    check_converted(tmp);
     TEST_CHECK(rm_rf(tmp) == 0, "cleanup");
     return test_finish("test_layouts");
 }

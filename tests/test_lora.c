@@ -2,8 +2,8 @@
  * from known random matrices (adapter_config.json + adapter_model.safetensors,
  * PEFT's names for a talker-only adapter) merged into a small store gives
  * W + scale * alpha / r * B A computed here in double, within 1e-6; rsLoRA
- * uses alpha / sqrt(r); untouched tensors stay the same bytes; a Q8_0
- * weight is merged into its dequantized values and requantized, to the byte; a target the
+ * uses alpha / sqrt(r); untouched tensors stay the same bytes; a Q8_0 or
+ * Q4_K weight is merged into its dequantized values and requantized, to the byte; a target the
  * model lacks, a shape that does not fit and a missing lora_B each fail with
  * one line naming the tensor and leave the store as it was. */
 #include <math.h>
@@ -115,25 +115,30 @@ static void check_error(const char *dir, const char *a_name, const char *b_name,
     qtts_store_free(st);
 }
 
-/* A Q8_0 weight (as a quantized GGUF holds it) stays Q8_0: the merge of its
- * dequantized values, requantized, to the byte. */
-static void check_quantized(const char *dir) {
-    enum { QR = 4, QC = 64 };
+/* A Q8_0 or Q4_K weight (as a quantized GGUF holds it) keeps its type: the
+ * merge of its dequantized values, requantized, to the byte. */
+static void check_quantized(const char *dir, qtts_dtype type) {
+    enum { QR = 4, QC = 256 };
+    const char *tn = qtts_dtype_name(type);
+    const size_t row = qtts_dtype_row_bytes(type, QC);
     uint64_t seed = 7;
     float w[QR * QC], a[R * QC], b[QR * R], other[4] = {0};
-    qtts_block_q8_0 q[QR * QC / 32], want[QR * QC / 32];
+    unsigned char *q = malloc(QR * row), *want = malloc(QR * row);
+    if (!q || !want) return;
     for (int i = 0; i < QR * QC; i++) w[i] = rnd(&seed);
     for (int i = 0; i < R * QC; i++) a[i] = rnd(&seed);
     for (int i = 0; i < QR * R; i++) b[i] = rnd(&seed);
-    qtts_quantize_row(QTTS_Q8_0, w, q, QR * QC);
-    qtts_dequantize_row(QTTS_Q8_0, q, w, QR * QC);
+    for (int r = 0; r < QR; r++) {
+        qtts_quantize_row(type, w + r * QC, q + r * row, QC);
+        qtts_dequantize_row(type, q + r * row, w + r * QC, QC);
+    }
     for (int r = 0; r < QR; r++)
         for (int c = 0; c < QC; c++) {
             double acc = 0;
             for (int k = 0; k < R; k++) acc += (double)b[r * R + k] * a[k * QC + c];
             w[r * QC + c] = (float)(w[r * QC + c] + 2.0 * acc);
         }
-    for (int r = 0; r < QR; r++) qtts_quantize_row(QTTS_Q8_0, w + r * QC, want + r * QC / 32, QC);
+    for (int r = 0; r < QR; r++) qtts_quantize_row(type, w + r * QC, want + r * row, QC);
     TEST_CHECK(write_adapter(dir, "{\"r\": 3, \"lora_alpha\": 6}",
                              "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight",
                              "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", R, QC, QR, a, b) == 0,
@@ -141,25 +146,26 @@ static void check_quantized(const char *dir) {
     qtts_err err = {0};
     qtts_store *st = qtts_store_new(&err);
     const int64_t ws[2] = {QR, QC}, os[1] = {4};
-    TEST_CHECK(st && !qtts_store_add(st, W_NAME, QTTS_Q8_0, 2, ws, q, 0, &err) &&
+    TEST_CHECK(st && !qtts_store_add(st, W_NAME, type, 2, ws, q, 0, &err) &&
                    !qtts_store_add(st, "talker.model.norm.weight", QTTS_F32, 1, os, other, 0, &err),
                "store: %s", err.msg);
-    TEST_CHECK(st && qtts_lora_merge(&st, dir, 1.0, 0, NULL, NULL, &err) == 0, "q8_0 merge: %s", err.msg);
+    TEST_CHECK(st && qtts_lora_merge(&st, dir, 1.0, 0, NULL, NULL, &err) == 0, "%s merge: %s", tn, err.msg);
     const qtts_tensor *m = st ? qtts_store_find(st, W_NAME) : NULL;
-    TEST_CHECK(m && m->type == QTTS_Q8_0 && m->nbytes == sizeof want && !memcmp(m->data, want, sizeof want),
-               "the merged q8_0 weight is not the requantized reference");
-    printf("  %-50s requantized, the same bytes as the reference\n", "q8_0 weight");
+    TEST_CHECK(m && m->type == type && m->nbytes == QR * row && !memcmp(m->data, want, QR * row),
+               "the merged %s weight is not the requantized reference", tn);
+    printf("  %-50s requantized, the same bytes as the reference\n", type == QTTS_Q8_0 ? "q8_0 weight" : "q4_k weight");
     qtts_store_free(st);
     /* keep_f32 (a --quant conversion follows): the merged values themselves */
     st = qtts_store_new(&err);
-    TEST_CHECK(st && !qtts_store_add(st, W_NAME, QTTS_Q8_0, 2, ws, q, 0, &err) &&
+    TEST_CHECK(st && !qtts_store_add(st, W_NAME, type, 2, ws, q, 0, &err) &&
                    qtts_lora_merge(&st, dir, 1.0, 1, NULL, NULL, &err) == 0,
-               "q8_0 merge kept in f32: %s", err.msg);
+               "%s merge kept in f32: %s", tn, err.msg);
     m = st ? qtts_store_find(st, W_NAME) : NULL;
     TEST_CHECK(m && m->type == QTTS_F32 && m->nbytes == sizeof w && !memcmp(m->data, w, sizeof w),
-               "the merged weight kept in f32 is not dequant(W) + s B A");
-    printf("  %-50s kept in f32: dequant(W) + s B A exactly\n", "q8_0 weight, keep_f32");
+               "the merged %s weight kept in f32 is not dequant(W) + s B A", tn);
+    printf("  %-50s kept in f32: dequant(W) + s B A exactly\n", type == QTTS_Q8_0 ? "q8_0 weight, keep_f32" : "q4_k weight, keep_f32");
     qtts_store_free(st);
+    free(q), free(want);
 }
 
 int main(void) {
@@ -168,7 +174,8 @@ int main(void) {
     check_merge(tmp, "{\"r\": 3, \"lora_alpha\": 6, \"target_modules\": [\"q_proj\"]}", 2.0, 1.0, "alpha 6 / r 3");
     check_merge(tmp, "{\"r\": 3, \"lora_alpha\": 6}", 2.0, 0.5, "alpha 6 / r 3, --lora scale 0.5");
     check_merge(tmp, "{\"r\": 3, \"lora_alpha\": 6, \"use_rslora\": true}", 6.0 / sqrt(3.0), 1.0, "rsLoRA alpha 6 / sqrt 3");
-    check_quantized(tmp);
+    check_quantized(tmp, QTTS_Q8_0);
+    check_quantized(tmp, QTTS_Q4_K);
     check_error(tmp, "base_model.model.model.layers.9.self_attn.q_proj.lora_A.weight",
                 "base_model.model.model.layers.9.self_attn.q_proj.lora_B.weight", IN, "which the model does not have",
                 "target the model lacks");

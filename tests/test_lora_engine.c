@@ -21,89 +21,14 @@
 #include "harness.h"
 #include "io/store.h"
 #include "qtts.h"
+#include "support/lora_adapter.h"
 #include "support/test_util.h"
 
 static const char *const model_name = "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny";
-enum { RANK = 2 };
-static const double ALPHA = 4, SCALE = 1.5;
-
-/* The adapted weights: PEFT module name, the model's weight, its shape. */
-static const struct {
-    const char *module, *weight;
-    int64_t out, in;
-} targets[] = {
-    {"base_model.model.model.layers.0.self_attn.q_proj", "talker.model.layers.0.self_attn.q_proj.weight", 64, 32},
-    {"base_model.model.model.layers.1.mlp.down_proj", "talker.model.layers.1.mlp.down_proj.weight", 32, 96},
-};
-enum { N_TARGETS = sizeof targets / sizeof *targets };
-
-static float rnd(uint64_t *s) {
-    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (float)((double)(*s >> 11) / 9007199254740992.0 * 2 - 1);
-}
-
-/* A safetensors file of f32 tensors: names[i], shapes[i] (ndim[i] dims), data[i]. */
-static int write_st(const char *path, int n, const char *const *names, const int *ndim, const int64_t (*shapes)[4],
-                    const float *const *data) {
-    size_t cap = 256 + (size_t)n * 512, o = 0, off = 0;
-    char *h = malloc(cap);
-    if (!h) return -1;
-    o += (size_t)snprintf(h + o, cap - o, "{");
-    for (int i = 0; i < n; i++) {
-        int64_t numel = 1;
-        o += (size_t)snprintf(h + o, cap - o, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[", i ? "," : "", names[i]);
-        for (int d = 0; d < ndim[i]; d++) {
-            o += (size_t)snprintf(h + o, cap - o, "%s%lld", d ? "," : "", (long long)shapes[i][d]);
-            numel *= shapes[i][d];
-        }
-        o += (size_t)snprintf(h + o, cap - o, "],\"data_offsets\":[%zu,%zu]}", off, off + (size_t)numel * 4);
-        off += (size_t)numel * 4;
-    }
-    o += (size_t)snprintf(h + o, cap - o, "}");
-    while (o % 8) h[o++] = ' ';
-    FILE *f = fopen(path, "wb");
-    int rc = f ? 0 : -1;
-    uint64_t hl = o;
-    if (f) rc |= fwrite(&hl, 8, 1, f) != 1 || fwrite(h, 1, o, f) != o;
-    for (int i = 0; f && i < n; i++) {
-        int64_t numel = 1;
-        for (int d = 0; d < ndim[i]; d++) numel *= shapes[i][d];
-        rc |= fwrite(data[i], 4, (size_t)numel, f) != (size_t)numel;
-    }
-    if (f) rc |= fclose(f);
-    free(h);
-    return rc;
-}
-
-/* The adapter (A: [RANK x in], B: [out x RANK] per target) in dir; a[t], b[t] its matrices.
- * bad_rows: lora_B of the first target gets that many rows instead (a shape that does not fit). */
-static int write_adapter(const char *dir, float *const *a, float *const *b, int64_t bad_rows, const char *bad_module) {
-    char p[800], names[2 * N_TARGETS][160];
-    const char *np[2 * N_TARGETS];
-    int nd[2 * N_TARGETS];
-    int64_t sh[2 * N_TARGETS][4];
-    const float *data[2 * N_TARGETS];
-    mkdir(dir, 0700);
-    snprintf(p, sizeof p, "%s/adapter_config.json", dir);
-    if (write_text_file(p, "{\"peft_type\": \"LORA\", \"r\": 2, \"lora_alpha\": 4, "
-                           "\"target_modules\": [\"q_proj\", \"down_proj\"]}"))
-        return -1;
-    for (int t = 0; t < N_TARGETS; t++) {
-        const char *mod = t == 0 && bad_module ? bad_module : targets[t].module;
-        snprintf(names[2 * t], sizeof names[0], "%s.lora_A.weight", mod);
-        snprintf(names[2 * t + 1], sizeof names[0], "%s.lora_B.weight", mod);
-        np[2 * t] = names[2 * t], np[2 * t + 1] = names[2 * t + 1];
-        nd[2 * t] = nd[2 * t + 1] = 2;
-        sh[2 * t][0] = RANK, sh[2 * t][1] = targets[t].in;
-        sh[2 * t + 1][0] = t == 0 && bad_rows ? bad_rows : targets[t].out, sh[2 * t + 1][1] = RANK;
-        data[2 * t] = a[t], data[2 * t + 1] = b[t];
-    }
-    snprintf(p, sizeof p, "%s/adapter_model.safetensors", dir);
-    return write_st(p, 2 * N_TARGETS, np, nd, sh, data);
-}
+static const double SCALE = 1.5;
 
 /* dst: the golden checkpoint with model.safetensors replaced by its tensors
- * where each target is W + SCALE * ALPHA / RANK * B A. */
+ * where each target is W + SCALE * LORA_TEST_ALPHA / LORA_TEST_RANK * B A. */
 static int write_merged_copy(const char *dst, float *const *a, float *const *b) {
     char src[1024], f[2048], l[2048];
     golden_path(src, sizeof src, model_name);
@@ -124,17 +49,17 @@ static int write_merged_copy(const char *dst, float *const *a, float *const *b) 
     const float **data = calloc((size_t)n, sizeof *data);
     int *nd = calloc((size_t)n, sizeof *nd);
     int64_t(*sh)[4] = calloc((size_t)n, sizeof *sh);
-    float *merged[N_TARGETS] = {0};
+    float *merged[LORA_TEST_N] = {0};
     int rc = names && data && nd && sh ? 0 : -1;
-    const double s = SCALE * ALPHA / RANK;
+    const double s = SCALE * LORA_TEST_ALPHA / LORA_TEST_RANK;
     for (int i = 0; !rc && i < n; i++) {
         const qtts_tensor *t = qtts_store_at(st, i);
         if (t->type != QTTS_F32) rc = -1;
         names[i] = t->name, nd[i] = t->ndim, data[i] = t->data;
         for (int d = 0; d < t->ndim; d++) sh[i][d] = t->shape[d];
-        for (int k = 0; k < N_TARGETS; k++) {
-            if (strcmp(t->name, targets[k].weight)) continue;
-            const int64_t rows = targets[k].out, cols = targets[k].in;
+        for (int k = 0; k < LORA_TEST_N; k++) {
+            if (strcmp(t->name, lora_test_targets[k].weight)) continue;
+            const int64_t rows = lora_test_targets[k].out, cols = lora_test_targets[k].in;
             if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols || !(merged[k] = malloc(t->nbytes))) {
                 rc = -1;
                 break;
@@ -143,17 +68,18 @@ static int write_merged_copy(const char *dst, float *const *a, float *const *b) 
             for (int64_t o = 0; o < rows; o++)
                 for (int64_t c = 0; c < cols; c++) {
                     double acc = 0;
-                    for (int r = 0; r < RANK; r++) acc += (double)b[k][o * RANK + r] * a[k][r * cols + c];
+                    for (int r = 0; r < LORA_TEST_RANK; r++)
+                        acc += (double)b[k][o * LORA_TEST_RANK + r] * a[k][r * cols + c];
                     merged[k][o * cols + c] = (float)(w[o * cols + c] + s * acc);
                 }
             data[i] = merged[k];
         }
     }
-    for (int k = 0; k < N_TARGETS; k++)
+    for (int k = 0; k < LORA_TEST_N; k++)
         if (!merged[k]) rc = -1;
     snprintf(l, sizeof l, "%s/model.safetensors", dst);
-    if (!rc) rc = write_st(l, n, names, nd, (const int64_t(*)[4])sh, data);
-    for (int k = 0; k < N_TARGETS; k++) free(merged[k]);
+    if (!rc) rc = write_safetensors_f32(l, n, names, nd, (const int64_t(*)[4])sh, data);
+    for (int k = 0; k < LORA_TEST_N; k++) free(merged[k]);
     free(names), free(data), free(nd), free(sh);
     qtts_store_free(st);
     return rc;
@@ -203,18 +129,11 @@ int main(void) {
     char tmp[] = "/tmp/qtts_lora_engine_XXXXXX", golden[1024], adapter[600], merged[600], spec[700], cmd[4096];
     if (!mkdtemp(tmp)) return 1;
     golden_path(golden, sizeof golden, model_name);
-    uint64_t seed = 4646;
-    float *a[N_TARGETS], *b[N_TARGETS];
-    for (int t = 0; t < N_TARGETS; t++) {
-        a[t] = malloc((size_t)(RANK * targets[t].in) * sizeof(float));
-        b[t] = malloc((size_t)(targets[t].out * RANK) * sizeof(float));
-        if (!a[t] || !b[t]) return 1;
-        for (int64_t i = 0; i < RANK * targets[t].in; i++) a[t][i] = rnd(&seed);
-        for (int64_t i = 0; i < targets[t].out * RANK; i++) b[t][i] = 0.5f * rnd(&seed);
-    }
+    float *a[LORA_TEST_N], *b[LORA_TEST_N];
+    if (lora_test_matrices(4646, a, b)) return 1;
     snprintf(adapter, sizeof adapter, "%s/adapter", tmp);
     snprintf(merged, sizeof merged, "%s/merged", tmp);
-    TEST_CHECK(write_adapter(adapter, a, b, 0, NULL) == 0, "write the adapter");
+    TEST_CHECK(lora_test_adapter_write(adapter, a, b, 0, NULL) == 0, "write the adapter");
     TEST_CHECK(write_merged_copy(merged, a, b) == 0, "write the merged copy");
 
     qtts_error err = {0};
@@ -266,10 +185,10 @@ int main(void) {
     /* errors */
     char bad[600];
     snprintf(bad, sizeof bad, "%s/bad_shape", tmp);
-    TEST_CHECK(write_adapter(bad, a, b, 63, NULL) == 0, "write");
+    TEST_CHECK(lora_test_adapter_write(bad, a, b, 63, NULL) == 0, "write");
     check_fails(golden, bad, "does not fit", "lora_B one row short");
     snprintf(bad, sizeof bad, "%s/bad_target", tmp);
-    TEST_CHECK(write_adapter(bad, a, b, 0, "base_model.model.model.layers.7.self_attn.q_proj") == 0, "write");
+    TEST_CHECK(lora_test_adapter_write(bad, a, b, 0, "base_model.model.model.layers.7.self_attn.q_proj") == 0, "write");
     check_fails(golden, bad, "which the model does not have", "layer the model lacks");
     snprintf(spec, sizeof spec, "%s:loud", adapter);
     check_fails(golden, spec, "PATH:SCALE", "scale not a number");
@@ -277,7 +196,7 @@ int main(void) {
     check_fails(golden, spec, "missing", "missing folder");
 
     free(plain.d), free(zero.d), free(adapted.d), free(ref.d);
-    for (int t = 0; t < N_TARGETS; t++) free(a[t]), free(b[t]);
+    lora_test_matrices_free(a, b);
     TEST_CHECK(rm_rf(tmp) == 0, "cleanup");
     return test_finish("test_lora_engine");
 }

@@ -714,8 +714,9 @@ static size_t read_rest(int fd, char *raw, size_t len, size_t cap, double timeou
  * event). Then a graceful drain: an in-flight request still completes. */
 static void test_busy_disconnect_drain(const char *vdir) {
     th_server srv;
+    /* --max-request-frames 0: the endless streams ask 100000 frames */
     const char *args[] = {"-m", BASE_MODEL, "--threads", "2", "--voices-dir", vdir, "--max-batch", "1",
-                          "--max-queue", "1", "--drain-timeout", "0", NULL};
+                          "--max-queue", "1", "--drain-timeout", "0", "--max-request-frames", "0", NULL};
     if (th_start(&srv, args, 120)) {
         TEST_CHECK(0, "busy server starts");
         th_stop(&srv, 10);

@@ -823,8 +823,9 @@ static int stream_cut_visibly(const stream_rd *s) {
 static void drain_run(const char *dir, int graceful) {
     enum { N = 8 };
     const char *drain = graceful ? "60" : "1";
+    /* --max-request-frames 0: the cut streams ask 100000 frames */
     const char *args[] = {"-m", BASE_MODEL, "--threads", "2", "--voices-dir", dir, "--max-batch", "8",
-                          "--drain-timeout", drain, NULL};
+                          "--drain-timeout", drain, "--max-request-frames", "0", NULL};
     th_server srv;
     if (th_start(&srv, args, 120)) {
         TEST_CHECK(0, "drain: server starts");

@@ -347,6 +347,15 @@ int main(void) {
     e = ws_until(c, "error", NULL, NULL, 10);
     TEST_CHECK(e != NULL, "unknown type: error");
     cJSON_Delete(e);
+    /* the server's frame limit (default 4096) holds on the WebSocket too, by name */
+    ws_send_json(c, "{\"type\":\"session.config\",\"voice\":\"vivian\",\"max_new_tokens\":4097}");
+    ws_send_json(c, "{\"type\":\"input.text\",\"text\":\"Hi.\"}");
+    e = ws_until(c, "error", NULL, NULL, 10);
+    em = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "error"), "message");
+    TEST_CHECK(cJSON_IsString(em) && strstr(em->valuestring, "4096") && strstr(em->valuestring, "--max-request-frames"),
+               "max_new_tokens above the server's limit: the error names the limit and the flag: %s",
+               cJSON_IsString(em) ? em->valuestring : "");
+    cJSON_Delete(e);
     ws_send(c, 1, "{\"type\":\"session.close\"}", 24, 0); /* unmasked: a protocol violation */
     unsigned char *p = NULL;
     size_t n = 0;

@@ -2,8 +2,11 @@
  * voices directory. From one voice (a random x-vector of the golden Base
  * model's size, 6 frames of random codes, a transcript) the test writes each
  * format as its program does: a raw f32 .spk with its .rvq beside it
- * (qwentts.cpp), a raw f32 x-vector .bin (gm-C), a QVCE v3 .qvoice with
- * trailing data (gm-C), and a CrispASR voice pack GGUF of two voices
+ * (qwentts.cpp), a raw f32 x-vector .bin (gm-C), .qvoice files as gm-C's
+ * --save-voice writes them (v3 with codes, transcript and its META/TPAD
+ * sections, from a voice the engine cloned from a clip: the import clones
+ * that voice's audio bit for bit; v2 without codes), and a CrispASR voice
+ * pack GGUF of two voices
  * (architecture qwen3tts.voicepack, voicepack.spk.NAME.embd F32,
  * voicepack.code.NAME.codes I32 [T][16], voicepack.names / ref_texts). Each
  * import gives the same x-vector, codes and transcript, read back by the
@@ -11,7 +14,8 @@
  * pack's voice exactly the audio of qtts_voice_from_parts on the originals.
  * Refused in one line, writing nothing: a GGUF model (not a pack), a name
  * that exists, a NaN in the x-vector, a pack code outside [0, 2048), --rvq
- * beside a pack, --name for a pack of two voices. */
+ * beside a pack, --name for a pack of two voices, a .qvoice of version 1,
+ * one with a code outside [0, 2048), one cut inside its codes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #include "io/spk.h"
 #include "io/store.h"
 #include "qtts.h"
+#include "support/npy.h"
 #include "support/test_util.h"
 #include "voices/voice_files.h"
 
@@ -73,6 +78,31 @@ static int write_pack(const char *path, const char *arch, const float *xv, float
     if (rc) fprintf(stderr, "write_pack: %s\n", err.msg);
     qtts_store_free(st);
     return rc;
+}
+
+/* A .qvoice as gm-C's main.c --save-voice writes it: "QVCE", version, dim, the x-vector, the transcript,
+ * the codes; with extra, version 3's META section and a TPAD section of the source model's embeddings. */
+static int write_qvoice(const char *path, uint32_t version, const float *xv, int64_t D, const char *text,
+                        const int32_t *codes, uint32_t frames, int extra) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    uint32_t hdr[2] = {version, (uint32_t)D}, len = (uint32_t)strlen(text);
+    int ok = fwrite("QVCE", 1, 4, f) == 4 && fwrite(hdr, 4, 2, f) == 2 &&
+             fwrite(xv, sizeof(float), (size_t)D, f) == (size_t)D && fwrite(&len, 4, 1, f) == 1 &&
+             fwrite(text, 1, len, f) == len && fwrite(&frames, 4, 1, f) == 1 &&
+             (!frames || fwrite(codes, sizeof(int32_t), (size_t)frames * NQ, f) == (size_t)frames * NQ);
+    if (extra) {
+        unsigned char meta[100] = {0}; /* lang id, lang name[16], model size, dim, ref seconds, name[64], flags */
+        uint32_t lang = 2050, hidden = (uint32_t)D, tpad = (uint32_t)D, flags = 2 | 4;
+        float secs = 3;
+        memcpy(meta, &lang, 4), memcpy(meta + 4, "english", 7), memcpy(meta + 20, &hidden, 4);
+        memcpy(meta + 24, &hidden, 4), memcpy(meta + 28, &secs, 4), memcpy(meta + 32, "galatea", 7);
+        memcpy(meta + 96, &flags, 4);
+        ok = ok && fwrite("META", 1, 4, f) == 4 && fwrite(meta, 1, sizeof meta, f) == sizeof meta &&
+             fwrite("TPAD", 1, 4, f) == 4 && fwrite(&tpad, 4, 1, f) == 1;
+        for (int k = 0; ok && k < 3; k++) ok = fwrite(xv, sizeof(float), (size_t)D, f) == (size_t)D;
+    }
+    return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 /* The registered voice NAME holds exactly xv[D], codes[T] (or none) and text (or none). */
@@ -173,17 +203,47 @@ int main(void) {
     TEST_CHECK(import(dir, p, err, sizeof err) == 0, "import .bin: %s", err);
     check_files(e, dir, "mario", xv, D, NULL, NULL);
     printf("  x-vector .bin (gm-C)              same x-vector, x-vector-only\n");
-    snprintf(p, sizeof p, "%s/galatea.qvoice", tmp);
-    FILE *f = fopen(p, "wb");
-    uint32_t hdr[2] = {3, (uint32_t)D};
-    TEST_CHECK(f && fwrite("QVCE", 1, 4, f) == 4 && fwrite(hdr, 4, 2, f) == 2 &&
-                   fwrite(xv, sizeof(float), (size_t)D, f) == (size_t)D && fwrite("\0\0\0\0trailing", 1, 12, f) == 12 &&
-                   fclose(f) == 0,
-               "write qvoice");
+    /* gm-C's .qvoice: one written from a voice cloned from a clip clones that voice bit for bit */
+    {
+        npy_array clip = {0};
+        pcm_buf want = {0};
+        qtts_voice *cloned = NULL;
+        TEST_CHECK(npy_load_fixture("tk_icl_en_short_ref_ref_wav", &clip) == 0, "fixture");
+        if (clip.f) cloned = qtts_voice_from_samples(e, clip.f, (size_t)clip.numel, 24000, REF_TEXT, &qerr);
+        TEST_CHECK(cloned && speak(e, cloned, &want) == 0, "clone from the clip: %s", qerr.message);
+        size_t cxl = 0, cnf = 0;
+        const float *cx = cloned ? qtts_voice_xvector(cloned, &cxl) : NULL;
+        const int32_t *cc = cloned ? qtts_voice_codes(cloned, &cnf) : NULL;
+        TEST_CHECK(cx && cc && cnf > 0 && cxl == (size_t)D, "the cloned voice has no codes");
+        snprintf(p, sizeof p, "%s/galatea.qvoice", tmp);
+        if (cx && cc && cnf > 0 && write_qvoice(p, 3, cx, D, REF_TEXT, cc, (uint32_t)cnf, 1) == 0) {
+            TEST_CHECK(import(dir, p, err, sizeof err) == 0, "import .qvoice: %s", err);
+            v = srv_voice_files_load(e, dir, "galatea", lerr, sizeof lerr);
+            size_t xl = 0, nf = 0;
+            const float *x = v ? qtts_voice_xvector(v, &xl) : NULL;
+            const int32_t *c = v ? qtts_voice_codes(v, &nf) : NULL;
+            const char *t = v ? qtts_voice_ref_text(v) : NULL;
+            TEST_CHECK(x && xl == cxl && !memcmp(x, cx, cxl * sizeof(float)) && c && nf == cnf &&
+                           !memcmp(c, cc, cnf * NQ * sizeof(int32_t)) && t && !strcmp(t, REF_TEXT),
+                       "the imported .qvoice differs from the cloned voice %s", lerr);
+            TEST_CHECK(v && speak(e, v, &got) == 0 && same_audio(&want, &got),
+                       "the imported .qvoice speaks otherwise (%zu vs %zu samples)", got.n, want.n);
+            printf(
+                "  .qvoice v3 (gm-C), %zu frames        same x-vector, codes, transcript; same audio (%zu samples)\n",
+                cnf, got.n);
+            qtts_voice_release(v);
+            free(got.d), got = (pcm_buf){0};
+        }
+        qtts_voice_release(cloned);
+        free(want.d);
+        npy_free(&clip);
+    }
+    snprintf(p, sizeof p, "%s/galatea2.qvoice", tmp);
+    TEST_CHECK(write_qvoice(p, 2, xv, D, "", NULL, 0, 0) == 0, "write");
     snprintf(args, sizeof args, "%s --name galatea-x", p);
     TEST_CHECK(import(dir, args, err, sizeof err) == 0, "import .qvoice: %s", err);
     check_files(e, dir, "galatea-x", xv, D, NULL, NULL);
-    printf("  .qvoice v3 (gm-C)                 same x-vector\n");
+    printf("  .qvoice v2 (gm-C), no codes       same x-vector, x-vector-only\n");
 
     /* CrispASR: a voice pack of two */
     snprintf(p, sizeof p, "%s/pack.gguf", tmp);
@@ -208,7 +268,7 @@ int main(void) {
     check_refused(dir, args, "holds 2 voices", "--name for a pack of two");
     xv[3] = NAN;
     snprintf(p2, sizeof p2, "%s/nan.spk", tmp);
-    f = fopen(p2, "wb");
+    FILE *f = fopen(p2, "wb");
     TEST_CHECK(f && fwrite(xv, sizeof(float), (size_t)D, f) == (size_t)D && fclose(f) == 0, "write nan");
     check_refused(dir, p2, "finite", "a NaN in the x-vector");
     xv[3] = 0;
@@ -216,6 +276,14 @@ int main(void) {
     snprintf(p2, sizeof p2, "%s/badcodes.gguf", tmp);
     TEST_CHECK(write_pack(p2, "qwen3tts.voicepack", xv, neg, D, codes) == 0, "write");
     check_refused(dir, p2, "outside [0, 2048)", "a pack code of 4000");
+    snprintf(p2, sizeof p2, "%s/v1.qvoice", tmp);
+    TEST_CHECK(write_qvoice(p2, 1, xv, D, REF_TEXT, codes, T, 0) == 0, "write");
+    check_refused(dir, p2, "versions 2 and 3 are read", "a .qvoice of version 1");
+    snprintf(p2, sizeof p2, "%s/badcodes.qvoice", tmp);
+    TEST_CHECK(write_qvoice(p2, 3, xv, D, REF_TEXT, codes, T, 1) == 0, "write");
+    check_refused(dir, p2, "outside [0, 2048)", "a .qvoice code of 4000");
+    TEST_CHECK(truncate(p2, 12 + 4 * D + 4 + (off_t)strlen(REF_TEXT) + 4 + 100) == 0, "truncate");
+    check_refused(dir, p2, "codes do not fit", "a .qvoice cut inside its codes");
     snprintf(p2, sizeof p2, "%s/voices/nan.spk", tmp);
     struct stat sb;
     TEST_CHECK(stat(p2, &sb) != 0, "a refused import left %s", p2);

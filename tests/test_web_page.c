@@ -166,7 +166,8 @@ int main(void) {
     TEST_CHECK(write_reference_wav(wav) == 0, "reference WAV written to %s", wav);
 
     th_server custom, base, design;
-    const char *cargs[] = {"-m", CUSTOM_MODEL, "--threads", "2", "--api-key", API_KEY, NULL};
+    /* --max-input-chars 100: the page's character counter reads the server's limit */
+    const char *cargs[] = {"-m", CUSTOM_MODEL, "--threads", "2", "--api-key", API_KEY, "--max-input-chars", "100", NULL};
     const char *bargs[] = {"-m", BASE_MODEL, "--threads", "2", "--voices-dir", vdir, NULL};
     const char *dargs[] = {"-m", DESIGN_MODEL, "--threads", "2", NULL};
     int custom_up = th_start(&custom, cargs, 120) == 0;

@@ -361,6 +361,36 @@ async function customChecks(browser) {
   check(r.req && r.req.voice === speaker && r.req.language === 'english' && r.req.instructions === 'Cheerful.',
         `custom: the request carries speaker ${speaker}, language, instructions`);
   await checkPcmPlayed(page, r, base, key, `custom pcm (${speaker})`);
+  // After the live stream: the same audio in the player for replay, and a WAV download whose samples are the
+  // server's bytes.
+  const replay = await page.waitForFunction(() => document.getElementById('player').readyState >= 1, { timeout: 10000 })
+    .then(() => page.evaluate(async () => {
+      const p = document.getElementById('player'), a = document.getElementById('download');
+      const bytes = a.hidden ? [] : Array.from(new Uint8Array(await window.qttsLastBlob.arrayBuffer()));
+      return { duration: p.duration, src: p.src, hidden: p.hidden, name: a.download, text: a.textContent, bytes,
+               same: a.href === p.src };
+    }), () => null);
+  const dpcm = await direct(base, r.req, key);
+  const wav = replay ? Buffer.from(replay.bytes) : Buffer.alloc(0);
+  check(replay && !replay.hidden && /^blob:/.test(replay.src) && replay.same &&
+        Math.abs(replay.duration - r.st.samplesReceived / 24000) < 0.01,
+        `custom pcm: replay in <audio> after the stream: ${replay && replay.duration} s ` +
+        `(want ${(r.st.samplesReceived / 24000).toFixed(3)} s)`);
+  check(replay && /\.wav$/.test(replay.name) && /^Download WAV/.test(replay.text) && wav.length === 44 + dpcm.bytes.length &&
+        wav.toString('latin1', 0, 4) === 'RIFF' && wav.readUInt32LE(24) === 24000 &&
+        wav.subarray(44).equals(dpcm.bytes),
+        `custom pcm: download ${replay && replay.name} (${replay && replay.text}): ${wav.length} bytes, ` +
+        `its samples the server's ${dpcm.bytes.length} bytes`);
+
+  // The character counter: code points against the server's --max-input-chars (100 here), live while typing.
+  await fill(page, '#text', 'h\u00e9llo \u{1F44B}');
+  let count = await page.$eval('#text-count', (el) => ({ text: el.textContent, over: el.classList.contains('over') }));
+  check(count.text === '7 / 100 characters' && !count.over, `custom: character counter "${count.text}"`);
+  await page.$eval('#text', (el) => { el.value = 'x'.repeat(103); el.dispatchEvent(new Event('input')); });
+  count = await page.$eval('#text-count', (el) => ({ text: el.textContent, over: el.classList.contains('over') }));
+  check(count.over && count.text.startsWith('103 / 100') && count.text.includes('3 over'),
+        `custom: over the limit the counter says so: "${count.text}"`);
+  await fill(page, '#text', 'Hello from the browser test.');
 
   // wav: one buffered response played through <audio> from a Blob.
   await page.select('#format', 'wav');

@@ -674,7 +674,7 @@ static void run_disconnects(const char *tmp) {
     }
     th_server srv;
     const char *args[] = {"-m", dir, "--threads", "2", "--guard-frames-per-token", "0", "--no-repetition-guard", "-v",
-                          NULL};
+                          "--max-request-frames", "0", NULL}; /* the syntheses ask 100000 frames */
     if (wy_start(&srv, args, 120)) {
         TEST_CHECK(0, "endless-model server starts");
         th_stop(&srv, 10);

@@ -74,6 +74,7 @@ class ModelInfo(Structure):
         ("load_report", c_char_p),
         ("kernels_measured", c_int),
         ("device", c_char_p),
+        ("max_frames", c_int),
     ]
 
 

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/model_files.h"
 #include "io/gguf.h"
+#include "io/lora.h"
 #include "io/model_pack.h"
 #include "io/store.h"
 #include "model/codec_decoder.h"
@@ -248,15 +249,66 @@ static void print_cpu(void) {
            qtts_decoder_precision_name(chosen));
 }
 
+/* The adapters a model was made with (qtts quantize --lora), and those given
+ * with --lora merged into its weights as stored: what each changes, or why
+ * it does not fit. */
+static int print_lora(const char *path, cli_model_files *m, const cli_lora_list *lora) {
+    char *note = qtts_pack_lora_note(path);
+    if (note) {
+        printf("LoRA merged in the file:\n");
+        for (const char *line = note; *line;) {
+            size_t len = strcspn(line, "\n");
+            printf("  %.*s\n", (int)len, line);
+            line += len + (line[len] == '\n');
+        }
+        free(note);
+    }
+    if (!lora->n) return CLI_OK;
+    qtts_err err = {0};
+    qtts_store *st = m->model_store;
+    if (!st && !(st = qtts_store_open(path, &err))) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    int rc = CLI_OK;
+    printf("LoRA adapters (--lora, merged as at load):\n");
+    for (int i = 0; i < lora->n && rc == CLI_OK; i++) {
+        char file[PATH_MAX];
+        double scale;
+        int n = 0;
+        if (qtts_lora_spec(lora->spec[i], file, sizeof file, &scale, &err) ||
+            qtts_lora_merge(&st, file, scale, 0, NULL, &n, &err)) {
+            cli_error("LoRA adapter %s", err.msg);
+            rc = CLI_FAIL;
+        } else {
+            printf("  %s scale %g, %d weights\n", file, scale, n);
+        }
+    }
+    if (m->model_store) m->model_store = st; /* the merged store owns the one it was made from */
+    else qtts_store_free(st);
+    return rc;
+}
+
 int cmd_info(int argc, char **argv) {
+    cli_lora_list lora = {{0}, 0};
+    while (argc > 3 && !strcmp(argv[argc - 2], "--lora")) {
+        if (cli_add_lora(&lora, argv[argc - 1])) return CLI_USAGE;
+        argc -= 2;
+    }
+    for (int i = 0, j = lora.n - 1; i < j; i++, j--) { /* read from the end: back into the order given */
+        const char *t = lora.spec[i];
+        lora.spec[i] = lora.spec[j], lora.spec[j] = t;
+    }
     if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *out = argc == 2 ? stdout : stderr;
-        fprintf(out, "usage: qtts info PATH\n"
+        fprintf(out, "usage: qtts info PATH [--lora ADAPTER[:SCALE]]...\n"
                      "       qtts info --config-keys\n"
                      "       qtts info --cpu\n"
                      "       qtts info --devices\n"
                      "  PATH: a Qwen3-TTS model folder (official or Transformers-native), a bare speech-tokenizer folder,\n"
                      "        a qtts .gguf, or a qwentts.cpp or CrispASR .gguf (its companion file next to it)\n"
+                     "  --lora: merge a PEFT LoRA adapter into PATH's weights as a load would and say what it changes\n"
+                     "        (a .gguf made by qtts quantize --lora names the adapters merged in it)\n"
                      "  --config-keys: every config key qtts reads, with its default or why it is required\n"
                      "  --cpu: the CPU features found, the kernels in use and the measured decoder convolution choice (f32, Winograd, bf16)\n"
                      "  --devices: the Vulkan devices (name, driver, memory, subgroup size, the features qtts uses)\n");
@@ -313,6 +365,7 @@ int cmd_info(int argc, char **argv) {
         return CLI_FAIL;
     }
     int rc = print_folder(path, &m);
+    if (rc == CLI_OK) rc = print_lora(path, &m, &lora);
     cli_model_files_close(&m);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "model/codec_decoder.h"
 #include "cli/daemon.h"
+#include "core/sampling_ranges.h"
 #include "qtts.h"
 #include "server/server.h"
 #include "server/wyoming.h"
@@ -43,7 +44,7 @@ static void serve_usage(FILE *out) {
             "  --voice-alias NAME=VOICE  another name for a voice: a speaker (CustomVoice), a registered\n"
             "                         voice (Base) or the voice description (VoiceDesign); repeatable.\n"
             "                         OpenAI's voice names (alloy, echo, ...) are aliases by default\n"
-            "  --no-voice-aliases     drop the default aliases of OpenAI's voice names"
+            "  --no-voice-aliases     drop the default aliases of OpenAI's voice names\n"
             "  --cors ORIGIN          send CORS headers for ORIGIN (default: off)\n"
             "  --max-body-mb N        request body limit in MiB (default 32)\n"
             "  --max-input-chars N    'input' text limit (default 4096)\n"
@@ -56,6 +57,8 @@ static void serve_usage(FILE *out) {
             "  --idle-timeout S       close a connection idle for S seconds (default 60)\n"
             "  --header-timeout S     close a connection whose request headers are not complete S seconds\n"
             "                         after it opened or its last response ended (default 30; 0: off)\n"
+            "  --body-timeout S       answer 408 and close when a request body is not complete S seconds\n"
+            "                         after its headers (default 60; 0: off)\n"
             "  --model-id NAME        model id reported by /v1/models (default qwen3-tts)\n"
             "  --reuse-port           share the port with other qtts processes (SO_REUSEPORT; off: a port\n"
             "                         in use is an error)\n"
@@ -63,6 +66,8 @@ static void serve_usage(FILE *out) {
             "                         token (default 10, ~2.5x the speaking rate; 0: off). Requests may\n"
             "                         set guard_frames_per_token themselves\n"
             "  --no-repetition-guard  do not end utterances whose codes loop (default: end them)\n"
+            "  --max-request-frames N  codec frames one request may ask for (max_new_tokens) or get, guards\n"
+            "                         off included, Wyoming's too (default 4096 = 328 s of audio; 0: no limit)\n"
             "  --lexicon FILE         pronunciation lexicon for every request: written<TAB>spoken[<TAB>lang]\n"
             "                         per line, applied before numbers and symbols (docs/text.md)\n"
             "  --ws-sessions N        WebSocket sessions at once on /v1/audio/speech/stream (default 8;\n"
@@ -76,7 +81,7 @@ enum {
     O_HOST = 256, O_PORT, O_MAX_BATCH, O_MAX_QUEUE, O_THREADS, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_OVERLAP, O_LORA, O_VOICES_DIR, O_API_KEY, O_CORS,
     O_MAX_BODY, O_MAX_INPUT, O_HTTP_THREADS, O_TIMEOUT, O_DRAIN, O_MODEL_ID,
     O_REUSE_PORT, O_LEXICON, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_WS_SESSIONS, O_WY_PORT, O_WY_ZEROCONF, O_MAX_CONN, O_MAX_CONN_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT,
-    O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES,
+    O_PUBLIC_LISTS, O_VOICE_ALIAS, O_NO_VOICE_ALIASES, O_BODY_TIMEOUT, O_MAX_REQ_FRAMES,
 };
 static const struct option serve_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -107,6 +112,8 @@ static const struct option serve_options[] = {
     {"max-connections-per-ip", required_argument, 0, O_MAX_CONN_IP},
     {"idle-timeout", required_argument, 0, O_IDLE_TIMEOUT},
     {"header-timeout", required_argument, 0, O_HEADER_TIMEOUT},
+    {"body-timeout", required_argument, 0, O_BODY_TIMEOUT},
+    {"max-request-frames", required_argument, 0, O_MAX_REQ_FRAMES},
     {"model-id", required_argument, 0, O_MODEL_ID},
     {"reuse-port", no_argument, 0, O_REUSE_PORT},
     {"ws-sessions", required_argument, 0, O_WS_SESSIONS},
@@ -178,6 +185,10 @@ static int serve_parse_args(int argc, char **argv, qtts_server_params *sp, qtts_
             break;
         case O_IDLE_TIMEOUT: bad = cli_int_to("--idle-timeout", optarg, 1, 86400, &sp->idle_timeout_s); break;
         case O_HEADER_TIMEOUT: bad = cli_int_to("--header-timeout", optarg, 0, 86400, &sp->header_timeout_s); break;
+        case O_BODY_TIMEOUT: bad = cli_int_to("--body-timeout", optarg, 0, 86400, &sp->body_timeout_s); break;
+        case O_MAX_REQ_FRAMES:
+            bad = cli_int_to("--max-request-frames", optarg, 0, QTTS_MAX_FRAMES_MAX, &sp->max_request_frames);
+            break;
         case O_MODEL_ID: sp->model_id = optarg; break;
         case O_REUSE_PORT: sp->reuse_port = 1; break;
         case O_WS_SESSIONS: bad = cli_int_to("--ws-sessions", optarg, 1, 1024, &sp->ws_sessions); break;
@@ -291,6 +302,7 @@ static int cmd_serve_run(qtts_server_params *spp, qtts_engine_params *epp, wyomi
         wp.max_input_chars = sp.max_input_chars;
         wp.guard_frames_per_token = sp.guard_frames_per_token;
         wp.no_repetition_guard = sp.no_repetition_guard;
+        wp.max_request_frames = sp.max_request_frames;
         wp.lexicon = sp.lexicon;
         wp.zeroconf = wy.zeroconf;
         wp.verbose = sp.verbose;

@@ -59,8 +59,9 @@ static void voices_usage(FILE *out) {
             "\n"
             "import reads: CrispASR voice packs (.gguf, every voice with codes and transcript), raw f32\n"
             "x-vectors (qwentts.cpp's .spk and .rvq, gm-C's x-vector .bin) and gm-C's .qvoice (its\n"
-            "x-vector). The voice then clones in context when it has codes and a transcript, else from\n"
-            "the x-vector alone; its length must be the model's hidden size (checked on use).\n"
+            "x-vector, codes and transcript). The voice then clones in context when it has codes and a\n"
+            "transcript, else from the x-vector alone; its length must be the model's hidden size\n"
+            "(checked on use).\n"
             "  -q, --quiet               no information lines on stderr\n"
             "\n"
             "NAME: %s.\n",

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "core/sampling_ranges.h"
 #include "model/codec_decoder.h"
 #include "cli/daemon.h"
 #include "qtts.h"
@@ -47,12 +48,15 @@ static void wyoming_usage(FILE *out) {
             "                         Home Assistant's discovery (default: off)\n"
             "  --guard-frames-per-token R  runaway guard (default 10; 0: off)\n"
             "  --no-repetition-guard  do not end utterances whose codes loop\n"
+            "  --max-request-frames N  codec frames one synthesis may ask for (qtts.max_frames) or get,\n"
+            "                         guards off included (default 4096 = 328 s; 0: no limit)\n"
             "  -v, --verbose          log connections, requests, timings and ignored events\n");
 }
 
 enum {
     O_HOST = 256, O_PORT, O_VOICES_DIR, O_VOICE, O_INSTRUCT, O_THREADS, O_MAX_BATCH, O_MAX_QUEUE, O_QUANT, O_DECPREC, O_KVCACHE, O_DEVICE, O_OVERLAP, O_LORA,
     O_MAX_CONN, O_IDLE, O_TIMEOUT, O_MAX_INPUT, O_CHUNK_MS, O_DRAIN, O_ZEROCONF, O_GUARD_RATIO, O_NO_REPEAT_GUARD, O_LANGUAGE,
+    O_MAX_REQ_FRAMES,
 };
 static const struct option wyoming_options[] = {
     {"help", no_argument, 0, 'h'},
@@ -81,6 +85,7 @@ static const struct option wyoming_options[] = {
     {"zeroconf", optional_argument, 0, O_ZEROCONF},
     {"guard-frames-per-token", required_argument, 0, O_GUARD_RATIO},
     {"no-repetition-guard", no_argument, 0, O_NO_REPEAT_GUARD},
+    {"max-request-frames", required_argument, 0, O_MAX_REQ_FRAMES},
     {"verbose", no_argument, 0, 'v'},
     {0, 0, 0, 0},
 };
@@ -120,6 +125,9 @@ static int wyoming_parse_args(int argc, char **argv, qtts_wyoming_params *wp, qt
         case O_MAX_INPUT: bad = cli_int_to("--max-input-chars", optarg, 1, 65536, &wp->max_input_chars); break;
         case O_CHUNK_MS: bad = cli_int_to("--chunk-ms", optarg, 10, 10000, &wp->chunk_ms); break;
         case O_DRAIN: bad = cli_int_to("--drain-timeout", optarg, 0, 86400, drain_s); break;
+        case O_MAX_REQ_FRAMES:
+            bad = cli_int_to("--max-request-frames", optarg, 0, QTTS_MAX_FRAMES_MAX, &wp->max_request_frames);
+            break;
         case O_ZEROCONF:
             wp->zeroconf = 1;
             if (optarg) wp->zeroconf_name = optarg;

@@ -1,6 +1,5 @@
 /* Model loading and unloading. Both run on the engine thread: converting and
  * packing weights is compute, and the pool belongs to that thread. */
-#include <errno.h>
 #include <limits.h>
 #include <malloc.h>
 #include <math.h>
@@ -118,24 +117,6 @@ static double lm_mapped_bytes(const qtts_lm *lm) {
     return b;
 }
 
-/* "PATH[:SCALE]": a path that exists is taken whole (a folder may hold a
- * colon), else a number after the last colon is the scale. */
-static int lora_spec(const char *spec, char *path, size_t n, double *scale, qtts_err *err) {
-    struct stat sb;
-    *scale = 1;
-    if (snprintf(path, n, "%s", spec) >= (int)n) return qtts_fail(err, "--lora '%.64s...': path too long", spec);
-    char *colon = strrchr(path, ':');
-    if (stat(path, &sb) == 0 || !colon) return 0;
-    char *end;
-    errno = 0;
-    double x = strtod(colon + 1, &end);
-    if (colon[1] == 0 || *end || errno || !isfinite(x))
-        return qtts_fail(err, "--lora '%s': expected PATH or PATH:SCALE with SCALE a finite number", spec);
-    *colon = 0;
-    *scale = x;
-    return 0;
-}
-
 /* The adapters of p->lora merged into *st, in order, on the engine's pool
  * (io/lora.h). As stored (no weight_type), a merged weight keeps its stored
  * type, so the layouts are decided as for the model without them; with one,
@@ -147,7 +128,7 @@ static int merge_adapters(const qtts_engine_params *p, qtts_pool *pool, qtts_dty
         double scale;
         int n = 0;
         if (!p->lora || !p->lora[i]) return qtts_fail(err, "lora[%d] is NULL (n_lora %d)", i, p->n_lora);
-        if (lora_spec(p->lora[i], path, sizeof path, &scale, err)) return -1;
+        if (qtts_lora_spec(p->lora[i], path, sizeof path, &scale, err)) return -1;
         if (qtts_lora_merge(st, path, scale, asked != QTTS_DTYPE_INVALID, pool, &n, err)) {
             qtts_fail_prefix(err, "LoRA adapter");
             return -1;
@@ -369,6 +350,7 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     e->info.decoder_precision = qtts_decoder_precision_name(prec);
     if (qtts_kv_type_choose(j->p->kv_cache, e->talker->lm.layers[0].q.type, &e->talker->kv_type, &j->err)) return;
     e->info.kv_cache = qtts_dtype_name(e->talker->kv_type);
+    e->info.max_frames = e->talker->gen.max_new_tokens > 0 ? (int)(e->talker->gen.max_new_tokens - 1) : 0;
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch || open_device(e, j->p, &j->err)) return;
     load_report(e, &lt, qtts_now_ms() - t_load, decoder_heap);

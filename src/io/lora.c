@@ -1,6 +1,7 @@
 /* PEFT LoRA adapters merged into a model's weights (io/lora.h). */
 #include "io/lora.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,24 @@
 
 #include "io/json_util.h"
 #include "tensor/quant.h"
+
+/* "PATH[:SCALE]": a path that exists is taken whole (a folder may hold a
+ * colon), else a number after the last colon is the scale. */
+int qtts_lora_spec(const char *spec, char *path, size_t n, double *scale, qtts_err *err) {
+    struct stat sb;
+    *scale = 1;
+    if (snprintf(path, n, "%s", spec) >= (int)n) return qtts_fail(err, "--lora '%.64s...': path too long", spec);
+    char *colon = strrchr(path, ':');
+    if (stat(path, &sb) == 0 || !colon) return 0;
+    char *end;
+    errno = 0;
+    double x = strtod(colon + 1, &end);
+    if (colon[1] == 0 || *end || errno || !isfinite(x))
+        return qtts_fail(err, "--lora '%s': expected PATH or PATH:SCALE with SCALE a finite number", spec);
+    *colon = 0;
+    *scale = x;
+    return 0;
+}
 
 static const char *const prefixes[] = {"base_model.model.", ""};
 

@@ -22,4 +22,9 @@
 int qtts_lora_merge(qtts_store **st, const char *path, double scale, int keep_f32, qtts_pool *pool, int *n_merged,
                     qtts_err *err);
 
+/* "PATH[:SCALE]" (--lora): a path that exists is taken whole (a folder may
+ * hold a colon), else a finite number after the last colon is the scale
+ * (default 1). path gets the PATH part. */
+int qtts_lora_spec(const char *spec, char *path, size_t n, double *scale, qtts_err *err);
+
 #endif

@@ -11,6 +11,7 @@
 #include "io/gguf.h"
 #include "io/kernel_layout.h"
 #include "io/layout.h"
+#include "io/lora.h"
 #include "tensor/interleave.h"
 #include "tensor/quant.h"
 #include "io/file.h"
@@ -111,6 +112,43 @@ static int pack_tensor(qtts_store *out, const qtts_tensor *t, qtts_dtype type, i
 int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
                     void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
                     qtts_err *err) {
+    return qtts_model_pack_lora(in_path, out_path, type, kernel_layout, NULL, 0, progress, user, stats, err);
+}
+
+/* The adapters merged into *model (f32, for the one conversion after), each
+ * noted in *note as "PATH scale S, N weights\n". */
+static int merge_lora(qtts_store **model, const char *const *lora, int n_lora, char **note, qtts_err *err) {
+    for (int i = 0; i < n_lora; i++) {
+        char path[PATH_MAX];
+        double scale;
+        int n = 0;
+        if (qtts_lora_spec(lora[i], path, sizeof path, &scale, err)) return -1;
+        if (qtts_lora_merge(model, path, scale, 1, NULL, &n, err)) {
+            qtts_fail_prefix(err, "LoRA adapter");
+            return -1;
+        }
+        size_t have = *note ? strlen(*note) : 0, add = strlen(path) + 64;
+        char *grown = realloc(*note, have + add);
+        if (!grown) return qtts_fail(err, "out of memory");
+        snprintf(grown + have, add, "%s scale %g, %d weights\n", path, scale, n);
+        *note = grown;
+    }
+    return 0;
+}
+
+char *qtts_pack_lora_note(const char *path) {
+    qtts_err err = {0};
+    qtts_gguf *g = qtts_gguf_is_path(path) ? qtts_gguf_load(path, &err) : NULL;
+    char *note =
+        g && qtts_gguf_find_key(g, QTTS_PACK_KEY_LORA) >= 0 ? qtts_gguf_dup_str(g, QTTS_PACK_KEY_LORA, &err) : NULL;
+    qtts_gguf_free(g);
+    return note;
+}
+
+int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
+                         const char *const *lora, int n_lora, void (*progress)(void *user, int done, int total),
+                         void *user, qtts_pack_stats *stats, qtts_err *err) {
+    char *lora_note = NULL;
     qtts_pack_stats st = {0};
     char path[PATH_MAX];
     int rc = -1;
@@ -120,7 +158,7 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, 
     const char *dir = mf.dir;
     char *texts[N_TEXT_FILES] = {0};
     size_t lens[N_TEXT_FILES] = {0};
-    qtts_gguf_kv kv[N_TEXT_FILES + 4];
+    qtts_gguf_kv kv[N_TEXT_FILES + 5];
     int n_kv = 0;
     qtts_store *model = NULL, *codec = NULL, *out = NULL;
     for (int i = 0; i < N_TEXT_FILES; i++) {
@@ -152,6 +190,10 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, 
         snprintf(path, sizeof path, "%s/speech_tokenizer", dir);
         codec = qtts_store_open(path, err);
         if (!codec) goto done;
+    }
+    if (n_lora) {
+        if (merge_lora(&model, lora, n_lora, &lora_note, err)) goto done;
+        kv[n_kv++] = qtts_gguf_kv_str(QTTS_PACK_KEY_LORA, lora_note, strlen(lora_note));
     }
     out = qtts_store_new(err);
     if (!out) goto done;
@@ -188,6 +230,7 @@ done:
     qtts_store_free(codec);
     qtts_store_free(model);
     for (int i = 0; i < N_TEXT_FILES; i++) free(texts[i]);
+    free(lora_note);
     qtts_model_files_close(&mf);
     return rc;
 }

@@ -35,6 +35,21 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, 
                     void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
                     qtts_err *err);
 
+/* The same, with the LoRA adapters lora[0..n_lora) ("PATH[:SCALE]", as
+ * --lora) merged into the weights first, in order, in f32 (io/lora.h), so
+ * the one conversion to `type` comes after them: the file holds what loading
+ * in_path with --quant type and those --lora gives. Each adapter is recorded
+ * in the metadata key QTTS_PACK_KEY_LORA, one "PATH scale S, N weights" line
+ * each (qtts_pack_lora_note reads it back). */
+#define QTTS_PACK_KEY_LORA "qtts.lora_merged"
+int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
+                         const char *const *lora, int n_lora, void (*progress)(void *user, int done, int total),
+                         void *user, qtts_pack_stats *stats, qtts_err *err);
+
+/* The adapters a qtts .gguf at path was made with (QTTS_PACK_KEY_LORA),
+ * malloc'd, or NULL when it has none or is no such file. */
+char *qtts_pack_lora_note(const char *path);
+
 /* Opens a packed GGUF: writes its text files into a new private folder
  * (returned in tmp_dir, which the caller removes with qtts_pack_remove_dir)
  * with the layout of a model folder, and returns the store of its tensors

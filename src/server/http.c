@@ -20,6 +20,7 @@
 
 #include "server/auth.h"
 #include "server/elevenlabs.h"
+#include "server/frame_limit.h"
 #include "server/internal.h"
 #include "server/voice_alias.h"
 #include "server/web.h"
@@ -145,6 +146,8 @@ void qtts_server_params_default(qtts_server_params *p) {
     p->max_connections = 2048;
     p->max_connections_per_ip = 0;
     p->header_timeout_s = 30;
+    p->body_timeout_s = 60;
+    p->max_request_frames = SRV_MAX_REQUEST_FRAMES_DEFAULT;
 }
 
 static enum MHD_Result route_health(qtts_server *s, struct MHD_Connection *c) {
@@ -177,6 +180,9 @@ static enum MHD_Result route_models(qtts_server *s, struct MHD_Connection *c) {
         cJSON_AddStringToObject(m, "size", s->info->size);
         cJSON_AddNumberToObject(m, "sample_rate", s->info->sample_rate);
         cJSON_AddNumberToObject(m, "hidden_size", s->info->hidden_size);
+        /* the request limits, for clients that show them (the web page's character counter) */
+        cJSON_AddNumberToObject(m, "max_input_chars", s->p.max_input_chars);
+        if (s->p.max_request_frames > 0) cJSON_AddNumberToObject(m, "max_request_frames", s->p.max_request_frames);
         cJSON *sp = cJSON_AddArrayToObject(m, "speakers");
         for (int i = 0; sp && i < s->info->n_speakers; i++)
             cJSON_AddItemToArray(sp, cJSON_CreateString(s->info->speakers[i]));
@@ -375,6 +381,48 @@ static const char *framing_problem(struct MHD_Connection *c, const char *version
     return NULL;
 }
 
+/* The body deadline (--body-timeout). The idle timeout restarts with every
+ * byte, so a client that sends its body one byte every few seconds holds the
+ * connection, its buffer and an HTTP thread's attention for as long as it
+ * likes (the body may be 32 MiB); the headers have their own deadline. */
+static int body_overdue(const qtts_server *s, const srv_req *rq) {
+    return s->p.body_timeout_s > 0 && (long long)qtts_now_ms() - rq->t0_ms > (long long)s->p.body_timeout_s * 1000;
+}
+
+/* libmicrohttpd 0.9.75 takes a response only before a body starts or once it is complete (MHD_queue_response
+ * refuses one in between), so the 408 goes onto the socket here: nothing of this request's response has been
+ * written (a 100 Continue, if one was asked for, is complete), and MHD_NO then closes the connection. */
+static enum MHD_Result body_timeout_close(qtts_server *s, struct MHD_Connection *c, srv_req *rq) {
+    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    if (s->p.verbose)
+        fprintf(stderr, "qtts serve: 408: a request body took over %d s (%zu bytes arrived); closing\n",
+                s->p.body_timeout_s, rq->body.len);
+    srv_metrics_status(&s->metrics, 408);
+    char json[320], date[40], out[1024];
+    int jn = snprintf(json, sizeof json,
+                      "{\"error\":{\"message\":\"the request body did not arrive within %d s (qtts serve "
+                      "--body-timeout)\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":\"body_timeout\"}}",
+                      s->p.body_timeout_s);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    snprintf(date, sizeof date, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday % 7], tm.tm_mday,
+             months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    const char *origin = s->cors_origin && strlen(s->cors_origin) < 256 ? s->cors_origin : NULL;
+    int n = snprintf(out, sizeof out,
+                     "HTTP/1.1 408 Request Timeout\r\nDate: %s\r\nConnection: close\r\n%s%s%s"
+                     "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+                     date, origin ? "Access-Control-Allow-Origin: " : "", origin ? origin : "", origin ? "\r\n" : "",
+                     jn, json);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci && n > 0 && (size_t)n < sizeof out && send(ci->connect_fd, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+        s->p.verbose)
+        fprintf(stderr, "qtts serve: the 408 could not be sent: %s\n", strerror(errno));
+    return MHD_NO;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
     qtts_server *s = cls;
@@ -439,6 +487,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (rq->responded) { /* discard the rest of a rejected body */
         *upload_size = 0;
         return MHD_YES;
+    }
+    if (*upload_size && body_overdue(s, rq)) {
+        rq->responded = 1;
+        *upload_size = 0;
+        return body_timeout_close(s, c, rq);
     }
     if (*upload_size) {
         /* libmicrohttpd takes a response only once the body is in: past the
@@ -609,6 +662,7 @@ static qtts_server *server_start(qtts_engine *e, const qtts_server_params *p, in
     }
     if (s->p.max_connections_per_ip < 0) s->p.max_connections_per_ip = 0;
     if (s->p.header_timeout_s < 0) s->p.header_timeout_s = 0;
+    if (s->p.body_timeout_s < 0) s->p.body_timeout_s = 0;
     box->guard.header_timeout_ms = s->p.header_timeout_s * 1000;
     box->guard.verbose = s->p.verbose;
     /* libmicrohttpd splits the connection limit evenly over its threads: a

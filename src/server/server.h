@@ -29,6 +29,10 @@ typedef struct {
     int max_connections_per_ip; /* per client address; 0 (default) = no per-address limit (a reverse proxy
                                  * connects from one address) */
     int request_timeout_s;   /* synthesis time limit per request (default 600) */
+    int body_timeout_s;      /* a request body must have arrived this long after its headers (default 60); past
+                              * it the request gets 408 and the connection closes. 0 = no deadline */
+    int max_request_frames;  /* the most codec frames one request may ask for (max_new_tokens) or get, guards
+                              * off included (default 4096, server/frame_limit.h); <= 0 = none */
     int reuse_port;          /* share the port with other processes (SO_REUSEPORT); off: a port in use fails */
     int public_lists;        /* with api_key: GET /v1/audio/voices and /v1/audio/models answer without it */
     /* Voice aliases (server/voice_alias.h): "NAME=TARGET" entries over the

@@ -193,6 +193,7 @@ void srv_speech_context(qtts_server *s, srv_speech_ctx *ctx) {
         .max_input_chars = s->p.max_input_chars,
         .guard_frames_per_token = s->p.guard_frames_per_token,
         .no_repetition_guard = s->p.no_repetition_guard,
+        .max_request_frames = s->p.max_request_frames,
         .lexicon = s->p.lexicon,
         .voice_get = lookup_voice,
         .voice_user = s->voices,

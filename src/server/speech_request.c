@@ -12,6 +12,7 @@
 #include "io/json_util.h"
 #include "model/config.h"
 #include "server/b64.h"
+#include "server/frame_limit.h"
 #include "server/voice_alias.h"
 #include "text/normalize.h"
 #include "text/utf8.h"
@@ -152,7 +153,7 @@ static int parse_input_and_format(const srv_speech_ctx *ctx, const cJSON *root, 
 }
 
 /* speed, seed and the sampling fields (0 temperature = greedy). */
-static int parse_sampling(const cJSON *root, srv_speech_request *o, srv_bad_req *b) {
+static int parse_sampling(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_request *o, srv_bad_req *b) {
     int has;
     double x;
     if (get_num(root, "speed", 0.25, 4.0, 0, &has, &x, b)) return -1;
@@ -179,6 +180,10 @@ static int parse_sampling(const cJSON *root, srv_speech_request *o, srv_bad_req 
         return -1;
     if (has) o->r.repetition_penalty = (float)x;
     if (get_num(root, "max_new_tokens", 1, QTTS_MAX_FRAMES_MAX, 1, &has, &x, b)) return -1;
+    if (has && ctx->max_request_frames > 0 && x > ctx->max_request_frames)
+        return fail(b, 400, "max_new_tokens", "above_server_limit",
+                    "'max_new_tokens' %.0f is above this server's limit of %d frames (qtts serve --max-request-frames)",
+                    x, ctx->max_request_frames);
     if (has) o->r.max_frames = (int)x;
     /* runaway guard: frames per text token (0 = off), loop detection */
     if (get_num(root, "guard_frames_per_token", 0, 1000, 0, &has, &x, b)) return -1;
@@ -278,7 +283,7 @@ static int parse(const srv_speech_ctx *ctx, const cJSON *root, srv_speech_reques
     if (get_str(root, "model", &model, b) || get_voice(root, &voice, b) ||
         get_str(root, "instructions", &instructions, b) || get_str(root, "language", &lang, b) ||
         get_str(root, "ref_audio", &ref_audio, b) || get_str(root, "ref_text", &ref_text, b) ||
-        parse_input_and_format(ctx, root, o, b) || parse_sampling(root, o, b))
+        parse_input_and_format(ctx, root, o, b) || parse_sampling(ctx, root, o, b))
         return -1;
     const char *normalize = NULL; /* "off", "basic", "full" (the default) */
     if (get_str(root, "normalize", &normalize, b)) return -1;
@@ -333,7 +338,9 @@ int srv_speech_request_parse(const srv_speech_ctx *ctx, const cJSON *root, srv_s
     o->fmt = SRV_FMT_MP3; /* OpenAI's default response_format */
     o->mode = SRV_OUT_BUFFERED;
     o->speed = 1.0;
-    return parse(ctx, root, o, b);
+    if (parse(ctx, root, o, b)) return -1;
+    srv_frame_limit_apply(&o->r, ctx->max_request_frames, ctx->info->max_frames);
+    return 0;
 }
 
 void srv_speech_request_clear(srv_speech_request *o) {

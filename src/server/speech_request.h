@@ -44,6 +44,7 @@ typedef struct {
     int max_input_chars;           /* limit of 'input' and 'instructions' */
     float guard_frames_per_token;  /* server defaults of the runaway guard */
     int no_repetition_guard;
+    int max_request_frames;        /* the most frames a request may ask for or get (server/frame_limit.h); 0: none */
     const qtts_lexicon *lexicon;   /* the server's pronunciation lexicon, or NULL */
     srv_voice_lookup_fn voice_get; /* registered voices */
     void *voice_user;

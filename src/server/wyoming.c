@@ -26,6 +26,7 @@
 #include "core/sampling_ranges.h"
 #include "io/json_util.h"
 #include "model/config.h"
+#include "server/frame_limit.h"
 #include "server/buf.h"
 #include "server/send.h"
 #include "server/session.h"
@@ -85,6 +86,7 @@ void qtts_wyoming_params_default(qtts_wyoming_params *p) {
     p->request_timeout_s = 600;
     p->max_input_chars = 4096;
     p->chunk_ms = 200;
+    p->max_request_frames = SRV_MAX_REQUEST_FRAMES_DEFAULT;
 }
 
 int qtts_wyoming_port(const qtts_wyoming *w) { return w ? w->port : 0; }
@@ -421,6 +423,10 @@ static int parse_ext(wy_conn *c, const cJSON *data, const char **instruct) {
     if (ext_number(c, ext, "top_p", QTTS_TOP_P_MIN, 1, 0, &has, &x)) return -1;
     if (has) r->top_p = (float)x;
     if (ext_number(c, ext, "max_frames", 1, QTTS_MAX_FRAMES_MAX, 1, &has, &x)) return -1;
+    if (has && c->w->p.max_request_frames > 0 && x > c->w->p.max_request_frames)
+        return send_error(c, "invalid_request",
+                          "qtts.max_frames %.0f is above this server's limit of %d frames (--max-request-frames)", x,
+                          c->w->p.max_request_frames);
     if (has) r->max_frames = (int)x;
     const cJSON *layout = cJSON_GetObjectItemCaseSensitive(ext, "layout");
     if (layout && !cJSON_IsNull(layout)) {
@@ -481,6 +487,7 @@ static int utt_prepare(wy_conn *c, const cJSON *data) {
         if (!(c->instruct = strdup(instruct))) return send_error(c, "synthesis_failed", "out of memory");
         c->req.instruct = c->instruct;
     }
+    srv_frame_limit_apply(&c->req, w->p.max_request_frames, w->info->max_frames);
     c->t_start_ms = qtts_now_ms();
     return 0;
 }

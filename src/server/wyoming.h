@@ -36,6 +36,8 @@ typedef struct {
     int chunk_ms;             /* audio-chunk events carry at most this much audio (default 200) */
     float guard_frames_per_token; /* runaway guard (qtts_request's fields): 0 auto, < 0 off */
     int no_repetition_guard;
+    int max_request_frames;   /* the most codec frames one synthesis may ask for (qtts.max_frames) or get
+                               * (default 4096, server/frame_limit.h); <= 0 = none */
     const qtts_lexicon *lexicon; /* pronunciation lexicon for every synthesis (must outlive the server); NULL: none */
     int zeroconf;             /* announce _wyoming._tcp through the Avahi daemon */
     const char *zeroconf_name; /* the announced service name; NULL: "qtts" */

@@ -121,24 +121,64 @@ static int parse_pack(const unsigned char *buf, size_t size, const char *label, 
     return rc;
 }
 
+/* A little-endian u32 at *pos, advancing it; -1 when the file ends first. */
+static int take_u32(const unsigned char *buf, size_t size, size_t *pos, uint32_t *v) {
+    if (size - *pos < 4) return -1;
+    memcpy(v, buf + *pos, 4); /* little-endian hosts only, as the rest of qtts */
+    *pos += 4;
+    return 0;
+}
+
+/* gm-C's .qvoice as its main.c writes and reads it (v2, v3): "QVCE", u32
+ * version, u32 dim, dim f32 x-vector, u32 transcript length + its bytes, u32
+ * frames + frames x 16 i32 codes (frame-major); v3 then adds sections (META:
+ * language and name; TPAD/WOVR/WDLT: the source model's embeddings and
+ * weights, for loading a voice into another model) that a registered voice
+ * has no place for: they are not read. */
 static int parse_qvoice(const unsigned char *buf, size_t size, const char *label, voice_import_set *out,
                         qtts_err *err) {
     out->format = "qvoice";
-    uint32_t version, dim;
-    if (size < 12) return qtts_fail(err, "%s: .qvoice header truncated (%zu bytes)", label, size);
-    memcpy(&version, buf + 4, 4); /* little-endian hosts only, as the rest of qtts */
-    memcpy(&dim, buf + 8, 4);
-    if (version < 2)
-        return qtts_fail(err, "%s: .qvoice version %u has no x-vector size; version 2 or later is read", label,
-                         version);
-    if (dim < 1 || dim > 65536 || (size_t)dim * 4 > size - 12)
+    uint32_t version, dim, text_len, frames;
+    size_t pos = 4;
+    if (take_u32(buf, size, &pos, &version) || take_u32(buf, size, &pos, &dim))
+        return qtts_fail(err, "%s: .qvoice header truncated (%zu bytes)", label, size);
+    if (version < 2 || version > 3)
+        return qtts_fail(err, "%s: .qvoice version %u; versions 2 and 3 are read (version 1 has no x-vector size)",
+                         label, version);
+    if (dim < 1 || dim > 65536 || (size_t)dim * 4 > size - pos)
         return qtts_fail(err, "%s: .qvoice x-vector of %u values does not fit its %zu bytes", label, dim, size);
     voice_import_item *it = add_item(out, err);
     if (!it) return -1;
     int64_t got = 0;
-    it->xvec = qtts_spk_from_bytes(buf + 12, (size_t)dim * 4, dim, label, &got, err);
+    it->xvec = qtts_spk_from_bytes(buf + pos, (size_t)dim * 4, dim, label, &got, err);
     if (!it->xvec) return -1;
     it->xvec_len = (size_t)got;
+    pos += (size_t)dim * 4;
+    size_t rest = size - pos;
+    if (take_u32(buf, size, &pos, &text_len) || text_len > size - pos)
+        return qtts_fail(err, "%s: .qvoice transcript does not fit the file (%zu bytes after the x-vector)", label,
+                         rest);
+    const unsigned char *text = buf + pos;
+    pos += text_len;
+    if (memchr(text, 0, text_len)) return qtts_fail(err, "%s: .qvoice transcript holds a NUL byte", label);
+    rest = size - pos;
+    if (take_u32(buf, size, &pos, &frames) || (size_t)frames > (size - pos) / (4 * SRV_VOICE_FILE_CODEBOOKS))
+        return qtts_fail(err, "%s: .qvoice reference codes do not fit the file (%zu bytes after the transcript)", label,
+                         rest);
+    if (!frames) return 0; /* a voice saved without reference audio: the x-vector alone */
+    size_t n = (size_t)frames * SRV_VOICE_FILE_CODEBOOKS;
+    if (!(it->codes = qtts_malloc(n * sizeof(int32_t), err))) return -1;
+    memcpy(it->codes, buf + pos, n * sizeof(int32_t));
+    it->n_frames = frames;
+    for (size_t i = 0; i < n; i++)
+        if (it->codes[i] < 0 || it->codes[i] >= SRV_VOICE_FILE_CODE_VALUES)
+            return qtts_fail(err, "%s: .qvoice code %d at frame %zu is outside [0, %d)", label, (int)it->codes[i],
+                             i / SRV_VOICE_FILE_CODEBOOKS, SRV_VOICE_FILE_CODE_VALUES);
+    if (text_len) {
+        if (!(it->ref_text = qtts_malloc((size_t)text_len + 1, err))) return -1;
+        memcpy(it->ref_text, text, text_len);
+        it->ref_text[text_len] = 0;
+    }
     return 0;
 }
 

@@ -5,8 +5,9 @@
  *       its bake-qwen3-tts-voice-pack.py): every voice of the pack, tensors
  *       voicepack.spk.NAME.embd (F32 x-vector) and voicepack.code.NAME.codes
  *       (I32 [T][16]), transcripts from the voicepack.ref_texts array;
- *   "QVCE" (gm-C's .qvoice, v2 or later): u32 version, u32 dim, then dim
- *       f32: the x-vector alone is read (what its qvoice_to_xvec.py takes);
+ *   "QVCE" (gm-C's .qvoice, versions 2 and 3): the x-vector, the reference
+ *       transcript and codes (in-context cloning); its v3 sections for
+ *       loading a voice into another model (META, TPAD, WOVR, WDLT) are not read;
  *   anything else: a raw little-endian f32 x-vector, no header (qwentts.cpp's
  *       and qtts's .spk, gm-C's x-vector .bin), with the codes of a
  *       .rvq file (11-bit codebook-major, the same in qwentts.cpp and qtts)

@@ -23,12 +23,16 @@ LAYOUT:
                 convert_qwen3_tts_tokenizer_multi_codebook_to_hf.py (PR #44517):
                 OUT/ (model.safetensors, config.json, ...) and OUT/speech_tokenizer/
 
-This is NOT those converters: they import llama.cpp's gguf-py, safetensors and
-torch, none of which can be installed here (no PyPI; the llama.cpp snapshot
-is over the fetch size limit). It reproduces their tensor names, tensor
+This is NOT those converters. It reproduces their tensor names, tensor
 transforms (pre-divided codebooks, dropped tensors, F16/F32 choices) and
 metadata keys, read from their code, with numpy alone; the GGUF writer and the
-block quantizers are written here from the GGUF/GGML formats.
+block quantizers are written here from the GGUF/GGML formats. The qwentts.cpp
+and CrispASR converters themselves were run on the golden checkpoints
+(converted/README.md): their f32/f16 tensors are the same as this script's,
+bit for bit, and assemble_converted.py rebuilds their files from this script's
+tensor data. llama.cpp's and transformers' converters could not be run here
+(llama.cpp's gguf-py of the Qwen3-TTS commit cannot be fetched; transformers
+with Qwen3-TTS cannot be installed).
 """
 import json
 import os

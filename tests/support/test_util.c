@@ -101,3 +101,35 @@ void test_unescape(char *s) {
     }
     *w = 0;
 }
+
+int write_safetensors_f32(const char *path, int n, const char *const *names, const int *ndim,
+                          const int64_t (*shapes)[4], const float *const *data) {
+    size_t cap = 256 + (size_t)n * 512, o = 0, off = 0;
+    char *h = malloc(cap);
+    if (!h) return -1;
+    o += (size_t)snprintf(h + o, cap - o, "{");
+    for (int i = 0; i < n; i++) {
+        int64_t numel = 1;
+        o += (size_t)snprintf(h + o, cap - o, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[", i ? "," : "", names[i]);
+        for (int d = 0; d < ndim[i]; d++) {
+            o += (size_t)snprintf(h + o, cap - o, "%s%lld", d ? "," : "", (long long)shapes[i][d]);
+            numel *= shapes[i][d];
+        }
+        o += (size_t)snprintf(h + o, cap - o, "],\"data_offsets\":[%zu,%zu]}", off, off + (size_t)numel * 4);
+        off += (size_t)numel * 4;
+    }
+    o += (size_t)snprintf(h + o, cap - o, "}");
+    while (o % 8) h[o++] = ' ';
+    FILE *f = fopen(path, "wb");
+    int rc = f ? 0 : -1;
+    uint64_t hl = o;
+    if (f) rc |= fwrite(&hl, 8, 1, f) != 1 || fwrite(h, 1, o, f) != o;
+    for (int i = 0; f && i < n; i++) {
+        int64_t numel = 1;
+        for (int d = 0; d < ndim[i]; d++) numel *= shapes[i][d];
+        rc |= fwrite(data[i], 4, (size_t)numel, f) != (size_t)numel;
+    }
+    if (f) rc |= fclose(f);
+    free(h);
+    return rc;
+}

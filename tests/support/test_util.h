@@ -3,6 +3,7 @@
 #define QTTS_TEST_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A growing float buffer; pcm_collect matches qtts_audio_cb (user = pcm_buf*). */
 typedef struct {
@@ -35,5 +36,10 @@ int test_call_arg(const char *call, const char *key, char *out, size_t n);
 /* Turns the two-character escapes \n and \t of a table file into a newline
  * and a tab, in place. */
 void test_unescape(char *s);
+
+/* A safetensors file of f32 tensors: names[i], shapes[i] (ndim[i] <= 4 dims),
+ * data[i]. Returns 0 or -1. */
+int write_safetensors_f32(const char *path, int n, const char *const *names, const int *ndim,
+                          const int64_t (*shapes)[4], const float *const *data);
 
 #endif
