@@ -37,7 +37,8 @@ static void *feed(void *p) {
     return NULL;
 }
 
-/* Ends the feeder: a reader of our own lets a waiting open return; what it writes is read and dropped. */
+/* Ends the feeder: where it still waits for a reader (a load that never got there), a reader of our own
+ * lets its open return, and what it writes is read and dropped. */
 static void feeder_stop(fifo_feeder *f, pthread_t th) {
     int fd = open(f->fifo, O_RDONLY | O_NONBLOCK);
     if (fd >= 0) {
