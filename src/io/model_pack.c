@@ -13,6 +13,7 @@
 #include "io/layout.h"
 #include "io/lora.h"
 #include "tensor/interleave.h"
+#include "tensor/interleave_calibrate.h"
 #include "tensor/quant.h"
 #include "io/file.h"
 
@@ -74,15 +75,43 @@ static int stacked_follower(const qtts_store *st, const char *name) {
     return 0;
 }
 
+/* The layout a load on this CPU runs Q8_0 and Q4_K matrices in, as the
+ * engine decides it (QTTS_INTERLEAVE forces it, else the measurement of
+ * tensor/interleave_calibrate.h on a pool of every CPU, an engine's default
+ * thread count), so the file stores interleaved only what such a load runs
+ * interleaved: a type measured faster in rows stays in rows, read in place. */
+static void choose_layout(qtts_dtype type, qtts_weight_layout *l) {
+    memset(l, 0, sizeof *l);
+    const char *env = getenv("QTTS_INTERLEAVE");
+    const int forced = env && (!strcmp(env, "0") || !strcmp(env, "1")) ? env[0] - '0' : -1;
+    qtts_err ignored = {0};
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    qtts_pool *pool = forced < 0 ? qtts_pool_create(cpus > 0 && cpus < 1024 ? (int)cpus : 1, &ignored) : NULL;
+    const qtts_dtype types[2] = {QTTS_Q8_0, QTTS_Q4_K}; /* a Q4_K pack holds Q8_0 rows where Q4_K does not fit */
+    for (int i = 0; i < 2; i++) {
+        if (types[i] != type && !(type == QTTS_Q4_K && types[i] == QTTS_Q8_0)) continue;
+        qtts_interleave_choice *c = types[i] == QTTS_Q8_0 ? &l->q8_0 : &l->q4_k;
+        if (forced >= 0) {
+            c->interleave = forced;
+            continue;
+        }
+        qtts_interleave_calibration cal;
+        qtts_interleave_measure(pool, types[i], &cal); /* NULL pool (none could start): this thread */
+        *c = qtts_interleave_calibration_choice(&cal);
+    }
+    qtts_pool_free(pool);
+}
+
 /* One model tensor into out: quantized to type where it is a quantizable
- * matrix, in the kernels' layout where kernel_layout asks for it and this CPU
- * has one (io/kernel_layout.h), else as stored (sharing the mapping). */
-static int pack_tensor(qtts_store *out, const qtts_tensor *t, qtts_dtype type, int kernel_layout, qtts_pack_stats *st,
-                       qtts_err *err) {
+ * matrix, in the kernels' layout where x16 (NULL: none) interleaves its type
+ * (io/kernel_layout.h), else as stored (sharing the mapping). */
+static int pack_tensor(qtts_store *out, const qtts_tensor *t, qtts_dtype type, const qtts_weight_layout *x16_layout,
+                       qtts_pack_stats *st, qtts_err *err) {
     const int quantizable = qtts_pack_is_quantizable(t->name, t->ndim);
-    const int x16 = kernel_layout && quantizable && t->ndim == 2 &&
-                    qtts_kernel_layout_stores(t->name, qtts_dtype_fit(type, t->shape[1], t->type), t->shape[0],
-                                              t->shape[1]);
+    const qtts_dtype fitted = t->ndim == 2 ? qtts_dtype_fit(type, t->shape[1], t->type) : t->type;
+    const int x16 = x16_layout && quantizable && t->ndim == 2 &&
+                    qtts_weight_layout_for(x16_layout, fitted)->interleave &&
+                    qtts_kernel_layout_stores(t->name, fitted, t->shape[0], t->shape[1]);
     if (!quantizable || (type == t->type && !x16)) {
         if (quantizable && t->type >= 0 && t->type < 32) st->matrices[t->type]++;
         return qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err);
@@ -177,7 +206,9 @@ int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype t
     kv[n_kv++] = qtts_gguf_kv_str("qtts.weight_type", qtts_dtype_name(type), strlen(qtts_dtype_name(type)));
     const char *here = qtts_kernel_layout_here();
     if (!here) kernel_layout = 0;
+    qtts_weight_layout x16_layout;
     if (kernel_layout) {
+        choose_layout(type, &x16_layout);
         kv[n_kv++] = qtts_gguf_kv_str(QTTS_GGUF_KEY_KERNEL_LAYOUT, here, strlen(here));
         kv[n_kv++] = qtts_gguf_kv_u32(QTTS_GGUF_KEY_KERNEL_LAYOUT_VERSION, QTTS_KERNEL_LAYOUT_VERSION);
     }
@@ -204,11 +235,11 @@ int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype t
         /* a packed .gguf's store holds the speech tokenizer's tensors too: they come from the codec store below */
         if (!strncmp(t->name, QTTS_PACK_CODEC_PREFIX, strlen(QTTS_PACK_CODEC_PREFIX))) continue;
         if (stacked_follower(model, t->name)) continue; /* written right after its leader */
-        if (pack_tensor(out, t, type, kernel_layout, &st, err)) goto done;
+        if (pack_tensor(out, t, type, kernel_layout ? &x16_layout : NULL, &st, err)) goto done;
         char next[512];
         for (int k = 1; stacked_next(t->name, k, next, sizeof next); k++) {
             const qtts_tensor *f = qtts_store_find(model, next);
-            if (f && pack_tensor(out, f, type, kernel_layout, &st, err)) goto done;
+            if (f && pack_tensor(out, f, type, kernel_layout ? &x16_layout : NULL, &st, err)) goto done;
         }
     }
     for (int i = 0; i < qtts_store_count(codec); i++, done_n++) {
