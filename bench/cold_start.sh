@@ -8,7 +8,8 @@
 #
 #   bench/cold_start.sh MODEL_DIR [path/to/qtts]
 #   env: QUANTS ("q4_k q8_0") THREADS (all CPUs) FRAMES (10) RUNS (3, the best is kept)
-#        GGUF_DIR (where the .gguf files are made; default: a temporary folder)
+#        GGUF_DIR (where the .gguf files are made, model-TYPE.gguf; one already there is used as it is,
+#        so a file made by another qtts can be timed; default: a temporary folder)
 #        COLD=0 skips the cold-cache rows
 # MODEL_DIR may be made by bench/make_random_folder.sh (random weights at the
 # real dimensions). Needs GNU time (/usr/bin/time).
@@ -57,13 +58,13 @@ cold() {
     one "$@"
 }
 
-row() { # label cache first wall rss
-    printf '| %-28s | %-5s | %8s | %8s | %8s |\n' "$1" "$2" "$3" "$4" "$5"
+row() { # label cache first wall rss [load]: the 1-minute load average when the row was measured (a shared box)
+    printf '| %-28s | %-5s | %8s | %8s | %8s | %6s |\n' "$1" "$2" "$3" "$4" "$5" "${6:-$(cut -d' ' -f1 /proc/loadavg)}"
 }
 
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, threads ${THREADS:-all}, $FRAMES frames, $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?')"
-row "source" "cache" "first ms" "wall ms" "peak MB"
-row "---" "---" "---:" "---:" "---:"
+row "source" "cache" "first ms" "wall ms" "peak MB" "load"
+row "---" "---" "---:" "---:" "---:" "---:"
 for q in $QUANTS; do
     one "$MODEL" --quant "$q" >/dev/null # warm the page cache
     read -r f w m <<<"$(best "$MODEL" --quant "$q")"

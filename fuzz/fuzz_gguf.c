@@ -1,6 +1,8 @@
 /* Any byte string given to the GGUF parser yields tensors that lie inside the
  * buffer and metadata whose strings/arrays lie inside it, or a clean error:
- * one printable line, whatever control characters the file's names hold. */
+ * one printable line, whatever control characters the file's names hold.
+ * Matrices stored in the kernels' layout (io/kernel_layout.h) are put back
+ * into rows or kept as views inside the buffer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,10 +57,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     check_printable(&err);
-    qtts_store *st = qtts_store_new(&err);
-    if (st) (void)qtts_gguf_add_to_store(g, st, &err);
-    check_printable(&err);
-    qtts_store_free(st);
+    /* rows (matrices in the kernels' layout put back) and, as the engine loader reads a file, kept as they lie */
+    for (int keep = 0; keep < 2; keep++) {
+        qtts_store *st = qtts_store_new(&err);
+        if (st && qtts_gguf_add_to_store_kernel(g, st, keep, &err) == 0)
+            for (int i = 0; i < qtts_store_count(st); i++) {
+                const qtts_tensor *t = qtts_store_at(st, i);
+                if (t->interleave) touch(data, size, t->data, t->nbytes);
+            }
+        check_printable(&err);
+        qtts_store_free(st);
+    }
     qtts_gguf_free(g);
     return 0;
 }

@@ -542,6 +542,20 @@ int main(void) {
                 free(want);
                 free(w);
             }
+            /* converted on the pool's threads (as the engine loads): the same bits as on one thread */
+            {
+                qtts_codec_decoder *dp = qtts_codec_decoder_open(dir, &err);
+                float *a = malloc(sizeof(float) * (size_t)(T20 * fs)), *b = malloc(sizeof(float) * (size_t)(T20 * fs));
+                static const int chunks[] = {3, 5, 12};
+                int ok = dp && a && b && qtts_codec_decoder_set_precision_pool(dp, prec, pool, &err) == 0 &&
+                         !feed_chunks(db, pool, c20, T20, chunks, 3, a) && !feed_chunks(dp, pool, c20, T20, chunks, 3, b);
+                TEST_CHECK(ok && !memcmp(a, b, sizeof(float) * (size_t)(T20 * fs)),
+                           "%s converted on the pool differs from one thread's conversion (%s)", pname,
+                           ok ? "outputs differ" : err.msg);
+                qtts_codec_decoder_free(dp);
+                free(a);
+                free(b);
+            }
             /* the engine's path: streams decoded together in batched steps (per-row and per-sample scales
              * make each stream's integers its own), T20 beside a second stream, 1-5 frames per step */
             {

@@ -246,7 +246,7 @@ int main(void) {
     /* a quantized .gguf: the same engine as the folder with the same --quant */
     snprintf(gguf, sizeof gguf, "%s/model-q8_0.gguf", home);
     qtts_err perr = {0};
-    TEST_CHECK(qtts_model_pack(model, gguf, QTTS_Q8_0, NULL, NULL, NULL, &perr) == 0, "qtts quantize: %s", perr.msg);
+    TEST_CHECK(qtts_model_pack(model, gguf, QTTS_Q8_0, 1, NULL, NULL, NULL, &perr) == 0, "qtts quantize: %s", perr.msg);
     for (int i = 0; i < 2; i++) {
         e = create(gguf, NULL, threads, NULL, log);
         if (!e) break;

@@ -10,6 +10,7 @@
 
 static void quant_usage(FILE *out) {
     fprintf(out, "usage: qtts quantize PATH -o OUT.gguf [--type q8_0|q4_k|bf16|f32] [--lora ADAPTER[:SCALE]]...\n"
+                 "                     [--layout kernel|rows]\n"
                  "  PATH: a Qwen3-TTS model in any layout qtts reads: an official or Transformers-native folder\n"
                  "  (with speech_tokenizer/), a qtts .gguf, or a qwentts.cpp or CrispASR .gguf pair\n"
                  "  The talker and code-predictor matrices are converted (rows that do not hold whole\n"
@@ -17,7 +18,10 @@ static void quant_usage(FILE *out) {
                  "  encoder stay as stored. The result loads with -m OUT.gguf. Default type q8_0.\n"
                  "  --lora: a PEFT LoRA adapter (its folder or .safetensors, as for say) merged into the weights\n"
                  "  before the conversion (repeatable, in order): OUT.gguf then gives what -m PATH --quant TYPE\n"
-                 "  --lora ADAPTER gives, and qtts info OUT.gguf names the adapters.\n");
+                 "  --lora ADAPTER gives, and qtts info OUT.gguf names the adapters.\n"
+                 "  --layout kernel (default): on a CPU with the interleaved q8_0/q4_k kernels (x86 AVX2 or\n"
+                 "  AVX-512), the LM's layer matrices are stored in their layout, so loading maps them and\n"
+                 "  converts nothing; another CPU reads the same file through plain rows. rows: GGML rows only.\n");
 }
 
 static void show_progress(void *user, int done, int total) {
@@ -31,7 +35,7 @@ static void show_progress(void *user, int done, int total) {
 }
 
 int cmd_quantize(int argc, char **argv) {
-    const char *in = NULL, *out = NULL, *type_name = "q8_0";
+    const char *in = NULL, *out = NULL, *type_name = "q8_0", *layout = "kernel";
     cli_lora_list lora = {{0}, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -42,6 +46,8 @@ int cmd_quantize(int argc, char **argv) {
             out = argv[++i];
         } else if (!strcmp(a, "--type") && i + 1 < argc) {
             type_name = argv[++i];
+        } else if (!strcmp(a, "--layout") && i + 1 < argc) {
+            layout = argv[++i];
         } else if (!strcmp(a, "--lora") && i + 1 < argc) {
             if (cli_add_lora(&lora, argv[++i])) return CLI_USAGE;
         } else if (a[0] == '-') {
@@ -63,6 +69,10 @@ int cmd_quantize(int argc, char **argv) {
         cli_error("--type: expected q8_0, q4_k, bf16 or f32, got '%s'", type_name);
         return CLI_USAGE;
     }
+    if (strcmp(layout, "kernel") && strcmp(layout, "rows")) {
+        cli_error("--layout: expected kernel or rows, got '%s'", layout);
+        return CLI_USAGE;
+    }
     size_t n = strlen(out);
     if (n < 5 || strcmp(out + n - 5, ".gguf")) {
         cli_error("quantize: the output name must end in .gguf");
@@ -71,7 +81,8 @@ int cmd_quantize(int argc, char **argv) {
     qtts_err err = {0};
     int last = -1;
     qtts_pack_stats st;
-    if (qtts_model_pack_lora(in, out, type, lora.spec, lora.n, isatty(2) ? show_progress : NULL, &last, &st, &err)) {
+    if (qtts_model_pack_lora(in, out, type, !strcmp(layout, "kernel"), lora.spec, lora.n,
+                             isatty(2) ? show_progress : NULL, &last, &st, &err)) {
         cli_error("%s", err.msg);
         return CLI_FAIL;
     }

@@ -1,6 +1,7 @@
 /* qtts serve: the HTTP server (src/server) in front of one engine. */
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <string.h>
 #include <signal.h>
 #include <stdio.h>
@@ -263,9 +264,29 @@ static int cmd_serve_run(qtts_server_params *spp, qtts_engine_params *epp, wyomi
     int rc;
     sigset_t sigs; /* kept off the engine, pool and HTTP threads */
     qtts_engine *e;
-    if ((rc = daemon_start_engine("serve", model, &ep, &sigs, &e)) != CLI_CONTINUE) return rc;
     char err[512] = "";
-    qtts_server *s = qtts_server_start(e, &sp, err, sizeof err);
+    /* the port opens first: while the model loads it answers /health "loading" (503) and other requests 503
+     * with Retry-After; the threads answering it start with SIGTERM/SIGINT blocked, as the engine's will */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    qtts_server_loading *loading = qtts_server_loading_start(&sp, err, sizeof err);
+    if (!loading) {
+        cli_error("%s", err);
+        return CLI_FAIL;
+    }
+    const char *lh = sp.host ? sp.host : "127.0.0.1";
+    fprintf(stderr, "qtts serve: loading the model; http://%s%s%s:%d/health says \"loading\" until it is ready\n",
+            daemon_host_open(lh), lh, daemon_host_close(lh), qtts_server_loading_port(loading));
+    if ((rc = daemon_start_engine("serve", model, &ep, &sigs, &e)) != CLI_CONTINUE) {
+        qtts_server_loading_free(loading);
+        return rc;
+    }
+    const int listen_fd = qtts_server_loading_handover(loading);
+    qtts_server_loading_free(loading);
+    qtts_server *s = listen_fd >= 0 ? qtts_server_start_on(e, &sp, listen_fd, err, sizeof err)
+                                    : qtts_server_start(e, &sp, err, sizeof err);
     if (!s) {
         cli_error("%s", err);
         qtts_engine_free(e);

@@ -115,7 +115,7 @@ const qtts_conv_calibration *engine_tuning_conv(qtts_engine *e);
 struct qtts_engine {
     qtts_exec *exec;
     engine_tuning tuning;
-    char load_report[768];
+    char load_report[1024];
     const qtts_engine_params *load_params; /* while the load job runs: the caller's (its progress callback) */
     qtts_talker_model *talker;
     qtts_codec_decoder *decoder;

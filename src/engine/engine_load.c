@@ -1,11 +1,13 @@
 /* Model loading and unloading. Both run on the engine thread: converting and
  * packing weights is compute, and the pool belongs to that thread. */
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "engine/engine_internal.h"
@@ -80,7 +82,41 @@ static void layer_done(void *user) {
 /* Milliseconds per load phase, for the report. */
 typedef struct {
     double open, calibrate, weights, decoder, text, release, precision, lora;
+    double lm_heap, text_heap; /* bytes the LM weights and the tokenizer/voice front end took from the heap */
 } load_times;
+
+/* Bytes in use on the heap (glibc: small and mmapped blocks), for the load
+ * report's weight sizes; 0 elsewhere. */
+static double heap_bytes(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 mi = mallinfo2();
+    return (double)mi.uordblks + (double)mi.hblkhd;
+#else
+    return 0;
+#endif
+}
+
+/* The process's resident bytes now (Linux), or 0. */
+static double rss_bytes(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    int n = fscanf(f, "%ld %ld", &pages, &resident);
+    fclose(f);
+    return n == 2 ? (double)resident * (double)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/* Bytes of the LM's matrices that are views of the mapped file (the kernels' layout of a .gguf). */
+static double mapped_mat(const qtts_mat *m) { return m->data && !m->owned ? (double)m->row_bytes * (double)m->rows : 0; }
+
+static double lm_mapped_bytes(const qtts_lm *lm) {
+    double b = 0;
+    for (int64_t i = 0; lm->layers && i < lm->cfg.layers; i++) {
+        const qtts_lm_layer *L = &lm->layers[i];
+        b += mapped_mat(&L->qkv) + mapped_mat(&L->o) + mapped_mat(&L->gate_up) + mapped_mat(&L->down);
+    }
+    return b;
+}
 
 /* The adapters of p->lora merged into *st, in order, on the engine's pool
  * (io/lora.h). As stored (no weight_type), a merged weight keeps its stored
@@ -120,6 +156,7 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     topt->layout = engine_tuning_layout(e, pool, lm_weight_type(st, topt->weight_type));
     lt->calibrate += e->tuning.measure_ms - m0;
     t0 += e->tuning.measure_ms - m0;
+    const double h0 = heap_bytes();
     layer_count lc = {.p = e->load_params, .layers = cfg->talker.layers + cfg->cp.layers};
     topt->layer_done = layer_done;
     topt->layer_user = &lc;
@@ -128,6 +165,7 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     topt->layer_done = NULL;
     topt->layer_user = NULL;
     lt->weights += qtts_now_ms() - t0;
+    lt->lm_heap += heap_bytes() - h0;
     return e->talker ? 0 : -1;
 }
 
@@ -156,11 +194,13 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
         lt->decoder += qtts_now_ms() - t0;
         if (ok) progress(e->load_params, "tokenizer", 0.0);
         t0 = qtts_now_ms();
+        const double h0 = heap_bytes();
         ok = ok && (e->tok = qtts_tok_load(tmp, err)) != NULL;
         if (ok && cfg.variant == QTTS_VARIANT_BASE)
             ok = (e->cloner = clone_frontend_open(tmp, e->talker->store, e->codec_store, &cfg, mf->has_codec_encoder,
                                                   err)) != NULL;
         lt->text += qtts_now_ms() - t0;
+        lt->text_heap += heap_bytes() - h0;
     }
     qtts_store_free(model_store);
     return ok ? 0 : -1;
@@ -183,6 +223,7 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     if (!e->decoder) return -1;
     progress(e->load_params, "tokenizer", 0.0);
     t0 = qtts_now_ms();
+    const double h0 = heap_bytes();
     e->tok = qtts_tok_load(path, err);
     if (!e->tok) return -1;
     if (e->talker->cfg.variant == QTTS_VARIANT_BASE) {
@@ -190,16 +231,21 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
         if (!e->cloner) return -1;
     }
     lt->text += qtts_now_ms() - t0;
+    lt->text_heap += heap_bytes() - h0;
     return 0;
 }
 
-static void load_report(qtts_engine *e, const load_times *lt, double total) {
+static void load_report(qtts_engine *e, const load_times *lt, double total, double decoder_heap) {
+    const double mb = 1e-6, mapped = lm_mapped_bytes(&e->talker->lm) + lm_mapped_bytes(&e->talker->cp.lm);
     snprintf(
         e->load_report, sizeof e->load_report,
         "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
-        "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f",
+        "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f; weights: LM %.0f MB (%.0f of it "
+        "mapped from the file, paged in at first use), decoder %.0f MB, tokenizer/voice %.0f MB; RSS after load "
+        "%.0f MB",
         total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder, lt->precision,
-        lt->text, lt->release);
+        lt->text, lt->release, (lt->lm_heap + mapped) * mb, mapped * mb, decoder_heap * mb, lt->text_heap * mb,
+        rss_bytes() * mb);
     e->info.load_report = e->load_report;
     e->info.kernels_measured = e->tuning.n_measured;
 }
@@ -266,9 +312,14 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     const char *path = j->p->model_path;
     qtts_model_files mf;
     double t0 = qtts_now_ms();
-    if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT, &j->err)) return;
+    /* matrices a .gguf stores in the kernels' layout run where they lie, unless adapters are merged into
+     * them (they need rows) or QTTS_KERNEL_LAYOUT=rows asks for the plain form (what another CPU reads) */
+    const char *kl = getenv("QTTS_KERNEL_LAYOUT");
+    const int kernel = j->p->n_lora == 0 && !(kl && !strcmp(kl, "rows"));
+    if (qtts_model_files_open(&mf, path, QTTS_LAYOUT_CONVERT | (kernel ? QTTS_LAYOUT_KERNEL : 0), &j->err)) return;
     lt.open += qtts_now_ms() - t0;
     if (mf.note[0] && j->p->verbose) fprintf(stderr, "qtts: %s (%s layout): %s\n", mf.files, mf.layout, mf.note);
+    const double h_start = heap_bytes();
     int rc = mf.model_store ? load_packed(e, pool, j->p, &mf, &topt, &lt, &j->err)
                             : load_folder(e, pool, j->p, path, &topt, &lt, &j->err);
     qtts_model_files_close(&mf);
@@ -296,10 +347,12 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     }
     t0 = qtts_now_ms();
     if (qtts_decoder_precision_choose(j->p->decoder_precision, lm_type, conv, &prec, &j->err) ||
-        qtts_codec_decoder_set_precision(e->decoder, prec, &j->err))
+        qtts_codec_decoder_set_precision_pool(e->decoder, prec, pool, &j->err))
         return;
     qtts_heap_trim(); /* the direct weights a Winograd or bf16 conversion freed */
     lt.precision += qtts_now_ms() - t0;
+    /* what the decoder holds: the heap the load took beside the LM and the tokenizer */
+    const double decoder_heap = heap_bytes() - h_start - lt.lm_heap - lt.text_heap;
     engine_tuning_end(e);
     e->info.weight_type = qtts_dtype_name(lm_type);
     e->info.decoder_precision = qtts_decoder_precision_name(prec);
@@ -308,7 +361,7 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     e->info.max_frames = e->talker->gen.max_new_tokens > 0 ? (int)(e->talker->gen.max_new_tokens - 1) : 0;
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch || open_device(e, j->p, &j->err)) return;
-    load_report(e, &lt, qtts_now_ms() - t_load);
+    load_report(e, &lt, qtts_now_ms() - t_load, decoder_heap);
     progress(j->p, "ready", 1.0);
     j->rc = 0;
 }

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/kernel_layout.h"
+
 enum { GGUF_DEFAULT_ALIGNMENT = 32, GGUF_MAX_STRING = 1 << 30, GGUF_MAX_NAME = 65535 };
 static const unsigned char GGUF_MAGIC[4] = {'G', 'G', 'U', 'F'};
 
@@ -414,8 +416,29 @@ const qtts_tensor *qtts_gguf_tensor(const qtts_gguf *g, int i) {
 }
 
 int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err) {
+    return qtts_gguf_add_to_store_kernel(g, st, 0, err);
+}
+
+int qtts_gguf_kernel_layout_matches(const qtts_gguf *g) {
+    size_t len = 0;
+    const char *have = qtts_gguf_get_str(g, QTTS_GGUF_KEY_KERNEL_LAYOUT, &len), *here = qtts_kernel_layout_here();
+    int64_t version = 0;
+    qtts_err ignored = {0};
+    return have && here && len == strlen(here) && !memcmp(have, here, len) &&
+           !qtts_gguf_get_int(g, QTTS_GGUF_KEY_KERNEL_LAYOUT_VERSION, &version, &ignored) &&
+           version == QTTS_KERNEL_LAYOUT_VERSION;
+}
+
+int qtts_gguf_add_to_store_kernel(const qtts_gguf *g, qtts_store *st, int keep, qtts_err *err) {
+    keep = keep && qtts_gguf_kernel_layout_matches(g);
     for (int i = 0; i < g->n_tensors; i++) {
         const qtts_tensor *t = &g->tensors[i];
+        char base[512];
+        qtts_dtype type;
+        if (qtts_kernel_layout_parse(t, base, sizeof base, &type)) {
+            if (qtts_kernel_layout_load(st, t, keep, err)) return -1;
+            continue;
+        }
         if (qtts_store_add(st, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) return -1;
     }
     return 0;
@@ -433,7 +456,9 @@ int qtts_gguf_kv_type(const qtts_gguf *g, const char *key) {
     return i < 0 ? -1 : (int)g->kv[i].type;
 }
 
-qtts_store *qtts_gguf_open(const char *path, qtts_err *err) {
+qtts_store *qtts_gguf_open(const char *path, qtts_err *err) { return qtts_gguf_open_kernel(path, 0, err); }
+
+qtts_store *qtts_gguf_open_kernel(const char *path, int keep, qtts_err *err) {
     qtts_gguf *g = qtts_gguf_load(path, err);
     if (!g) return NULL;
     qtts_store *st = qtts_store_new(err);
@@ -442,7 +467,7 @@ qtts_store *qtts_gguf_open(const char *path, qtts_err *err) {
         return NULL;
     }
     qtts_store_set_source(st, path);
-    if (qtts_gguf_add_to_store(g, st, err) || qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) {
+    if (qtts_gguf_add_to_store_kernel(g, st, keep, err) || qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) {
         qtts_store_free(st);
         qtts_gguf_free(g);
         return NULL;

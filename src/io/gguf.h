@@ -62,6 +62,12 @@ int qtts_gguf_n_tensors(const qtts_gguf *g);
 const qtts_tensor *qtts_gguf_tensor(const qtts_gguf *g, int i);
 /* Adds every tensor to st as a borrowed view (g's image must outlive st). */
 int qtts_gguf_add_to_store(const qtts_gguf *g, qtts_store *st, qtts_err *err);
+/* The same, with matrices stored in the kernels' layout (io/kernel_layout.h)
+ * kept as they lie where keep is set and the file's layout is this CPU's,
+ * else put back into GGML rows. */
+int qtts_gguf_add_to_store_kernel(const qtts_gguf *g, qtts_store *st, int keep, qtts_err *err);
+/* Whether g's kernel layout (and its version) is the one this CPU's kernels run. */
+int qtts_gguf_kernel_layout_matches(const qtts_gguf *g);
 
 /* Hands g's file mapping to st (unmapped with st, no longer with g): the
  * tensors of g stay valid as long as st, after g is freed. */
@@ -163,6 +169,8 @@ int qtts_gguf_write(const char *path, const qtts_store *st, const qtts_gguf_kv *
 /* Store opener used by qtts_store_open for *.gguf (tensors only; read the
  * metadata with qtts_gguf_load). */
 qtts_store *qtts_gguf_open(const char *path, qtts_err *err);
+/* The same, keeping matrices in the kernels' layout (qtts_gguf_add_to_store_kernel). */
+qtts_store *qtts_gguf_open_kernel(const char *path, int keep, qtts_err *err);
 /* Whether a path names a GGUF file (by its .gguf extension). */
 int qtts_gguf_is_path(const char *path);
 

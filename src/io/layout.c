@@ -787,7 +787,9 @@ int qtts_model_files_open(qtts_model_files *m, const char *path, int flags, qtts
         qtts_gguf_free(g);
         m->layout = "qtts";
         m->has_codec_encoder = 1;
-        if (qtts_model_unpack(path, m->tmp, sizeof m->tmp, &m->model_store, &m->codec_store, err)) return -1;
+        if (qtts_model_unpack(path, (flags & QTTS_LAYOUT_KERNEL) != 0, m->tmp, sizeof m->tmp, &m->model_store,
+                              &m->codec_store, err))
+            return -1;
         m->dir = m->tmp;
         m->has_codec_encoder = qtts_store_find(m->codec_store, "encoder.encoder.layers.0.conv.weight") != NULL;
         return 0;

@@ -43,6 +43,10 @@ enum {
     /* convert matrices of storage-only types into runnable ones (loading to
      * run); without it tensors keep their stored types (info, quantize) */
     QTTS_LAYOUT_CONVERT = 1,
+    /* keep matrices a qtts .gguf stores in this CPU's kernel layout as they
+     * lie (io/kernel_layout.h; only the LM loader reads them); without it
+     * they are put back into GGML rows */
+    QTTS_LAYOUT_KERNEL = 2,
 };
 
 /* Opens a model folder, a .gguf, or a folder holding a GGUF pair. An unknown

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include "io/gguf.h"
+#include "io/kernel_layout.h"
 #include "io/layout.h"
 #include "io/lora.h"
+#include "tensor/interleave.h"
+#include "tensor/interleave_calibrate.h"
 #include "tensor/quant.h"
 #include "io/file.h"
 
@@ -38,13 +41,107 @@ int qtts_pack_is_quantizable(const char *name, int ndim) {
            !strstr(name, "norm") && !strstr(name, "embedding");
 }
 
+/* Matrices the LM runs stacked (q|k|v, gate|up): written back to back, in
+ * that order, so the loader stacks them as they lie in the file. */
+static const char *const k_stacks[][3] = {
+    {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"},
+    {"mlp.gate_proj.weight", "mlp.up_proj.weight", NULL},
+};
+
+/* The name of the k-th member (k >= 1) of the stack whose leader is name, in next; 0 when there is none. */
+static int stacked_next(const char *name, int k, char *next, size_t n) {
+    size_t len = strlen(name);
+    for (size_t s = 0; s < sizeof k_stacks / sizeof k_stacks[0]; s++) {
+        size_t m = strlen(k_stacks[s][0]);
+        if (len < m || strcmp(name + len - m, k_stacks[s][0])) continue;
+        if (k >= 3 || !k_stacks[s][k]) return 0;
+        return snprintf(next, n, "%.*s%s", (int)(len - m), name, k_stacks[s][k]) < (int)n;
+    }
+    return 0;
+}
+
+/* Whether name is a stack member after the first whose leader st holds (then written with it). */
+static int stacked_follower(const qtts_store *st, const char *name) {
+    size_t len = strlen(name);
+    for (size_t s = 0; s < sizeof k_stacks / sizeof k_stacks[0]; s++)
+        for (int k = 1; k < 3 && k_stacks[s][k]; k++) {
+            size_t m = strlen(k_stacks[s][k]);
+            if (len < m || strcmp(name + len - m, k_stacks[s][k])) continue;
+            char leader[512];
+            if (snprintf(leader, sizeof leader, "%.*s%s", (int)(len - m), name, k_stacks[s][0]) >= (int)sizeof leader)
+                return 0;
+            return qtts_store_find(st, leader) != NULL;
+        }
+    return 0;
+}
+
+/* The layout a load on this CPU runs Q8_0 and Q4_K matrices in, as the
+ * engine decides it (QTTS_INTERLEAVE forces it, else the measurement of
+ * tensor/interleave_calibrate.h on a pool of every CPU, an engine's default
+ * thread count), so the file stores interleaved only what such a load runs
+ * interleaved: a type measured faster in rows stays in rows, read in place. */
+static void choose_layout(qtts_dtype type, qtts_weight_layout *l) {
+    memset(l, 0, sizeof *l);
+    const char *env = getenv("QTTS_INTERLEAVE");
+    const int forced = env && (!strcmp(env, "0") || !strcmp(env, "1")) ? env[0] - '0' : -1;
+    qtts_err ignored = {0};
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    qtts_pool *pool = forced < 0 ? qtts_pool_create(cpus > 0 && cpus < 1024 ? (int)cpus : 1, &ignored) : NULL;
+    const qtts_dtype types[2] = {QTTS_Q8_0, QTTS_Q4_K}; /* a Q4_K pack holds Q8_0 rows where Q4_K does not fit */
+    for (int i = 0; i < 2; i++) {
+        if (types[i] != type && !(type == QTTS_Q4_K && types[i] == QTTS_Q8_0)) continue;
+        qtts_interleave_choice *c = types[i] == QTTS_Q8_0 ? &l->q8_0 : &l->q4_k;
+        if (forced >= 0) {
+            c->interleave = forced;
+            continue;
+        }
+        qtts_interleave_calibration cal;
+        qtts_interleave_measure(pool, types[i], &cal); /* NULL pool (none could start): this thread */
+        *c = qtts_interleave_calibration_choice(&cal);
+    }
+    qtts_pool_free(pool);
+}
+
+/* One model tensor into out: quantized to type where it is a quantizable
+ * matrix, in the kernels' layout where x16 (NULL: none) interleaves its type
+ * (io/kernel_layout.h), else as stored (sharing the mapping). */
+static int pack_tensor(qtts_store *out, const qtts_tensor *t, qtts_dtype type, const qtts_weight_layout *x16_layout,
+                       qtts_pack_stats *st, qtts_err *err) {
+    const int quantizable = qtts_pack_is_quantizable(t->name, t->ndim);
+    const qtts_dtype fitted = t->ndim == 2 ? qtts_dtype_fit(type, t->shape[1], t->type) : t->type;
+    const int x16 = x16_layout && quantizable && t->ndim == 2 &&
+                    qtts_weight_layout_for(x16_layout, fitted)->interleave &&
+                    qtts_kernel_layout_stores(t->name, fitted, t->shape[0], t->shape[1]);
+    if (!quantizable || (type == t->type && !x16)) {
+        if (quantizable && t->type >= 0 && t->type < 32) st->matrices[t->type]++;
+        return qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err);
+    }
+    qtts_mat m;
+    if (qtts_mat_from_tensor(&m, t, type, err)) return -1;
+    if (m.type >= 0 && m.type < 32) st->matrices[m.type]++;
+    if (x16) {
+        int rc = qtts_kernel_layout_add(out, t->name, &m, err);
+        qtts_mat_free(&m);
+        return rc;
+    }
+    void *data = m.owned;
+    if (!data) /* same type after fitting: share the mapping */
+        return qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err);
+    m.owned = NULL;
+    if (qtts_store_add(out, t->name, m.type, t->ndim, t->shape, data, 1, err)) {
+        free(data);
+        return -1;
+    }
+    return 0;
+}
+
 /* config and tokenizer files; vocab.json is 2.8 MB */
 #define MAX_TEXT_FILE_BYTES ((size_t)256 << 20)
 
-int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
+int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
                     void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
                     qtts_err *err) {
-    return qtts_model_pack_lora(in_path, out_path, type, NULL, 0, progress, user, stats, err);
+    return qtts_model_pack_lora(in_path, out_path, type, kernel_layout, NULL, 0, progress, user, stats, err);
 }
 
 /* The adapters merged into *model (f32, for the one conversion after), each
@@ -77,9 +174,9 @@ char *qtts_pack_lora_note(const char *path) {
     return note;
 }
 
-int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype type, const char *const *lora,
-                         int n_lora, void (*progress)(void *user, int done, int total), void *user,
-                         qtts_pack_stats *stats, qtts_err *err) {
+int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
+                         const char *const *lora, int n_lora, void (*progress)(void *user, int done, int total),
+                         void *user, qtts_pack_stats *stats, qtts_err *err) {
     char *lora_note = NULL;
     qtts_pack_stats st = {0};
     char path[PATH_MAX];
@@ -90,7 +187,7 @@ int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype t
     const char *dir = mf.dir;
     char *texts[N_TEXT_FILES] = {0};
     size_t lens[N_TEXT_FILES] = {0};
-    qtts_gguf_kv kv[N_TEXT_FILES + 3];
+    qtts_gguf_kv kv[N_TEXT_FILES + 5];
     int n_kv = 0;
     qtts_store *model = NULL, *codec = NULL, *out = NULL;
     for (int i = 0; i < N_TEXT_FILES; i++) {
@@ -107,6 +204,14 @@ int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype t
     }
     kv[n_kv++] = qtts_gguf_kv_str("general.architecture", "qwen3_tts", 9);
     kv[n_kv++] = qtts_gguf_kv_str("qtts.weight_type", qtts_dtype_name(type), strlen(qtts_dtype_name(type)));
+    const char *here = qtts_kernel_layout_here();
+    if (!here) kernel_layout = 0;
+    qtts_weight_layout x16_layout;
+    if (kernel_layout) {
+        choose_layout(type, &x16_layout);
+        kv[n_kv++] = qtts_gguf_kv_str(QTTS_GGUF_KEY_KERNEL_LAYOUT, here, strlen(here));
+        kv[n_kv++] = qtts_gguf_kv_u32(QTTS_GGUF_KEY_KERNEL_LAYOUT_VERSION, QTTS_KERNEL_LAYOUT_VERSION);
+    }
     if (mf.model_store) {
         model = mf.model_store, codec = mf.codec_store;
         mf.model_store = mf.codec_store = NULL;
@@ -129,23 +234,12 @@ int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype t
         if (progress) progress(user, done_n, total);
         /* a packed .gguf's store holds the speech tokenizer's tensors too: they come from the codec store below */
         if (!strncmp(t->name, QTTS_PACK_CODEC_PREFIX, strlen(QTTS_PACK_CODEC_PREFIX))) continue;
-        if (!qtts_pack_is_quantizable(t->name, t->ndim) || type == t->type) {
-            if (qtts_pack_is_quantizable(t->name, t->ndim) && t->type >= 0 && t->type < 32) st.matrices[t->type]++;
-            if (qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
-            continue;
-        }
-        qtts_mat m;
-        if (qtts_mat_from_tensor(&m, t, type, err)) goto done;
-        if (m.type >= 0 && m.type < 32) st.matrices[m.type]++;
-        void *data = m.owned;
-        if (!data) { /* same type after fitting: share the mapping */
-            if (qtts_store_add(out, t->name, t->type, t->ndim, t->shape, t->data, 0, err)) goto done;
-            continue;
-        }
-        m.owned = NULL;
-        if (qtts_store_add(out, t->name, m.type, t->ndim, t->shape, data, 1, err)) {
-            free(data);
-            goto done;
+        if (stacked_follower(model, t->name)) continue; /* written right after its leader */
+        if (pack_tensor(out, t, type, kernel_layout ? &x16_layout : NULL, &st, err)) goto done;
+        char next[512];
+        for (int k = 1; stacked_next(t->name, k, next, sizeof next); k++) {
+            const qtts_tensor *f = qtts_store_find(model, next);
+            if (f && pack_tensor(out, f, type, kernel_layout ? &x16_layout : NULL, &st, err)) goto done;
         }
     }
     for (int i = 0; i < qtts_store_count(codec); i++, done_n++) {
@@ -192,8 +286,8 @@ void qtts_pack_remove_dir(const char *tmp_dir) {
     rmdir(tmp_dir);
 }
 
-int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtts_store **model_store,
-                      qtts_store **codec_store, qtts_err *err) {
+int qtts_model_unpack(const char *gguf_path, int kernel_layout, char *tmp_dir, size_t tmp_size,
+                      qtts_store **model_store, qtts_store **codec_store, qtts_err *err) {
     *model_store = *codec_store = NULL;
     tmp_dir[0] = 0;
     qtts_gguf *g = qtts_gguf_load(gguf_path, err);
@@ -226,7 +320,7 @@ int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtt
         snprintf(path, sizeof path, "%s/%s", tmp_dir, text_files[i].file);
         if (write_text(path, s, len, err)) goto done;
     }
-    *model_store = qtts_store_open(gguf_path, err);
+    *model_store = qtts_gguf_open_kernel(gguf_path, kernel_layout, err);
     if (!*model_store) goto done;
     *codec_store = qtts_store_new(err);
     if (!*codec_store) goto done;

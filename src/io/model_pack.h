@@ -28,9 +28,10 @@ typedef struct {
 } qtts_pack_stats;
 
 /* Writes the model at in_path (any layout io/layout.h reads) as a GGUF at
- * out_path, matrices converted to `type` (qtts_dtype_fit per row length).
- * progress and stats may be NULL. */
-int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
+ * out_path, matrices converted to `type` (qtts_dtype_fit per row length);
+ * with kernel_layout, the LM's layer matrices in this CPU's kernel layout
+ * where it has one (io/kernel_layout.h). progress and stats may be NULL. */
+int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
                     void (*progress)(void *user, int done, int total), void *user, qtts_pack_stats *stats,
                     qtts_err *err);
 
@@ -41,9 +42,9 @@ int qtts_model_pack(const char *in_path, const char *out_path, qtts_dtype type,
  * in the metadata key QTTS_PACK_KEY_LORA, one "PATH scale S, N weights" line
  * each (qtts_pack_lora_note reads it back). */
 #define QTTS_PACK_KEY_LORA "qtts.lora_merged"
-int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype type, const char *const *lora,
-                         int n_lora, void (*progress)(void *user, int done, int total), void *user,
-                         qtts_pack_stats *stats, qtts_err *err);
+int qtts_model_pack_lora(const char *in_path, const char *out_path, qtts_dtype type, int kernel_layout,
+                         const char *const *lora, int n_lora, void (*progress)(void *user, int done, int total),
+                         void *user, qtts_pack_stats *stats, qtts_err *err);
 
 /* The adapters a qtts .gguf at path was made with (QTTS_PACK_KEY_LORA),
  * malloc'd, or NULL when it has none or is no such file. */
@@ -54,8 +55,11 @@ char *qtts_pack_lora_note(const char *path);
  * with the layout of a model folder, and returns the store of its tensors
  * (the codec tensors under their original names in *codec_store, which
  * borrows from *model_store's mapping: free it first). */
-int qtts_model_unpack(const char *gguf_path, char *tmp_dir, size_t tmp_size, qtts_store **model_store,
-                      qtts_store **codec_store, qtts_err *err);
+/* kernel_layout keeps matrices stored in the kernels' layout as they lie
+ * where the file's layout is this CPU's (io/kernel_layout.h); without it,
+ * or on another CPU, they are put back into GGML rows. */
+int qtts_model_unpack(const char *gguf_path, int kernel_layout, char *tmp_dir, size_t tmp_size,
+                      qtts_store **model_store, qtts_store **codec_store, qtts_err *err);
 void qtts_pack_remove_dir(const char *tmp_dir);
 
 #endif

@@ -288,7 +288,28 @@ int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qt
     return 0;
 }
 
+int qtts_store_add_x16(qtts_store *st, const char *name, qtts_dtype type, int64_t rows, int64_t cols,
+                       const void *data, qtts_err *err) {
+    const size_t bytes = qtts_x16_bytes(type, rows, cols);
+    if (!bytes)
+        return qtts_fail(err, "%s: tensor '%s': a %lld x %lld %s matrix has no interleaved form", st->source, name,
+                         (long long)rows, (long long)cols, qtts_dtype_name(type));
+    if (qtts_store_add(st, name, type, 2, (const int64_t[]){rows, cols}, data, 0, err)) return -1;
+    qtts_tensor *t = &st->tensors[st->count - 1];
+    t->interleave = QTTS_INTERLEAVE;
+    t->nbytes = bytes;
+    return 0;
+}
+
+/* Readers of GGML rows refuse an interleaved tensor (the matrix loader reads it). */
+static int rows_only(const qtts_tensor *t, qtts_err *err) {
+    if (!t->interleave) return 0;
+    return qtts_fail(err, "tensor '%s' is stored in the kernels' interleaved form: only the matrix loader reads it",
+                     t->name);
+}
+
 float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
+    if (rows_only(t, err)) return NULL;
     int64_t n = qtts_tensor_numel(t);
     float *out = qtts_malloc((size_t)n * sizeof(float), err);
     if (!out) return NULL;
@@ -303,6 +324,7 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
 
 const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err) {
     *copy = NULL;
+    if (rows_only(t, err)) return NULL;
     if (t->type == QTTS_F32 && (uintptr_t)t->data % _Alignof(float) == 0) return t->data;
     int64_t n = qtts_tensor_numel(t);
     *copy = qtts_malloc((size_t)n * sizeof(float), err);
@@ -331,6 +353,7 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err) {
     const qtts_dtype want = plan ? plan->type : QTTS_DTYPE_INVALID;
     if (qtts_mat_from_tensor_pool(m, t, want, plan ? plan->pool : NULL, err) ||
+        qtts_mat_fit_layout(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err) ||
         qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err)) {
         qtts_mat_free(m);
         return -1;
@@ -390,8 +413,40 @@ static void convert_rows(void *ctx, int64_t begin, int64_t end, int tid) {
     free(row);
 }
 
+int qtts_mat_fit_layout(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err) {
+    if (!m->interleave || (qtts_interleave_kernels() && qtts_weight_layout_for(layout, m->type)->interleave)) return 0;
+    return qtts_mat_deinterleave_pool(m, pool, err);
+}
+
+/* A matrix from a tensor in the kernels' interleaved form: a view where it
+ * keeps its type, else converted from its GGML rows (put back first). */
+static int mat_from_x16(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err) {
+    const int64_t rows = t->shape[0], cols = t->shape[1];
+    if (t->ndim != 2 || qtts_x16_bytes(t->type, rows, cols) != t->nbytes)
+        return qtts_fail(err, "tensor '%s': not an interleaved %s matrix", t->name, qtts_dtype_name(t->type));
+    if (want == QTTS_DTYPE_INVALID) want = t->type;
+    if (qtts_dtype_fit(want, cols, t->type) == t->type) {
+        *m = (qtts_mat){.type = t->type, .rows = rows, .cols = cols, .row_bytes = t->nbytes / (size_t)rows,
+                        .data = t->data, .interleave = t->interleave};
+        return 0;
+    }
+    const size_t bytes = qtts_dtype_row_bytes(t->type, cols) * (size_t)rows;
+    void *plain = malloc(bytes);
+    if (!plain) return qtts_fail(err, "out of memory converting tensor '%s' (%zu bytes)", t->name, bytes);
+    qtts_x16_to_rows(t->type, t->data, rows, cols, plain, pool);
+    qtts_tensor rows_t = *t;
+    rows_t.data = plain;
+    rows_t.nbytes = bytes;
+    rows_t.interleave = 0;
+    rows_t.mapped = 0;
+    int rc = qtts_mat_from_tensor_pool(m, &rows_t, want, pool, err);
+    free(plain);
+    return rc;
+}
+
 int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err) {
     memset(m, 0, sizeof *m);
+    if (t->interleave) return mat_from_x16(m, t, want, pool, err);
     if (t->ndim < 2) return qtts_fail(err, "tensor '%s' is not a matrix", t->name);
     int64_t rows = t->shape[0], cols = 1;
     for (int i = 1; i < t->ndim; i++) cols *= t->shape[i];
@@ -433,6 +488,7 @@ int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want
 }
 
 int qtts_tensor_rows_f32(const qtts_tensor *t, const int32_t *rows, int64_t n, float *out, qtts_err *err) {
+    if (rows_only(t, err)) return -1;
     size_t rb = t->ndim == 2 ? qtts_dtype_row_bytes(t->type, t->shape[1]) : 0;
     if (t->ndim == 2 && !rb)
         return qtts_fail(err, "tensor '%s': rows are not whole %s blocks", t->name, qtts_dtype_name(t->type));

@@ -28,6 +28,10 @@ int qtts_store_parse_safetensors(qtts_store *st, const char *label, const unsign
  * take_ownership is set (then it is free()d with the store). */
 int qtts_store_add(qtts_store *st, const char *name, qtts_dtype type, int ndim, const int64_t *shape,
                    const void *data, int take_ownership, qtts_err *err);
+/* Adds a rows x cols Q8_0/Q4_K matrix whose data (borrowed) is in the
+ * kernels' interleaved form (qtts_x16_bytes(type, rows, cols) bytes). */
+int qtts_store_add_x16(qtts_store *st, const char *name, qtts_dtype type, int64_t rows, int64_t cols,
+                       const void *data, qtts_err *err);
 /* Keeps a mapping alive as long as the store (munmap()ed with it). Tensors
  * in a file_backed mapping are `mapped`: their pages may be dropped from the
  * RSS and re-read from the file. An anonymous mapping's never are (dropping
@@ -122,6 +126,10 @@ typedef struct qtts_weight_plan {
     void *layer_user;
 } qtts_weight_plan;
 
+/* An interleaved m (a view of a tensor stored in the kernels' form) back to
+ * GGML rows where layout does not interleave its type on this CPU, so the
+ * kernels run it exactly as a matrix converted at load; no-op otherwise. */
+int qtts_mat_fit_layout(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err);
 /* qtts_mat_from_tensor_kernel as plan says (NULL plan: as stored, rows). */
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err);
 /* What qtts_mat_from_tensor_plan does once m is final, for a caller that

@@ -712,67 +712,148 @@ qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *po
 qtts_store *qtts_codec_decoder_owned_store(const qtts_codec_decoder *dec) { return dec->owned_store; }
 const qtts_codec_config *qtts_codec_decoder_config(const qtts_codec_decoder *dec) { return &dec->cfg; }
 
-/* A dense layer's weight to bf16 pairs (qtts_gemm then runs in bf16); the f32 panels are freed. */
-static int lin_to_bf16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
-    if (l->w.pbf || !l->w.p) return 0;
-    uint32_t *pbf = own(d, qtts_gemm_b_bf16_panels(&l->w, err), err);
-    if (!pbf) return -1;
-    disown_free(d, l->w.p);
-    l->w.p = NULL;
-    l->w.pbf = pbf;
-    return 0;
-}
+/* One weight's conversion to another precision form: a dense layer's
+ * panels (made beside the f32 ones, adopted afterwards on the calling thread:
+ * the decoder's list of owned buffers is not shared between threads) or a
+ * channel-major conv (converted in place, its f32 weights freed). The
+ * conversions of one step touch disjoint weights, so they run on the pool's
+ * threads at once, and each gives the same bits on any thread. */
+typedef enum { CV_LIN_BF16, CV_LIN_F16, CV_LIN_I16, CV_CONV_BF16, CV_CONV_WINOGRAD, CV_CONV_I16 } convert_kind;
 
-/* A dense layer's weight to f16 panels (qtts_gemm widens them per panel); the f32 panels are freed. */
-static int lin_to_f16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
-    if (l->w.ph || !l->w.p) return 0;
-    uint16_t *ph = own(d, qtts_gemm_b_f16_panels(&l->w, err), err);
-    if (!ph) return -1;
-    disown_free(d, l->w.p);
-    l->w.p = NULL;
-    l->w.ph = ph;
-    return 0;
-}
+typedef struct {
+    convert_kind kind;
+    lin *l;
+    qtts_conv *c;
+    int m;          /* Winograd tile outputs */
+    void *out;      /* a dense layer's new panels */
+    float *scale;   /* and their int16 row scales */
+    int failed;
+    qtts_err err;
+} convert_task;
 
-/* A dense layer's weight to int16 pairs (qtts_gemm then quantizes its input per row and runs the int16
- * tiles); the f32 panels are freed. */
-static int lin_to_i16(qtts_codec_decoder *d, lin *l, qtts_err *err) {
-    if (l->w.pi16 || !l->w.p) return 0;
-    uint32_t *pi;
-    float *si;
-    if (qtts_gemm_b_i16_panels(&l->w, &pi, &si, err)) return -1;
-    if (!own(d, pi, err)) {
-        free(si);
-        return -1;
+typedef struct {
+    convert_task *t;
+    int n, cap;
+    int oom;
+} convert_list;
+
+static void add_task(convert_list *cl, convert_task t) {
+    if (cl->n == cl->cap) {
+        int nc = cl->cap ? cl->cap * 2 : 64;
+        convert_task *nt = realloc(cl->t, (size_t)nc * sizeof *nt);
+        if (!nt) {
+            cl->oom = 1;
+            return;
+        }
+        cl->t = nt;
+        cl->cap = nc;
     }
-    if (!own(d, si, err)) return -1; /* pi stays owned and is freed with the decoder */
-    disown_free(d, l->w.p);
-    l->w.p = NULL;
-    l->w.pi16 = pi;
-    l->w.si16 = si;
-    return 0;
+    cl->t[cl->n++] = t;
 }
 
-/* Applies fn to the time-major dense layers: the transformer's (with its in
- * and out projections) and the upsampling stages', and where all is set also
- * the RVQ projections, pre_conv, decoder.0 and a low-rate block's transposed
- * conv. Stops at the first failure. */
-static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_codec_decoder *, lin *, qtts_err *),
-                               qtts_err *err) {
-    if (fn(d, &d->in_proj, err) || fn(d, &d->out_proj, err)) return -1;
+static void add_lin(convert_list *cl, lin *l, convert_kind k) {
+    /* already converted, or nothing to convert from */
+    if (!l->w.p || l->w.pbf || l->w.ph || l->w.pi16) return;
+    add_task(cl, (convert_task){.kind = k, .l = l});
+}
+
+static void add_conv(convert_list *cl, qtts_conv *c, convert_kind k, int m) {
+    add_task(cl, (convert_task){.kind = k, .c = c, .m = m});
+}
+
+static void convert_one(convert_task *t) {
+    lin *l = t->l;
+    int rc = 0;
+    switch (t->kind) {
+    case CV_LIN_BF16: rc = !(t->out = qtts_gemm_b_bf16_panels(&l->w, &t->err)); break;
+    case CV_LIN_F16: rc = !(t->out = qtts_gemm_b_f16_panels(&l->w, &t->err)); break;
+    case CV_LIN_I16: {
+        uint32_t *pi = NULL;
+        rc = qtts_gemm_b_i16_panels(&l->w, &pi, &t->scale, &t->err);
+        t->out = pi;
+        break;
+    }
+    case CV_CONV_BF16: rc = qtts_conv_to_bf16(t->c, &t->err); break;
+    case CV_CONV_WINOGRAD: rc = qtts_conv_to_winograd(t->c, t->m, &t->err); break;
+    case CV_CONV_I16: rc = qtts_conv_to_i16(t->c, &t->err); break;
+    }
+    t->failed = rc != 0;
+}
+
+static void convert_range(void *ctx, int64_t begin, int64_t end, int tid) {
+    (void)tid;
+    convert_list *cl = ctx;
+    for (int64_t i = begin; i < end; i++) convert_one(&cl->t[i]);
+}
+
+/* Runs cl's conversions on pool (NULL: this thread), then adopts the dense
+ * layers' new panels in list order; the first failure is reported (every
+ * task ran, so the decoder is left consistent: converted or not, each
+ * weight in one form). Empties cl. */
+static int run_tasks(qtts_codec_decoder *d, convert_list *cl, qtts_pool *pool, qtts_err *err) {
+    int rc = 0;
+    if (cl->oom) {
+        rc = qtts_fail(err, "speech tokenizer decoder: out of memory listing the precision conversion");
+        cl->n = 0; /* nothing ran */
+    }
+    qtts_parallel_for(pool, cl->n, 1, convert_range, cl);
+    for (int i = 0; i < cl->n; i++) {
+        convert_task *t = &cl->t[i];
+        if (t->failed) {
+            if (!rc) rc = qtts_fail(err, "%s", t->err.msg);
+            continue;
+        }
+        if (!t->l) continue;
+        lin *l = t->l;
+        if (!own(d, t->out, err)) { /* own freed it */
+            free(t->scale);
+            rc = -1;
+            continue;
+        }
+        if (t->kind == CV_LIN_I16 && !own(d, t->scale, err)) { /* the panels stay owned */
+            rc = -1;
+            continue;
+        }
+        disown_free(d, l->w.p);
+        l->w.p = NULL;
+        if (t->kind == CV_LIN_BF16) l->w.pbf = t->out;
+        else if (t->kind == CV_LIN_F16) l->w.ph = t->out;
+        else {
+            l->w.pi16 = t->out;
+            l->w.si16 = t->scale;
+        }
+    }
+    cl->n = 0;
+    cl->oom = 0;
+    return rc;
+}
+
+/* Lists the time-major dense layers: the transformer's (with its in and out
+ * projections) and the upsampling stages', and where all is set also the
+ * RVQ projections, pre_conv, decoder.0 and a low-rate block's transposed
+ * conv. */
+static void each_time_major_lin(qtts_codec_decoder *d, int all, convert_list *cl, convert_kind k) {
+    add_lin(cl, &d->in_proj, k);
+    add_lin(cl, &d->out_proj, k);
     for (int64_t l = 0; l < d->n_layers; l++) {
         tlayer *ly = &d->layers[l];
-        if (fn(d, &ly->qkv, err) || fn(d, &ly->o, err) || fn(d, &ly->gate_up, err) || fn(d, &ly->down, err))
-            return -1;
+        add_lin(cl, &ly->qkv, k);
+        add_lin(cl, &ly->o, k);
+        add_lin(cl, &ly->gate_up, k);
+        add_lin(cl, &ly->down, k);
     }
-    for (int64_t u = 0; u < d->n_up_stages; u++)
-        if (fn(d, &d->up[u].tconv.l, err) || fn(d, &d->up[u].pw1, err) || fn(d, &d->up[u].pw2, err)) return -1;
-    if (!all) return 0;
-    if (fn(d, &d->p_first, err) || fn(d, &d->p_rest, err) || fn(d, &d->pre.l, err) || fn(d, &d->dec0.l, err))
-        return -1;
+    for (int64_t u = 0; u < d->n_up_stages; u++) {
+        add_lin(cl, &d->up[u].tconv.l, k);
+        add_lin(cl, &d->up[u].pw1, k);
+        add_lin(cl, &d->up[u].pw2, k);
+    }
+    if (!all) return;
+    add_lin(cl, &d->p_first, k);
+    add_lin(cl, &d->p_rest, k);
+    add_lin(cl, &d->pre.l, k);
+    add_lin(cl, &d->dec0.l, k);
     for (int64_t b = 0; b < d->n_blocks; b++)
-        if (d->blk[b].tm && fn(d, &d->blk[b].tconv_tm.l, err)) return -1;
-    return 0;
+        if (d->blk[b].tm) add_lin(cl, &d->blk[b].tconv_tm.l, k);
 }
 
 /* Outputs per Winograd tile of the residual units' 7-tap convs: F(4, 7)
@@ -790,43 +871,53 @@ static int each_time_major_lin(qtts_codec_decoder *d, int all, int (*fn)(qtts_co
  * matrices cost little more than its f32 taps, so it is converted too. */
 enum { WINOGRAD_M = 4, WINOGRAD_TCONV_M = 4, WINOGRAD_TCONV_MIN_SPF = 96 };
 
-static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err);
+static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, convert_list *cl, qtts_pool *pool,
+                             qtts_err *err);
 
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
+    return qtts_codec_decoder_set_precision_pool(d, p, NULL, err);
+}
+
+int qtts_codec_decoder_set_precision_pool(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_pool *pool,
+                                          qtts_err *err) {
     if (p == d->precision) return 0;
     if (d->precision != QTTS_DECODER_F32)
         return qtts_fail(err, "the decoder's f32 weights were already dropped for %s",
                          qtts_decoder_precision_name(d->precision));
-    if (convert_precision(d, p, err)) return -1;
+    convert_list cl = {0};
+    int rc = convert_precision(d, p, &cl, pool, err);
+    free(cl.t);
+    if (rc) return -1;
     d->precision = p;
     return 0;
 }
 
-static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_err *err) {
+static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, convert_list *cl, qtts_pool *pool,
+                             qtts_err *err) {
     if (p == QTTS_DECODER_WINOGRAD_I16 && qtts_conv_i16_require(err)) return -1; /* before any weight is changed */
     if (p == QTTS_DECODER_WINOGRAD || p == QTTS_DECODER_WINOGRAD_F16 || p == QTTS_DECODER_WINOGRAD_I16) {
-        for (int64_t b = 0; b < d->n_blocks; b++)
-            for (int r = 0; r < N_RES; r++)
-                if (qtts_conv_to_winograd(&d->blk[b].ru[r].c1, WINOGRAD_M, err)) return -1;
         for (int64_t b = 0; b < d->n_blocks; b++) {
             dblock *bk = &d->blk[b];
-            if (!bk->tm && (bk->spf_in >= WINOGRAD_TCONV_MIN_SPF || p == QTTS_DECODER_WINOGRAD_I16) &&
-                qtts_conv_to_winograd(&bk->tconv_cm, WINOGRAD_TCONV_M, err))
-                return -1;
+            for (int r = 0; r < N_RES; r++) add_conv(cl, &bk->ru[r].c1, CV_CONV_WINOGRAD, WINOGRAD_M);
+            if (!bk->tm && (bk->spf_in >= WINOGRAD_TCONV_MIN_SPF || p == QTTS_DECODER_WINOGRAD_I16))
+                add_conv(cl, &bk->tconv_cm, CV_CONV_WINOGRAD, WINOGRAD_TCONV_M);
         }
-        if (p == QTTS_DECODER_WINOGRAD_I16) { /* every channel-major 1-tap product in int16 */
+        /* the dense layers beside them: they share no weight */
+        if (p != QTTS_DECODER_WINOGRAD)
+            each_time_major_lin(d, 1, cl, p == QTTS_DECODER_WINOGRAD_I16 ? CV_LIN_I16 : CV_LIN_F16);
+        if (run_tasks(d, cl, pool, err)) return -1;
+        if (p == QTTS_DECODER_WINOGRAD_I16) { /* every channel-major 1-tap product in int16 (of the Winograd forms) */
             for (int64_t b = 0; b < d->n_blocks; b++) {
                 dblock *bk = &d->blk[b];
-                if (!bk->tm && bk->tconv_cm.wg && qtts_conv_to_i16(&bk->tconv_cm, err)) return -1;
-                for (int r = 0; r < N_RES; r++)
-                    if (qtts_conv_to_i16(&bk->ru[r].c1, err) || qtts_conv_to_i16(&bk->ru[r].c2, err)) return -1;
+                if (!bk->tm && bk->tconv_cm.wg) add_conv(cl, &bk->tconv_cm, CV_CONV_I16, 0);
+                for (int r = 0; r < N_RES; r++) {
+                    add_conv(cl, &bk->ru[r].c1, CV_CONV_I16, 0);
+                    add_conv(cl, &bk->ru[r].c2, CV_CONV_I16, 0);
+                }
             }
-            /* and every time-major layer: half their f32 bytes, and the int16 tiles where a step has many
-             * rows, for a fraction of a dB */
-            return each_time_major_lin(d, 1, lin_to_i16, err);
+            return run_tasks(d, cl, pool, err);
         }
-        /* QTTS_DECODER_WINOGRAD_F16: every time-major layer's weights to f16 */
-        return p == QTTS_DECODER_WINOGRAD_F16 ? each_time_major_lin(d, 1, lin_to_f16, err) : 0;
+        return 0;
     }
     /* Time-major layers in bf16: the transformer and the upsampling stages,
      * whose weights (~70 MB in f32 at the real size) are read once per
@@ -836,14 +927,17 @@ static int convert_precision(qtts_codec_decoder *d, qtts_decoder_precision p, qt
      * the RVQ projections, pre_conv, decoder.0 and a time-major block conv
      * stay f32: each would cost more accuracy than its small share of the
      * step's time is worth, too close to the floor. */
-    if (each_time_major_lin(d, 0, lin_to_bf16, err)) return -1;
+    each_time_major_lin(d, 0, cl, CV_LIN_BF16);
     for (int64_t b = 0; b < d->n_blocks; b++) {
         dblock *bk = &d->blk[b];
-        if (!bk->tm && qtts_conv_to_bf16(&bk->tconv_cm, err)) return -1;
-        for (int r = 0; r < N_RES; r++)
-            if (qtts_conv_to_bf16(&bk->ru[r].c1, err) || qtts_conv_to_bf16(&bk->ru[r].c2, err)) return -1;
+        if (!bk->tm) add_conv(cl, &bk->tconv_cm, CV_CONV_BF16, 0);
+        for (int r = 0; r < N_RES; r++) {
+            add_conv(cl, &bk->ru[r].c1, CV_CONV_BF16, 0);
+            add_conv(cl, &bk->ru[r].c2, CV_CONV_BF16, 0);
+        }
     }
-    return qtts_conv_to_bf16(&d->fin_conv, err);
+    add_conv(cl, &d->fin_conv, CV_CONV_BF16, 0);
+    return run_tasks(d, cl, pool, err);
 }
 
 int qtts_decoder_precision_measures(const char *opt, qtts_dtype lm_weights) {

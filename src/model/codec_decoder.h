@@ -76,6 +76,9 @@ typedef enum {
     QTTS_DECODER_WINOGRAD_I16 = 4
 } qtts_decoder_precision;
 int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_err *err);
+/* The same, its weights converted on pool's threads (NULL: this thread); the same bits either way. */
+int qtts_codec_decoder_set_precision_pool(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_pool *pool,
+                                          qtts_err *err);
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);
 /* The precision for a user option: "f32", "winograd", "winograd-f16",
  * "winograd-i16", "bf16", or NULL/""/"auto": with quantized LM weights

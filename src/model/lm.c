@@ -28,7 +28,7 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     /* zero-copy when the parts are views lying back to back (e.g. a file written in q,k,v order) */
     int adjacent = 1;
     for (int i = 0; i < n; i++)
-        adjacent &= !parts[i]->owned && !parts[i]->interleave && parts[i]->type == parts[0]->type &&
+        adjacent &= !parts[i]->owned && parts[i]->interleave == parts[0]->interleave && parts[i]->type == parts[0]->type &&
                     parts[i]->cols == parts[0]->cols &&
                     (i == 0 || (const char *)parts[i]->data ==
                                    (const char *)parts[i - 1]->data + parts[i - 1]->row_bytes * (size_t)parts[i - 1]->rows);
@@ -36,7 +36,8 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
         int64_t rows = 0;
         for (int i = 0; i < n; i++) rows += parts[i]->rows;
         *out = (qtts_mat){.type = parts[0]->type, .rows = rows, .cols = parts[0]->cols,
-                          .row_bytes = parts[0]->row_bytes, .data = parts[0]->data, .prefetch = parts[0]->prefetch,
+                          .row_bytes = parts[0]->row_bytes, .data = parts[0]->data,
+                          .interleave = parts[0]->interleave, .prefetch = parts[0]->prefetch,
                           .lockstep = parts[0]->lockstep};
         return 0;
     }
@@ -75,7 +76,9 @@ static int load_stack(qtts_mat *out, qtts_mat **parts, const qtts_tensor *const 
     qtts_pool *pool = plan ? plan->pool : NULL;
     const qtts_weight_layout *layout = plan ? plan->layout : NULL;
     for (int i = 0; i < n; i++)
-        if (qtts_mat_from_tensor_pool(parts[i], ts[i], plan ? plan->type : QTTS_DTYPE_INVALID, pool, err)) return -1;
+        if (qtts_mat_from_tensor_pool(parts[i], ts[i], plan ? plan->type : QTTS_DTYPE_INVALID, pool, err) ||
+            qtts_mat_fit_layout(parts[i], layout, pool, err))
+            return -1;
     if (qtts_mats_interleave_stacked(out, parts, n, layout, pool, err)) return -1;
     if (out->data) {
         for (int i = 0; i < n; i++) qtts_tensor_mat_done(ts[i], parts[i]);

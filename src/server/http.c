@@ -596,7 +596,22 @@ static void warn_voice(void *user, const char *msg) {
     fprintf(stderr, "qtts serve: warning: skipping voice: %s\n", msg);
 }
 
+static qtts_server *server_start(qtts_engine *e, const qtts_server_params *p, int listen_fd, char *err,
+                                 size_t err_size);
+
 qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char *err, size_t err_size) {
+    return server_start(e, p, -1, err, err_size);
+}
+
+qtts_server *qtts_server_start_on(qtts_engine *e, const qtts_server_params *p, int listen_fd, char *err,
+                                  size_t err_size) {
+    qtts_server *s = server_start(e, p, listen_fd, err, err_size);
+    if (!s && listen_fd >= 0) close(listen_fd); /* a started daemon closes it when stopped */
+    return s;
+}
+
+static qtts_server *server_start(qtts_engine *e, const qtts_server_params *p, int listen_fd, char *err,
+                                 size_t err_size) {
     server_box *box = calloc(1, sizeof *box);
     if (!box) {
         snprintf(err, err_size, "out of memory");
@@ -702,30 +717,25 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
      * listen while its old connections sit in TIME_WAIT. */
     struct MHD_OptionItem reuse[2] = {{MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL}, {MHD_OPTION_END, 0, NULL}};
     if (!s->p.reuse_port) reuse[0].option = MHD_OPTION_END;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, s->host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)p->port);
-    } else if (inet_pton(AF_INET6, s->host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)p->port);
-        flags |= MHD_USE_IPv6;
-    } else if (!strcmp(s->host, "localhost")) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)p->port);
-        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    } else {
+    int ipv6 = 0;
+    if (srv_listen_addr(s->host, p->port, &ss, &ipv6)) {
         snprintf(err, err_size, "--host '%s' is not an IPv4/IPv6 address", s->host);
         qtts_server_free(s);
         return NULL;
+    }
+    if (ipv6) flags |= MHD_USE_IPv6;
+    /* the socket of the port opened while the model loaded, or a new one on the address */
+    struct MHD_OptionItem listen_opt[2] = {{MHD_OPTION_SOCK_ADDR, 0, &ss}, {MHD_OPTION_END, 0, NULL}};
+    if (listen_fd >= 0) {
+        listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL};
+        reuse[0].option = MHD_OPTION_END;
     }
     /* The connection limits bound what slow or idle clients can hold (file
      * descriptors, SRV_CONN_MEMORY each); waiting requests hold no HTTP
      * thread, so slow clients do not starve the pool. Per-IP is off by
      * default: behind a reverse proxy every client has the proxy's address. */
     s->daemon = MHD_start_daemon(
-        flags, (uint16_t)p->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, (uint16_t)p->port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, listen_opt,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->p.http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)s->p.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_connections_per_ip,
@@ -740,6 +750,13 @@ qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : p->port;
+    if (listen_fd >= 0) { /* MHD did not bind it: ask the socket */
+        struct sockaddr_storage bound;
+        socklen_t len = sizeof bound;
+        if (getsockname(listen_fd, (struct sockaddr *)&bound, &len) == 0)
+            s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                        : ((struct sockaddr_in *)&bound)->sin_port);
+    }
     return s;
 }
 

@@ -44,6 +44,12 @@ typedef struct {
     int ws_reserved;    /* holds a WebSocket session slot until the upgrade happens */
 } srv_req;
 
+/* ---- loading.c ---- */
+
+struct sockaddr_storage;
+/* The address to listen on for host ("localhost", or an IPv4/IPv6 literal) and port; -1 for another name. */
+int srv_listen_addr(const char *host, int port, struct sockaddr_storage *ss, int *ipv6);
+
 /* ---- respond.c ---- */
 
 /* The HTTP status for an engine failure: invalid -> 400, busy -> 503,

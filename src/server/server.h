@@ -56,6 +56,21 @@ typedef struct qtts_server qtts_server;
 void qtts_server_params_default(qtts_server_params *p);
 /* Starts listening; the engine must outlive the server. */
 qtts_server *qtts_server_start(qtts_engine *e, const qtts_server_params *p, char *err, size_t err_size);
+/* The same on a socket already listening (qtts_server_loading_handover's),
+ * which the server takes (closed with it, or on failure). */
+qtts_server *qtts_server_start_on(qtts_engine *e, const qtts_server_params *p, int listen_fd, char *err,
+                                  size_t err_size);
+
+/* The port while the model loads: opened on p's host and port before the
+ * load, it answers /health (and /healthz) 503 {"status":"loading"} and every
+ * other request 503 with Retry-After, until handed over to the server. */
+typedef struct qtts_server_loading qtts_server_loading;
+qtts_server_loading *qtts_server_loading_start(const qtts_server_params *p, char *err, size_t err_size);
+int qtts_server_loading_port(const qtts_server_loading *l);
+/* Stops answering and returns the listening socket (the caller's now; -1
+ * on failure). Connections arriving meanwhile wait in its backlog. */
+int qtts_server_loading_handover(qtts_server_loading *l);
+void qtts_server_loading_free(qtts_server_loading *l);
 int qtts_server_port(const qtts_server *s);
 /* Housekeeping the caller runs about once a second (qtts serve's main thread
  * does, between signals): closes connections whose request headers are past

@@ -82,5 +82,13 @@ int qtts_mats_interleave_stacked(qtts_mat *out, qtts_mat **parts, int n, const q
 
 /* Row r of m as f32, whatever its type and layout. */
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out);
+/* Bytes of rows x cols of type (Q8_0/Q4_K) in the interleaved form; 0 where
+ * such a matrix cannot be interleaved (another type, rows % 16, part blocks). */
+size_t qtts_x16_bytes(qtts_dtype type, int64_t rows, int64_t cols);
+/* The interleaved form at src back to GGML rows at dst (rows x row bytes),
+ * the exact bytes the interleaving read; on pool's threads (NULL: this one). */
+void qtts_x16_to_rows(qtts_dtype type, const void *src, int64_t rows, int64_t cols, void *dst, qtts_pool *pool);
+/* An interleaved m back to GGML rows in its own memory (no-op for rows). */
+int qtts_mat_deinterleave_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err);
 
 #endif

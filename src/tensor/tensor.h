@@ -53,6 +53,8 @@ typedef struct qtts_tensor {
     size_t nbytes;
     int viewed; /* a zero-copy view of it is in use (qtts_store_release_pages keeps its pages) */
     int mapped; /* data lies in a read-only file mapping of its store (pages can be dropped and re-read) */
+    int interleave; /* 16: a Q8_0/Q4_K matrix in the kernels' interleaved form (tensor/interleave.h), which
+                       only the matrix loader reads (qtts_mat_from_tensor_*); 0: GGML rows */
 } qtts_tensor;
 
 int64_t qtts_tensor_numel(const qtts_tensor *t);
