@@ -75,6 +75,14 @@ static int small_pages(void) {
     return e && !strcmp(e, "1");
 }
 
+/* QTTS_BENCH_DRAM_MIB: MiB of distinct copies for the "dram" rows (default
+ * 160; a whole model's layers, e.g. 900, also exceed what the TLBs map). */
+static int dram_mib(void) {
+    const char *e = getenv("QTTS_BENCH_DRAM_MIB");
+    int v = e ? atoi(e) : 0;
+    return v >= 64 && v <= 65536 ? v : 160;
+}
+
 static int move_to_small_pages(qtts_mat *m, size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return -1;
@@ -150,7 +158,7 @@ int main(int argc, char **argv) {
             for (int si = 0; si < nshapes; si++) {
                 int64_t rows = only_rows ? only_rows : shapes[si][0], cols = only_rows ? only_cols : shapes[si][1];
                 size_t bytes = qtts_dtype_row_bytes(types[ti], cols) * (size_t)rows;
-                int copies = (int)((160u << 20) / bytes) + 1; /* > 64 MB of distinct weights, well past L3 */
+                int copies = (int)(((size_t)dram_mib() << 20) / bytes) + 1; /* > 64 MB of distinct weights, well past L3 */
                 qtts_mat *mats = calloc((size_t)copies, sizeof *mats);
                 float *x = malloc((size_t)(8 * cols) * sizeof(float)), *y = malloc((size_t)(8 * rows) * sizeof(float));
                 if (!mats || !x || !y || make_copies(types[ti], rows, cols, copies, mats)) {
