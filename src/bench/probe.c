@@ -54,23 +54,24 @@ static void fill_body(void *ctx, int tid, int nt) {
     for (int64_t i = b; i < e; i++) j->buf[i] = (float)(i & 1023) * 1e-3f;
 }
 
+static float read_isa(qtts_isa isa, const float *p, size_t n) {
+#if defined(__x86_64__)
+    if (isa == QTTS_ISA_AVX512) return qtts_probe_read_avx512(p, n);
+    if (isa == QTTS_ISA_AVX2) return qtts_probe_read_avx2(p, n);
+#elif defined(__aarch64__)
+    if (isa != QTTS_ISA_SCALAR) return qtts_probe_read_neon(p, n);
+#endif
+    return read_scalar(p, n);
+}
+
+float qtts_probe_read_pass(const float *p, size_t n) { return read_isa(qtts_cpu_isa(), p, n & ~(size_t)511); }
+
 static void read_body(void *ctx, int tid, int nt) {
     probe_job *j = ctx;
     if (!j->all && tid) return;
     int64_t b = 0, e = (int64_t)j->n;
     if (j->all) qtts_split_range((int64_t)j->n, 4096, tid, nt, &b, &e);
-    const float *p = j->buf + b;
-    size_t n = (size_t)(e - b) & ~(size_t)63;
-    float s;
-#if defined(__x86_64__)
-    if (j->isa == QTTS_ISA_AVX512) s = qtts_probe_read_avx512(p, n);
-    else if (j->isa == QTTS_ISA_AVX2) s = qtts_probe_read_avx2(p, n);
-    else
-#elif defined(__aarch64__)
-    if (j->isa != QTTS_ISA_SCALAR) s = qtts_probe_read_neon(p, n);
-    else
-#endif
-        s = read_scalar(p, n);
+    const float s = read_isa(j->isa, j->buf + b, (size_t)(e - b) & ~(size_t)63);
     if (tid < 64) j->sink[tid] += s;
 }
 

@@ -30,6 +30,12 @@ typedef struct {
  * FMA peak the best of many ~1 ms runs. */
 int qtts_probe_run(qtts_pool *pool, size_t bytes, qtts_probe_result *out, qtts_err *err);
 
+/* One pass of the bandwidth loop over p[0..n) on the calling thread (best
+ * ISA; n floats, read up to the last whole 512 floats): what a kernel
+ * benchmark compares its own reads of the same buffer with. Returns a sum
+ * of the values, to be kept so that the loads stay. */
+float qtts_probe_read_pass(const float *p, size_t n);
+
 /* The FMA peak alone (best of many ~1 ms runs): thread 0 only, or every pool thread. */
 double qtts_probe_fma_gflops(qtts_pool *pool, int all_threads);
 /* The bf16 dot-product peak the same way; 0 on CPUs without AVX-512 BF16. */
