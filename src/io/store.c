@@ -354,7 +354,8 @@ int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weig
     const qtts_dtype want = plan ? plan->type : QTTS_DTYPE_INVALID;
     if (qtts_mat_from_tensor_pool(m, t, want, plan ? plan->pool : NULL, err) ||
         qtts_mat_fit_layout(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err) ||
-        qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err)) {
+        qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err) ||
+        (plan && plan->resident && qtts_mat_make_owned(m, err))) {
         qtts_mat_free(m);
         return -1;
     }

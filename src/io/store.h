@@ -124,6 +124,10 @@ typedef struct qtts_weight_plan {
     const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
     void (*layer_done)(void *user);   /* after each transformer layer's matrices (a progress count); NULL: none */
     void *layer_user;
+    /* Matrices that would be views of a mapped file are copied into the
+     * process's memory: the kernels read mapped page-cache pages slower than
+     * anonymous ones, and the file's pages then leave the RSS. */
+    int resident;
 } qtts_weight_plan;
 
 /* An interleaved m (a view of a tensor stored in the kernels' form) back to

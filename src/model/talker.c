@@ -38,7 +38,8 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
                                    .pool = opt ? opt->pool : NULL,
                                    .layout = opt ? opt->layout : NULL,
                                    .layer_done = opt ? opt->layer_done : NULL,
-                                   .layer_user = opt ? opt->layer_user : NULL},
+                                   .layer_user = opt ? opt->layer_user : NULL,
+                                   .resident = opt ? opt->resident : 0},
                            *wt = &plan;
     const int64_t D = cfg->talker.hidden, TH = cfg->text_hidden;
     const qtts_tensor *t;

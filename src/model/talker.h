@@ -20,6 +20,8 @@ typedef struct {
     /* Called after each layer of the talker and the code predictor is loaded (progress); NULL: none. */
     void (*layer_done)(void *user);
     void *layer_user;
+    /* Copy matrices that would be views of a mapped file (qtts_weight_plan.resident). */
+    int resident;
 } qtts_talker_options;
 
 typedef struct qtts_talker_model {

@@ -92,6 +92,17 @@ void qtts_mat_free(qtts_mat *m) {
     m->data = NULL;
 }
 
+int qtts_mat_make_owned(qtts_mat *m, qtts_err *err) {
+    if (m->owned || !m->data) return 0;
+    const size_t bytes = m->row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
+    void *buf = aligned_alloc(64, alloc ? alloc : 64);
+    if (!buf) return qtts_fail(err, "out of memory copying a %zu-byte weight matrix", bytes);
+    qtts_advise_huge(buf, alloc ? alloc : 64);
+    memcpy(buf, m->data, bytes);
+    m->data = m->owned = buf;
+    return 0;
+}
+
 float qtts_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31;
     int exp = (h >> 10) & 0x1f;
