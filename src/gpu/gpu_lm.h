@@ -8,8 +8,9 @@
  * once per batch composition (the streams' slots) and resubmitted every
  * frame; positions, steps and text rows are host-written inputs read when the
  * kernels run. Weights are uploaded from a loaded CPU model in their stored
- * formats (f32, bf16, Q8_0, Q4_K in GGML rows; interleaved CPU layouts are
- * refused). Only the thread that opened the device may call these. */
+ * formats (f32, bf16, Q8_0, Q4_K in GGML rows; rows interleaved for the CPU
+ * are put back as they are copied). Only the thread that opened the device may
+ * call these. */
 #ifndef QTTS_GPU_GPU_LM_H
 #define QTTS_GPU_GPU_LM_H
 
@@ -26,7 +27,9 @@ enum { QTTS_GPU_LM_MAX_STREAMS = 64 };
 
 /* Uploads m's talker, codec head, codec embeddings and code predictor and
  * makes the state of max_streams streams (slots 0..max_streams-1, at most
- * QTTS_GPU_LM_MAX_STREAMS), each with a talker KV cache of max_pos positions. m must outlive it. */
+ * QTTS_GPU_LM_MAX_STREAMS), each with a talker KV cache of max_pos positions
+ * of m->kv_type values (f32 or f16, rounded as the CPU's; the code
+ * predictor's are f32, as on the CPU). m must outlive it. */
 qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos, qtts_err *err);
 void qtts_gpu_lm_free(qtts_gpu_lm *d);
 

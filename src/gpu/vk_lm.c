@@ -24,7 +24,8 @@ typedef struct {
     dev_layer *layers;
     qtts_gpu_buf *norm, *rope; /* rope: qtts_rope_angles rows for every position the caches hold */
     int64_t positions;
-    qtts_gpu_buf **kc, **vc; /* [slot * layers + layer]: f32 caches, positions x kv_dim */
+    int kv_f16;              /* the caches hold f16 values (the CPU's precision choice for the stack) */
+    qtts_gpu_buf **kc, **vc; /* [slot * layers + layer]: caches, positions x kv_dim values */
 } dev_lm;
 
 typedef struct {
@@ -99,10 +100,12 @@ static void lm_free(qtts_gpu *g, dev_lm *lm, int streams) {
     memset(lm, 0, sizeof *lm);
 }
 
-static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int64_t positions, qtts_err *err) {
+static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int64_t positions, int kv_f16,
+                     qtts_err *err) {
     const qtts_lm_config *c = &lm->cfg;
     d->cfg = *c;
     d->positions = positions;
+    d->kv_f16 = kv_f16;
     const int64_t D = c->hidden, hd = c->head_dim, kvd = c->kv_heads * hd;
     d->layers = qtts_calloc((size_t)c->layers, sizeof *d->layers, err);
     d->kc = qtts_calloc((size_t)(streams * c->layers), sizeof *d->kc, err);
@@ -119,9 +122,9 @@ static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int
             !(o->k_norm = upload_f32(g, L->k_norm, hd, err)))
             return -1;
     }
+    const size_t cache_bytes = ((size_t)(positions * kvd) * (kv_f16 ? 2 : 4) + 3) & ~(size_t)3;
     for (int64_t i = 0; i < streams * c->layers; i++)
-        if (!(d->kc[i] = qtts_gpu_buf_new(g, (size_t)(positions * kvd) * sizeof(float), err)) ||
-            !(d->vc[i] = qtts_gpu_buf_new(g, (size_t)(positions * kvd) * sizeof(float), err)))
+        if (!(d->kc[i] = qtts_gpu_buf_new(g, cache_bytes, err)) || !(d->vc[i] = qtts_gpu_buf_new(g, cache_bytes, err)))
             return -1;
     if (!(d->norm = upload_f32(g, lm->norm, D, err)) || !(d->rope = rope_table(g, hd, positions, c->rope_theta, err)))
         return -1;
@@ -203,8 +206,9 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
     d->G = (int)c->num_code_groups;
     const int G1 = d->G - 1;
     const int64_t D = c->talker.hidden, V = c->talker.vocab;
-    if (lm_upload(g, &d->tk, &m->lm, max_streams, max_pos, err) ||
-        lm_upload(g, &d->cp, &m->cp.lm, max_streams, d->G, err))
+    /* the talker's KV precision is the engine's choice (m->kv_type), the code predictor's f32, as on the CPU */
+    if (lm_upload(g, &d->tk, &m->lm, max_streams, max_pos, m->kv_type == QTTS_F16, err) ||
+        lm_upload(g, &d->cp, &m->cp.lm, max_streams, d->G, 0, err))
         goto fail;
     if (!(d->codec_head = qtts_gpu_mat_upload(g, &m->codec_head, err)) ||
         !(d->codec_emb = upload_tensor(g, m->codec_emb, err)))
@@ -275,8 +279,8 @@ static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams 
             const int64_t n = st->ntok[i], pi = st->pos_index[i];
             TRY(qtts_gpu_rope(s, d->q, r * qd, qd, n, H, hd, lm->rope, st->pos, pi, err));
             TRY(qtts_gpu_rope(s, d->k, r * kvd, kvd, n, KH, hd, lm->rope, st->pos, pi, err));
-            TRY(qtts_gpu_kv_store(s, d->k, r * kvd, kvd, n, kvd, kc, kvd, st->pos, pi, err));
-            TRY(qtts_gpu_kv_store(s, d->v, r * kvd, kvd, n, kvd, vc, kvd, st->pos, pi, err));
+            TRY(qtts_gpu_kv_store_as(s, d->k, r * kvd, kvd, n, kvd, kc, kvd, st->pos, pi, lm->kv_f16, err));
+            TRY(qtts_gpu_kv_store_as(s, d->v, r * kvd, kvd, n, kvd, vc, kvd, st->pos, pi, lm->kv_f16, err));
             qtts_gpu_attn_args a = {.q = d->q,
                                     .k = kc,
                                     .v = vc,
@@ -293,7 +297,8 @@ static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams 
                                     .head_dim = hd,
                                     .window = 0,
                                     .pos_index = pi,
-                                    .scale = 1.0f / sqrtf((float)hd)};
+                                    .scale = 1.0f / sqrtf((float)hd),
+                                    .kv_f16 = lm->kv_f16};
             TRY(qtts_gpu_attention(s, &a, err));
         }
         TRY(qtts_gpu_gemv(s, L->o, d->att, 0, qd, d->hn, 0, D, rows, err));

@@ -83,4 +83,10 @@ int qtts_mats_interleave_stacked(qtts_mat *out, qtts_mat **parts, int n, const q
 /* Row r of m as f32, whatever its type and layout. */
 void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out);
 
+/* Row r of m in the GGML block layout (qtts_dtype_row_bytes(m->type,
+ * m->cols) bytes to out), whatever its layout: the interleaved one is undone
+ * bit for bit (a GPU upload reads the rows one at a time, so no second copy
+ * of the matrix is made). */
+void qtts_mat_row_ggml(const qtts_mat *m, int64_t r, void *out);
+
 #endif
