@@ -33,6 +33,10 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
     return NULL;
 }
 void qtts_gpu_lm_free(qtts_gpu_lm *d) { (void)d; }
+int qtts_gpu_lm_reserve(qtts_gpu_lm *d, int slot, int64_t positions, qtts_err *err) {
+    (void)d, (void)slot, (void)positions;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
 int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, const qtts_gpu_sample_settings *ss,
                         int32_t *c0, qtts_err *err) {
     (void)d, (void)slot, (void)rows, (void)n, (void)ss, (void)c0;

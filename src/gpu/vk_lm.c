@@ -22,10 +22,11 @@ typedef struct {
 typedef struct {
     qtts_lm_config cfg;
     dev_layer *layers;
-    qtts_gpu_buf *norm, *rope; /* rope: qtts_rope_angles rows for every position the caches hold */
+    qtts_gpu_buf *norm, *rope; /* rope: qtts_rope_angles rows for positions 0 .. positions-1 */
     int64_t positions;
     int kv_f16;              /* the caches hold f16 values (the CPU's precision choice for the stack) */
-    qtts_gpu_buf **kc, **vc; /* [slot * layers + layer]: caches, positions x kv_dim values */
+    qtts_gpu_buf **kc, **vc; /* [slot * layers + layer]: caches, cap[slot] x kv_dim values */
+    int64_t cap[QTTS_GPU_LM_MAX_STREAMS];
 } dev_lm;
 
 typedef struct {
@@ -100,13 +101,36 @@ static void lm_free(qtts_gpu *g, dev_lm *lm, int streams) {
     memset(lm, 0, sizeof *lm);
 }
 
+/* slot's caches (every layer) made for `positions` positions, the first
+ * `keep` positions of the old ones copied over (the buffers are host-visible:
+ * a host copy, rare since streams grow by doubling). One layer's old buffer
+ * at a time is held beside its new one. On failure the slot has no caches. */
+static int slot_caches(qtts_gpu *g, dev_lm *d, int slot, int64_t positions, int64_t keep, qtts_err *err) {
+    const int64_t L = d->cfg.layers, kvd = d->cfg.kv_heads * d->cfg.head_dim;
+    const size_t es = d->kv_f16 ? 2 : 4, bytes = ((size_t)(positions * kvd) * es + 3) & ~(size_t)3;
+    const size_t kept = (size_t)((keep < d->cap[slot] ? keep : d->cap[slot]) * kvd) * es;
+    int rc = 0;
+    for (int64_t i = slot * L; i < (slot + 1) * L; i++) {
+        qtts_gpu_buf **pair[2] = {&d->kc[i], &d->vc[i]};
+        for (int j = 0; j < 2; j++) {
+            qtts_gpu_buf *nb = rc ? NULL : qtts_gpu_buf_new(g, bytes, err);
+            if (!nb) rc = -1;
+            else if (*pair[j] && kept) memcpy(qtts_gpu_buf_data(nb), qtts_gpu_buf_data(*pair[j]), kept);
+            qtts_gpu_buf_free(g, *pair[j]);
+            *pair[j] = nb;
+        }
+    }
+    d->cap[slot] = rc ? 0 : positions;
+    return rc;
+}
+
 static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int64_t positions, int kv_f16,
                      qtts_err *err) {
     const qtts_lm_config *c = &lm->cfg;
     d->cfg = *c;
     d->positions = positions;
     d->kv_f16 = kv_f16;
-    const int64_t D = c->hidden, hd = c->head_dim, kvd = c->kv_heads * hd;
+    const int64_t D = c->hidden, hd = c->head_dim;
     d->layers = qtts_calloc((size_t)c->layers, sizeof *d->layers, err);
     d->kc = qtts_calloc((size_t)(streams * c->layers), sizeof *d->kc, err);
     d->vc = qtts_calloc((size_t)(streams * c->layers), sizeof *d->vc, err);
@@ -122,10 +146,8 @@ static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int
             !(o->k_norm = upload_f32(g, L->k_norm, hd, err)))
             return -1;
     }
-    const size_t cache_bytes = ((size_t)(positions * kvd) * (kv_f16 ? 2 : 4) + 3) & ~(size_t)3;
-    for (int64_t i = 0; i < streams * c->layers; i++)
-        if (!(d->kc[i] = qtts_gpu_buf_new(g, cache_bytes, err)) || !(d->vc[i] = qtts_gpu_buf_new(g, cache_bytes, err)))
-            return -1;
+    for (int sl = 0; sl < streams; sl++)
+        if (slot_caches(g, d, sl, positions, 0, err)) return -1;
     if (!(d->norm = upload_f32(g, lm->norm, D, err)) || !(d->rope = rope_table(g, hd, positions, c->rope_theta, err)))
         return -1;
     return 0;
@@ -238,6 +260,31 @@ fail:
     qtts_fail_prefix(err, "uploading the talker to %s", qtts_gpu_name(g));
     qtts_gpu_lm_free(d);
     return NULL;
+}
+
+int qtts_gpu_lm_reserve(qtts_gpu_lm *d, int slot, int64_t positions, qtts_err *err) {
+    if (slot < 0 || slot >= d->max_streams || positions < 2)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU reserve: slot %d of %d, %lld positions", slot,
+                            d->max_streams, (long long)positions);
+    if (positions <= d->tk.cap[slot]) return 0;
+    /* recorded sequences bind the caches and the rope table: re-recorded as needed */
+    drop_seqs(d);
+    if (positions > d->tk.positions) {
+        /* doubling: one table for the longest stream so far, not one per step */
+        int64_t rp = d->tk.positions * 2 > positions ? d->tk.positions * 2 : positions;
+        qtts_gpu_buf *t = rope_table(d->g, d->tk.cfg.head_dim, rp, d->tk.cfg.rope_theta, err);
+        if (!t) t = rope_table(d->g, d->tk.cfg.head_dim, rp = positions, d->tk.cfg.rope_theta, err);
+        if (!t) return -1;
+        qtts_gpu_buf_free(d->g, d->tk.rope);
+        d->tk.rope = t;
+        d->tk.positions = rp;
+    }
+    const int64_t keep = d->started[slot] ? d->pos[slot] : 0;
+    if (slot_caches(d->g, &d->tk, slot, positions, keep, err)) {
+        d->started[slot] = 0;
+        return qtts_fail_prefix(err, "a device KV cache of %lld positions", (long long)positions);
+    }
+    return 0;
 }
 
 /* ---- recording ---- */
@@ -414,9 +461,10 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
     if (slot < 0 || slot >= d->max_streams || n < 1)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: slot %d of %d, %lld rows", slot, d->max_streams,
                             (long long)n);
-    if (n >= d->max_pos)
-        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: %lld prompt rows, the device caches hold %lld",
-                            (long long)n, (long long)d->max_pos);
+    if (n >= d->tk.cap[slot])
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: %lld prompt rows, the stream's caches hold %lld",
+                            (long long)n, (long long)d->tk.cap[slot]);
+    d->started[slot] = 0; /* a new stream: what the slot held is not kept when it grows */
     if (qtts_gpu_sampler_start(d->sampler, slot, ss, 0, NULL, 0, err) || reserve_rows(d, n, err)) return -1;
     memcpy(qtts_gpu_buf_data(d->x), rows, (size_t)(n * D) * sizeof(float));
     ((uint32_t *)qtts_gpu_buf_data(d->tpos))[slot] = 0;
@@ -464,10 +512,12 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
             return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: stream slot %d is not a started stream once",
                                 slots[b]);
         seen |= 1ull << slots[b];
-        if (d->pos[slots[b]] >= d->max_pos)
-            return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: stream %d reached the %lld positions of its cache",
-                                slots[b], (long long)d->max_pos);
     }
+    /* a stream whose cache is full grows it (doubling, contents kept) */
+    for (int b = 0; b < B; b++)
+        if (d->pos[slots[b]] >= d->tk.cap[slots[b]] &&
+            qtts_gpu_lm_reserve(d, slots[b], 2 * d->tk.cap[slots[b]], err))
+            return -1;
     if (reserve_rows(d, 2 * (int64_t)B, err)) return -1;
     qtts_gpu_seq *s = frame_sequence(d, B, slots, err);
     if (!s) return -1;

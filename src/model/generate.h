@@ -131,11 +131,14 @@ typedef struct {
 void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out);
 void qtts_batch_reset_timing(qtts_batch *b);
 
-/* Runs the LM work of requests on a device (gpu/gpu_lm.h, `slots` streams
- * of `max_pos` talker positions each) from the next step on; the batch does
- * not own it. A request, greedy or sampled, is put on the device when it
- * joins if its text is complete, a stream slot is free and its prompt plus
- * its frame cap fit max_pos; otherwise it runs on the CPU beside them. Its
+/* Runs the LM work of requests on a device (gpu/gpu_lm.h, `slots` streams)
+ * from the next step on; the batch does not own it. A request, greedy or
+ * sampled, is put on the device when it joins if its text is complete, a
+ * stream slot is free, its prompt plus its frame cap fit max_pos positions
+ * and its stream's KV cache can be made large enough for its prompt and
+ * first 256 frames (qtts_gpu_lm_reserve: device memory and storage-buffer
+ * range; the device LM doubles it as the stream goes on); otherwise it runs
+ * on the CPU beside them. Its
  * tokens are the CPU path's: greedy ones exactly (the golden tests hold both
  * to the reference), sampled ones at the same seeded draws except where a
  * draw lies within ~1e-6 of a CDF boundary (gpu/gpu_sample.h); the trace
@@ -146,6 +149,9 @@ void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int6
 int qtts_gen_request_on_device(const qtts_gen_request *r);
 /* Requests of the batch running on the device now. */
 int qtts_batch_device_streams(const qtts_batch *b);
+/* Host bytes of r's KV caches (talker and code predictor): 0 until r runs on
+ * the CPU, and 0 for good on the device, whose caches are its own. */
+size_t qtts_gen_request_host_kv_bytes(const qtts_gen_request *r);
 
 /* Runs one request alone to completion. */
 int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_gen_request *r, qtts_err *err);
