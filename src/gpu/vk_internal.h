@@ -21,6 +21,7 @@ struct qtts_gpu {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem;
     uint32_t subgroup_size;
+    uint32_t wide_wg; /* threads of the one-workgroup kernels (sample, argmax): vk_device.c */
     VkDevice dev;
     VkQueue queue;
     uint32_t queue_family;
