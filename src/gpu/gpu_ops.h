@@ -44,6 +44,9 @@ void qtts_gpu_set_buffer_limit(qtts_gpu *g, size_t bytes);
 void qtts_gpu_set_memory_limit(qtts_gpu *g, size_t bytes);
 size_t qtts_gpu_memory_limit(const qtts_gpu *g);
 size_t qtts_gpu_memory_used(const qtts_gpu *g);
+/* The most the buffers took at once since the device was opened. Any thread
+ * may read it (the engine's statistics) while the owner allocates. */
+size_t qtts_gpu_memory_peak(const qtts_gpu *g);
 
 /* 1 once a submission reported a lost device or did not finish within the
  * timeout: later submissions and new sequences fail at once with that reason;

@@ -376,6 +376,9 @@ void qtts_gpu_set_memory_limit(qtts_gpu *g, size_t bytes) {
 }
 size_t qtts_gpu_memory_limit(const qtts_gpu *g) { return (size_t)g->mem_limit; }
 size_t qtts_gpu_memory_used(const qtts_gpu *g) { return (size_t)g->mem_used; }
+size_t qtts_gpu_memory_peak(const qtts_gpu *g) {
+    return (size_t)atomic_load_explicit(&((qtts_gpu *)g)->mem_peak, memory_order_relaxed);
+}
 int qtts_gpu_lost(const qtts_gpu *g) { return g->lost; }
 void qtts_gpu_test_lose_next_submit(qtts_gpu *g) { g->lose_next = 1; }
 

@@ -44,6 +44,8 @@ qtts_gpu_buf *qtts_gpu_buf_new(qtts_gpu *g, size_t bytes, qtts_err *err) {
     if ((r = vkAllocateMemory(g->dev, &ai, NULL, &b->mem)) != VK_SUCCESS) goto fail;
     b->alloc = req.size;
     g->mem_used += req.size;
+    if (g->mem_used > atomic_load_explicit(&g->mem_peak, memory_order_relaxed))
+        atomic_store_explicit(&g->mem_peak, g->mem_used, memory_order_relaxed);
     if ((r = vkBindBufferMemory(g->dev, b->buf, b->mem, 0)) != VK_SUCCESS) goto fail;
     if ((r = vkMapMemory(g->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS) goto fail;
     memset(b->map, 0, bytes);
