@@ -386,6 +386,10 @@ int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err) {
 }
 
 int qtts_gen_request_waiting_text(const qtts_gen_request *r) {
+    /* on the device a frame and the talker step after it are one submission,
+     * so a request waits for the text row of that step before its frame */
+    if (r->gpu_slot >= 0)
+        return r->prefilled && !r->stop && r->pending >= 0 && r->text_open && r->n_frames >= r->prompt.n_trailing;
     return r->awaiting && r->text_open && r->n_frames - 1 >= r->prompt.n_trailing;
 }
 
@@ -435,7 +439,7 @@ static int64_t frame_bound(const qtts_gen_request *r) {
 
 /* A free device stream for r, or -1 where r runs on the CPU (see qtts_batch_set_device). */
 static int device_slot_for(const qtts_batch *b, const qtts_gen_request *r) {
-    if (r->text_open || r->prompt.n_rows + frame_bound(r) + 1 > b->gpu_max_pos) return -1;
+    if (r->prompt.n_rows + frame_bound(r) + 1 > b->gpu_max_pos) return -1;
     uint64_t used = 0;
     for (int i = 0; i < b->n; i++)
         if (b->reqs[i]->gpu_slot >= 0) used |= 1ull << b->reqs[i]->gpu_slot;
@@ -502,7 +506,7 @@ static int device_step(qtts_batch *b, qtts_err *err) {
     int B = 0;
     for (int i = 0; i < b->n; i++) {
         qtts_gen_request *r = b->reqs[i];
-        if (r->gpu_slot < 0 || r->stop || r->pending < 0) continue;
+        if (r->gpu_slot < 0 || r->stop || r->pending < 0 || qtts_gen_request_waiting_text(r)) continue;
         int64_t fi = r->n_frames; /* the text row of the talker step after this frame */
         b->dev_text[B] = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
         b->dev_slot[B] = r->gpu_slot;

@@ -85,7 +85,8 @@ void qtts_gen_request_free(qtts_gen_request *r); /* leaves its batch first if it
  * While open, a request whose next step needs a row that has not arrived
  * parks after emitting its frame (waiting_text() is 1) and resumes in the
  * first batch step after the row arrives: same inputs, same codes, only
- * later. */
+ * later. On the device (qtts_batch_set_device) a frame and the talker step
+ * after it are one submission, so there the request parks before that frame. */
 int qtts_gen_request_open_text(qtts_gen_request *r, qtts_err *err);
 int qtts_gen_request_append_text(qtts_gen_request *r, qtts_pool *pool, const int32_t *ids, int64_t n, qtts_err *err);
 int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err);
@@ -133,7 +134,7 @@ void qtts_batch_reset_timing(qtts_batch *b);
 
 /* Runs the LM work of requests on a device (gpu/gpu_lm.h, `slots` streams)
  * from the next step on; the batch does not own it. A request, greedy or
- * sampled, is put on the device when it joins if its text is complete, a
+ * sampled, incremental text included, is put on the device when it joins if a
  * stream slot is free, its prompt plus its frame cap fit max_pos positions
  * and its stream's KV cache can be made large enough for its prompt and
  * first 256 frames (qtts_gpu_lm_reserve: device memory and storage-buffer
