@@ -412,8 +412,9 @@ int main(void) {
     }
     TEST_CHECK(e != NULL, "engine for %s", CV_MODEL);
     if (e) {
-        check_equivalence(e, "CustomVoice", fill_cv, k_texts, (int)N_TEXTS, &worst);
-        check_equivalence(e, "CustomVoice normalized", fill_cv_normalized, k_norm_texts, 3, &worst);
+        /* on a device (lavapipe in CI runs it on the CPU) 4 texts: the full set took 40 min on a shared 2-core machine */
+        check_equivalence(e, "CustomVoice", fill_cv, k_texts, test_device() ? 4 : (int)N_TEXTS, &worst);
+        if (!test_device()) check_equivalence(e, "CustomVoice normalized", fill_cv_normalized, k_norm_texts, 3, &worst);
         all_on_device(e, "CustomVoice");
         test_errors(e);
         qtts_engine_free(e);
@@ -422,7 +423,7 @@ int main(void) {
     if (mkdtemp(tmp)) {
         snprintf(dir, sizeof dir, "%s/endless", tmp);
         if (endless_model_write(CV_MODEL, dir) == 0 && (e = engine_for(dir))) {
-            check_equivalence(e, "endless model (long runs)", fill_cv_long, k_texts, 4, &worst);
+            check_equivalence(e, "endless model (long runs)", fill_cv_long, k_texts, test_device() ? 2 : 4, &worst);
             all_on_device(e, "endless model");
             qtts_engine_free(e);
         } else {
@@ -437,7 +438,7 @@ int main(void) {
             g_icl_voice = qtts_voice_from_samples(e, a.f, (size_t)a.numel, 24000, "Hello, this is the reference.", &err);
             npy_free(&a);
             TEST_CHECK(g_icl_voice != NULL, "ICL voice: %s", err.message);
-            if (g_icl_voice) check_equivalence(e, "Base in-context", fill_icl, k_texts, 3, &worst);
+            if (g_icl_voice) check_equivalence(e, "Base in-context", fill_icl, k_texts, test_device() ? 1 : 3, &worst);
             all_on_device(e, "Base in-context");
             qtts_voice_release(g_icl_voice);
         } else {
