@@ -331,6 +331,7 @@ typedef struct {
     uint64_t finished_eos, finished_max_frames, finished_guard_length, finished_guard_repetition;
     /* completed requests whose talker and code predictor ran on the device (qtts_engine_params.device) */
     uint64_t requests_on_device;
+    uint64_t device_memory_peak; /* bytes: the most the device's buffers took at once (0 on the CPU) */
 } qtts_engine_stats;
 QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */

@@ -9,7 +9,9 @@
  * attached (qtts_batch_set_device) runs them again beside seeded sampled
  * requests (the model's sampling settings), which run on the device too and
  * must give the codes the CPU loop gives them alone (the device sampler
- * draws as the CPU's, gpu/gpu_sample.h). Without a Vulkan device the test is
+ * draws as the CPU's, gpu/gpu_sample.h); requests on the device hold no host
+ * KV cache. One stream runs past 2048 positions (its device cache grown from
+ * 64, once at its prefill and once mid-stream), with the CPU loop's codes. Without a Vulkan device the test is
  * skipped (exit 77) unless QTTS_REQUIRE_VULKAN=1. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -245,6 +247,8 @@ static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *poo
         char label[400];
         snprintf(label, sizeof label, "generate loop, device batch %s: codes", sc[i].c->prefix);
         TEST_CHECK(qtts_gen_request_on_device(r[i]), "%s: not on the device", label);
+        TEST_CHECK(qtts_gen_request_host_kv_bytes(r[i]) == 0, "%s: %zu bytes of host KV cache on the device", label,
+                   qtts_gen_request_host_kv_bytes(r[i]));
         int64_t nf = qtts_gen_request_n_frames(r[i]);
         TEST_CHECK(nf * G == sc[i].codes.numel, "%s: %lld frames, reference %lld", label, (long long)nf,
                    (long long)(sc[i].codes.numel / G));
@@ -260,6 +264,9 @@ static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *poo
         TEST_CHECK(qtts_gen_request_on_device(dev), "%s: not on the device", label);
         qtts_gen_request *solo = request_on_copy(m, &sampled_case[k]->pr, &sampled[k], &err);
         TEST_CHECK(solo && !qtts_generate(m, pool, solo, &err), "%s: %s", label, err.msg);
+        TEST_CHECK(qtts_gen_request_host_kv_bytes(dev) == 0 && solo && qtts_gen_request_host_kv_bytes(solo) > 0,
+                   "%s: host KV caches of %zu bytes on the device, %zu on the CPU", label,
+                   qtts_gen_request_host_kv_bytes(dev), solo ? qtts_gen_request_host_kv_bytes(solo) : 0);
         int64_t nf = solo ? qtts_gen_request_n_frames(solo) : -1, nd = qtts_gen_request_n_frames(dev);
         TEST_CHECK(solo && nf == nd && qtts_gen_request_stop_reason(solo) == qtts_gen_request_stop_reason(dev),
                    "%s: %lld frames on the device, %lld on the CPU", label, (long long)nd, (long long)nf);
@@ -271,6 +278,58 @@ static void run_generate(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *poo
     }
 out:
     for (int i = 0; i < total; i++) qtts_gen_request_free(r[i]);
+    qtts_batch_free(b);
+    qtts_gpu_lm_free(d);
+}
+
+/* One stream past 2048 positions: a prompt of LONG_PROMPT rows (the case's
+ * rows repeated) and LONG_FRAMES frames (EOS masked until then). Its device
+ * stream starts with a 64-position cache; the batch makes it the prompt plus
+ * 256 frames at the prefill (qtts_gpu_lm_reserve, rope table grown) and the
+ * device LM doubles it, contents kept, when the frames reach its end. Its
+ * codes must be the CPU loop's. */
+enum { LONG_PROMPT = 1800, LONG_FRAMES = 270 };
+static void run_long(qtts_gpu *g, const qtts_talker_model *m, qtts_pool *pool, const stream_case *sc) {
+    const int64_t G = m->cfg.num_code_groups, D = sc->pr.dim;
+    qtts_err err = {0};
+    qtts_gen_params gp;
+    qtts_gen_params_greedy(&gp, &m->gen, LONG_FRAMES);
+    gp.min_new_tokens = gp.max_frames + 1; /* no EOS before max_frames */
+    gp.guard_max_frames = 0;
+    gp.guard_repetition = 0;
+    qtts_prompt pr = sc->pr;
+    float *rows = malloc((size_t)(LONG_PROMPT * D) * sizeof(float));
+    TEST_CHECK(rows != NULL, "out of memory");
+    if (!rows) return;
+    for (int64_t i = 0; i < LONG_PROMPT; i++)
+        memcpy(rows + i * D, sc->pr.rows + (i % sc->pr.n_rows) * D, (size_t)D * sizeof(float));
+    pr.rows = rows;
+    pr.n_rows = LONG_PROMPT;
+    qtts_gpu_lm *d = qtts_gpu_lm_new(g, m, 1, 64, &err);
+    qtts_batch *b = qtts_batch_new(m, &err);
+    qtts_gen_request *dev = request_on_copy(m, &pr, &gp, &err), *cpu = request_on_copy(m, &pr, &gp, &err);
+    free(rows);
+    TEST_CHECK(d && b && dev && cpu, "long stream: %s", err.msg);
+    if (d && b && dev && cpu) {
+        qtts_batch_set_device(b, d, 1, 1 << 15);
+        TEST_CHECK(!qtts_batch_add(b, dev, &err), "long stream: %s", err.msg);
+        int left;
+        while ((left = qtts_batch_step(b, pool, &err)) > 0) {
+        }
+        TEST_CHECK(left == 0, "long stream on the device: %s", err.msg);
+        TEST_CHECK(qtts_gen_request_on_device(dev), "the long stream did not run on the device");
+        TEST_CHECK(!qtts_generate(m, pool, cpu, &err), "long stream on the CPU: %s", err.msg);
+        const int64_t nd = qtts_gen_request_n_frames(dev), nc = qtts_gen_request_n_frames(cpu);
+        TEST_CHECK(nd == gp.max_frames && nc == nd, "long stream: %lld frames on the device, %lld on the CPU, want %lld",
+                   (long long)nd, (long long)nc, (long long)gp.max_frames);
+        char label[128];
+        snprintf(label, sizeof label, "%d positions (%lld frames) on the device = on the CPU",
+                 LONG_PROMPT + (int)nd, (long long)nd);
+        if (nd == nc && nd > 0)
+            TEST_EQUAL_I32(qtts_gen_request_codes(dev), qtts_gen_request_codes(cpu), (size_t)(nd * G), label);
+    }
+    qtts_gen_request_free(dev);
+    qtts_gen_request_free(cpu);
     qtts_batch_free(b);
     qtts_gpu_lm_free(d);
 }
@@ -294,6 +353,7 @@ static void run_model(qtts_gpu *g, qtts_pool *pool, const char *model, gcase *ca
     for (int i = 0; i < n; i++) run_batch(g, m, &sc[i], 1, "alone");
     if (n > 1) run_batch(g, m, sc, n, "batched");
     if (n > 0) run_generate(g, m, pool, sc, n);
+    if (n > 0 && strstr(model, "VoiceDesign")) run_long(g, m, pool, &sc[0]);
     for (int i = 0; i < n; i++) {
         qtts_prompt_free(&sc[i].pr);
         npy_free(&sc[i].toks);

@@ -17,6 +17,7 @@
 #include "tensor/attention.h"
 #include "tensor/linear.h"
 #include "tensor/ops.h"
+#include "tensor/interleave.h"
 #include "tensor/quant.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -39,7 +40,9 @@ static double dot_tol(const float *ref, int64_t n, int64_t terms) {
     return (mx + 1.0) * 4e-7 * sqrt((double)terms);
 }
 
-static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, size_t limit) {
+/* x16: the matrix is uploaded in the layout the loader makes for the x86 CPU
+ * kernels (tensor/interleave.h), which the upload puts back into GGML rows. */
+static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, size_t limit, int x16) {
     qtts_err err = {0};
     const int64_t n = 3, x_stride = cols + 5, x_off = 2, y_stride = rows + 3, y_off = 1;
     size_t row_bytes = qtts_dtype_row_bytes(type, cols);
@@ -59,9 +62,19 @@ static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, 
     qtts_mat m = {.type = type, .rows = rows, .cols = cols, .row_bytes = row_bytes, .data = wq};
     TEST_CHECK(qtts_linear_ref(&m, NULL, xp, n, ref) == 0, "reference");
 
+    qtts_mat up = m;
+    if (x16) {
+        up.owned = malloc((size_t)rows * row_bytes);
+        TEST_CHECK(up.owned != NULL, "out of memory");
+        if (!up.owned) goto done;
+        memcpy(up.owned, wq, (size_t)rows * row_bytes);
+        up.data = up.owned;
+        TEST_CHECK(qtts_mat_interleave_force(&up, &err) == 0 && up.interleave, "interleave: %s", err.msg);
+    }
     qtts_gpu_set_buffer_limit(g, limit);
-    qtts_gpu_mat *gm = qtts_gpu_mat_upload(g, &m, &err);
+    qtts_gpu_mat *gm = qtts_gpu_mat_upload(g, &up, &err);
     qtts_gpu_set_buffer_limit(g, 0);
+    qtts_mat_free(&up);
     TEST_CHECK(gm != NULL, "upload: %s", err.msg);
     if (!gm) goto done;
     if (limit)
@@ -73,8 +86,9 @@ static void test_gemv(qtts_gpu *g, qtts_dtype type, int64_t rows, int64_t cols, 
         const float *y = qtts_gpu_buf_data(by);
         char what[96];
         for (int64_t t = 0; t < n; t++) {
-            snprintf(what, sizeof what, "gemv %s %lldx%lld (%d chunks) token %lld", qtts_dtype_name(type),
-                     (long long)rows, (long long)cols, qtts_gpu_mat_chunks(gm), (long long)t);
+            snprintf(what, sizeof what, "gemv %s%s %lldx%lld (%d chunks) token %lld", qtts_dtype_name(type),
+                     x16 ? " interleaved" : "", (long long)rows, (long long)cols, qtts_gpu_mat_chunks(gm),
+                     (long long)t);
             TEST_NEAR(y + y_off + t * y_stride, ref + t * rows, (size_t)rows, dot_tol(ref, n * rows, cols), what);
         }
     }
@@ -180,7 +194,7 @@ static void test_attention(qtts_gpu *g, int64_t window) {
     qtts_gpu_buf *newk = test_gpu_upload(g, NULL, NQ * (KVW + 1)), *newv = test_gpu_upload(g, NULL, NQ * (KVW + 1));
     qtts_gpu_buf *bq = test_gpu_upload(g, q, NQ * QS), *out = test_gpu_upload(g, NULL, NQ * H * HD + 5), *pos = test_gpu_upload(g, NULL, 1);
     qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
-    qtts_gpu_attn_args a = {bq, bk, bv, out, pos, 0, QS, KVW, 5, H * HD, NQ, H, KVH, HD, window, 0, 1.0f / sqrtf(HD)};
+    qtts_gpu_attn_args a = {bq, bk, bv, out, pos, 0, QS, KVW, 5, H * HD, NQ, H, KVH, HD, window, 0, 1.0f / sqrtf(HD), 0};
     TEST_CHECK(qtts_gpu_kv_store(s, newk, 0, KVW + 1, NQ, KVW, bk, KVW, pos, 0, &err) == 0 &&
                    qtts_gpu_kv_store(s, newv, 0, KVW + 1, NQ, KVW, bv, KVW, pos, 0, &err) == 0 &&
                    qtts_gpu_attention(s, &a, &err) == 0,
@@ -218,6 +232,87 @@ static void test_attention(qtts_gpu *g, int64_t window) {
     }
     qtts_gpu_seq_free(s);
     free(k), free(v);
+    qtts_gpu_buf_free(g, bk), qtts_gpu_buf_free(g, bv), qtts_gpu_buf_free(g, newk), qtts_gpu_buf_free(g, newv);
+    qtts_gpu_buf_free(g, bq), qtts_gpu_buf_free(g, out), qtts_gpu_buf_free(g, pos);
+}
+
+/* The f16 KV cache (the CPU's with quantized weights): kv_store rounds as the
+ * CPU's scalar twin does, bit for bit (ties to even, subnormals, saturation
+ * at 65504, infinities), and attention over f16 caches is the CPU's attention
+ * over the same f16 values. */
+static void test_attention_f16(qtts_gpu *g) {
+    qtts_err err = {0};
+    enum { NQ = 3, H = 4, KVH = 2, HD = 66, KVW = KVH * HD, CAP = 150, QS = H * HD + 1 };
+    /* rounding: a row of specials */
+    const float specials[] = {1.0f,  -0.0f, 1e5f,     -7e4f,      65519.0f, 65520.0f,  3e-6f, -2.9802322e-8f,
+                              6.1e-5f, 1.00048828125f, 1.00146484375f, 1.0f / 0.0f, -1.0f / 0.0f, 0.33333334f,
+                              5.96e-8f, 2048.5f};
+    enum { NS = sizeof specials / sizeof *specials };
+    qtts_gpu_buf *src = test_gpu_upload(g, specials, NS), *cache = test_gpu_upload(g, NULL, 3 * NS / 2);
+    qtts_gpu_buf *pos = test_gpu_upload(g, NULL, 1);
+    *(int32_t *)qtts_gpu_buf_data(pos) = 2;
+    qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
+    TEST_CHECK(s && qtts_gpu_kv_store_as(s, src, 0, NS, 1, NS - 1, cache, NS, pos, 0, 1, &err) == -1,
+               "an f16 cache row of an odd number of values is refused");
+    TEST_CHECK(s && qtts_gpu_kv_store_as(s, src, 0, NS, 1, NS, cache, NS, pos, 0, 1, &err) == 0, "kv_store f16: %s",
+               err.msg);
+    if (s && run(s) == 0) {
+        uint16_t want[NS];
+        qtts_f32_to_f16_row_isa(specials, want, NS, QTTS_ISA_SCALAR);
+        const uint16_t *got = (const uint16_t *)qtts_gpu_buf_data(cache) + 2 * NS;
+        int same = 1;
+        for (int i = 0; i < NS; i++) {
+            TEST_CHECK(got[i] == want[i], "f16 of %g: 0x%04x, the CPU's 0x%04x", (double)specials[i], got[i], want[i]);
+            same &= got[i] == want[i];
+        }
+        if (same) printf("  ok   kv_store f16: %d specials rounded as the CPU rounds them\n", NS);
+    }
+    qtts_gpu_seq_free(s);
+    qtts_gpu_buf_free(g, src), qtts_gpu_buf_free(g, cache);
+    /* attention over f16 caches at two positions, one recorded sequence */
+    float *k = malloc(CAP * KVW * 4), *v = malloc(CAP * KVW * 4), q[NQ * QS], ref[NQ * H * HD];
+    uint16_t *k16 = malloc(CAP * KVW * 2), *v16 = malloc(CAP * KVW * 2);
+    for (int i = 0; i < CAP * KVW; i++) k[i] = frand() * 3, v[i] = frand() * 3;
+    for (int i = 0; i < NQ * QS; i++) q[i] = frand();
+    qtts_f32_to_f16_row_isa(k, k16, CAP * KVW, QTTS_ISA_SCALAR);
+    qtts_f32_to_f16_row_isa(v, v16, CAP * KVW, QTTS_ISA_SCALAR);
+    float *kr = malloc(CAP * KVW * 4), *vr = malloc(CAP * KVW * 4); /* what the CPU's f16 cache holds */
+    qtts_f16_to_f32_row_isa(k16, kr, CAP * KVW, QTTS_ISA_SCALAR);
+    qtts_f16_to_f32_row_isa(v16, vr, CAP * KVW, QTTS_ISA_SCALAR);
+    qtts_gpu_buf *bk = test_gpu_upload(g, NULL, CAP * KVW / 2), *bv = test_gpu_upload(g, NULL, CAP * KVW / 2);
+    qtts_gpu_buf *newk = test_gpu_upload(g, NULL, NQ * (KVW + 1)), *newv = test_gpu_upload(g, NULL, NQ * (KVW + 1));
+    qtts_gpu_buf *bq = test_gpu_upload(g, q, NQ * QS), *out = test_gpu_upload(g, NULL, NQ * H * HD);
+    s = qtts_gpu_seq_new(g, &err);
+    qtts_gpu_attn_args a = {.q = bq, .k = bk, .v = bv, .out = out, .pos = pos, .q_stride = QS, .kv_stride = KVW,
+                            .out_stride = H * HD, .n_q = NQ, .n_heads = H, .n_kv_heads = KVH, .head_dim = HD,
+                            .scale = 1.0f / sqrtf(HD), .kv_f16 = 1};
+    TEST_CHECK(s && qtts_gpu_kv_store_as(s, newk, 0, KVW + 1, NQ, KVW, bk, KVW, pos, 0, 1, &err) == 0 &&
+                   qtts_gpu_kv_store_as(s, newv, 0, KVW + 1, NQ, KVW, bv, KVW, pos, 0, 1, &err) == 0 &&
+                   qtts_gpu_attention(s, &a, &err) == 0,
+               "attention f16: %s", err.msg);
+    const int64_t firsts[2] = {97, 31};
+    for (int round = 0; s && round < 2; round++) {
+        const int64_t first = firsts[round];
+        memcpy(qtts_gpu_buf_data(bk), k16, (size_t)first * KVW * 2);
+        memcpy(qtts_gpu_buf_data(bv), v16, (size_t)first * KVW * 2);
+        for (int t = 0; t < NQ; t++) {
+            memcpy((float *)qtts_gpu_buf_data(newk) + t * (KVW + 1), k + (first + t) * KVW, KVW * 4);
+            memcpy((float *)qtts_gpu_buf_data(newv) + t * (KVW + 1), v + (first + t) * KVW, KVW * 4);
+        }
+        *(int32_t *)qtts_gpu_buf_data(pos) = (int32_t)first;
+        qtts_attn_args ra = {.q = q, .q_stride = QS, .k = kr, .v = vr, .kv_stride = KVW, .out = ref,
+                             .out_stride = H * HD, .n_q = NQ, .q_first = first, .n_heads = H, .n_kv_heads = KVH,
+                             .head_dim = HD, .scale = 1.0f / sqrtf(HD)};
+        qtts_attention_isa(NULL, &ra, QTTS_ISA_SCALAR);
+        if (run(s)) break;
+        char what[80];
+        snprintf(what, sizeof what, "attention over f16 caches at key %lld", (long long)first);
+        TEST_NEAR((float *)qtts_gpu_buf_data(out), ref, NQ * H * HD, 2e-6, what);
+        TEST_CHECK(!memcmp((uint16_t *)qtts_gpu_buf_data(bk) + first * KVW, k16 + first * KVW, NQ * KVW * 2),
+                   "kv_store f16 keys at %lld: not the CPU's f16 values", (long long)first);
+    }
+    qtts_gpu_seq_free(s);
+    free(k), free(v), free(k16), free(v16), free(kr), free(vr);
     qtts_gpu_buf_free(g, bk), qtts_gpu_buf_free(g, bv), qtts_gpu_buf_free(g, newk), qtts_gpu_buf_free(g, newv);
     qtts_gpu_buf_free(g, bq), qtts_gpu_buf_free(g, out), qtts_gpu_buf_free(g, pos);
 }
@@ -301,15 +396,22 @@ int main(void) {
     const qtts_dtype types[] = {QTTS_F32, QTTS_BF16, QTTS_Q8_0, QTTS_Q4_K};
     const int64_t cols[] = {77, 133, 32 * 5, 256 * 3};
     for (int i = 0; i < 4; i++) {
-        test_gemv(g, types[i], 67, cols[i], 0);
+        test_gemv(g, types[i], 67, cols[i], 0, 0);
         /* about 9 rows a buffer: uneven chunks, Q8_0/bf16 chunks ending mid-word */
-        test_gemv(g, types[i], 67, cols[i], qtts_dtype_row_bytes(types[i], cols[i]) * 9 + 2);
+        test_gemv(g, types[i], 67, cols[i], qtts_dtype_row_bytes(types[i], cols[i]) * 9 + 2, 0);
+    }
+    /* Q8_0/Q4_K as the loader interleaves them for the CPU (16-row groups):
+     * the same products as the GGML rows, whole and split mid-group */
+    for (int i = 2; i < 4; i++) {
+        test_gemv(g, types[i], 80, cols[i], 0, 1);
+        test_gemv(g, types[i], 80, cols[i], qtts_dtype_row_bytes(types[i], cols[i]) * 9 + 2, 1);
     }
     test_gemv_refusals(g);
     test_rmsnorm(g);
     test_rope(g);
     test_attention(g, 0);
     test_attention(g, 50);
+    test_attention_f16(g);
     test_silu_mul(g);
     test_embed_add(g);
     test_argmax(g);

@@ -11,7 +11,11 @@
  *    the whole text); with the text front end on (numbers, money, markdown,
  *    links cut anywhere), the same codes as the normalized whole text;
  *  - errors and cancellation; the time from the first piece to the first
- *    audio is printed. */
+ *    audio is printed.
+ * With QTTS_TEST_DEVICE=vulkan (ctest test_incremental_text_vulkan) the
+ * engines run on that device and every request must have run there (the
+ * device's incremental codes equal its whole-text codes); skipped (exit 77)
+ * where no Vulkan device exists unless QTTS_REQUIRE_VULKAN=1. */
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -223,15 +227,30 @@ static int same_codes(const run_out *a, const run_out *b) {
            !memcmp(a->codes, b->codes, a->n_frames * 16 * sizeof(int32_t)) && a->res.finished_by == b->res.finished_by;
 }
 
+static const char *test_device(void) { return getenv("QTTS_TEST_DEVICE"); }
+
 static qtts_engine *engine_for(const char *path) {
     qtts_engine_params p;
     qtts_engine_params_default(&p);
     p.model_path = path;
     p.n_threads = 2;
+    p.device = test_device();
     qtts_error err = {0};
     qtts_engine *e = qtts_engine_create(&p, &err);
     if (!e) fprintf(stderr, "engine %s: %s\n", path, err.message);
     return e;
+}
+
+/* On a device: every request e served ran there. */
+static void all_on_device(qtts_engine *e, const char *label) {
+    if (!test_device()) return;
+    qtts_engine_stats st;
+    qtts_engine_get_stats(e, &st);
+    TEST_CHECK(st.requests_done > 0 && st.requests_on_device == st.requests_done,
+               "%s: %llu of %llu requests on the device", label, (unsigned long long)st.requests_on_device,
+               (unsigned long long)st.requests_done);
+    printf("%s: %llu of %llu requests on %s\n", label, (unsigned long long)st.requests_on_device,
+           (unsigned long long)st.requests_done, qtts_engine_info(e)->device);
 }
 
 /* Every text, greedy and sampled: whole vs pieces (early, at once, late). */
@@ -387,9 +406,16 @@ int main(void) {
 
     double worst = 0;
     qtts_engine *e = engine_for(CV_MODEL);
+    if (!e && test_device()) {
+        const char *req = getenv("QTTS_REQUIRE_VULKAN");
+        if (!req || strcmp(req, "1")) return test_finish("test_incremental_text") ? 1 : 77; /* no device */
+    }
+    TEST_CHECK(e != NULL, "engine for %s", CV_MODEL);
     if (e) {
-        check_equivalence(e, "CustomVoice", fill_cv, k_texts, (int)N_TEXTS, &worst);
-        check_equivalence(e, "CustomVoice normalized", fill_cv_normalized, k_norm_texts, 3, &worst);
+        /* on a device fewer texts: lavapipe (CI) runs every submission on the CPU */
+        check_equivalence(e, "CustomVoice", fill_cv, k_texts, test_device() ? 4 : (int)N_TEXTS, &worst);
+        if (!test_device()) check_equivalence(e, "CustomVoice normalized", fill_cv_normalized, k_norm_texts, 3, &worst);
+        all_on_device(e, "CustomVoice");
         test_errors(e);
         qtts_engine_free(e);
     }
@@ -397,7 +423,8 @@ int main(void) {
     if (mkdtemp(tmp)) {
         snprintf(dir, sizeof dir, "%s/endless", tmp);
         if (endless_model_write(CV_MODEL, dir) == 0 && (e = engine_for(dir))) {
-            check_equivalence(e, "endless model (long runs)", fill_cv_long, k_texts, 4, &worst);
+            check_equivalence(e, "endless model (long runs)", fill_cv_long, k_texts, test_device() ? 2 : 4, &worst);
+            all_on_device(e, "endless model");
             qtts_engine_free(e);
         } else {
             TEST_CHECK(0, "endless model");
@@ -411,7 +438,8 @@ int main(void) {
             g_icl_voice = qtts_voice_from_samples(e, a.f, (size_t)a.numel, 24000, "Hello, this is the reference.", &err);
             npy_free(&a);
             TEST_CHECK(g_icl_voice != NULL, "ICL voice: %s", err.message);
-            if (g_icl_voice) check_equivalence(e, "Base in-context", fill_icl, k_texts, 3, &worst);
+            if (g_icl_voice) check_equivalence(e, "Base in-context", fill_icl, k_texts, test_device() ? 1 : 3, &worst);
+            all_on_device(e, "Base in-context");
             qtts_voice_release(g_icl_voice);
         } else {
             TEST_CHECK(0, "reference fixture");

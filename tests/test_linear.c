@@ -351,6 +351,16 @@ int main(void) {
             }
             TEST_CHECK(same, "%s x16 %lldx%lld: rows read back differ from the GGML rows", qtts_dtype_name(type),
                        (long long)rows, (long long)cols);
+            /* the GGML bytes back from the interleaved layout, bit for bit (the GPU upload reads them) */
+            unsigned char *ggml = malloc(m.row_bytes);
+            int same_bytes = ggml != NULL;
+            for (int64_t r = 0; ggml && r < rows; r++) {
+                qtts_mat_row_ggml(&x16, r, ggml);
+                same_bytes &= !memcmp(ggml, (const char *)m.data + (size_t)r * m.row_bytes, m.row_bytes);
+            }
+            TEST_CHECK(same_bytes, "%s x16 %lldx%lld: GGML rows from the interleaved layout differ from the originals",
+                       qtts_dtype_name(type), (long long)rows, (long long)cols);
+            free(ggml);
             float *bias = malloc((size_t)rows * sizeof(float));
             for (int64_t r = 0; r < rows; r++) bias[r] = gauss();
             const int64_t n_list[] = {1, 2, 3, 4, 5, 9, shapes[si][2]};

@@ -143,6 +143,7 @@ class EngineStats(Structure):
         ("finished_guard_length", c_uint64),
         ("finished_guard_repetition", c_uint64),
         ("requests_on_device", c_uint64),
+        ("device_memory_peak", c_uint64),
     ]
 
 

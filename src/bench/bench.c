@@ -380,6 +380,7 @@ static int measure(bench_ctx *c, qtts_bench_result *r, qtts_err *err) {
     snprintf(r->decoder_precision, sizeof r->decoder_precision, "%s", info->decoder_precision);
     r->cal = c->e->tuning.cal; /* the load has ended: the engine thread no longer writes it */
     snprintf(r->kv_cache, sizeof r->kv_cache, "%s", info->kv_cache);
+    snprintf(r->device, sizeof r->device, "%s", info->device ? info->device : "cpu");
     r->frame_ms = 1e3 * (double)info->frame_samples / (double)info->sample_rate;
     r->rss_loaded_mb = rss_mb("VmRSS");
     r->peak_rss_load_mb = rss_mb("VmHWM");
@@ -409,6 +410,12 @@ static int measure(bench_ctx *c, qtts_bench_result *r, qtts_err *err) {
         batch_figures(r, &best, info->sample_rate);
     }
     r->peak_rss_mb = rss_mb("VmHWM");
+    qtts_engine_stats st;
+    qtts_engine_get_stats(c->e, &st);
+    r->device_memory_mb = (double)st.device_memory_peak * 1e-6;
+    r->device_requests = st.requests_on_device;
+    r->lm_host_cpu_ms = r->talker.cpu_ms + r->cp.cpu_ms;
+    r->lm_host_cpu_ms_b = r->talker_b.cpu_ms + r->cp_b.cpu_ms;
     rates(r, c->e);
     /* the machine's limits, after the RSS readings (the probe's buffer is not the workload's), on the engine's pool */
     if (o->probe) {
@@ -526,6 +533,10 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
         fprintf(f, "  bf16 dot-product peak (vdpbf16ps / bfdot) %.0f GFLOP/s on 1 thread, %.0f on %d%s\n", r->probe.bf16_gflops_1,
                 r->probe.bf16_gflops_all, r->probe.threads,
                 strcmp(r->decoder_precision, "bf16") ? "" : " (the decoder's %pk below uses it)");
+    if (strcmp(r->device, "cpu"))
+        fprintf(f, "device: %s (%llu requests ran there); talker and code predictor are one submission per frame, "
+                   "reported in the code-predictor rows; device memory peak %.0f MB\n",
+                r->device, (unsigned long long)r->device_requests, r->device_memory_mb);
     fprintf(f, "(cpu = CPU time of the engine thread: what the step takes when the machine is not shared)\n");
     fprintf(f, "1 stream (prompt: %lld text tokens -> %lld prefill rows)\n", (long long)r->prompt_tokens,
             (long long)r->prompt_rows);
@@ -542,6 +553,7 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
     print_stage(f, "talker step", &r->talker, r, r->peak_gflops);
     print_stage(f, "code predictor frame", &r->cp, r, r->peak_gflops);
     print_stage(f, "decoder frame", &r->decoder, r, r->peak_gflops_decoder);
+    fprintf(f, "  host CPU per frame for the talker and code predictor: %.3f ms\n", r->lm_host_cpu_ms);
     if (!strncmp(r->decoder_precision, "winograd", 8))
         fprintf(f, "  (decoder GFLOP/s count the direct convolution's FLOPs; its Winograd form does fewer, so %%pk can "
                    "pass 100)\n");
@@ -561,6 +573,8 @@ void qtts_bench_print(FILE *f, const qtts_bench_result *r) {
         print_stage(f, "talker step", &r->talker_b, r, r->peak_gflops);
         print_stage(f, "code predictor", &r->cp_b, r, r->peak_gflops);
         print_stage(f, "decoder", &r->decoder_b, r, r->peak_gflops_decoder);
+        fprintf(f, "  host CPU per frame of all %d streams for the talker and code predictor: %.3f ms\n", r->batch,
+                r->lm_host_cpu_ms_b);
     }
     fprintf(f, "memory: peak %.0f MB while loading; RSS %.0f MB after load; peak %s%.0f MB (1 stream), %.0f MB (all passes)\n",
             r->peak_rss_load_mb, r->rss_loaded_mb, r->peak_reset ? "during synthesis " : "incl. loading ",
@@ -615,6 +629,11 @@ char *qtts_bench_json(const qtts_bench_result *r) {
     jstr(&j, "quant", r->quant);
     jstr(&j, "decoder_precision", r->decoder_precision);
     jstr(&j, "kv_cache", r->kv_cache);
+    jstr(&j, "device", r->device);
+    jnum(&j, "device_requests", (double)r->device_requests);
+    jnum(&j, "device_memory_mb", r->device_memory_mb);
+    jnum(&j, "lm_host_cpu_ms", r->lm_host_cpu_ms);
+    jnum(&j, "lm_host_cpu_ms_batch", r->lm_host_cpu_ms_b);
     const qtts_conv_calibration *cc = &r->cal.conv; /* what decided "auto" (measured at load or cached) */
     jnum(&j, "conv_cal_f32_gflops", cc->f32_gflops);
     jnum(&j, "conv_cal_winograd_gflops", cc->winograd_gflops);

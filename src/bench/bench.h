@@ -63,6 +63,7 @@ typedef struct {
     char variant[24], quant[16], isa[16];
     char decoder_precision[16]; /* "f32", "winograd" or "bf16" */
     char kv_cache[8];           /* the talker's KV cache entries: "f32" or "f16" */
+    char device[192];           /* where the talker and code predictor ran: qtts_model_info.device */
     qtts_calibration_set cal;   /* the kernel measurements the engine loaded with (measured or cached) */
     int threads, frames, batch, runs;
     double load_s;                            /* weights built/loaded */
@@ -90,8 +91,14 @@ typedef struct {
     int64_t batch_frames_out, batch_samples_out;
     int64_t batch_decode_steps, batch_overlapped_steps; /* as decode_steps / overlapped_steps, for this pass */
     qtts_bench_stage talker_b, cp_b, decoder_b;
+    /* the engine thread's CPU time per frame for the talker and code predictor
+     * (on a device: recording inputs, submitting, waiting, reading codes back),
+     * one stream and per frame of the batch pass */
+    double lm_host_cpu_ms, lm_host_cpu_ms_b;
     /* memory (MB = 1e6 bytes) */
     double rss_loaded_mb, peak_rss_single_mb, peak_rss_mb;
+    double device_memory_mb; /* the device buffers' peak (0 on the CPU) */
+    uint64_t device_requests; /* requests whose LM work ran on the device */
     double peak_rss_load_mb; /* high-water mark at the end of loading */
     int peak_reset;          /* peak_rss_* cover synthesis only (VmHWM was reset after load) */
     /* machine limits (valid when probed) */

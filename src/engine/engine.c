@@ -12,6 +12,7 @@
 
 #include "engine/engine_internal.h"
 #include "gpu/device_spec.h"
+#include "gpu/gpu_ops.h"
 #include "engine/stream.h"
 
 const char *qtts_version(void) { return QTTS_VERSION; }
@@ -53,6 +54,7 @@ void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out) {
     out->finished_guard_repetition = atomic_load(&e->n_guard_repetition);
     out->requests_cancelled = atomic_load(&e->n_cancelled);
     out->requests_on_device = atomic_load(&e->n_on_device);
+    out->device_memory_peak = e->gpu ? qtts_gpu_memory_peak(e->gpu) : 0;
     out->frames_total = atomic_load(&e->n_frames);
     out->audio_seconds_total = (double)atomic_load(&e->n_frames) * e->frame_samples / e->sample_rate;
 }

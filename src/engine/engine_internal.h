@@ -22,10 +22,14 @@ enum {
     QTTS_DEFAULT_MAX_BATCH = 8,
     QTTS_MAX_BATCH = 64,
     QTTS_MAX_TEXT_BYTES = 64 * 1024,
-    /* talker positions per device stream (prompt + frames): a request whose
-     * prompt and frame cap need more runs on the CPU; at 2048 the 0.6B and
-     * 1.7B talkers' f32 caches take 470 MB of device memory per stream */
-    QTTS_ENGINE_GPU_POSITIONS = 2048,
+    /* talker positions per device stream (prompt + frames): each stream's
+     * KV cache starts at GPU_POSITIONS and is made as large as a joining
+     * request's prompt and frame cap need, up to GPU_POSITIONS_MAX (the
+     * talker's position range); a request needing more, or more than the
+     * device has room for, runs on the CPU. Per 1000 positions the 0.6B and
+     * 1.7B talkers' caches take 230 MB (f32) or 115 MB (f16) of device memory */
+    QTTS_ENGINE_GPU_POSITIONS = 256,
+    QTTS_ENGINE_GPU_POSITIONS_MAX = 32768,
 };
 
 struct qtts_voice {

@@ -287,7 +287,7 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
         }
         return qtts_fail_as(err, QTTS_ERR_INVALID, "%s", why.msg); /* it names the device */
     }
-    qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS);
+    qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS_MAX);
     snprintf(e->device_name, sizeof e->device_name, "vulkan: %s", qtts_gpu_name(e->gpu));
     if (p->verbose) fprintf(stderr, "qtts: talker, code predictor and speech decoder on %s\n", e->device_name);
     return 0;

@@ -8,8 +8,9 @@
  * once per batch composition (the streams' slots) and resubmitted every
  * frame; positions, steps and text rows are host-written inputs read when the
  * kernels run. Weights are uploaded from a loaded CPU model in their stored
- * formats (f32, bf16, Q8_0, Q4_K in GGML rows; interleaved CPU layouts are
- * refused). Only the thread that opened the device may call these. */
+ * formats (f32, bf16, Q8_0, Q4_K in GGML rows; rows interleaved for the CPU
+ * are put back as they are copied). Only the thread that opened the device may
+ * call these. */
 #ifndef QTTS_GPU_GPU_LM_H
 #define QTTS_GPU_GPU_LM_H
 
@@ -26,9 +27,19 @@ enum { QTTS_GPU_LM_MAX_STREAMS = 64 };
 
 /* Uploads m's talker, codec head, codec embeddings and code predictor and
  * makes the state of max_streams streams (slots 0..max_streams-1, at most
- * QTTS_GPU_LM_MAX_STREAMS), each with a talker KV cache of max_pos positions. m must outlive it. */
+ * QTTS_GPU_LM_MAX_STREAMS), each with a talker KV cache of max_pos positions
+ * to start with (qtts_gpu_lm_reserve grows one). The talker's caches hold
+ * m->kv_type values (f32 or f16, rounded as the CPU's), the code predictor's
+ * f32, as on the CPU. m must outlive it. */
 qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_streams, int64_t max_pos, qtts_err *err);
 void qtts_gpu_lm_free(qtts_gpu_lm *d);
+
+/* Makes slot's talker KV cache hold at least `positions` positions (prompt
+ * plus frames) before its prefill: a larger one replaces the slot's caches
+ * (what they held is gone) and the rope table grows with it. A failure
+ * (QTTS_ERR_NO_MEMORY: the device's memory or storage-buffer range) leaves
+ * the slot without a stream until a reserve succeeds; the others are kept. */
+int qtts_gpu_lm_reserve(qtts_gpu_lm *d, int slot, int64_t positions, qtts_err *err);
 
 /* Starts slot's stream with sampler settings ss (its seed and stream id, an
  * empty codebook-0 history, RNG step 0): the talker prefill over rows[n x

@@ -2,6 +2,7 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_decoder.h"
 #include "gpu/gpu_lm.h"
+#include "gpu/gpu_ops.h"
 
 int qtts_gpu_built(void) { return 0; }
 
@@ -34,6 +35,14 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
     return NULL;
 }
 void qtts_gpu_lm_free(qtts_gpu_lm *d) { (void)d; }
+size_t qtts_gpu_memory_peak(const qtts_gpu *g) {
+    (void)g;
+    return 0;
+}
+int qtts_gpu_lm_reserve(qtts_gpu_lm *d, int slot, int64_t positions, qtts_err *err) {
+    (void)d, (void)slot, (void)positions;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
 int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, const qtts_gpu_sample_settings *ss,
                         int32_t *c0, qtts_err *err) {
     (void)d, (void)slot, (void)rows, (void)n, (void)ss, (void)c0;

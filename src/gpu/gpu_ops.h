@@ -25,9 +25,10 @@ void *qtts_gpu_buf_data(qtts_gpu_buf *b);
 size_t qtts_gpu_buf_size(const qtts_gpu_buf *b);
 void qtts_gpu_buf_free(qtts_gpu *g, qtts_gpu_buf *b);
 
-/* Uploads a row-major weight matrix (f32, bf16, Q8_0 or Q4_K in the GGML
- * block layout; interleaved CPU layouts are refused), split into whole-row
- * chunks where it is larger than the device's storage-buffer range. */
+/* Uploads a weight matrix (f32, bf16, Q8_0 or Q4_K) as row-major GGML
+ * blocks, split into whole-row chunks where it is larger than the device's
+ * storage-buffer range. Q8_0/Q4_K matrices the loader interleaved for the x86
+ * CPU kernels (m->interleave) are put back into GGML rows as they are copied. */
 qtts_gpu_mat *qtts_gpu_mat_upload(qtts_gpu *g, const qtts_mat *m, qtts_err *err);
 void qtts_gpu_mat_free(qtts_gpu *g, qtts_gpu_mat *m);
 int qtts_gpu_mat_chunks(const qtts_gpu_mat *m);
@@ -43,6 +44,9 @@ void qtts_gpu_set_buffer_limit(qtts_gpu *g, size_t bytes);
 void qtts_gpu_set_memory_limit(qtts_gpu *g, size_t bytes);
 size_t qtts_gpu_memory_limit(const qtts_gpu *g);
 size_t qtts_gpu_memory_used(const qtts_gpu *g);
+/* The most the buffers took at once since the device was opened. Any thread
+ * may read it (the engine's statistics) while the owner allocates. */
+size_t qtts_gpu_memory_peak(const qtts_gpu *g);
 
 /* 1 once a submission reported a lost device or did not finish within the
  * timeout: later submissions and new sequences fail at once with that reason;
@@ -73,16 +77,23 @@ int qtts_gpu_rmsnorm(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, qtts_gpu_b
  * table: qtts_rope_angles of every position, rows of head_dim (cos then sin). */
 int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t stride, int64_t n_tokens, int64_t n_heads,
                   int64_t head_dim, qtts_gpu_buf *table, qtts_gpu_buf *pos, int64_t pos_index, qtts_err *err);
-/* cache row pos[pos_index] + t = src row t (width floats), t < n_tokens. */
+/* cache row pos[pos_index] + t = src row t (width floats), t < n_tokens, in an f32 cache. */
 int qtts_gpu_kv_store(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
                       int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos, int64_t pos_index,
                       qtts_err *err);
+/* The same into an f32 (f16 = 0) or f16 cache (f16 = 1: values rounded as
+ * the CPU's f16 KV cache rounds them, two to a 32-bit word; width and
+ * cache_stride even). cache_stride counts values, not words. */
+int qtts_gpu_kv_store_as(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
+                         int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos,
+                         int64_t pos_index, int f16, qtts_err *err);
 
 typedef struct {
-    qtts_gpu_buf *q, *k, *v, *out, *pos; /* k, v: f32 caches, kv_stride floats per position */
+    qtts_gpu_buf *q, *k, *v, *out, *pos; /* k, v: caches, kv_stride values per position */
     int64_t q_off, q_stride, kv_stride, out_off, out_stride;
     int64_t n_q, n_heads, n_kv_heads, head_dim, window, pos_index;
     float scale;
+    int kv_f16; /* 0: f32 caches; 1: f16 ones (qtts_gpu_kv_store_as) */
 } qtts_gpu_attn_args;
 /* The semantics of qtts_attention, with q_first = pos[pos_index]. head_dim <= 512. */
 int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *err);

@@ -144,6 +144,24 @@ static void facts(VkPhysicalDevice pd, device_facts *f) {
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) f->compute_queue = (int)i;
 }
 
+/* Threads of the kernels that run one workgroup per row (sample, argmax):
+ * 256, or the largest power of two (their reductions halve) the device's
+ * limits allow, since Vulkan only guarantees 128 invocations a workgroup.
+ * The 64-thread kernels fit every device. The reductions use shared memory,
+ * not subgroup operations, so the subgroup size does not constrain it.
+ * QTTS_VULKAN_WG lowers it (tests: the same kernels at another width). */
+static uint32_t wide_workgroup(const VkPhysicalDeviceLimits *l) {
+    uint32_t cap = 256;
+    if (l->maxComputeWorkGroupInvocations < cap) cap = l->maxComputeWorkGroupInvocations;
+    if (l->maxComputeWorkGroupSize[0] < cap) cap = l->maxComputeWorkGroupSize[0];
+    const char *env = getenv("QTTS_VULKAN_WG");
+    long want = env ? strtol(env, NULL, 10) : 0;
+    if (want >= 1 && (uint32_t)want < cap) cap = (uint32_t)want;
+    uint32_t w = 1;
+    while (w * 2 <= cap) w *= 2;
+    return w;
+}
+
 int qtts_gpu_list_devices(FILE *out, qtts_err *err) {
     qtts_gpu tmp = {0};
     if (make_instance(&tmp, 0, err)) return -1;
@@ -163,6 +181,8 @@ int qtts_gpu_list_devices(FILE *out, qtts_err *err) {
                 VK_API_VERSION_MINOR(f.props.apiVersion), VK_API_VERSION_PATCH(f.props.apiVersion));
         fprintf(out, "  memory:          %.0f MiB device-local\n", (double)f.device_local / (1024.0 * 1024.0));
         fprintf(out, "  subgroup size:   %u\n", f.subgroup);
+        fprintf(out, "  workgroups:      64 threads; sample and argmax %u (max %u a workgroup)\n",
+                wide_workgroup(&f.props.limits), f.props.limits.maxComputeWorkGroupInvocations);
         fprintf(out, "  storage buffer:  %.0f MiB max range (larger weights are split)\n",
                 (double)f.props.limits.maxStorageBufferRange / (1024.0 * 1024.0));
         fprintf(out, "  compute queue:   %s\n", f.compute_queue >= 0 ? "yes" : "none (unusable)");
@@ -218,6 +238,7 @@ static int pick_device(qtts_gpu *g, long want, qtts_err *err) {
     facts(g->phys, &f);
     g->props = f.props;
     g->subgroup_size = f.subgroup;
+    g->wide_wg = wide_workgroup(&f.props.limits);
     g->queue_family = (uint32_t)f.compute_queue;
     snprintf(g->name, sizeof g->name, "%s (%s)", f.props.deviceName, f.driver);
     vkGetPhysicalDeviceMemoryProperties(g->phys, &g->mem);
@@ -241,6 +262,11 @@ static int pick_memory(qtts_gpu *g, qtts_err *err) {
 }
 
 static int make_pipelines(qtts_gpu *g, qtts_err *err) {
+    /* specialization constant 0 is the workgroup width of the shaders that
+     * declare it (sample, argmax); the others do not, and Vulkan ignores it there */
+    const VkSpecializationMapEntry wg_entry = {.constantID = 0, .offset = 0, .size = sizeof(uint32_t)};
+    const VkSpecializationInfo wg_spec = {
+        .mapEntryCount = 1, .pMapEntries = &wg_entry, .dataSize = sizeof(uint32_t), .pData = &g->wide_wg};
     for (int s = 0; s < QTTS_SHADER_COUNT; s++) {
         const qtts_gpu_shader_code *c = &qtts_gpu_shader_codes[s];
         VkDescriptorSetLayoutBinding b[QTTS_GPU_MAX_BINDINGS];
@@ -271,7 +297,8 @@ static int make_pipelines(qtts_gpu *g, qtts_err *err) {
                                           .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                                                     .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                                                     .module = mod,
-                                                    .pName = "main"},
+                                                    .pName = "main",
+                                                    .pSpecializationInfo = &wg_spec},
                                           .layout = g->pipe_layout[s]};
         VkResult r = vkCreateComputePipelines(g->dev, VK_NULL_HANDLE, 1, &ci, NULL, &g->pipe[s]);
         vkDestroyShaderModule(g->dev, mod, NULL);
@@ -349,6 +376,9 @@ void qtts_gpu_set_memory_limit(qtts_gpu *g, size_t bytes) {
 }
 size_t qtts_gpu_memory_limit(const qtts_gpu *g) { return (size_t)g->mem_limit; }
 size_t qtts_gpu_memory_used(const qtts_gpu *g) { return (size_t)g->mem_used; }
+size_t qtts_gpu_memory_peak(const qtts_gpu *g) {
+    return (size_t)atomic_load_explicit(&((qtts_gpu *)g)->mem_peak, memory_order_relaxed);
+}
 int qtts_gpu_lost(const qtts_gpu *g) { return g->lost; }
 void qtts_gpu_test_lose_next_submit(qtts_gpu *g) { g->lose_next = 1; }
 

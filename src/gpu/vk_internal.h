@@ -2,6 +2,7 @@
 #ifndef QTTS_GPU_VK_INTERNAL_H
 #define QTTS_GPU_VK_INTERNAL_H
 
+#include <stdatomic.h>
 #include <vulkan/vulkan.h>
 
 #include "gpu/gpu.h"
@@ -21,6 +22,7 @@ struct qtts_gpu {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem;
     uint32_t subgroup_size;
+    uint32_t wide_wg; /* threads of the one-workgroup kernels (sample, argmax): vk_device.c */
     VkDevice dev;
     VkQueue queue;
     uint32_t queue_family;
@@ -28,6 +30,7 @@ struct qtts_gpu {
     uint32_t host_mem_type; /* host-visible, coherent; device-local too where one is */
     size_t buffer_limit; /* the storage-buffer range, or a test's lower limit */
     uint64_t mem_used; /* bytes of the buffers allocated now */
+    _Atomic uint64_t mem_peak; /* the most mem_used has been (read by other threads: statistics) */
     uint64_t mem_limit; /* the most they may take: the heap's size, or a lower limit */
     int lost; /* a submission reported a lost device or never finished: nothing more is submitted */
     int lose_next; /* test hook: the next submission reports a lost device */

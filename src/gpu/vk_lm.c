@@ -22,9 +22,11 @@ typedef struct {
 typedef struct {
     qtts_lm_config cfg;
     dev_layer *layers;
-    qtts_gpu_buf *norm, *rope; /* rope: qtts_rope_angles rows for every position the caches hold */
+    qtts_gpu_buf *norm, *rope; /* rope: qtts_rope_angles rows for positions 0 .. positions-1 */
     int64_t positions;
-    qtts_gpu_buf **kc, **vc; /* [slot * layers + layer]: f32 caches, positions x kv_dim */
+    int kv_f16;              /* the caches hold f16 values (the CPU's precision choice for the stack) */
+    qtts_gpu_buf **kc, **vc; /* [slot * layers + layer]: caches, cap[slot] x kv_dim values */
+    int64_t cap[QTTS_GPU_LM_MAX_STREAMS];
 } dev_lm;
 
 typedef struct {
@@ -99,11 +101,36 @@ static void lm_free(qtts_gpu *g, dev_lm *lm, int streams) {
     memset(lm, 0, sizeof *lm);
 }
 
-static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int64_t positions, qtts_err *err) {
+/* slot's caches (every layer) made for `positions` positions, the first
+ * `keep` positions of the old ones copied over (the buffers are host-visible:
+ * a host copy, rare since streams grow by doubling). One layer's old buffer
+ * at a time is held beside its new one. On failure the slot has no caches. */
+static int slot_caches(qtts_gpu *g, dev_lm *d, int slot, int64_t positions, int64_t keep, qtts_err *err) {
+    const int64_t L = d->cfg.layers, kvd = d->cfg.kv_heads * d->cfg.head_dim;
+    const size_t es = d->kv_f16 ? 2 : 4, bytes = ((size_t)(positions * kvd) * es + 3) & ~(size_t)3;
+    const size_t kept = (size_t)((keep < d->cap[slot] ? keep : d->cap[slot]) * kvd) * es;
+    int rc = 0;
+    for (int64_t i = slot * L; i < (slot + 1) * L; i++) {
+        qtts_gpu_buf **pair[2] = {&d->kc[i], &d->vc[i]};
+        for (int j = 0; j < 2; j++) {
+            qtts_gpu_buf *nb = rc ? NULL : qtts_gpu_buf_new(g, bytes, err);
+            if (!nb) rc = -1;
+            else if (*pair[j] && kept) memcpy(qtts_gpu_buf_data(nb), qtts_gpu_buf_data(*pair[j]), kept);
+            qtts_gpu_buf_free(g, *pair[j]);
+            *pair[j] = nb;
+        }
+    }
+    d->cap[slot] = rc ? 0 : positions;
+    return rc;
+}
+
+static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int64_t positions, int kv_f16,
+                     qtts_err *err) {
     const qtts_lm_config *c = &lm->cfg;
     d->cfg = *c;
     d->positions = positions;
-    const int64_t D = c->hidden, hd = c->head_dim, kvd = c->kv_heads * hd;
+    d->kv_f16 = kv_f16;
+    const int64_t D = c->hidden, hd = c->head_dim;
     d->layers = qtts_calloc((size_t)c->layers, sizeof *d->layers, err);
     d->kc = qtts_calloc((size_t)(streams * c->layers), sizeof *d->kc, err);
     d->vc = qtts_calloc((size_t)(streams * c->layers), sizeof *d->vc, err);
@@ -119,10 +146,8 @@ static int lm_upload(qtts_gpu *g, dev_lm *d, const qtts_lm *lm, int streams, int
             !(o->k_norm = upload_f32(g, L->k_norm, hd, err)))
             return -1;
     }
-    for (int64_t i = 0; i < streams * c->layers; i++)
-        if (!(d->kc[i] = qtts_gpu_buf_new(g, (size_t)(positions * kvd) * sizeof(float), err)) ||
-            !(d->vc[i] = qtts_gpu_buf_new(g, (size_t)(positions * kvd) * sizeof(float), err)))
-            return -1;
+    for (int sl = 0; sl < streams; sl++)
+        if (slot_caches(g, d, sl, positions, 0, err)) return -1;
     if (!(d->norm = upload_f32(g, lm->norm, D, err)) || !(d->rope = rope_table(g, hd, positions, c->rope_theta, err)))
         return -1;
     return 0;
@@ -203,8 +228,9 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
     d->G = (int)c->num_code_groups;
     const int G1 = d->G - 1;
     const int64_t D = c->talker.hidden, V = c->talker.vocab;
-    if (lm_upload(g, &d->tk, &m->lm, max_streams, max_pos, err) ||
-        lm_upload(g, &d->cp, &m->cp.lm, max_streams, d->G, err))
+    /* the talker's KV precision is the engine's choice (m->kv_type), the code predictor's f32, as on the CPU */
+    if (lm_upload(g, &d->tk, &m->lm, max_streams, max_pos, m->kv_type == QTTS_F16, err) ||
+        lm_upload(g, &d->cp, &m->cp.lm, max_streams, d->G, 0, err))
         goto fail;
     if (!(d->codec_head = qtts_gpu_mat_upload(g, &m->codec_head, err)) ||
         !(d->codec_emb = upload_tensor(g, m->codec_emb, err)))
@@ -234,6 +260,31 @@ fail:
     qtts_fail_prefix(err, "uploading the talker to %s", qtts_gpu_name(g));
     qtts_gpu_lm_free(d);
     return NULL;
+}
+
+int qtts_gpu_lm_reserve(qtts_gpu_lm *d, int slot, int64_t positions, qtts_err *err) {
+    if (slot < 0 || slot >= d->max_streams || positions < 2)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU reserve: slot %d of %d, %lld positions", slot,
+                            d->max_streams, (long long)positions);
+    if (positions <= d->tk.cap[slot]) return 0;
+    /* recorded sequences bind the caches and the rope table: re-recorded as needed */
+    drop_seqs(d);
+    if (positions > d->tk.positions) {
+        /* doubling: one table for the longest stream so far, not one per step */
+        int64_t rp = d->tk.positions * 2 > positions ? d->tk.positions * 2 : positions;
+        qtts_gpu_buf *t = rope_table(d->g, d->tk.cfg.head_dim, rp, d->tk.cfg.rope_theta, err);
+        if (!t) t = rope_table(d->g, d->tk.cfg.head_dim, rp = positions, d->tk.cfg.rope_theta, err);
+        if (!t) return -1;
+        qtts_gpu_buf_free(d->g, d->tk.rope);
+        d->tk.rope = t;
+        d->tk.positions = rp;
+    }
+    const int64_t keep = d->started[slot] ? d->pos[slot] : 0;
+    if (slot_caches(d->g, &d->tk, slot, positions, keep, err)) {
+        d->started[slot] = 0;
+        return qtts_fail_prefix(err, "a device KV cache of %lld positions", (long long)positions);
+    }
+    return 0;
 }
 
 /* ---- recording ---- */
@@ -275,8 +326,8 @@ static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams 
             const int64_t n = st->ntok[i], pi = st->pos_index[i];
             TRY(qtts_gpu_rope(s, d->q, r * qd, qd, n, H, hd, lm->rope, st->pos, pi, err));
             TRY(qtts_gpu_rope(s, d->k, r * kvd, kvd, n, KH, hd, lm->rope, st->pos, pi, err));
-            TRY(qtts_gpu_kv_store(s, d->k, r * kvd, kvd, n, kvd, kc, kvd, st->pos, pi, err));
-            TRY(qtts_gpu_kv_store(s, d->v, r * kvd, kvd, n, kvd, vc, kvd, st->pos, pi, err));
+            TRY(qtts_gpu_kv_store_as(s, d->k, r * kvd, kvd, n, kvd, kc, kvd, st->pos, pi, lm->kv_f16, err));
+            TRY(qtts_gpu_kv_store_as(s, d->v, r * kvd, kvd, n, kvd, vc, kvd, st->pos, pi, lm->kv_f16, err));
             qtts_gpu_attn_args a = {.q = d->q,
                                     .k = kc,
                                     .v = vc,
@@ -293,7 +344,8 @@ static int record_lm(qtts_gpu_seq *s, qtts_gpu_lm *d, dev_lm *lm, const streams 
                                     .head_dim = hd,
                                     .window = 0,
                                     .pos_index = pi,
-                                    .scale = 1.0f / sqrtf((float)hd)};
+                                    .scale = 1.0f / sqrtf((float)hd),
+                                    .kv_f16 = lm->kv_f16};
             TRY(qtts_gpu_attention(s, &a, err));
         }
         TRY(qtts_gpu_gemv(s, L->o, d->att, 0, qd, d->hn, 0, D, rows, err));
@@ -409,9 +461,10 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
     if (slot < 0 || slot >= d->max_streams || n < 1)
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: slot %d of %d, %lld rows", slot, d->max_streams,
                             (long long)n);
-    if (n >= d->max_pos)
-        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: %lld prompt rows, the device caches hold %lld",
-                            (long long)n, (long long)d->max_pos);
+    if (n >= d->tk.cap[slot])
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU prefill: %lld prompt rows, the stream's caches hold %lld",
+                            (long long)n, (long long)d->tk.cap[slot]);
+    d->started[slot] = 0; /* a new stream: what the slot held is not kept when it grows */
     if (qtts_gpu_sampler_start(d->sampler, slot, ss, 0, NULL, 0, err) || reserve_rows(d, n, err)) return -1;
     memcpy(qtts_gpu_buf_data(d->x), rows, (size_t)(n * D) * sizeof(float));
     ((uint32_t *)qtts_gpu_buf_data(d->tpos))[slot] = 0;
@@ -459,10 +512,12 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
             return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: stream slot %d is not a started stream once",
                                 slots[b]);
         seen |= 1ull << slots[b];
-        if (d->pos[slots[b]] >= d->max_pos)
-            return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: stream %d reached the %lld positions of its cache",
-                                slots[b], (long long)d->max_pos);
     }
+    /* a stream whose cache is full grows it (doubling, contents kept) */
+    for (int b = 0; b < B; b++)
+        if (d->pos[slots[b]] >= d->tk.cap[slots[b]] &&
+            qtts_gpu_lm_reserve(d, slots[b], 2 * d->tk.cap[slots[b]], err))
+            return -1;
     if (reserve_rows(d, 2 * (int64_t)B, err)) return -1;
     qtts_gpu_seq *s = frame_sequence(d, B, slots, err);
     if (!s) return -1;

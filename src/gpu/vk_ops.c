@@ -86,20 +86,30 @@ int qtts_gpu_rope(qtts_gpu_seq *s, qtts_gpu_buf *x, int64_t x_off, int64_t strid
     return qtts_vk_dispatch(s, QTTS_SHADER_rope, b, &pc, sizeof pc, gx, (uint32_t)n_tokens, 1, err);
 }
 
-int qtts_gpu_kv_store(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
-                      int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos, int64_t pos_index,
-                      qtts_err *err) {
+int qtts_gpu_kv_store_as(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
+                         int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos,
+                         int64_t pos_index, int f16, qtts_err *err) {
     if (n_tokens <= 0) return 0;
-    if (width <= 0 || !small(src_stride) || !small(cache_stride) || width > cache_stride || n_tokens > 65535)
+    if (width <= 0 || !small(src_stride) || !small(cache_stride) || width > cache_stride || n_tokens > 65535 ||
+        (f16 && (width % 2 || cache_stride % 2)))
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU kv_store: bad shape");
     if (!fits(src, src_off, (n_tokens - 1) * src_stride + width)) return out_of_bounds(err, "kv_store", "the source");
     if (!fits(pos, pos_index, 1)) return out_of_bounds(err, "kv_store", "the position");
     struct {
-        uint32_t width, src_off, src_stride, cache_stride, pos_index;
-    } pc = {(uint32_t)width, (uint32_t)src_off, (uint32_t)src_stride, (uint32_t)cache_stride, (uint32_t)pos_index};
+        uint32_t width, src_off, src_stride, cache_stride, pos_index, f16;
+    } pc = {(uint32_t)width,        (uint32_t)src_off,   (uint32_t)src_stride,
+            (uint32_t)cache_stride, (uint32_t)pos_index, (uint32_t)(f16 != 0)};
     qtts_gpu_buf *b[] = {src, cache, pos};
-    return qtts_vk_dispatch(s, QTTS_SHADER_kv_store, b, &pc, sizeof pc, (uint32_t)((width + 63) / 64),
+    const int64_t threads = f16 ? width / 2 : width; /* f16: one word (two values) each */
+    return qtts_vk_dispatch(s, QTTS_SHADER_kv_store, b, &pc, sizeof pc, (uint32_t)((threads + 63) / 64),
                             (uint32_t)n_tokens, 1, err);
+}
+
+int qtts_gpu_kv_store(qtts_gpu_seq *s, qtts_gpu_buf *src, int64_t src_off, int64_t src_stride, int64_t n_tokens,
+                      int64_t width, qtts_gpu_buf *cache, int64_t cache_stride, qtts_gpu_buf *pos, int64_t pos_index,
+                      qtts_err *err) {
+    return qtts_gpu_kv_store_as(s, src, src_off, src_stride, n_tokens, width, cache, cache_stride, pos, pos_index, 0,
+                                err);
 }
 
 int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *err) {
@@ -112,13 +122,15 @@ int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *e
         return out_of_bounds(err, "attention", "q");
     if (!fits(a->out, a->out_off, (a->n_q - 1) * a->out_stride + a->n_heads * a->head_dim))
         return out_of_bounds(err, "attention", "out");
-    if (!fits(a->k, 0, a->n_kv_heads * a->head_dim) || !fits(a->v, 0, a->n_kv_heads * a->head_dim))
-        return out_of_bounds(err, "attention", "the KV cache");
+    /* f16 caches: two values a word */
+    const int64_t kv_words = a->kv_f16 ? (a->n_kv_heads * a->head_dim + 1) / 2 : a->n_kv_heads * a->head_dim;
+    if (!fits(a->k, 0, kv_words) || !fits(a->v, 0, kv_words)) return out_of_bounds(err, "attention", "the KV cache");
     if (!fits(a->pos, a->pos_index, 1)) return out_of_bounds(err, "attention", "the position");
     struct {
         uint32_t q_off, q_stride, kv_stride, out_off, out_stride;
         uint32_t n_heads, n_kv_heads, head_dim, window, pos_index;
         float scale;
+        uint32_t f16;
     } pc = {(uint32_t)a->q_off,
             (uint32_t)a->q_stride,
             (uint32_t)a->kv_stride,
@@ -129,7 +141,8 @@ int qtts_gpu_attention(qtts_gpu_seq *s, const qtts_gpu_attn_args *a, qtts_err *e
             (uint32_t)a->head_dim,
             (uint32_t)a->window,
             (uint32_t)a->pos_index,
-            a->scale};
+            a->scale,
+            (uint32_t)(a->kv_f16 != 0)};
     qtts_gpu_buf *b[] = {a->q, a->k, a->v, a->out, a->pos};
     return qtts_vk_dispatch(s, QTTS_SHADER_attention, b, &pc, sizeof pc, (uint32_t)a->n_heads, (uint32_t)a->n_q, 1,
                             err);

@@ -140,9 +140,10 @@ qtts_gen_request *qtts_gen_request_from_prompt(const qtts_talker_model *m, qtts_
     r->pending = -1;
     r->gpu_slot = -1;
     const int64_t D = m->cfg.talker.hidden, V = m->cfg.talker.vocab;
-    int64_t want = prompt->n_rows + (p->max_frames < 256 ? p->max_frames : 256);
-    if (qtts_kv_init(&r->kv, &m->cfg.talker, m->kv_type, want, prompt->n_rows + p->max_frames + 1, err) ||
-        qtts_kv_init(&r->cp_kv, &m->cfg.cp, QTTS_F32, m->cfg.num_code_groups, m->cfg.num_code_groups, err) ||
+    /* the caches get memory when the request runs on the CPU (its prefill):
+     * on the device they are never used */
+    if (qtts_kv_init(&r->kv, &m->cfg.talker, m->kv_type, 0, prompt->n_rows + p->max_frames + 1, err) ||
+        qtts_kv_init(&r->cp_kv, &m->cfg.cp, QTTS_F32, 0, m->cfg.num_code_groups, err) ||
         !(r->h = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->next_x = qtts_malloc((size_t)D * sizeof(float), err)) ||
         !(r->c0_hist = qtts_malloc((size_t)V * sizeof(int32_t), err)) ||
@@ -385,6 +386,10 @@ int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err) {
 }
 
 int qtts_gen_request_waiting_text(const qtts_gen_request *r) {
+    /* on the device a frame and the talker step after it are one submission,
+     * so a request waits for the text row of that step before its frame */
+    if (r->gpu_slot >= 0)
+        return r->prefilled && !r->stop && r->pending >= 0 && r->text_open && r->n_frames >= r->prompt.n_trailing;
     return r->awaiting && r->text_open && r->n_frames - 1 >= r->prompt.n_trailing;
 }
 
@@ -414,18 +419,27 @@ void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int6
 
 int qtts_gen_request_on_device(const qtts_gen_request *r) { return r->gpu_slot >= 0; }
 
+size_t qtts_gen_request_host_kv_bytes(const qtts_gen_request *r) {
+    return (size_t)(r->kv.cap * r->kv.kv_dim * r->kv.n_layers) * qtts_kv_elem_size(&r->kv) * 2 +
+           (size_t)(r->cp_kv.cap * r->cp_kv.kv_dim * r->cp_kv.n_layers) * qtts_kv_elem_size(&r->cp_kv) * 2;
+}
+
 int qtts_batch_device_streams(const qtts_batch *b) {
     int n = 0;
     for (int i = 0; i < b->n; i++) n += b->reqs[i]->gpu_slot >= 0;
     return n;
 }
 
-/* A free device stream for r, or -1 where r runs on the CPU (see qtts_batch_set_device). */
-static int device_slot_for(const qtts_batch *b, const qtts_gen_request *r) {
+/* The most frames r can make: max_frames, or the runaway guard's cap. */
+static int64_t frame_bound(const qtts_gen_request *r) {
     int64_t frames = r->p.max_frames;
     if (r->p.guard_max_frames > 0 && r->p.guard_max_frames < frames) frames = r->p.guard_max_frames;
-    if (r->text_open || r->prompt.n_rows + frames + 1 > b->gpu_max_pos)
-        return -1;
+    return frames;
+}
+
+/* A free device stream for r, or -1 where r runs on the CPU (see qtts_batch_set_device). */
+static int device_slot_for(const qtts_batch *b, const qtts_gen_request *r) {
+    if (r->prompt.n_rows + frame_bound(r) + 1 > b->gpu_max_pos) return -1;
     uint64_t used = 0;
     for (int i = 0; i < b->n; i++)
         if (b->reqs[i]->gpu_slot >= 0) used |= 1ull << b->reqs[i]->gpu_slot;
@@ -463,11 +477,21 @@ static int device_step(qtts_batch *b, qtts_err *err) {
     for (int i = 0; i < b->n; i++) {
         qtts_gen_request *r = b->reqs[i];
         if (r->prefilled || r->stop || (r->gpu_slot = device_slot_for(b, r)) < 0) continue;
-        r->prefilled = 1;
         if (r->p.max_frames <= 0) {
+            r->prefilled = 1;
             finish(r, QTTS_STOP_MAX_FRAMES);
             continue;
         }
+        /* its stream's cache for the prompt and up to 256 frames (the device
+         * LM doubles it as the stream goes on); where the device has no room
+         * for that the request runs on the CPU */
+        const int64_t frames = frame_bound(r) < 256 ? frame_bound(r) : 256;
+        qtts_err why = {0};
+        if (qtts_gpu_lm_reserve(b->gpu, r->gpu_slot, r->prompt.n_rows + frames + 1, &why)) {
+            r->gpu_slot = -1;
+            continue;
+        }
+        r->prefilled = 1;
         stamp t0 = stamp_now();
         int32_t c0;
         const qtts_gpu_sample_settings ss = {r->p.talker, r->p.cp,          r->p.repetition_penalty, r->p.min_new_tokens,
@@ -482,7 +506,7 @@ static int device_step(qtts_batch *b, qtts_err *err) {
     int B = 0;
     for (int i = 0; i < b->n; i++) {
         qtts_gen_request *r = b->reqs[i];
-        if (r->gpu_slot < 0 || r->stop || r->pending < 0) continue;
+        if (r->gpu_slot < 0 || r->stop || r->pending < 0 || qtts_gen_request_waiting_text(r)) continue;
         int64_t fi = r->n_frames; /* the text row of the talker step after this frame */
         b->dev_text[B] = fi < r->prompt.n_trailing ? r->prompt.trailing + fi * D : r->prompt.pad;
         b->dev_slot[B] = r->gpu_slot;
@@ -552,6 +576,10 @@ static int batch_step(qtts_batch *b, qtts_pool *pool, qtts_err *err) {
             finish(r, QTTS_STOP_MAX_FRAMES);
             continue;
         }
+        /* the prompt and up to 256 frames at once; more grows it (doubling) */
+        if (qtts_kv_reserve(&r->kv, r->prompt.n_rows + (r->p.max_frames < 256 ? r->p.max_frames : 256), err) ||
+            qtts_kv_reserve(&r->cp_kv, c->num_code_groups, err))
+            return -1;
         memcpy(b->x + off * D, r->prompt.rows, (size_t)(r->prompt.n_rows * D) * sizeof(float));
         b->active[np] = r;
         b->caches[np] = &r->kv;

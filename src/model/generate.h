@@ -85,7 +85,8 @@ void qtts_gen_request_free(qtts_gen_request *r); /* leaves its batch first if it
  * While open, a request whose next step needs a row that has not arrived
  * parks after emitting its frame (waiting_text() is 1) and resumes in the
  * first batch step after the row arrives: same inputs, same codes, only
- * later. */
+ * later. On the device (qtts_batch_set_device) a frame and the talker step
+ * after it are one submission, so there the request parks before that frame. */
 int qtts_gen_request_open_text(qtts_gen_request *r, qtts_err *err);
 int qtts_gen_request_append_text(qtts_gen_request *r, qtts_pool *pool, const int32_t *ids, int64_t n, qtts_err *err);
 int qtts_gen_request_close_text(qtts_gen_request *r, qtts_err *err);
@@ -131,11 +132,14 @@ typedef struct {
 void qtts_batch_get_timing(const qtts_batch *b, qtts_batch_timing *out);
 void qtts_batch_reset_timing(qtts_batch *b);
 
-/* Runs the LM work of requests on a device (gpu/gpu_lm.h, `slots` streams
- * of `max_pos` talker positions each) from the next step on; the batch does
- * not own it. A request, greedy or sampled, is put on the device when it
- * joins if its text is complete, a stream slot is free and its prompt plus
- * its frame cap fit max_pos; otherwise it runs on the CPU beside them. Its
+/* Runs the LM work of requests on a device (gpu/gpu_lm.h, `slots` streams)
+ * from the next step on; the batch does not own it. A request, greedy or
+ * sampled, incremental text included, is put on the device when it joins if a
+ * stream slot is free, its prompt plus its frame cap fit max_pos positions
+ * and its stream's KV cache can be made large enough for its prompt and
+ * first 256 frames (qtts_gpu_lm_reserve: device memory and storage-buffer
+ * range; the device LM doubles it as the stream goes on); otherwise it runs
+ * on the CPU beside them. Its
  * tokens are the CPU path's: greedy ones exactly (the golden tests hold both
  * to the reference), sampled ones at the same seeded draws except where a
  * draw lies within ~1e-6 of a CDF boundary (gpu/gpu_sample.h); the trace
@@ -146,6 +150,9 @@ void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int6
 int qtts_gen_request_on_device(const qtts_gen_request *r);
 /* Requests of the batch running on the device now. */
 int qtts_batch_device_streams(const qtts_batch *b);
+/* Host bytes of r's KV caches (talker and code predictor): 0 until r runs on
+ * the CPU, and 0 for good on the device, whose caches are its own. */
+size_t qtts_gen_request_host_kv_bytes(const qtts_gen_request *r);
 
 /* Runs one request alone to completion. */
 int qtts_generate(const qtts_talker_model *m, qtts_pool *pool, qtts_gen_request *r, qtts_err *err);

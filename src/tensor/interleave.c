@@ -199,3 +199,51 @@ void qtts_mat_row_f32(const qtts_mat *m, int64_t r, float *out) {
         }
     }
 }
+
+/* The inverse of qtts_q4_k_scale_min over all 8 sub-blocks: GGML's 12-byte
+ * packing of 8 6-bit scales and 8 6-bit mins (every bit used, so exact). */
+static void q4_k_pack_scales(const uint8_t sc[8], const uint8_t mn[8], uint8_t q[12]) {
+    for (int j = 0; j < 4; j++) {
+        q[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+        q[j + 4] = (uint8_t)((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
+        q[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | ((mn[j + 4] & 0xF) << 4));
+    }
+}
+
+void qtts_mat_row_ggml(const qtts_mat *m, int64_t r, void *out) {
+    if (!m->interleave) {
+        memcpy(out, (const char *)m->data + (size_t)r * m->row_bytes, qtts_dtype_row_bytes(m->type, m->cols));
+        return;
+    }
+    const int64_t nb = m->cols / qtts_dtype_block_elems(m->type);
+    const uint8_t *grp = (const uint8_t *)m->data + (size_t)(r / QTTS_INTERLEAVE) * m->row_bytes * QTTS_INTERLEAVE;
+    const int lane = (int)(r % QTTS_INTERLEAVE);
+    if (m->type == QTTS_Q8_0) {
+        qtts_block_q8_0 *blk = out;
+        const uint16_t *d = (const uint16_t *)(grp + (size_t)nb * 512);
+        for (int64_t b = 0; b < nb; b++) {
+            blk[b].d = d[b * 16 + lane];
+            for (int g = 0; g < 8; g++) {
+                uint32_t v;
+                memcpy(&v, grp + (size_t)b * 512 + (size_t)g * 64 + (size_t)lane * 4, 4);
+                v ^= 0x80808080u;
+                memcpy(blk[b].qs + 4 * g, &v, 4);
+            }
+        }
+        return;
+    }
+    qtts_block_q4_k *blk = out;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *s = grp + (size_t)b * QTTS_Q4_K_X16_SUPER;
+        uint8_t sc[8], mn[8];
+        memcpy(&blk[b].d, s + 2 * lane, 2);
+        memcpy(&blk[b].dmin, s + 32 + 2 * lane, 2);
+        for (int j = 0; j < 8; j++) {
+            sc[j] = s[64 + j * 16 + lane];
+            mn[j] = s[192 + (j / 2) * 32 + lane * 2 + j % 2];
+        }
+        q4_k_pack_scales(sc, mn, blk[b].scales);
+        for (int p = 0; p < 4; p++)
+            for (int g = 0; g < 8; g++) memcpy(blk[b].qs + 32 * p + 4 * g, s + 320 + p * 512 + g * 64 + lane * 4, 4);
+    }
+}

@@ -91,4 +91,10 @@ void qtts_x16_to_rows(qtts_dtype type, const void *src, int64_t rows, int64_t co
 /* An interleaved m back to GGML rows in its own memory (no-op for rows). */
 int qtts_mat_deinterleave_pool(qtts_mat *m, qtts_pool *pool, qtts_err *err);
 
+/* Row r of m in the GGML block layout (qtts_dtype_row_bytes(m->type,
+ * m->cols) bytes to out), whatever its layout: the interleaved one is undone
+ * bit for bit (a GPU upload reads the rows one at a time, so no second copy
+ * of the matrix is made). */
+void qtts_mat_row_ggml(const qtts_mat *m, int64_t r, void *out);
+
 #endif

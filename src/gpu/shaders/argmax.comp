@@ -1,7 +1,8 @@
 #version 450
-// OUT[out_index] = the index of the largest z (the first on ties); one workgroup.
-#define WG 256
-layout(local_size_x = WG) in;
+// OUT[out_index] = the index of the largest z (the first on ties); one workgroup
+// of WG threads (a power of two the device allows, set when the pipeline is made).
+layout(constant_id = 0) const uint WG = 256;
+layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer ZBuf { float Z[]; };
 layout(std430, binding = 1) buffer OBuf { int OUT[]; };
 layout(push_constant) uniform P { uint n, z_off, out_index; } p;

@@ -1,23 +1,28 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Causal attention with grouped KV heads and an optional sliding window over
-// an f32 KV cache: query t of this call is at key index POS[pos_index] + t.
+// a KV cache of f32 or (f16 != 0) f16 values (kv_half.glsl): query t of this
+// call is at key index POS[pos_index] + t.
 // One workgroup per (head, query); keys in blocks of WG with an online
 // softmax (running max and sum), as the CPU kernel does.
 #define WG 64
 #define MAX_HD 512
 layout(local_size_x = WG) in;
 layout(std430, binding = 0) readonly buffer QBuf { float Q[]; };
-layout(std430, binding = 1) readonly buffer KBuf { float K[]; };
-layout(std430, binding = 2) readonly buffer VBuf { float V[]; };
+layout(std430, binding = 1) readonly buffer KBuf { uint K[]; };
+layout(std430, binding = 2) readonly buffer VBuf { uint V[]; };
 layout(std430, binding = 3) buffer OBuf { float O[]; };
 layout(std430, binding = 4) readonly buffer PBuf { uint POS[]; };
 layout(push_constant) uniform P {
     uint q_off, q_stride, kv_stride, out_off, out_stride;
     uint n_heads, n_kv_heads, head_dim, window, pos_index;
     float scale;
+    uint f16;
 } p;
 #include "reduce.glsl"
+#include "kv_half.glsl"
+float k_at(uint i) { return p.f16 != 0u ? kv_f16_value((K[i >> 1] >> ((i & 1u) * 16u)) & 0xFFFFu) : uintBitsToFloat(K[i]); }
+float v_at(uint i) { return p.f16 != 0u ? kv_f16_value((V[i >> 1] >> ((i & 1u) * 16u)) & 0xFFFFu) : uintBitsToFloat(V[i]); }
 shared float qs[MAX_HD];
 shared float es[WG];
 void main() {
@@ -35,7 +40,7 @@ void main() {
         if (j <= qi) {
             s = 0.0;
             uint kb = j * p.kv_stride + kvh * hd;
-            for (uint d = 0; d < hd; d++) s += qs[d] * K[kb + d];
+            for (uint d = 0; d < hd; d++) s += qs[d] * k_at(kb + d);
             s *= p.scale;
         }
         float nm = max(m, wg_max(s));
@@ -48,7 +53,7 @@ void main() {
         for (uint k = 0; k * WG + lid < hd; k++) {
             uint d = k * WG + lid;
             float acc = o[k] * corr;
-            for (uint jj = 0; jj < nb; jj++) acc += es[jj] * V[(jb + jj) * p.kv_stride + kvh * hd + d];
+            for (uint jj = 0; jj < nb; jj++) acc += es[jj] * v_at((jb + jj) * p.kv_stride + kvh * hd + d);
             o[k] = acc;
         }
         m = nm;

@@ -9,8 +9,11 @@
 // sequence serves every frame); the logits are overwritten with the processed ones.
 // Thread t owns the contiguous elements [t*chunk, (t+1)*chunk): no thread reads
 // another's, so only shared memory crosses threads.
-#define WG 256
-layout(local_size_x = WG) in;
+// WG threads: a power of two the device allows (at most 256), set when the
+// pipeline is made (vk_device.c); the ids do not depend on it, the float sums'
+// order does (within the rounding the CPU comparison allows).
+layout(constant_id = 0) const uint WG = 256;
+layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) buffer ZBuf { float Z[]; };
 layout(std430, binding = 1) buffer SBuf { uint S[]; };    // per slot: SLOT_WORDS words (vk_sample.c)
 layout(std430, binding = 2) buffer HBuf { uint SEEN[]; }; // per slot: seen_words bits of talker ids
@@ -138,7 +141,7 @@ void main() {
             uint prefix = 0u, mask = 0u, k = top_k;
             for (int shift = 24; shift >= 0; shift -= 8) {
                 barrier();
-                hist[lid] = 0u;
+                for (uint i = lid; i < 256u; i += WG) hist[i] = 0u;
                 barrier();
                 for (uint i = b; i < e; i++) {
                     uint key = fkey(Z[zb + i]);
