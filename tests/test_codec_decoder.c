@@ -59,28 +59,6 @@ static void on_stage(void *ctx, const char *stage, const float *data, int64_t C,
     TEST_CHECK(0, "unexpected stage name %s", stage);
 }
 
-static float *load_wav(const char *name, int64_t *n) {
-    npy_array a;
-    if (npy_load_fixture(name, &a)) {
-        TEST_CHECK(0, "cannot load fixture %s", name);
-        return NULL;
-    }
-    *n = a.numel;
-    return a.f;
-}
-
-static int32_t *load_codes(const char *name, int64_t *T, int64_t nq) {
-    npy_array a;
-    if (npy_load_fixture(name, &a)) {
-        TEST_CHECK(0, "cannot load fixture %s", name);
-        return NULL;
-    }
-    TEST_CHECK(a.kind == 'i' && a.ndim == 2 && a.shape[1] == nq, "%s: expected int codes [T][%lld]", name,
-               (long long)nq);
-    *T = a.shape[0];
-    return a.i;
-}
-
 static unsigned g_seed = 12345;
 static int rnd(int n) {
     g_seed = g_seed * 1103515245u + 12345u;
@@ -291,8 +269,8 @@ int main(void) {
 
     /* ---- T20: every stage and the waveform vs. the reference forward ---- */
     int64_t T20 = 0, T310 = 0, n = 0;
-    int32_t *c20 = load_codes("dec_codes_T20", &T20, nq);
-    int32_t *c310 = load_codes("dec_codes_T310", &T310, nq);
+    int32_t *c20 = npy_fixture_codes("dec_codes_T20", &T20, nq);
+    int32_t *c310 = npy_fixture_codes("dec_codes_T310", &T310, nq);
     if (!c20 || !c310) return test_finish("test_codec_decoder");
     float *w20 = malloc(sizeof(float) * (size_t)(T20 * fs));
     {
@@ -339,7 +317,7 @@ int main(void) {
             free(r->got);
             npy_free(&r->want);
         }
-        float *want = load_wav("dec_T20_wav", &n);
+        float *want = npy_fixture_f32("dec_T20_wav", &n);
         if (want) {
             TEST_CHECK(n == T20 * fs, "dec_T20_wav has %lld samples", (long long)n);
             printf("  %-28s max abs err %.3g\n", "T20 wav", TEST_NEAR(w20, want, (size_t)n, GOLD_TOL, "T20 wav"));
@@ -352,7 +330,7 @@ int main(void) {
         float *w = malloc(sizeof(float) * (size_t)(T20 * fs));
         int rc = qtts_codec_decode_offline(dec, pool, c20, T20, 8, 4, w, &err);
         TEST_CHECK(rc == 0, "chunked c8 l4: %s", err.msg);
-        float *want = load_wav("dec_T20_chunked_c8_l4_wav", &n);
+        float *want = npy_fixture_f32("dec_T20_chunked_c8_l4_wav", &n);
         if (want && rc == 0)
             printf("  %-28s max abs err %.3g\n", "T20 chunked c8/l4",
                    TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T20 chunked c8 l4"));
@@ -370,14 +348,14 @@ int main(void) {
         int rc = qtts_codec_decode_offline(dec, pool, c310, T310, QTTS_CODEC_OFFICIAL_CHUNK,
                                            QTTS_CODEC_OFFICIAL_CONTEXT, w, &err);
         TEST_CHECK(rc == 0, "T310 official: %s", err.msg);
-        float *want = load_wav("dec_T310_wav", &n);
+        float *want = npy_fixture_f32("dec_T310_wav", &n);
         if (want && rc == 0)
             printf("  %-28s max abs err %.3g\n", "T310 official 300/25",
                    TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T310 official chunking"));
         free(want);
         static const int uneven[] = {1, 2, 3, 7, 5, 11, 4, 9, 6, 13, 8, 1, 30};
         rc = feed_chunks(dec, pool, c310, T310, uneven, (int)(sizeof uneven / sizeof uneven[0]), w);
-        want = load_wav("dec_T310_single_forward_wav", &n);
+        want = npy_fixture_f32("dec_T310_single_forward_wav", &n);
         if (want && rc == 0)
             printf("  %-28s max abs err %.3g\n", "T310 streaming (uneven)",
                    TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T310 streaming vs single forward"));
@@ -389,7 +367,7 @@ int main(void) {
     {
         int64_t T13 = 13;
         float *w = malloc(sizeof(float) * (size_t)(T20 * fs));
-        float *want = load_wav("dec_batch_item1_T13_wav", &n);
+        float *want = npy_fixture_f32("dec_batch_item1_T13_wav", &n);
         int rc = qtts_codec_decode_offline(dec, pool, c20, T13, QTTS_CODEC_OFFICIAL_CHUNK, QTTS_CODEC_OFFICIAL_CONTEXT,
                                            w, &err);
         TEST_CHECK(rc == 0, "T13: %s", err.msg);
@@ -521,7 +499,7 @@ int main(void) {
             const int32_t *cs[2] = {c20, c310};
             for (int i = 0; i < 2; i++) {
                 int64_t n = 0;
-                float *want = load_wav(names[i], &n), *w = malloc(sizeof(float) * (size_t)(Ts[i] * fs));
+                float *want = npy_fixture_f32(names[i], &n), *w = malloc(sizeof(float) * (size_t)(Ts[i] * fs));
                 static const int uneven[] = {1, 2, 3, 7, 5, 11, 4, 9, 6, 13, 8, 1, 30};
                 if (!want || !w || feed_chunks(db, pool, cs[i], Ts[i], uneven, 13, w)) {
                     TEST_CHECK(0, "%s decode of %s failed: %s", pname, names[i], err.msg);
@@ -560,7 +538,7 @@ int main(void) {
              * make each stream's integers its own), T20 beside a second stream, 1-5 frames per step */
             {
                 int64_t n = 0;
-                float *want = load_wav("dec_T20_wav", &n), *w = malloc(sizeof(float) * (size_t)(T20 * fs));
+                float *want = npy_fixture_f32("dec_T20_wav", &n), *w = malloc(sizeof(float) * (size_t)(T20 * fs));
                 float *w2 = malloc(sizeof(float) * (size_t)(T20 * fs));
                 qtts_codec_stream *bs[2] = {qtts_codec_stream_new(db, &err), qtts_codec_stream_new(db, &err)};
                 int64_t done = 0;

@@ -14,6 +14,7 @@
 #include "bench/bench.h"
 #include "gpu/gpu.h"
 #include "harness.h"
+#include "support/gpu_device.h"
 
 static int run_cli(const char *args, char *out, size_t size) {
     char cmd[2048];
@@ -32,13 +33,9 @@ static double num(const cJSON *j, const char *k) {
 }
 
 int main(void) {
-    qtts_err gerr = {0};
-    qtts_gpu *probe = qtts_gpu_open("vulkan", &gerr);
-    if (!probe) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", gerr.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
+    int code;
+    qtts_gpu *probe = test_gpu_open(&code);
+    if (!probe) return code;
     qtts_gpu_close(probe);
     char dir[1024];
     golden_path(dir, sizeof dir, "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny");

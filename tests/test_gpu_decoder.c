@@ -29,28 +29,6 @@
 #define GOLD_TOL 1e-4
 #define STREAM_TOL 1e-5
 
-static float *load_wav(const char *name, int64_t *n) {
-    npy_array a;
-    if (npy_load_fixture(name, &a)) {
-        TEST_CHECK(0, "cannot load fixture %s", name);
-        return NULL;
-    }
-    *n = a.numel;
-    return a.f;
-}
-
-static int32_t *load_codes(const char *name, int64_t *T, int64_t nq) {
-    npy_array a;
-    if (npy_load_fixture(name, &a)) {
-        TEST_CHECK(0, "cannot load fixture %s", name);
-        return NULL;
-    }
-    TEST_CHECK(a.kind == 'i' && a.ndim == 2 && a.shape[1] == nq, "%s: expected int codes [T][%lld]", name,
-               (long long)nq);
-    *T = a.shape[0];
-    return a.i;
-}
-
 static float *xmalloc(size_t n) {
     float *p = malloc(n ? n : 1);
     if (!p) {
@@ -106,14 +84,14 @@ int main(void) {
     const int64_t nq = qtts_gpu_decoder_num_quantizers(d), fs = qtts_gpu_decoder_frame_samples(d);
     TEST_CHECK(nq == 16 && fs == 1920, "quantizers %lld, frame samples %lld", (long long)nq, (long long)fs);
     int64_t T20 = 0, T310 = 0, n = 0;
-    int32_t *c20 = load_codes("dec_codes_T20", &T20, nq);
-    int32_t *c310 = load_codes("dec_codes_T310", &T310, nq);
+    int32_t *c20 = npy_fixture_codes("dec_codes_T20", &T20, nq);
+    int32_t *c310 = npy_fixture_codes("dec_codes_T310", &T310, nq);
     if (!c20 || !c310) return test_finish("test_gpu_decoder");
 
     /* T20 in one call (submissions of 8, 8, 4 frames) vs the reference and the CPU decoder */
     {
         float *w = xmalloc(sizeof(float) * (size_t)(T20 * fs)), *c = xmalloc(sizeof(float) * (size_t)(T20 * fs));
-        float *want = load_wav("dec_T20_wav", &n);
+        float *want = npy_fixture_f32("dec_T20_wav", &n);
         if (decode(d, c20, T20, T20, w) == 0 && want) {
             TEST_CHECK(n == T20 * fs, "dec_T20_wav has %lld samples", (long long)n);
             printf("  %-34s max abs err %.3g\n", "T20 vs reference", TEST_NEAR(w, want, (size_t)n, GOLD_TOL, "T20"));
@@ -130,7 +108,7 @@ int main(void) {
     /* T310 one frame per step vs the reference's single forward, and vs steps of 8 */
     {
         float *w1 = xmalloc(sizeof(float) * (size_t)(T310 * fs)), *w8 = xmalloc(sizeof(float) * (size_t)(T310 * fs));
-        float *want = load_wav("dec_T310_single_forward_wav", &n);
+        float *want = npy_fixture_f32("dec_T310_single_forward_wav", &n);
         int rc = decode(d, c310, T310, 1, w1) || decode(d, c310, T310, 8, w8);
         if (!rc && want) {
             TEST_CHECK(n == T310 * fs, "dec_T310_single_forward_wav has %lld samples", (long long)n);
@@ -149,7 +127,7 @@ int main(void) {
     {
         const int64_t T13 = 13;
         float *w = xmalloc(sizeof(float) * (size_t)(T20 * fs));
-        float *want = load_wav("dec_batch_item1_T13_wav", &n);
+        float *want = npy_fixture_f32("dec_batch_item1_T13_wav", &n);
         if (want && decode(d, c20, T13, 5, w) == 0) {
             TEST_CHECK(n == T13 * fs, "batch item fixture has %lld samples", (long long)n);
             printf("  %-34s max abs err %.3g\n", "batch item1 T13 vs reference",
@@ -182,7 +160,7 @@ int main(void) {
             S[i] = qtts_gpu_dec_stream_new(d, &err);
             TEST_CHECK(S[i] != NULL, "stream: %s", err.msg);
         }
-        /* per round, stream i takes its own count (0 included: it sits the round out) */
+        /* per batched step, stream i takes its own frame count (0 included: it sits that step out) */
         static const int64_t steps[][NS] = {{1, 2, 0}, {3, 1, 5}, {0, 9, 2}, {8, 1, 1}, {2, 7, 12}, {6, 0, 0}};
         int64_t done[NS] = {0};
         int ok = S[0] && S[1] && S[2];

@@ -24,6 +24,7 @@
 #include "gpu/gpu.h"
 #include "harness.h"
 #include "support/golden_cases.h"
+#include "support/gpu_device.h"
 #include "tensor/cpu.h"
 #include "tensor/interleave.h"
 
@@ -140,13 +141,9 @@ static void against_cpu(const char *wtype, const char *kv) {
 }
 
 int main(void) {
-    qtts_err gerr = {0};
-    qtts_gpu *probe = qtts_gpu_open("vulkan", &gerr);
-    if (!probe) {
-        const char *req = getenv("QTTS_REQUIRE_VULKAN");
-        fprintf(stderr, "%s: %s\n", req && !strcmp(req, "1") ? "FAIL" : "SKIP", gerr.msg);
-        return req && !strcmp(req, "1") ? 1 : 77;
-    }
+    int code;
+    qtts_gpu *probe = test_gpu_open(&code);
+    if (!probe) return code;
     qtts_gpu_close(probe);
     const char *wtypes[] = {"q8_0", "q4_k"};
     if (qtts_cpu_isa() == QTTS_ISA_SCALAR) {

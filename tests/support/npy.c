@@ -90,3 +90,25 @@ void npy_free(npy_array *a) {
     free(a->i);
     memset(a, 0, sizeof *a);
 }
+
+float *npy_fixture_f32(const char *name, int64_t *n) {
+    npy_array a;
+    if (npy_load_fixture(name, &a)) {
+        TEST_CHECK(0, "cannot load fixture %s", name);
+        return NULL;
+    }
+    *n = a.numel;
+    return a.f;
+}
+
+int32_t *npy_fixture_codes(const char *name, int64_t *T, int64_t nq) {
+    npy_array a;
+    if (npy_load_fixture(name, &a)) {
+        TEST_CHECK(0, "cannot load fixture %s", name);
+        return NULL;
+    }
+    TEST_CHECK(a.kind == 'i' && a.ndim == 2 && a.shape[1] == nq, "%s: expected int codes [T][%lld]", name,
+               (long long)nq);
+    *T = a.shape[0];
+    return a.i;
+}

@@ -18,5 +18,9 @@ int npy_load(const char *path, npy_array *out);
 /* Loads QTTS_GOLDEN_DIR/fixtures/<name>.npy */
 int npy_load_fixture(const char *name, npy_array *out);
 void npy_free(npy_array *a);
+/* A fixture's floats (their count in *n), or its int codes [T][nq] (T in
+ * *T); NULL and a failed check when it cannot be read or has another shape. */
+float *npy_fixture_f32(const char *name, int64_t *n);
+int32_t *npy_fixture_codes(const char *name, int64_t *T, int64_t nq);
 
 #endif
