@@ -160,10 +160,6 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     layer_count lc = {.p = e->load_params, .layers = cfg->talker.layers + cfg->cp.layers};
     topt->layer_done = layer_done;
     topt->layer_user = &lc;
-    /* the kernels read a mapped file's page-cache pages slower than their own memory (0.6B q4_k kernel-layout
-     * .gguf: talker step 11-16 ms mapped vs 9-12 ms copied), and the copy costs one read of what the first
-     * request would page in anyway */
-    topt->resident = 1;
     progress(e->load_params, "LM weights", 0.0);
     e->talker = qtts_talker_model_from_store(st, cfg, gen, topt, err); /* owns the store */
     topt->layer_done = NULL;
@@ -355,6 +351,14 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
         return;
     qtts_heap_trim(); /* the direct weights a Winograd or bf16 conversion freed */
     lt.precision += qtts_now_ms() - t0;
+    /* Matrices used in place from the file are copied into the process's memory: the kernels read a file
+     * mapping's page-cache pages slower (0.6B q4_k kernel-layout .gguf: talker step 11-16 ms of CPU mapped,
+     * 8-9 ms copied). Last, so the load's peak holds the decoder's conversions or the copies, not both. */
+    t0 = qtts_now_ms();
+    const double h_copy = heap_bytes();
+    if (qtts_talker_own_mapped(e->talker, &j->err)) return;
+    lt.weights += qtts_now_ms() - t0;
+    lt.lm_heap += heap_bytes() - h_copy;
     /* what the decoder holds: the heap the load took beside the LM and the tokenizer */
     const double decoder_heap = heap_bytes() - h_start - lt.lm_heap - lt.text_heap;
     engine_tuning_end(e);

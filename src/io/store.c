@@ -76,13 +76,33 @@ static int in_mapping(const qtts_store *st, const void *p) {
     return 0;
 }
 
+/* in_mapping of st or of a store it adopted. */
+static int in_any_mapping(const qtts_store *st, const void *p) {
+    if (in_mapping(st, p)) return 1;
+    for (int i = 0; i < st->n_adopted; i++)
+        if (in_any_mapping(st->adopted[i], p)) return 1;
+    return 0;
+}
+
 /* Drops the whole pages of a mapped tensor's data from the RSS (a later read
  * faults them back in from the file). */
+static void release_range(const void *p, size_t bytes) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+}
+
 static void release_tensor_pages(const qtts_tensor *t) {
     if (!t->mapped || !t->nbytes) return;
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t b = ((uintptr_t)t->data + page - 1) & ~(page - 1), e = ((uintptr_t)t->data + t->nbytes) & ~(page - 1);
-    if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+    release_range(t->data, t->nbytes);
+}
+
+int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_err *err) {
+    if (m->owned || !m->data || !in_any_mapping(st, m->data)) return 0;
+    const void *view = m->data;
+    if (qtts_mat_make_owned(m, err)) return -1;
+    release_range(view, m->row_bytes * (size_t)m->rows); /* the copy's source leaves the RSS at once: one copy resident */
+    return 0;
 }
 
 void qtts_tensor_release_lookup(const qtts_tensor *t) {
@@ -100,6 +120,15 @@ void qtts_store_release_pages(qtts_store *st) {
         /* views in use would only fault straight back in; in-memory tensors must never be dropped */
         if (!t->viewed) release_tensor_pages(t);
     }
+}
+
+void qtts_store_release_all_pages(qtts_store *st) {
+    if (!st) return;
+    for (int i = 0; i < st->count; i++) {
+        st->tensors[i].viewed = 0;
+        release_tensor_pages(&st->tensors[i]);
+    }
+    for (int i = 0; i < st->n_adopted; i++) qtts_store_release_all_pages(st->adopted[i]);
 }
 
 const char *qtts_store_source(const qtts_store *st) { return st->source; }
@@ -354,8 +383,7 @@ int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weig
     const qtts_dtype want = plan ? plan->type : QTTS_DTYPE_INVALID;
     if (qtts_mat_from_tensor_pool(m, t, want, plan ? plan->pool : NULL, err) ||
         qtts_mat_fit_layout(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err) ||
-        qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err) ||
-        (plan && plan->resident && qtts_mat_make_owned(m, err))) {
+        qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err)) {
         qtts_mat_free(m);
         return -1;
     }

@@ -59,6 +59,12 @@ int qtts_spans_check_disjoint(qtts_span *spans, size_t n, const char *label, qtt
  * packed into other memory stop counting toward the process's RSS, while
  * weights used in place are not faulted in a second time. */
 void qtts_store_release_pages(qtts_store *st);
+/* Every mapped tensor's pages, views included, for a caller that copied the
+ * views it runs (qtts_mat_own_mapped); lookups release their tables again. */
+void qtts_store_release_all_pages(qtts_store *st);
+/* m, where it is a view into one of st's file mappings, copied into memory
+ * it owns (qtts_mat_make_owned); any other m is left as it is. */
+int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_err *err);
 /* After a lookup into a mapped lookup table (an embedding row): drops the
  * table's pages from the RSS again. A read fault on a file mapping maps more
  * than the row (the kernel's fault-around, 64 KiB, or a whole large folio;
@@ -124,10 +130,6 @@ typedef struct qtts_weight_plan {
     const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
     void (*layer_done)(void *user);   /* after each transformer layer's matrices (a progress count); NULL: none */
     void *layer_user;
-    /* Matrices that would be views of a mapped file are copied into the
-     * process's memory: the kernels read mapped page-cache pages slower than
-     * anonymous ones, and the file's pages then leave the RSS. */
-    int resident;
 } qtts_weight_plan;
 
 /* An interleaved m (a view of a tensor stored in the kernels' form) back to

@@ -22,9 +22,8 @@ static int load_mat(qtts_mat *m, const qtts_store *st, const char *name, int64_t
     return qtts_mat_from_tensor_plan(m, t, plan, err);
 }
 
-/* Stacks owned matrices of one type and width into one (see qtts_lm_layer);
- * views lying back to back stay a view unless resident asks for a copy. */
-static int fuse(qtts_mat *out, qtts_mat **parts, int n, int resident, qtts_err *err) {
+/* Stacks owned matrices of one type and width into one (see qtts_lm_layer). */
+static int fuse(qtts_mat *out, qtts_mat **parts, int n, qtts_err *err) {
     memset(out, 0, sizeof *out);
     /* zero-copy when the parts are views lying back to back (e.g. a file written in q,k,v order) */
     int adjacent = 1;
@@ -40,15 +39,8 @@ static int fuse(qtts_mat *out, qtts_mat **parts, int n, int resident, qtts_err *
                           .row_bytes = parts[0]->row_bytes, .data = parts[0]->data,
                           .interleave = parts[0]->interleave, .prefetch = parts[0]->prefetch,
                           .lockstep = parts[0]->lockstep};
-        if (!resident) return 0;
-        const char *view = out->data;
-        if (qtts_mat_make_owned(out, err)) return -1;
-        for (int i = 0; i < n; i++) parts[i]->data = (const char *)out->data + ((const char *)parts[i]->data - view);
         return 0;
     }
-    if (resident)
-        for (int i = 0; i < n; i++)
-            if (qtts_mat_make_owned(parts[i], err)) return -1;
     for (int i = 0; i < n; i++)
         if (!parts[i]->owned || parts[i]->type != parts[0]->type || parts[i]->cols != parts[0]->cols ||
             parts[i]->interleave != parts[0]->interleave)
@@ -92,10 +84,35 @@ static int load_stack(qtts_mat *out, qtts_mat **parts, const qtts_tensor *const 
         for (int i = 0; i < n; i++) qtts_tensor_mat_done(ts[i], parts[i]);
         return 0;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (qtts_mat_interleave_pool(parts[i], layout, pool, err)) return -1;
-    if (fuse(out, parts, n, plan && plan->resident, err)) return -1;
-    for (int i = 0; i < n; i++) qtts_tensor_mat_done(ts[i], parts[i]); /* after fuse: a copied view's pages go */
+        qtts_tensor_mat_done(ts[i], parts[i]);
+    }
+    return fuse(out, parts, n, err);
+}
+
+/* A stack (or, unstacked, its parts) that views st's file mapping copied
+ * into memory it owns, the parts moved along with it. */
+static int own_stack(qtts_mat *stack, qtts_mat **parts, int n, const qtts_store *st, qtts_err *err) {
+    if (!stack->data) {
+        for (int i = 0; i < n; i++)
+            if (qtts_mat_own_mapped(parts[i], st, err)) return -1;
+        return 0;
+    }
+    const char *view = stack->data;
+    if (qtts_mat_own_mapped(stack, st, err)) return -1;
+    for (int i = 0; i < n; i++) parts[i]->data = (const char *)stack->data + ((const char *)parts[i]->data - view);
+    return 0;
+}
+
+int qtts_lm_own_mapped(qtts_lm *lm, const qtts_store *st, qtts_err *err) {
+    for (int64_t i = 0; i < lm->cfg.layers; i++) {
+        qtts_lm_layer *L = &lm->layers[i];
+        qtts_mat *qkv[3] = {&L->q, &L->k, &L->v}, *gu[2] = {&L->gate, &L->up};
+        if (own_stack(&L->qkv, qkv, 3, st, err) || own_stack(&L->gate_up, gu, 2, st, err) ||
+            qtts_mat_own_mapped(&L->o, st, err) || qtts_mat_own_mapped(&L->down, st, err))
+            return -1;
+    }
     return 0;
 }
 

@@ -38,8 +38,7 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
                                    .pool = opt ? opt->pool : NULL,
                                    .layout = opt ? opt->layout : NULL,
                                    .layer_done = opt ? opt->layer_done : NULL,
-                                   .layer_user = opt ? opt->layer_user : NULL,
-                                   .resident = opt ? opt->resident : 0},
+                                   .layer_user = opt ? opt->layer_user : NULL},
                            *wt = &plan;
     const int64_t D = cfg->talker.hidden, TH = cfg->text_hidden;
     const qtts_tensor *t;
@@ -120,4 +119,17 @@ int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const in
 
 int qtts_talker_codec_embed(const qtts_talker_model *m, int64_t id, float *out, qtts_err *err) {
     return qtts_tensor_row_f32(m->codec_emb, id, out, err);
+}
+
+int qtts_talker_own_mapped(qtts_talker_model *m, qtts_err *err) {
+    const qtts_store *st = m->store;
+    qtts_code_predictor *cp = &m->cp;
+    if (qtts_lm_own_mapped(&m->lm, st, err) || qtts_lm_own_mapped(&cp->lm, st, err) ||
+        qtts_mat_own_mapped(&m->codec_head, st, err) || qtts_mat_own_mapped(&m->fc1, st, err) ||
+        qtts_mat_own_mapped(&m->fc2, st, err) || qtts_mat_own_mapped(&cp->proj, st, err))
+        return -1;
+    for (int g = 0; g < cp->n_groups; g++)
+        if (qtts_mat_own_mapped(&cp->heads[g], st, err)) return -1;
+    qtts_store_release_all_pages(m->store);
+    return 0;
 }

@@ -20,8 +20,6 @@ typedef struct {
     /* Called after each layer of the talker and the code predictor is loaded (progress); NULL: none. */
     void (*layer_done)(void *user);
     void *layer_user;
-    /* Copy matrices that would be views of a mapped file (qtts_weight_plan.resident). */
-    int resident;
 } qtts_talker_options;
 
 typedef struct qtts_talker_model {
@@ -51,6 +49,11 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
                                                const qtts_generation_config *gen, const qtts_talker_options *opt,
                                                qtts_err *err);
 void qtts_talker_model_free(qtts_talker_model *m);
+/* Every matrix of the talker and code predictor that is a view of the
+ * model's mapped file copied into memory the model owns, then the file's
+ * pages released: the kernels read page-cache pages of a file mapping slower
+ * than the process's own memory. */
+int qtts_talker_own_mapped(qtts_talker_model *m, qtts_err *err);
 
 /* out[n x D] = text_projection(text_embedding[ids]). */
 int qtts_talker_text_embed(const qtts_talker_model *m, qtts_pool *pool, const int32_t *ids, int64_t n, float *out,
