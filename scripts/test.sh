@@ -160,11 +160,11 @@ run_suite build "release"
 [ "${QTTS_EMU512:-1}" = 0 ] || run_emu512
 [ "${QTTS_ARM64:-1}" = 0 ] || run_arm64
 # the soak at lower volume under the sanitizers (which slow it several times); the device tests that repeat
-# test_gpu_engine's host path over more weight types and texts (3-6 min each in release on lavapipe) run in the
-# release and validation passes only
+# the host paths of test_gpu_engine and test_gpu_decoder over more weight types, texts or through the CLI (1-3 min
+# each in release on lavapipe, several times that under the sanitizers) run in the release and validation passes only
 if build_tree build-asan "asan+ubsan" -DQTTS_SANITIZE=ON; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 QTTS_SOAK_REQUESTS=300 \
-    run_ctest build-asan "asan+ubsan" -E "^test_(gpu_quant|gpu_quant_scalar|incremental_text_vulkan)$"
+    run_ctest build-asan "asan+ubsan" -E "^test_(gpu_quant|gpu_quant_scalar|gpu_cli_codec|incremental_text_vulkan)$"
 fi
 
 if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then

@@ -8,9 +8,9 @@
  *   decoder;
  * - against the CPU (ctest test_gpu_quant_scalar: QTTS_ISA=scalar): the
  *   device computes the CPU's scalar kernels (weights dequantized, float
- *   dots), so "vulkan" and "cpu" engines give exactly the same samples, with
- *   the KV cache in f32 and in the engine's choice for quantized weights
- *   (f16). The x86 and NEON Q8_0/Q4_K kernels quantize x to 8 bits as well,
+ *   dots), so "vulkan" and "cpu" engines give the same codes and samples
+ *   within the two decoders' summation-order difference (1e-4), with the KV
+ *   cache in f32 and in the engine's choice for quantized weights (f16). The x86 and NEON Q8_0/Q4_K kernels quantize x to 8 bits as well,
  *   so the CPU engine's tokens on those differ from the scalar ones (and the
  *   device's) where a logit margin is below that error: the count of
  *   identical cases is printed, not asserted.
@@ -18,6 +18,7 @@
  * super-block (256), so "q4_k" stores them as Q8_0, the loader's fallback;
  * the Q4_K upload of interleaved rows is checked by test_gpu_kernels.
  * Skipped (exit 77) where no Vulkan device exists unless QTTS_REQUIRE_VULKAN=1. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,13 +42,18 @@ static qtts_engine *engine(const char *model, const char *device, const char *wt
     return qtts_engine_create(&p, e);
 }
 
+/* Device against CPU: the LM's codes are the same, but the device decoder
+ * sums in another order than the CPU's (test_gpu_engine's bound). */
+#define DECODER_TOL 1e-4
+
 static const char *const models[] = {"Qwen3-TTS-12Hz-0.6B-Base-tiny", "Qwen3-TTS-12Hz-1.7B-CustomVoice-tiny",
                                      "Qwen3-TTS-12Hz-1.7B-VoiceDesign-tiny"};
 enum { N_MODELS = sizeof models / sizeof *models };
 
 /* Every golden case of model on a and b; with `must`, their samples must be
- * identical (else only counted). Returns the cases that were identical. */
-static int compare(qtts_engine *a, qtts_engine *b, const char *model, const char *what, int must) {
+ * the same, within tol (0: bit for bit; else only counted). Returns the cases
+ * that were. */
+static int compare(qtts_engine *a, qtts_engine *b, const char *model, const char *what, int must, double tol) {
     int same_cases = 0;
     for (size_t i = 0; a && b && i < golden_case_count; i++) {
         const golden_case *c = &golden_cases[i];
@@ -58,10 +64,15 @@ static int compare(qtts_engine *a, qtts_engine *b, const char *model, const char
         TEST_CHECK(ra == 0, "%s %s: %s", what, c->fixture, err);
         int rb = golden_case_run(b, c, &y, err, sizeof err);
         TEST_CHECK(rb == 0, "%s %s: %s", what, c->fixture, err);
-        int same = ra == 0 && rb == 0 && x.n == y.n && x.n > 0 && !memcmp(x.d, y.d, x.n * sizeof *x.d);
+        double worst = 0;
+        int same = ra == 0 && rb == 0 && x.n == y.n && x.n > 0;
+        for (size_t k = 0; same && k < x.n; k++) worst = fmax(worst, fabs((double)x.d[k] - (double)y.d[k]));
+        same = same && worst <= tol;
         same_cases += same;
-        if (must) TEST_CHECK(same, "%s %s: %zu samples, not the %zu expected ones", c->fixture, what, x.n, y.n);
-        if (same) printf("  ok   %-44s %s: identical (%zu samples)\n", c->fixture, what, x.n);
+        if (must)
+            TEST_CHECK(same, "%s %s: %zu samples, not the %zu expected ones (max difference %.3g, bound %.3g)",
+                       c->fixture, what, x.n, y.n, worst, tol);
+        if (same) printf("  ok   %-44s %s: %zu samples, max difference %.3g\n", c->fixture, what, x.n, worst);
         else if (!must) printf("  --   %-44s %s: differs (%zu and %zu samples)\n", c->fixture, what, x.n, y.n);
         free(x.d);
         free(y.d);
@@ -99,7 +110,7 @@ static void interleaved(const char *wtype) {
         TEST_CHECK(rows != NULL, "%s %s on vulkan: %s", models[m], wtype, e.message);
         char what[64];
         snprintf(what, sizeof what, "%s interleaved vs rows", wtype);
-        compare(x16, rows, models[m], what, 1);
+        compare(x16, rows, models[m], what, 1, 0);
         on_device(x16, models[m], wtype, cases_of(models[m]));
         qtts_engine_free(rows);
         unsetenv("QTTS_INTERLEAVE");
@@ -111,12 +122,12 @@ static void interleaved(const char *wtype) {
         qtts_engine *cpu = engine(models[m], "cpu", wtype, "auto", &e);
         TEST_CHECK(cpu != NULL, "%s %s on the CPU: %s", models[m], wtype, e.message);
         snprintf(what, sizeof what, "%s vulkan vs %s CPU kernels", wtype, qtts_isa_name(qtts_cpu_isa()));
-        same_cpu += compare(x16, cpu, models[m], what, 0);
+        same_cpu += compare(x16, cpu, models[m], what, 0, DECODER_TOL);
         qtts_engine_free(x16);
         qtts_engine_free(cpu);
     }
     if (!strcmp(wtype, "q8_0"))
-        printf("%s: %d of %d cases identical to the %s CPU kernels (they quantize x to 8 bits; not asserted)\n",
+        printf("%s: %d of %d cases the same as on the %s CPU kernels (they quantize x to 8 bits; not asserted)\n",
                wtype, same_cpu, total, qtts_isa_name(qtts_cpu_isa()));
 }
 
@@ -133,7 +144,7 @@ static void against_cpu(const char *wtype, const char *kv) {
                        "KV caches %s and %s", qtts_engine_info(dev)->kv_cache, qtts_engine_info(cpu)->kv_cache);
         char what[64];
         snprintf(what, sizeof what, "%s kv %s vulkan vs cpu", wtype, dev ? qtts_engine_info(dev)->kv_cache : kv);
-        compare(dev, cpu, models[m], what, 1);
+        compare(dev, cpu, models[m], what, 1, DECODER_TOL);
         on_device(dev, models[m], wtype, cases_of(models[m]));
         qtts_engine_free(dev);
         qtts_engine_free(cpu);
