@@ -13,6 +13,7 @@
 
 #include "bench/bench.h"
 #include "harness.h"
+#include "support/test_util.h"
 #include "io/store.h"
 #include "model/codec_decoder.h"
 #include "model/codec_random.h"
@@ -97,17 +98,6 @@ static void check_config_round_trip(void) {
                    b.dec.n_upsample_rates == a.dec.n_upsample_rates && b.dec.upsample_rates[0] == a.dec.upsample_rates[0] &&
                    b.enc.n_ratios == a.enc.n_ratios,
                "speech_tokenizer/config.json round trip: %s", err.msg);
-}
-
-static int run_cli(const char *args, char *out, size_t size) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, size - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int main(void) {
@@ -218,7 +208,7 @@ int main(void) {
     static char out[1 << 16];
     char args[1400];
     snprintf(args, sizeof args, "-m %s --frames 3 --batch 2 --threads 1 --probe-mib 2 --kv-cache f16 --json", dir);
-    rc = run_cli(args, out, sizeof out);
+    rc = test_run_bench(args, out, sizeof out);
     TEST_CHECK(rc == 0, "qtts bench --json exit %d", rc);
     cJSON *j = cJSON_Parse(out);
     TEST_CHECK(j && cJSON_IsObject(j), "CLI JSON parses: %.200s", out);
@@ -237,7 +227,7 @@ int main(void) {
     }
     cJSON_Delete(j);
     snprintf(args, sizeof args, "-m %s --frames 2 --no-probe", dir);
-    rc = run_cli(args, out, sizeof out);
+    rc = test_run_bench(args, out, sizeof out);
     TEST_CHECK(rc == 0 && strstr(out, "time to first audio") && strstr(out, "talker step") && !strstr(out, "machine ("),
                "text report without probe (exit %d)", rc);
     TEST_CHECK(!strstr(out, " 0%"), "without a probe the %%bw/%%pk columns show '-', not 0%%: %s", out);
@@ -249,7 +239,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s quantize %s -o %s --type f32 >/dev/null 2>&1", QTTS_BINARY, dir, gguf);
     TEST_CHECK(gfd >= 0 && system(cmd) == 0, "qtts quantize to %s", gguf);
     snprintf(args, sizeof args, "-m %s --frames 3 --threads 1 --no-probe --json", gguf);
-    rc = run_cli(args, out, sizeof out);
+    rc = test_run_bench(args, out, sizeof out);
     j = cJSON_Parse(out);
     TEST_CHECK(rc == 0 && j && num(j, "frames_out") == 3 && num(j, "samples_out") == 3.0 * (double)fs,
                "qtts bench -m model.gguf: exit %d, %.200s", rc, out);
@@ -257,15 +247,15 @@ int main(void) {
     unlink(gguf);
 
     /* bad input: one clear error, usage exit 2 / failure exit 1 */
-    TEST_CHECK(run_cli("--frames 0", out, sizeof out) == 2, "--frames 0");
-    TEST_CHECK(run_cli("--quant q5_x", out, sizeof out) == 2, "--quant q5_x");
-    TEST_CHECK(run_cli("--size 3b", out, sizeof out) == 2, "--size 3b");
-    TEST_CHECK(run_cli("--batch", out, sizeof out) == 2, "--batch without value");
-    TEST_CHECK(run_cli("--batch 65", out, sizeof out) == 2, "--batch 65 (above the engine's slots)");
-    TEST_CHECK(run_cli("--variant base --frames 1", out, sizeof out) == 1, "random Base: no encoders");
-    TEST_CHECK(run_cli("--overlap sometimes", out, sizeof out) == 2, "--overlap sometimes");
-    TEST_CHECK(run_cli("--kv-cache bf16", out, sizeof out) == 2, "--kv-cache bf16");
-    TEST_CHECK(run_cli("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");
+    TEST_CHECK(test_run_bench("--frames 0", out, sizeof out) == 2, "--frames 0");
+    TEST_CHECK(test_run_bench("--quant q5_x", out, sizeof out) == 2, "--quant q5_x");
+    TEST_CHECK(test_run_bench("--size 3b", out, sizeof out) == 2, "--size 3b");
+    TEST_CHECK(test_run_bench("--batch", out, sizeof out) == 2, "--batch without value");
+    TEST_CHECK(test_run_bench("--batch 65", out, sizeof out) == 2, "--batch 65 (above the engine's slots)");
+    TEST_CHECK(test_run_bench("--variant base --frames 1", out, sizeof out) == 1, "random Base: no encoders");
+    TEST_CHECK(test_run_bench("--overlap sometimes", out, sizeof out) == 2, "--overlap sometimes");
+    TEST_CHECK(test_run_bench("--kv-cache bf16", out, sizeof out) == 2, "--kv-cache bf16");
+    TEST_CHECK(test_run_bench("-m /nonexistent/model --frames 1", out, sizeof out) == 1, "missing model folder");
     o.frames = 0;
     TEST_CHECK(qtts_bench_run(&o, &r, &err) == -1 && strstr(err.msg, "frames"), "library: %s", err.msg);
 

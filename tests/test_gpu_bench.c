@@ -15,17 +15,7 @@
 #include "gpu/gpu.h"
 #include "harness.h"
 #include "support/gpu_device.h"
-
-static int run_cli(const char *args, char *out, size_t size) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, size - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#include "support/test_util.h"
 
 static double num(const cJSON *j, const char *k) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
@@ -71,12 +61,12 @@ int main(void) {
     static char out[1 << 16];
     char args[1400];
     snprintf(args, sizeof args, "-m %s --frames 3 --batch 2 --threads 1 --no-probe --device vulkan", dir);
-    rc = run_cli(args, out, sizeof out);
+    rc = test_run_bench(args, out, sizeof out);
     TEST_CHECK(rc == 0 && strstr(out, "device: vulkan: ") && strstr(out, "device memory peak") &&
                    strstr(out, "host CPU per frame"),
                "qtts bench --device vulkan report (exit %d): %.600s", rc, out);
     snprintf(args, sizeof args, "-m %s --frames 3 --batch 2 --threads 1 --no-probe --device vulkan --json", dir);
-    rc = run_cli(args, out, sizeof out);
+    rc = test_run_bench(args, out, sizeof out);
     cJSON *j = rc == 0 ? cJSON_Parse(out) : NULL;
     const cJSON *dev = j ? cJSON_GetObjectItemCaseSensitive(j, "device") : NULL;
     TEST_CHECK(j && cJSON_IsString(dev) && !strncmp(dev->valuestring, "vulkan: ", 8) &&

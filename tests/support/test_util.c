@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/file.h"
@@ -132,4 +133,15 @@ int write_safetensors_f32(const char *path, int n, const char *const *names, con
     if (f) rc |= fclose(f);
     free(h);
     return rc;
+}
+
+int test_run_bench(const char *args, char *out, size_t size) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
