@@ -1,8 +1,11 @@
 /* `qtts bench` figures come from the engine: on one random-weight checkpoint
  * (the golden tiny CustomVoice folder), `qtts serve` answers one request and `qtts bench` runs as many
- * frames, with overlap off and on, and both report the same schedule: the
- * bench in its result, the server in the response's X-Qtts-Decoder-Steps
- * and X-Qtts-Overlapped-Steps (both from the engine's qtts_result). */
+ * frames, with overlap off and on, and both report the engine's schedule:
+ * the bench in its result, the server in the response's X-Qtts-Decoder-Steps
+ * and X-Qtts-Overlapped-Steps (both from the engine's qtts_result), each
+ * within the decode policy's bounds and none beside LM steps with overlap
+ * off. The counts themselves follow the host's speed, so the two are not
+ * compared with each other. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,18 +103,21 @@ int main(void) {
                    b.frames, s.frames);
         /* the first step decodes one frame alone, later ones up to QTTS_DECODE_MAX_CHUNK
            (engine/decode_policy.h), fewer while the audio runs ahead of real time: a lead that depends on
-           how fast this host runs each, so the counts may differ by one step */
-        TEST_CHECK(b.steps >= 2 && b.steps < b.frames && llabs(b.steps - s.steps) <= 1,
-                   "overlap %s: %d frames in %lld decoder steps (bench) vs %lld (server)", modes[i].flag, b.frames,
-                   b.steps, s.steps);
-        if (modes[i].mode == QTTS_OVERLAP_NEVER)
-            TEST_CHECK(b.overlapped == 0 && s.overlapped == 0, "overlap off: none beside LM steps (%lld, %lld)",
-                       b.overlapped, s.overlapped);
-        else /* every step after the first, while LM steps remain to run beside, on both */
-            TEST_CHECK(b.overlapped >= 1 && b.overlapped <= b.steps - 1 && s.overlapped >= 1 &&
-                           s.overlapped <= s.steps - 1 && llabs(b.overlapped - s.overlapped) <= 1,
-                       "overlap on: %lld of %lld (bench), %lld of %lld (server)", b.overlapped, b.steps, s.overlapped,
-                       s.steps);
+           how fast this host runs each (under the sanitizers on a loaded host the two runs took 5 and 3
+           steps for 10 frames), so each report is checked against the policy's bounds, not against the other */
+        const schedule *both[2] = {&b, &s};
+        for (int k = 0; k < 2; k++) {
+            const schedule *x = both[k];
+            const char *who = k ? "server" : "bench";
+            /* a finished stream flushes all it holds: one step may take more than the largest chunk */
+            TEST_CHECK(x->steps >= 2 && x->steps <= x->frames, "overlap %s: %d frames in %lld decoder steps (%s)",
+                       modes[i].flag, x->frames, x->steps, who);
+            if (modes[i].mode == QTTS_OVERLAP_NEVER)
+                TEST_CHECK(x->overlapped == 0, "overlap off: %lld steps beside LM steps (%s)", x->overlapped, who);
+            else /* every step after the first may run beside LM steps while they remain; at least one does */
+                TEST_CHECK(x->overlapped >= 1 && x->overlapped <= x->steps - 1, "overlap on: %lld of %lld (%s)",
+                           x->overlapped, x->steps, who);
+        }
     }
     return test_finish("test_bench_schedule");
 }
