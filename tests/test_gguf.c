@@ -304,6 +304,58 @@ static void lookup_release(void) {
     free(row);
 }
 
+/* Copies out of a mapped file are read from the file (qtts_store_read), not
+ * through the mapping: the bytes are the stored ones and the mapping's pages
+ * stay out of the RSS; memory outside every mapping is copied as it is. */
+static void file_reads(void) {
+    qtts_err err = {0};
+    enum { ROWS = 96, COLS = 1024 }; /* f32: 384 KiB */
+    float *w = malloc(sizeof(float) * ROWS * COLS), *got = malloc(sizeof(float) * ROWS * COLS);
+    TEST_CHECK(w && got, "alloc");
+    if (!w || !got) {
+        free(w), free(got);
+        return;
+    }
+    fill(w, ROWS * COLS, 7);
+    qtts_store *st = qtts_store_new(&err);
+    int64_t shape[2] = {ROWS, COLS};
+    TEST_CHECK(st && qtts_store_add(st, "w", QTTS_F32, 2, shape, w, 0, &err) == 0, "%s", err.msg);
+    char dir[] = "/tmp/qtts_gguf_read_XXXXXX", path[256];
+    TEST_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/w.gguf", dir);
+    TEST_CHECK(qtts_gguf_write(path, st, NULL, 0, &err) == 0, "write: %s", err.msg);
+    qtts_store *mapped = qtts_gguf_open(path, &err);
+    const qtts_tensor *t = mapped ? qtts_store_find(mapped, "w") : NULL;
+    TEST_CHECK(t && t->mapped, "open: %s", err.msg);
+    if (t) {
+        qtts_store_release_pages(mapped);
+        memset(got, 0, sizeof(float) * ROWS * COLS);
+        qtts_store_read(mapped, t->data, t->nbytes, got);
+        TEST_CHECK(!memcmp(got, w, t->nbytes), "a whole tensor read from the file holds the stored bytes");
+        /* of its 96 pages only the first and last, which it shares with what the open read, may be present */
+        const long present = present_pages(t->data, t->nbytes);
+        TEST_CHECK(present <= 2, "its mapping's pages are not faulted in by the read (%ld present)", present);
+        qtts_store_read(mapped, (const float *)t->data + 1000, 4096, got);
+        TEST_CHECK(!memcmp(got, w + 1000, 4096), "a slice from an unaligned offset");
+        float copy_out[8];
+        qtts_store_read(mapped, w + 5, sizeof copy_out, copy_out);
+        TEST_CHECK(!memcmp(copy_out, w + 5, sizeof copy_out), "memory outside the mappings is copied");
+        float *f = qtts_store_tensor_to_f32(mapped, t, &err), *c = NULL;
+        const float *r = qtts_store_tensor_f32_read(mapped, t, &c, &err);
+        TEST_CHECK(f && !memcmp(f, w, t->nbytes), "qtts_store_tensor_to_f32 of a mapped tensor: %s", err.msg);
+        TEST_CHECK(r && r == c && r != t->data && !memcmp(r, w, t->nbytes),
+                   "qtts_store_tensor_f32_read gives a copy read from the file, not the mapping");
+        free(f);
+        qtts_tensor_f32_done(t, c);
+    }
+    qtts_store_free(mapped);
+    qtts_store_free(st);
+    unlink(path);
+    rmdir(dir);
+    free(w);
+    free(got);
+}
+
 /* A table in an anonymous mapping the store keeps (the benchmark's random
  * text embedding) is not `mapped`: releasing pages after lookups must not
  * drop it, which would zero its rows. */
@@ -317,7 +369,7 @@ static void anonymous_mapping_kept(void) {
     for (int i = 0; i < ROWS * COLS; i++) map[i] = qtts_f32_to_bf16(1.0f + (float)(i % 13));
     qtts_store *st = qtts_store_new(&err);
     int64_t shape[2] = {ROWS, COLS};
-    TEST_CHECK(st && qtts_store_keep_mapping(st, map, bytes, 0, &err) == 0 &&
+    TEST_CHECK(st && qtts_store_keep_mapping(st, map, bytes, QTTS_ANONYMOUS_MAPPING, &err) == 0 &&
                    qtts_store_add(st, "emb", QTTS_BF16, 2, shape, map, 0, &err) == 0,
                "store: %s", err.msg);
     const qtts_tensor *t = st ? qtts_store_find(st, "emb") : NULL;
@@ -339,6 +391,7 @@ int main(void) {
     corrupt_files();
     huge_shapes();
     lookup_release();
+    file_reads();
     anonymous_mapping_kept();
 
     /* ---- round trip ---- */

@@ -137,10 +137,11 @@ static void edge_cases(qtts_dtype t) {
 }
 
 /* The quantizer's SIMD fit gives the scalar twin's bytes exactly: Gaussian
- * rows at several scales, constant and one-sided sub-blocks, zeros,
- * subnormals and huge values. */
+ * and uniform rows at several scales, constant and one-sided blocks and
+ * sub-blocks (also mixed in one block), zeros of both signs, subnormals and
+ * huge values. */
 static void twin(void) {
-    enum { N = 256 * 64 };
+    enum { N = 256 * 4096 };
     float *x = malloc(sizeof(float) * N);
     unsigned char *a = malloc((size_t)N), *b = malloc((size_t)N);
     if (!x || !a || !b) {
@@ -148,14 +149,29 @@ static void twin(void) {
         free(x), free(a), free(b);
         return;
     }
-    const float scales[] = {1.0f, 0.02f, 1e-30f, 3e30f};
+    const float scales[] = {1.0f, 0.02f, 1e-30f, 3e30f, 0.1f}; /* the last: uniform in [-0.05, 0.05) */
     int same = 1;
-    for (int k = 0; k < 4; k++) {
-        for (int i = 0; i < N; i++) x[i] = scales[k] * gauss();
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < N; i++) x[i] = k < 4 ? scales[k] * gauss() : scales[k] * ((float)urand() - 0.5f);
         for (int i = 0; i < 256; i++) x[i] = 0.0f;                     /* a zero block */
         for (int i = 256; i < 512; i++) x[i] = 0.5f;                   /* constant */
         for (int i = 512; i < 768; i++) x[i] = fabsf(x[i]) + 0.1f;     /* positive only */
         for (int i = 768; i < 1024; i++) x[i] = -fabsf(x[i]) - 1e-3f;  /* negative only */
+        /* one super-block of every kind of 32-value sub-block (the AVX2 quantizer fits 8 in its lanes at once):
+           zeros of both signs, constant, one-sided, a single outlier, Gaussian with zeros in it */
+        for (int j = 0; j < 8; j++)
+            for (int i = 0; i < 32; i++) {
+                float *v = &x[1024 + 32 * j + i];
+                switch (j) {
+                case 0: *v = i % 2 ? -0.0f : 0.0f; break;
+                case 1: *v = -0.25f; break;
+                case 2: *v = fabsf(*v) + 1.0f; break;
+                case 3: *v = i == 7 ? 5.0f * scales[k] : 0.0f; break;
+                case 4: *v = i % 3 ? *v : 0.0f; break;
+                case 5: *v = -fabsf(*v); break;
+                default: break;
+                }
+            }
         qtts_quantize_row(QTTS_Q4_K, x, a, N);
         qtts_quantize_row_ref(QTTS_Q4_K, x, b, N);
         same &= !memcmp(a, b, (size_t)(N / 256) * 144);

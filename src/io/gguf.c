@@ -34,6 +34,7 @@ struct qtts_gguf {
     size_t size;
     void *map;
     size_t map_len;
+    int fd; /* the mapped file, open while map is this object's (-1: none) */
     char label[512];
     uint32_t version, alignment;
     kv_entry *kv;
@@ -136,6 +137,7 @@ void qtts_gguf_free(qtts_gguf *g) {
     free(g->kv);
     free(g->tensors);
     if (g->map) munmap(g->map, g->map_len);
+    if (g->fd >= 0) close(g->fd);
     free(g);
 }
 
@@ -255,6 +257,7 @@ qtts_gguf *qtts_gguf_parse(const unsigned char *buf, size_t size, const char *la
     qtts_gguf *g = qtts_calloc(1, sizeof *g, err);
     if (!g) return NULL;
     snprintf(g->label, sizeof g->label, "%s", label ? label : "(gguf)");
+    g->fd = -1;
     g->base = buf;
     g->size = size;
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
@@ -393,18 +396,20 @@ qtts_gguf *qtts_gguf_load(const char *path, qtts_err *err) {
         return NULL;
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (map == MAP_FAILED) {
+        close(fd);
         qtts_fail(err, "%s: mmap failed: %s", path, strerror(errno));
         return NULL;
     }
     qtts_gguf *g = qtts_gguf_parse(map, size, path, err);
     if (!g) {
         munmap(map, size);
+        close(fd);
         return NULL;
     }
     g->map = map;
     g->map_len = size;
+    g->fd = fd; /* kept for reads that copy (qtts_store_read) */
     return g;
 }
 
@@ -446,8 +451,9 @@ int qtts_gguf_add_to_store_kernel(const qtts_gguf *g, qtts_store *st, int keep, 
 
 int qtts_gguf_move_mapping(qtts_gguf *g, qtts_store *st, qtts_err *err) {
     if (!g->map) return 0;
-    if (qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) return -1;
+    if (qtts_store_keep_mapping(st, g->map, g->map_len, g->fd, err)) return -1;
     g->map = NULL;
+    g->fd = -1;
     return 0;
 }
 
@@ -467,12 +473,14 @@ qtts_store *qtts_gguf_open_kernel(const char *path, int keep, qtts_err *err) {
         return NULL;
     }
     qtts_store_set_source(st, path);
-    if (qtts_gguf_add_to_store_kernel(g, st, keep, err) || qtts_store_keep_mapping(st, g->map, g->map_len, 1, err)) {
+    if (qtts_gguf_add_to_store_kernel(g, st, keep, err) ||
+        qtts_store_keep_mapping(st, g->map, g->map_len, g->fd, err)) {
         qtts_store_free(st);
         qtts_gguf_free(g);
         return NULL;
     }
-    g->map = NULL; /* the store unmaps it now */
+    g->map = NULL; /* the store unmaps it now, and closes its file */
+    g->fd = -1;
     qtts_gguf_free(g);
     return st;
 }

@@ -134,10 +134,13 @@ static int add_file(qtts_store *st, const char *path, qtts_err *err) {
         return qtts_fail(err, "%s: file is empty", path);
     }
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) return qtts_fail(err, "%s: mmap failed: %s", path, strerror(errno));
-    if (qtts_store_keep_mapping(st, map, size, 1, err)) {
+    if (map == MAP_FAILED) {
+        close(fd);
+        return qtts_fail(err, "%s: mmap failed: %s", path, strerror(errno));
+    }
+    if (qtts_store_keep_mapping(st, map, size, fd, err)) { /* the store closes fd with the mapping */
         munmap(map, size);
+        close(fd);
         return -1;
     }
     return qtts_store_parse_safetensors(st, path, map, size, err);

@@ -1,5 +1,6 @@
 #include "io/store.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@ typedef struct {
     size_t len;
     int file_backed; /* its pages can be dropped and re-read */
     int borrowed;    /* another store's (qtts_store_borrow_mappings): not unmapped with this one */
+    int fd;          /* the mapped file from offset 0 (-1: none), for qtts_store_read */
 } mapping;
 
 struct qtts_store {
@@ -49,7 +51,10 @@ void qtts_store_free(qtts_store *st) {
     for (int i = 0; i < st->count; i++) free((void *)st->tensors[i].name);
     for (int i = 0; i < st->n_owned; i++) free(st->owned[i]);
     for (int i = 0; i < st->n_maps; i++)
-        if (!st->maps[i].borrowed) munmap(st->maps[i].addr, st->maps[i].len);
+        if (!st->maps[i].borrowed) {
+            munmap(st->maps[i].addr, st->maps[i].len);
+            if (st->maps[i].fd >= 0) close(st->maps[i].fd);
+        }
     free(st->tensors);
     free(st->buckets);
     free(st->owned);
@@ -67,21 +72,39 @@ int qtts_store_adopt(qtts_store *st, qtts_store *other, qtts_err *err) {
     return 0;
 }
 
-/* 1 where p lies in one of the store's file mappings. */
-static int in_mapping(const qtts_store *st, const void *p) {
+/* The store's file mapping p lies in, or NULL. */
+static const mapping *file_mapping(const qtts_store *st, const void *p) {
     for (int i = 0; i < st->n_maps; i++)
         if (st->maps[i].file_backed && (const char *)p >= (const char *)st->maps[i].addr &&
             (const char *)p < (const char *)st->maps[i].addr + st->maps[i].len)
-            return 1;
-    return 0;
+            return &st->maps[i];
+    return NULL;
 }
 
-/* in_mapping of st or of a store it adopted. */
-static int in_any_mapping(const qtts_store *st, const void *p) {
-    if (in_mapping(st, p)) return 1;
-    for (int i = 0; i < st->n_adopted; i++)
-        if (in_any_mapping(st->adopted[i], p)) return 1;
-    return 0;
+static int in_mapping(const qtts_store *st, const void *p) { return file_mapping(st, p) != NULL; }
+
+/* file_mapping of st or of a store it adopted. */
+static const mapping *any_file_mapping(const qtts_store *st, const void *p) {
+    const mapping *m = file_mapping(st, p);
+    for (int i = 0; !m && i < st->n_adopted; i++) m = any_file_mapping(st->adopted[i], p);
+    return m;
+}
+
+static int in_any_mapping(const qtts_store *st, const void *p) { return any_file_mapping(st, p) != NULL; }
+
+void qtts_store_read(const qtts_store *st, const void *p, size_t n, void *dst) {
+    const mapping *m = st && n ? any_file_mapping(st, p) : NULL;
+    size_t done = 0;
+    if (m && m->fd >= 0 && (const char *)p + n <= (const char *)m->addr + m->len) {
+        const off_t at = (off_t)((const char *)p - (const char *)m->addr);
+        while (done < n) {
+            ssize_t r = pread(m->fd, (char *)dst + done, n - done, at + (off_t)done);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break; /* the rest through the mapping, as before */
+            done += (size_t)r;
+        }
+    }
+    if (done < n) memcpy((char *)dst + done, (const char *)p + done, n - done);
 }
 
 /* Drops the whole pages of a mapped tensor's data from the RSS (a later read
@@ -100,8 +123,12 @@ static void release_tensor_pages(const qtts_tensor *t) {
 int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_err *err) {
     if (m->owned || !m->data || !in_any_mapping(st, m->data)) return 0;
     const void *view = m->data;
-    if (qtts_mat_make_owned(m, err)) return -1;
-    release_range(view, m->row_bytes * (size_t)m->rows); /* the copy's source leaves the RSS at once: one copy resident */
+    const size_t bytes = m->row_bytes * (size_t)m->rows;
+    void *buf = qtts_mat_owned_alloc(bytes, err);
+    if (!buf) return -1;
+    qtts_store_read(st, view, bytes, buf);
+    m->data = m->owned = buf;
+    release_range(view, bytes); /* whatever the source had resident leaves the RSS: one copy */
     return 0;
 }
 
@@ -173,7 +200,7 @@ static int keep_owned(qtts_store *st, void *p, qtts_err *err) {
     return 0;
 }
 
-int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_backed, qtts_err *err) {
+int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int fd, qtts_err *err) {
     if (st->n_maps == st->cap_maps) {
         int cap = st->cap_maps ? st->cap_maps * 2 : 4;
         mapping *n = realloc(st->maps, (size_t)cap * sizeof *n);
@@ -181,15 +208,15 @@ int qtts_store_keep_mapping(qtts_store *st, void *addr, size_t len, int file_bac
         st->maps = n;
         st->cap_maps = cap;
     }
-    st->maps[st->n_maps++] = (mapping){addr, len, file_backed, 0};
+    st->maps[st->n_maps++] = (mapping){addr, len, fd != QTTS_ANONYMOUS_MAPPING, 0, fd};
     for (int i = 0; i < st->count; i++) st->tensors[i].mapped |= in_mapping(st, st->tensors[i].data);
     return 0;
 }
 
 int qtts_store_borrow_mappings(qtts_store *st, const qtts_store *from, qtts_err *err) {
     for (int i = 0; i < from->n_maps; i++) {
-        if (qtts_store_keep_mapping(st, from->maps[i].addr, from->maps[i].len, from->maps[i].file_backed, err))
-            return -1;
+        const int fd = from->maps[i].file_backed ? from->maps[i].fd : QTTS_ANONYMOUS_MAPPING;
+        if (qtts_store_keep_mapping(st, from->maps[i].addr, from->maps[i].len, fd, err)) return -1;
         st->maps[st->n_maps - 1].borrowed = 1;
     }
     return 0;
@@ -337,13 +364,24 @@ static int rows_only(const qtts_tensor *t, qtts_err *err) {
                      t->name);
 }
 
-float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
+int qtts_store_tensor_f32_into(const qtts_store *st, const qtts_tensor *t, float *dst, qtts_err *err) {
+    if (rows_only(t, err)) return -1;
+    const int64_t n = qtts_tensor_numel(t);
+    if (t->type == QTTS_F32 && t->mapped) {
+        qtts_store_read(st, t->data, (size_t)n * sizeof(float), dst);
+        return 0;
+    }
+    if (qtts_convert_to_f32(t->type, t->data, dst, n, err)) return qtts_fail_prefix(err, "tensor '%s'", t->name);
+    return 0;
+}
+
+float *qtts_store_tensor_to_f32(const qtts_store *st, const qtts_tensor *t, qtts_err *err) {
     if (rows_only(t, err)) return NULL;
-    int64_t n = qtts_tensor_numel(t);
-    float *out = qtts_malloc((size_t)n * sizeof(float), err);
+    const size_t bytes = (size_t)qtts_tensor_numel(t) * sizeof(float);
+    float *out = qtts_malloc(bytes, err);
     if (!out) return NULL;
-    if (qtts_convert_to_f32(t->type, t->data, out, n, err)) {
-        qtts_fail_prefix(err, "tensor '%s'", t->name);
+    qtts_advise_huge(out, bytes); /* a large weight: fewer page faults to fill it */
+    if (qtts_store_tensor_f32_into(st, t, out, err)) {
         free(out);
         return NULL;
     }
@@ -351,20 +389,18 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) {
     return out;
 }
 
-const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err) {
+float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) { return qtts_store_tensor_to_f32(NULL, t, err); }
+
+const float *qtts_store_tensor_f32_read(const qtts_store *st, const qtts_tensor *t, float **copy, qtts_err *err) {
     *copy = NULL;
     if (rows_only(t, err)) return NULL;
-    if (t->type == QTTS_F32 && (uintptr_t)t->data % _Alignof(float) == 0) return t->data;
-    int64_t n = qtts_tensor_numel(t);
-    *copy = qtts_malloc((size_t)n * sizeof(float), err);
-    if (!*copy) return NULL;
-    if (qtts_convert_to_f32(t->type, t->data, *copy, n, err)) {
-        qtts_fail_prefix(err, "tensor '%s'", t->name);
-        free(*copy);
-        *copy = NULL;
-        return NULL;
-    }
-    return *copy;
+    /* aligned f32 is read where it lies, unless st reads it from its file (faster than faulting it in) */
+    if (t->type == QTTS_F32 && (uintptr_t)t->data % _Alignof(float) == 0 && !(st && t->mapped)) return t->data;
+    return *copy = qtts_store_tensor_to_f32(st, t, err);
+}
+
+const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err) {
+    return qtts_store_tensor_f32_read(NULL, t, copy, err);
 }
 
 void qtts_tensor_f32_done(const qtts_tensor *t, float *copy) {

@@ -248,7 +248,7 @@ static float *load_f32(qtts_codec_decoder *d, const qtts_store *st, const char *
                        qtts_err *err) {
     const qtts_tensor *t = qtts_store_get(st, name, ndim, shape, err);
     if (!t) return NULL;
-    return own(d, qtts_tensor_to_f32(t, err), err);
+    return own(d, qtts_store_tensor_to_f32(st, t, err), err);
 }
 
 static float *load_vec(qtts_codec_decoder *d, const qtts_store *st, const char *name, int64_t n, qtts_err *err) {
@@ -284,7 +284,7 @@ static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *nam
     float *b = NULL;
     if (bias_name && !(b = load_vec(d, st, bias_name, rows, err))) return -1;
     float *copy;
-    const float *w = qtts_tensor_f32_read(t, &copy, err);
+    const float *w = qtts_store_tensor_f32_read(st, t, &copy, err);
     if (!w) return -1;
     int rc = make_lin(d, w, rows, cols, b, l, err);
     qtts_tensor_f32_done(t, copy);
@@ -311,7 +311,7 @@ static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *pr
         char name[256];
         snprintf(name, sizeof name, "%s.%s.weight", prefix, subs[i]);
         const qtts_tensor *t = qtts_store_get2(st, name, rows[i], cols, err);
-        if (!t || qtts_convert_to_f32(t->type, t->data, w + off * cols, rows[i] * cols, err)) {
+        if (!t || qtts_store_tensor_f32_into(st, t, w + off * cols, err)) {
             free(w);
             return -1;
         }
@@ -365,7 +365,7 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     snprintf(n, sizeof n, "%s.weight", prefix);
     const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_in, c_out, k}, err);
     float *copy;
-    const float *w = t ? qtts_tensor_f32_read(t, &copy, err) : NULL;
+    const float *w = t ? qtts_store_tensor_f32_read(st, t, &copy, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
@@ -398,7 +398,7 @@ static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *
     snprintf(n, sizeof n, "%s.weight", prefix);
     const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_out, c_in, k}, err);
     float *copy;
-    const float *w = t ? qtts_tensor_f32_read(t, &copy, err) : NULL;
+    const float *w = t ? qtts_store_tensor_f32_read(st, t, &copy, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
@@ -472,7 +472,7 @@ static int load_codebook(qtts_codec_decoder *d, const qtts_store *st, int64_t j,
     snprintf(n, sizeof n, "decoder.quantizer.%s.vq.layers.%lld._codebook.cluster_usage", grp, (long long)li);
     const qtts_tensor *tu = qtts_store_get1(st, n, cb, err);
     if (!tu) return -1;
-    float *e = qtts_tensor_to_f32(te, err), *u = e ? qtts_tensor_to_f32(tu, err) : NULL;
+    float *e = qtts_store_tensor_to_f32(st, te, err), *u = e ? qtts_store_tensor_to_f32(st, tu, err) : NULL;
     if (!e || !u) {
         free(e);
         free(u);
@@ -551,7 +551,7 @@ static int load_upsample(qtts_codec_decoder *d, const qtts_store *st, int64_t u,
     const qtts_tensor *tw = qtts_store_get3(st, n, L, 1, -1, err);
     if (!tw) return -1;
     us->dw_k = tw->shape[2];
-    float *w = qtts_tensor_to_f32(tw, err);
+    float *w = qtts_store_tensor_to_f32(st, tw, err);
     if (!w) return -1;
     us->dw_wt = own(d, qtts_malloc((size_t)(us->dw_k * L) * sizeof(float), err), err);
     if (!us->dw_wt) {
@@ -594,7 +594,7 @@ static int load_block_tconv(qtts_codec_decoder *d, const qtts_store *st, int64_t
     int64_t k = t->shape[2];
     if (bk->tm) return load_tmconv_transposed(d, st, p, bk->in, bk->out, k, bk->rate, &bk->tconv_tm, err);
     float *copy;
-    const float *w = qtts_tensor_f32_read(t, &copy, err);
+    const float *w = qtts_store_tensor_f32_read(st, t, &copy, err);
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", p);
     float *bb = load_vec(d, st, n, bk->out, err);

@@ -207,7 +207,7 @@ static int add_text_embedding(qtts_store *st, const qtts_model_config *c, uint64
     if (map == MAP_FAILED) return qtts_fail(err, "random model: cannot map %zu bytes for the text embedding", bytes);
     /* anonymous: never `mapped`, since dropping its pages would zero the rows (the bench maps its copy
      * of this store from a file, where they may be dropped) */
-    if (qtts_store_keep_mapping(st, map, bytes, 0, err)) {
+    if (qtts_store_keep_mapping(st, map, bytes, QTTS_ANONYMOUS_MAPPING, err)) {
         munmap(map, bytes);
         return -1;
     }

@@ -2,6 +2,9 @@
 
 #include <math.h>
 #include <string.h>
+
+#include "tensor/cpu.h"
+#include "tensor/quant_kernels.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -128,9 +131,9 @@ static void levels32(const float *x, float is, float m, int *q, int simd) {
 
 static void fit_subblock(const float *x, float *scale, float *min, int simd) {
     float lo = x[0], hi = x[0];
-    for (int i = 1; i < 32; i++) {
-        lo = fminf(lo, x[i]);
-        hi = fmaxf(hi, x[i]);
+    for (int i = 1; i < 32; i++) { /* as minps/maxps compute them (quant_avx2.c), NaN included */
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
     }
     if (lo > 0) lo = 0; /* the offset -dmin*m cannot be positive */
     if (hi <= lo) {
@@ -176,7 +179,7 @@ static void fit_subblock(const float *x, float *scale, float *min, int simd) {
     *min = -best_m;
 }
 
-static void pack_scales(uint8_t *s, const uint8_t *ls, const uint8_t *lm) {
+void qtts_q4_k_pack_scales(uint8_t *s, const uint8_t *ls, const uint8_t *lm) {
     memset(s, 0, 12);
     for (int j = 0; j < 8; j++) {
         if (j < 4) {
@@ -190,15 +193,14 @@ static void pack_scales(uint8_t *s, const uint8_t *ls, const uint8_t *lm) {
     }
 }
 
-static int clamp63(int v) { return v < 0 ? 0 : v > 63 ? 63 : v; }
-
 static void quantize_q4_k(const float *x, qtts_block_q4_k *y, int64_t n, int simd) {
     for (int64_t b = 0; b < n / 256; b++, x += 256) {
         float scales[8], mins[8], max_scale = 0, max_min = 0;
         for (int j = 0; j < 8; j++) {
             fit_subblock(x + 32 * j, &scales[j], &mins[j], simd);
-            max_scale = fmaxf(max_scale, scales[j]);
-            max_min = fmaxf(max_min, mins[j]);
+            /* ternaries, not fmaxf: its choice between +0 and -0 is the library's (a flat sub-block's min is -0) */
+            max_scale = scales[j] > max_scale ? scales[j] : max_scale;
+            max_min = mins[j] > max_min ? mins[j] : max_min;
         }
         qtts_block_q4_k *blk = &y[b];
         blk->d = qtts_f32_to_f16(max_scale / 63.0f);
@@ -207,8 +209,8 @@ static void quantize_q4_k(const float *x, qtts_block_q4_k *y, int64_t n, int sim
         uint8_t ls[8], lm[8];
         for (int j = 0; j < 8; j++) {
             const float *xs = x + 32 * j;
-            int a = d > 0 ? clamp63((int)lrintf(scales[j] / d)) : 0;
-            int c = dmin > 0 ? clamp63((int)lrintf(mins[j] / dmin)) : 0;
+            int a = d > 0 ? qtts_q4_k_clamp63((int)lrintf(scales[j] / d)) : 0;
+            int c = dmin > 0 ? qtts_q4_k_clamp63((int)lrintf(mins[j] / dmin)) : 0;
             /* the codes nearest the fit need not be best after rounding: try neighbours */
             int best_a = a, best_c = c;
             float best_e = grid_err(xs, d * (float)a, -dmin * (float)c, simd);
@@ -226,7 +228,7 @@ static void quantize_q4_k(const float *x, qtts_block_q4_k *y, int64_t n, int sim
             ls[j] = (uint8_t)best_a;
             lm[j] = (uint8_t)best_c;
         }
-        pack_scales(blk->scales, ls, lm);
+        qtts_q4_k_pack_scales(blk->scales, ls, lm);
         uint8_t q[256];
         for (int j = 0; j < 8; j++) {
             uint8_t sc, m;
@@ -258,6 +260,13 @@ static void dequantize_q4_k(const qtts_block_q4_k *x, float *y, int64_t n) {
 }
 
 void qtts_quantize_row(qtts_dtype t, const float *src, void *dst, int64_t n) {
+#if defined(__x86_64__) || defined(_M_X64)
+    const qtts_isa isa = qtts_cpu_isa();
+    if (t == QTTS_Q4_K && (isa == QTTS_ISA_AVX2 || isa == QTTS_ISA_AVX512)) {
+        qtts_quantize_q4_k_avx2(src, dst, n / 256);
+        return;
+    }
+#endif
     if (t == QTTS_Q8_0) quantize_q8_0(src, dst, n);
     else if (t == QTTS_Q4_K) quantize_q4_k(src, dst, n, 1);
 }

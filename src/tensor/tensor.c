@@ -92,15 +92,15 @@ void qtts_mat_free(qtts_mat *m) {
     m->data = NULL;
 }
 
-int qtts_mat_make_owned(qtts_mat *m, qtts_err *err) {
-    if (m->owned || !m->data) return 0;
-    const size_t bytes = m->row_bytes * (size_t)m->rows, alloc = (bytes + 63) / 64 * 64;
-    void *buf = aligned_alloc(64, alloc ? alloc : 64);
-    if (!buf) return qtts_fail(err, "out of memory copying a %zu-byte weight matrix", bytes);
-    qtts_advise_huge(buf, alloc ? alloc : 64);
-    memcpy(buf, m->data, bytes);
-    m->data = m->owned = buf;
-    return 0;
+void *qtts_mat_owned_alloc(size_t bytes, qtts_err *err) {
+    const size_t alloc = bytes ? (bytes + 63) / 64 * 64 : 64;
+    void *buf = aligned_alloc(64, alloc);
+    if (!buf) {
+        qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory copying a %zu-byte weight matrix", bytes);
+        return NULL;
+    }
+    qtts_advise_huge(buf, alloc);
+    return buf;
 }
 
 float qtts_f16_to_f32(uint16_t h) {

@@ -80,9 +80,9 @@ typedef struct qtts_mat {
 } qtts_mat;
 
 void qtts_mat_free(qtts_mat *m);
-/* A view m (owned NULL) copied into memory m then owns (64-aligned, huge
- * pages advised); a matrix that owns its storage is left as it is. */
-int qtts_mat_make_owned(qtts_mat *m, qtts_err *err);
+/* Memory for a matrix's bytes, which it then owns: 64-aligned, huge pages
+ * advised; NULL (err set) when out of memory. */
+void *qtts_mat_owned_alloc(size_t bytes, qtts_err *err);
 
 static inline float qtts_bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
