@@ -10,6 +10,12 @@
 #include <stdint.h>
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
+#ifdef MADV_POPULATE_WRITE
+#define QTTS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define QTTS_MADV_POPULATE_WRITE 23 /* Linux 5.14's value, for older headers (Debian 12's glibc 2.36 has it) */
+#endif
 #endif
 
 /* Control characters (a tensor name or metadata key of a hostile file, a
@@ -112,6 +118,11 @@ void qtts_advise_huge(void *p, size_t size) {
     const uintptr_t huge = (uintptr_t)2 << 20, b = ((uintptr_t)p + huge - 1) & ~(huge - 1),
                     e = ((uintptr_t)p + size) & ~(huge - 1);
     if (e > b) (void)madvise((void *)b, e - b, MADV_HUGEPAGE);
+    /* and its pages mapped now, in one call, rather than by a fault each as they are first written: on a
+     * 2-vCPU VM 4 KiB faults took ~25 us each, and filling 190 new 1.7 MB weights 1.6-2.4 s, 0.85-1.4 s so
+     * (Linux 5.14+; elsewhere the call fails and the faults remain) */
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), pb = (uintptr_t)p & ~(page - 1);
+    (void)madvise((void *)pb, (uintptr_t)p + size - pb, QTTS_MADV_POPULATE_WRITE);
 #else
     (void)p, (void)size;
 #endif

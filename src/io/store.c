@@ -415,9 +415,12 @@ qtts_dtype qtts_dtype_fit(qtts_dtype want, int64_t cols, qtts_dtype fallback) {
     return want;
 }
 
+static int mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, const qtts_store *st,
+                           qtts_err *err);
+
 int qtts_mat_from_tensor_plan(qtts_mat *m, const qtts_tensor *t, const qtts_weight_plan *plan, qtts_err *err) {
     const qtts_dtype want = plan ? plan->type : QTTS_DTYPE_INVALID;
-    if (qtts_mat_from_tensor_pool(m, t, want, plan ? plan->pool : NULL, err) ||
+    if (mat_from_tensor(m, t, want, plan ? plan->pool : NULL, plan ? plan->store : NULL, err) ||
         qtts_mat_fit_layout(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err) ||
         qtts_mat_interleave_pool(m, plan ? plan->layout : NULL, plan ? plan->pool : NULL, err)) {
         qtts_mat_free(m);
@@ -446,6 +449,7 @@ int qtts_mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtt
 /* Rows [begin, end) of a conversion, through one f32 row. */
 typedef struct {
     const qtts_tensor *t;
+    const qtts_store *st; /* reads t's rows from its file where t is mapped */
     qtts_mat *m;
     size_t src_row;
     atomic_int failed; /* out of memory for a row buffer */
@@ -455,13 +459,22 @@ static void convert_rows(void *ctx, int64_t begin, int64_t end, int tid) {
     convert_job *j = ctx;
     (void)tid;
     const qtts_mat *m = j->m;
+    /* a mapped source is read from the file a chunk of rows at a time (see qtts_store_read) */
+    const int64_t chunk = j->st && j->t->mapped ? (int64_t)((256u << 10) / j->src_row) + 1 : 0;
     float *row = malloc((size_t)m->cols * sizeof(float));
-    if (!row) {
+    char *buf = chunk ? malloc((size_t)chunk * j->src_row) : NULL;
+    if (!row || (chunk && !buf)) {
+        free(row), free(buf);
         atomic_store(&j->failed, 1);
         return;
     }
     for (int64_t r = begin; r < end; r++) {
         const char *src = (const char *)j->t->data + (size_t)r * j->src_row;
+        if (buf) {
+            const int64_t at = (r - begin) % chunk, n = end - r < chunk - at ? end - r : chunk - at;
+            if (at == 0) qtts_store_read(j->st, src, (size_t)n * j->src_row, buf);
+            src = buf + (size_t)at * j->src_row;
+        }
         char *dst = (char *)m->owned + (size_t)r * m->row_bytes;
         qtts_dequantize_row(j->t->type, src, row, m->cols);
         switch (m->type) {
@@ -476,6 +489,7 @@ static void convert_rows(void *ctx, int64_t begin, int64_t end, int tid) {
         }
     }
     free(row);
+    free(buf);
 }
 
 int qtts_mat_fit_layout(qtts_mat *m, const qtts_weight_layout *layout, qtts_pool *pool, qtts_err *err) {
@@ -510,6 +524,11 @@ static int mat_from_x16(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts
 }
 
 int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, qtts_err *err) {
+    return mat_from_tensor(m, t, want, pool, NULL, err);
+}
+
+static int mat_from_tensor(qtts_mat *m, const qtts_tensor *t, qtts_dtype want, qtts_pool *pool, const qtts_store *st,
+                           qtts_err *err) {
     memset(m, 0, sizeof *m);
     if (t->interleave) return mat_from_x16(m, t, want, pool, err);
     if (t->ndim < 2) return qtts_fail(err, "tensor '%s' is not a matrix", t->name);
@@ -541,7 +560,7 @@ int qtts_mat_from_tensor_pool(qtts_mat *m, const qtts_tensor *t, qtts_dtype want
     if (!m->owned) return qtts_fail(err, "out of memory converting tensor '%s' (%zu bytes)", t->name, bytes);
     m->data = m->owned;
     qtts_advise_huge(m->owned, alloc);
-    convert_job j = {.t = t, .m = m, .src_row = qtts_dtype_row_bytes(t->type, cols)};
+    convert_job j = {.t = t, .st = st, .m = m, .src_row = qtts_dtype_row_bytes(t->type, cols)};
     atomic_init(&j.failed, 0);
     /* a row's conversion is about as much work as a matrix-vector product reading it (a Q4_K fit: far more) */
     qtts_parallel_for_work(pool, rows, 16, (double)rows * (double)cols, convert_rows, &j);

@@ -146,6 +146,7 @@ typedef struct qtts_weight_plan {
     qtts_dtype type;                  /* storage type; QTTS_DTYPE_INVALID: as stored (zero-copy) */
     qtts_pool *pool;                  /* converts rows on its threads (its owner calls); NULL: this thread */
     const qtts_weight_layout *layout; /* Q8_0/Q4_K layout and kernel flags; NULL: GGML rows */
+    const qtts_store *store;          /* reads a mapped tensor it converts from the file (qtts_store_read) */
     void (*layer_done)(void *user);   /* after each transformer layer's matrices (a progress count); NULL: none */
     void *layer_user;
 } qtts_weight_plan;

@@ -37,6 +37,7 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
     const qtts_weight_plan plan = {.type = opt ? opt->weight_type : QTTS_DTYPE_INVALID,
                                    .pool = opt ? opt->pool : NULL,
                                    .layout = opt ? opt->layout : NULL,
+                                   .store = st,
                                    .layer_done = opt ? opt->layer_done : NULL,
                                    .layer_user = opt ? opt->layer_user : NULL},
                            *wt = &plan;
