@@ -391,18 +391,6 @@ float *qtts_store_tensor_to_f32(const qtts_store *st, const qtts_tensor *t, qtts
 
 float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err) { return qtts_store_tensor_to_f32(NULL, t, err); }
 
-const float *qtts_store_tensor_f32_read(const qtts_store *st, const qtts_tensor *t, float **copy, qtts_err *err) {
-    *copy = NULL;
-    if (rows_only(t, err)) return NULL;
-    /* aligned f32 is read where it lies, unless st reads it from its file (faster than faulting it in) */
-    if (t->type == QTTS_F32 && (uintptr_t)t->data % _Alignof(float) == 0 && !(st && t->mapped)) return t->data;
-    return *copy = qtts_store_tensor_to_f32(st, t, err);
-}
-
-const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err) {
-    return qtts_store_tensor_f32_read(NULL, t, copy, err);
-}
-
 void qtts_tensor_f32_done(const qtts_tensor *t, float *copy) {
     free(copy);
     if (!t->viewed) release_tensor_pages(t); /* read once: as in qtts_tensor_to_f32 */

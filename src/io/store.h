@@ -113,14 +113,8 @@ float *qtts_tensor_to_f32(const qtts_tensor *t, qtts_err *err);
 float *qtts_store_tensor_to_f32(const qtts_store *st, const qtts_tensor *t, qtts_err *err);
 /* A tensor of st as f32 into dst (numel floats), read as qtts_store_tensor_to_f32 does. */
 int qtts_store_tensor_f32_into(const qtts_store *st, const qtts_tensor *t, float *dst, qtts_err *err);
-/* For a one-time read of a tensor's values (packing them into another
- * layout): its own array where it is stored as aligned f32 (no copy), else
- * a converted copy, returned in *copy too. qtts_tensor_f32_done ends the
- * read: it frees the copy and lets a mapped original leave the RSS. */
-const float *qtts_tensor_f32_read(const qtts_tensor *t, float **copy, qtts_err *err);
-/* The same for a tensor of st, where a mapped f32 one is read from the file
- * into the copy (qtts_store_read) rather than faulted in. */
-const float *qtts_store_tensor_f32_read(const qtts_store *st, const qtts_tensor *t, float **copy, qtts_err *err);
+/* Ends a one-time read of t's values (a conversion or packing of them):
+ * frees copy and lets a mapped original leave the RSS. */
 void qtts_tensor_f32_done(const qtts_tensor *t, float *copy);
 /* Converts n elements of src (type t) to f32 into dst. n must be a multiple of the block size. */
 int qtts_convert_to_f32(qtts_dtype t, const void *src, float *dst, int64_t n, qtts_err *err);

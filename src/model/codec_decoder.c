@@ -152,6 +152,8 @@ struct qtts_codec_decoder {
     qtts_decoder_precision precision; /* the form its weights are in (set_precision converts them once) */
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
     qtts_pool *prep_pool;    /* while loading: packs the weights on its threads (NULL: this thread) */
+    float *prep_buf;         /* while loading: the weight being packed, as f32 (read_weight) */
+    size_t prep_cap;         /* its bytes */
     /* sizes (config dec.*): */
     int64_t n_quantizers;  /* codebooks per frame (16) */
     int64_t codebook_size; /* entries per codebook (2048) */
@@ -262,6 +264,24 @@ static float *load_vec_at(qtts_codec_decoder *d, const qtts_store *st, const cha
     snprintf(name, sizeof name, "%s.%s", prefix, sub);
     return load_vec(d, st, name, n, err);
 }
+/* Weight t as f32 for packing, in the loader's one buffer (valid until the
+ * next call). A mapped file's bytes are read into it rather than faulted in,
+ * and the buffer is reused: fresh pages for each weight were most of the
+ * decoder's load on a VM (its 457 MB of f32 weights). */
+static const float *read_weight(qtts_codec_decoder *d, const qtts_store *st, const qtts_tensor *t, qtts_err *err) {
+    const size_t bytes = (size_t)qtts_tensor_numel(t) * sizeof(float);
+    if (bytes > d->prep_cap) {
+        free(d->prep_buf); /* its contents are not needed: no realloc copy */
+        d->prep_cap = 0;
+        if (!(d->prep_buf = qtts_malloc(bytes, err))) return NULL;
+        d->prep_cap = bytes;
+        qtts_advise_huge(d->prep_buf, bytes);
+    }
+    if (qtts_store_tensor_f32_into(st, t, d->prep_buf, err)) return NULL;
+    qtts_tensor_f32_done(t, NULL); /* a mapped original leaves the RSS */
+    return d->prep_buf;
+}
+
 /* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
 static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
     if (qtts_gemm_b_init_pool(&l->w, w, N, K, d->prep_pool, err)) return -1;
@@ -283,12 +303,8 @@ static int load_lin(qtts_codec_decoder *d, const qtts_store *st, const char *nam
     int64_t rows = t->shape[0], cols = qtts_tensor_numel(t) / (rows ? rows : 1);
     float *b = NULL;
     if (bias_name && !(b = load_vec(d, st, bias_name, rows, err))) return -1;
-    float *copy;
-    const float *w = qtts_store_tensor_f32_read(st, t, &copy, err);
-    if (!w) return -1;
-    int rc = make_lin(d, w, rows, cols, b, l, err);
-    qtts_tensor_f32_done(t, copy);
-    return rc;
+    const float *w = read_weight(d, st, t, err);
+    return w ? make_lin(d, w, rows, cols, b, l, err) : -1;
 }
 
 /* Bias-free linear "<prefix>.<sub>.weight" of shape [rows][cols]. */
@@ -364,14 +380,12 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     char n[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
     const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_in, c_out, k}, err);
-    float *copy;
-    const float *w = t ? qtts_store_tensor_f32_read(st, t, &copy, err) : NULL;
+    const float *w = t ? read_weight(d, st, t, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
     int64_t taps = 0;
     float *m = b ? qtts_conv_tm_transposed_matrix_pool(w, c_in, c_out, k, s, &taps, d->prep_pool, err) : NULL;
-    qtts_tensor_f32_done(t, copy);
     if (!m) return -1;
     float *bt = own(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
     if (!bt) {
@@ -397,14 +411,11 @@ static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *
     char n[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
     const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_out, c_in, k}, err);
-    float *copy;
-    const float *w = t ? qtts_store_tensor_f32_read(st, t, &copy, err) : NULL;
+    const float *w = t ? read_weight(d, st, t, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
-    int rc = b ? qtts_conv_init_pool(c, w, b, c_out, c_in, k, dil, d->prep_pool, err) : -1;
-    qtts_tensor_f32_done(t, copy);
-    return rc;
+    return b ? qtts_conv_init_pool(c, w, b, c_out, c_in, k, dil, d->prep_pool, err) : -1;
 }
 
 
@@ -593,15 +604,13 @@ static int load_block_tconv(qtts_codec_decoder *d, const qtts_store *st, int64_t
     if (!t) return -1;
     int64_t k = t->shape[2];
     if (bk->tm) return load_tmconv_transposed(d, st, p, bk->in, bk->out, k, bk->rate, &bk->tconv_tm, err);
-    float *copy;
-    const float *w = qtts_store_tensor_f32_read(st, t, &copy, err);
+    const float *w = read_weight(d, st, t, err);
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", p);
     float *bb = load_vec(d, st, n, bk->out, err);
-    int rc = !bb || qtts_conv_init_transposed_pool(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, d->prep_pool,
-                                                   err);
-    qtts_tensor_f32_done(t, copy);
-    return rc ? -1 : 0;
+    return !bb || qtts_conv_init_transposed_pool(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, d->prep_pool, err)
+               ? -1
+               : 0;
 }
 
 /* Decoder block b ("decoder.decoder.<b+1>"): SnakeBeta, transposed conv, residual units. spf_in: its input
@@ -672,6 +681,9 @@ qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtt
     d->prep_pool = pool;
     int rc = load_all(d, st, err);
     d->prep_pool = NULL;
+    free(d->prep_buf);
+    d->prep_buf = NULL;
+    d->prep_cap = 0;
     if (rc) {
         qtts_codec_decoder_free(d);
         return NULL;
