@@ -148,7 +148,7 @@ static void other_sizes(qtts_pool *pool) {
     feed_chunks(dec, pool, codes, T, NULL, 0, w);
     TEST_NEAR(w, ref, (size_t)(T * fs), STREAM_TOL, "other sizes: random feed vs one forward");
     { /* prepared on the pool: the same decoder, bit for bit */
-        qtts_codec_decoder *dp = qtts_codec_decoder_load_pool(st, &cfg, pool, &err);
+        qtts_codec_decoder *dp = qtts_codec_decoder_load_pool(st, &cfg, pool, QTTS_DECODER_F32, &err);
         TEST_CHECK(dp != NULL, "load on the pool: %s", err.msg);
         if (dp) {
             qtts_codec_decoder_set_max_chunk(dp, 64);
@@ -520,15 +520,16 @@ int main(void) {
                 free(want);
                 free(w);
             }
-            /* converted on the pool's threads (as the engine loads): the same bits as on one thread */
+            /* loaded in that precision on the pool's threads (as the engine loads: bf16's layers packed in it
+               directly): the same bits as converted afterwards on one thread */
             {
-                qtts_codec_decoder *dp = qtts_codec_decoder_open(dir, &err);
+                qtts_codec_decoder *dp = qtts_codec_decoder_open_pool(dir, pool, prec, &err);
                 float *a = malloc(sizeof(float) * (size_t)(T20 * fs)), *b = malloc(sizeof(float) * (size_t)(T20 * fs));
                 static const int chunks[] = {3, 5, 12};
-                int ok = dp && a && b && qtts_codec_decoder_set_precision_pool(dp, prec, pool, &err) == 0 &&
+                int ok = dp && a && b && qtts_codec_decoder_precision(dp) == prec &&
                          !feed_chunks(db, pool, c20, T20, chunks, 3, a) && !feed_chunks(dp, pool, c20, T20, chunks, 3, b);
                 TEST_CHECK(ok && !memcmp(a, b, sizeof(float) * (size_t)(T20 * fs)),
-                           "%s converted on the pool differs from one thread's conversion (%s)", pname,
+                           "%s loaded on the pool differs from one thread's conversion (%s)", pname,
                            ok ? "outputs differ" : err.msg);
                 qtts_codec_decoder_free(dp);
                 free(a);

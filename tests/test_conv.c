@@ -619,7 +619,7 @@ int main(void) {
         float *wb = rand_buf(N * K, &seed, 0.5f), *b = rand_buf(co, &seed, 0.1f);
         qtts_conv a, c;
         TEST_CHECK(qtts_conv_init(&a, w, b, co, ci, k, 3, &err) == 0 &&
-                       qtts_conv_init_pool(&c, w, b, co, ci, k, 3, pool, &err) == 0,
+                       qtts_conv_init_pool(&c, w, b, co, ci, k, 3, 0, pool, &err) == 0,
                    "conv init: %s", err.msg);
         TEST_CHECK(!memcmp(a.w, c.w, sizeof(float) * (size_t)(a.rows_pad * ci * k)) &&
                        !memcmp(a.bias, c.bias, sizeof(float) * (size_t)a.rows_pad),
@@ -627,7 +627,7 @@ int main(void) {
         qtts_conv_free(&a);
         qtts_conv_free(&c);
         TEST_CHECK(qtts_conv_init_transposed(&a, wt, b, ci, co, kt, s, &err) == 0 &&
-                       qtts_conv_init_transposed_pool(&c, wt, b, ci, co, kt, s, pool, &err) == 0,
+                       qtts_conv_init_transposed_pool(&c, wt, b, ci, co, kt, s, 0, pool, &err) == 0,
                    "transposed init: %s", err.msg);
         TEST_CHECK(!memcmp(a.w, c.w, sizeof(float) * (size_t)(a.rows_pad * ci * a.k)) &&
                        !memcmp(a.bias, c.bias, sizeof(float) * (size_t)a.rows_pad),
@@ -652,13 +652,50 @@ int main(void) {
         free(ma);
         free(mc);
         qtts_gemm_b ga, gc;
-        TEST_CHECK(qtts_gemm_b_init(&ga, wb, N, K, &err) == 0 && qtts_gemm_b_init_pool(&gc, wb, N, K, pool, &err) == 0,
+        TEST_CHECK(qtts_gemm_b_init(&ga, wb, N, K, &err) == 0 && qtts_gemm_b_init_pool(&gc, wb, N, K, 0, pool, &err) == 0,
                    "gemm b: %s", err.msg);
         TEST_CHECK(ga.panel == gc.panel &&
                        !memcmp(ga.p, gc.p, sizeof(float) * (size_t)((N + ga.panel - 1) / ga.panel * ga.panel * K)),
                    "gemm panels packed on the pool differ from one thread's");
         qtts_gemm_b_free(&ga);
         qtts_gemm_b_free(&gc);
+        /* packed straight into bf16 (odd channel and row counts leave half pairs and padding): the bytes of the
+           f32 packing converted afterwards */
+        if (qtts_conv_bf16_supported()) {
+            const int64_t co2 = 37, ci2 = 65, N2 = 77, K2 = 129;
+            TEST_CHECK(qtts_conv_init(&a, w, b, co2, ci2, k, 3, &err) == 0 && qtts_conv_to_bf16(&a, &err) == 0 &&
+                           qtts_conv_init_pool(&c, w, b, co2, ci2, k, 3, 1, pool, &err) == 0 && !c.w,
+                       "bf16 conv init: %s", err.msg);
+            const size_t nbf = (size_t)(a.rows_pad * ((ci2 + 1) / 2) * k);
+            TEST_CHECK(!memcmp(a.wbf, c.wbf, sizeof(uint32_t) * nbf) &&
+                           !memcmp(a.bias, c.bias, sizeof(float) * (size_t)a.rows_pad),
+                       "conv packed straight into bf16 differs from the converted f32 packing");
+            qtts_conv_free(&a);
+            qtts_conv_free(&c);
+            TEST_CHECK(qtts_conv_init_transposed(&a, wt, b, ci2, co2, kt, s, &err) == 0 &&
+                           qtts_conv_to_bf16(&a, &err) == 0 &&
+                           qtts_conv_init_transposed_pool(&c, wt, b, ci2, co2, kt, s, 1, pool, &err) == 0,
+                       "bf16 transposed init: %s", err.msg);
+            TEST_CHECK(!memcmp(a.wbf, c.wbf, sizeof(uint32_t) * (size_t)(a.rows_pad * ((ci2 + 1) / 2) * a.k)),
+                       "transposed conv packed straight into bf16 differs from the converted f32 packing");
+            qtts_conv_free(&a);
+            qtts_conv_free(&c);
+            uint32_t *pbf = NULL;
+            TEST_CHECK(qtts_gemm_b_init(&ga, wb, N2, K2, &err) == 0 && (pbf = qtts_gemm_b_bf16_panels(&ga, &err)) &&
+                           qtts_gemm_b_init_pool(&gc, wb, N2, K2, 1, pool, &err) == 0 && !gc.p,
+                       "bf16 gemm b: %s", err.msg);
+            TEST_CHECK(pbf && gc.pbf &&
+                           !memcmp(pbf, gc.pbf,
+                                   sizeof(uint32_t) * (size_t)((N2 + ga.panel - 1) / ga.panel * ga.panel * ((K2 + 1) / 2))),
+                       "gemm panels packed straight into bf16 differ from the converted f32 panels");
+            free(pbf);
+            qtts_gemm_b_free(&ga);
+            qtts_gemm_b_free(&gc);
+        } else {
+            qtts_conv c1;
+            TEST_CHECK(qtts_conv_init_pool(&c1, w, b, co, ci, k, 3, 1, pool, &err) == -1 && strstr(err.msg, "bf16"),
+                       "bf16 packing refused clearly here: %s", err.msg);
+        }
         free(w);
         free(wt);
         free(wb);

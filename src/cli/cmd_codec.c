@@ -100,9 +100,9 @@ static void decode_on_engine(qtts_pool *pool, void *p) {
         qtts_codec_config cc;
         cli_model_files_tokenizer_dir(j->files, dir, sizeof dir);
         if (qtts_codec_config_load(&cc, dir, &j->err)) return;
-        dec = qtts_codec_decoder_load_pool(j->files->codec_store, &cc, pool, &j->err);
+        dec = qtts_codec_decoder_load_pool(j->files->codec_store, &cc, pool, QTTS_DECODER_F32, &j->err);
     } else {
-        dec = qtts_codec_decoder_open_pool(j->model, pool, &j->err);
+        dec = qtts_codec_decoder_open_pool(j->model, pool, QTTS_DECODER_F32, &j->err);
     }
     if (!dec) return;
     int64_t fs = qtts_codec_decoder_frame_samples(dec);

@@ -81,7 +81,7 @@ static void layer_done(void *user) {
 
 /* Milliseconds per load phase, for the report. */
 typedef struct {
-    double open, calibrate, weights, decoder, text, release, precision, lora;
+    double open, calibrate, weights, decoder, text, release, lora;
     double lm_heap, text_heap; /* bytes the LM weights and the tokenizer/voice front end took from the heap */
 } load_times;
 
@@ -169,11 +169,26 @@ static int load_talker(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     return e->talker ? 0 : -1;
 }
 
+/* The decoder's precision for p once the LM's weight type is known ("auto"
+ * with quantized LM weights follows the conv measurement, or its cache):
+ * chosen before the decoder loads, so its weights are packed in that form. */
+static int choose_decoder_precision(qtts_engine *e, const qtts_engine_params *p, load_times *lt,
+                                    qtts_decoder_precision *prec, qtts_err *err) {
+    const qtts_dtype lm_type = e->talker->lm.layers[0].q.type;
+    const qtts_conv_calibration *conv = NULL;
+    if (qtts_decoder_precision_measures(p->decoder_precision, lm_type)) {
+        const double m0 = e->tuning.measure_ms;
+        conv = engine_tuning_conv(e);
+        lt->calibrate += e->tuning.measure_ms - m0;
+    }
+    return qtts_decoder_precision_choose(p->decoder_precision, lm_type, conv, prec, err);
+}
+
 /* A model whose tensors are not an official folder's (a qtts .gguf, another
  * project's GGUF pair, a Transformers-native folder): its text files are in
  * a private folder, its tensors under the official names (io/layout.h). */
 static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, qtts_model_files *mf,
-                       qtts_talker_options *topt, load_times *lt, qtts_err *err) {
+                       qtts_talker_options *topt, load_times *lt, qtts_decoder_precision *prec, qtts_err *err) {
     const char *tmp = mf->dir;
     qtts_store *model_store = mf->model_store;
     e->codec_store = mf->codec_store;
@@ -188,9 +203,10 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
     if (ok) {
         ok = !load_talker(e, pool, lp, model_store, &cfg, &gen, topt, lt, err);
         model_store = NULL;
+        ok = ok && !choose_decoder_precision(e, lp, lt, prec, err);
         if (ok) progress(e->load_params, "speech decoder", 0.0);
         double t0 = qtts_now_ms();
-        ok = ok && (e->decoder = qtts_codec_decoder_load_pool(e->codec_store, &cc, pool, err)) != NULL;
+        ok = ok && (e->decoder = qtts_codec_decoder_load_pool(e->codec_store, &cc, pool, *prec, err)) != NULL;
         lt->decoder += qtts_now_ms() - t0;
         if (ok) progress(e->load_params, "tokenizer", 0.0);
         t0 = qtts_now_ms();
@@ -208,17 +224,19 @@ static int load_packed(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 
 /* An official model folder. */
 static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params *lp, const char *path,
-                       qtts_talker_options *topt, load_times *lt, qtts_err *err) {
+                       qtts_talker_options *topt, load_times *lt, qtts_decoder_precision *prec, qtts_err *err) {
     double t0 = qtts_now_ms();
     qtts_model_config cfg;
     qtts_generation_config gen;
     if (qtts_model_config_load(&cfg, path, err) || qtts_generation_config_load(&gen, path, err)) return -1;
     qtts_store *st = qtts_store_open(path, err);
     lt->open += qtts_now_ms() - t0;
-    if (!st || load_talker(e, pool, lp, st, &cfg, &gen, topt, lt, err)) return -1;
+    if (!st || load_talker(e, pool, lp, st, &cfg, &gen, topt, lt, err) ||
+        choose_decoder_precision(e, lp, lt, prec, err))
+        return -1;
     progress(e->load_params, "speech decoder", 0.0);
     t0 = qtts_now_ms();
-    e->decoder = qtts_codec_decoder_open_pool(path, pool, err);
+    e->decoder = qtts_codec_decoder_open_pool(path, pool, *prec, err);
     lt->decoder += qtts_now_ms() - t0;
     if (!e->decoder) return -1;
     progress(e->load_params, "tokenizer", 0.0);
@@ -240,10 +258,10 @@ static void load_report(qtts_engine *e, const load_times *lt, double total, doub
     snprintf(
         e->load_report, sizeof e->load_report,
         "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
-        "decoder %.0f + precision %.0f, tokenizer/voice %.0f, page release %.0f; weights: LM %.0f MB (%.0f of it "
+        "decoder %.0f, tokenizer/voice %.0f, page release %.0f; weights: LM %.0f MB (%.0f of it "
         "mapped from the file, paged in at first use), decoder %.0f MB, tokenizer/voice %.0f MB; RSS after load "
         "%.0f MB",
-        total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder, lt->precision,
+        total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder,
         lt->text, lt->release, (lt->lm_heap + mapped) * mb, mapped * mb, decoder_heap * mb, lt->text_heap * mb,
         rss_bytes() * mb);
     e->info.load_report = e->load_report;
@@ -320,15 +338,15 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     lt.open += qtts_now_ms() - t0;
     if (mf.note[0] && j->p->verbose) fprintf(stderr, "qtts: %s (%s layout): %s\n", mf.files, mf.layout, mf.note);
     const double h_start = heap_bytes();
-    int rc = mf.model_store ? load_packed(e, pool, j->p, &mf, &topt, &lt, &j->err)
-                            : load_folder(e, pool, j->p, path, &topt, &lt, &j->err);
+    qtts_decoder_precision prec = QTTS_DECODER_F32;
+    int rc = mf.model_store ? load_packed(e, pool, j->p, &mf, &topt, &lt, &prec, &j->err)
+                            : load_folder(e, pool, j->p, path, &topt, &lt, &prec, &j->err);
     qtts_model_files_close(&mf);
     if (rc) return;
     /* Converted and packed weights live in their own memory now: let the
      * mapped originals leave the RSS (what is still used faults back in),
      * and the heap's holes (f32 copies packed into other layouts) go back to
-     * the system before the decoder's conversion adds its own weights, which
-     * lowers both the load's peak and the RSS after it. */
+     * the system, which lowers the RSS after the load. */
     t0 = qtts_now_ms();
     qtts_store_release_pages(e->talker->store);
     qtts_store_release_pages(qtts_codec_decoder_owned_store(e->decoder));
@@ -337,20 +355,6 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     qtts_heap_trim();
     lt.release += qtts_now_ms() - t0;
     const qtts_dtype lm_type = e->talker->lm.layers[0].q.type;
-    progress(j->p, "decoder precision", 0.0);
-    qtts_decoder_precision prec;
-    const qtts_conv_calibration *conv = NULL;
-    if (qtts_decoder_precision_measures(j->p->decoder_precision, lm_type)) {
-        const double m0 = e->tuning.measure_ms;
-        conv = engine_tuning_conv(e);
-        lt.calibrate += e->tuning.measure_ms - m0;
-    }
-    t0 = qtts_now_ms();
-    if (qtts_decoder_precision_choose(j->p->decoder_precision, lm_type, conv, &prec, &j->err) ||
-        qtts_codec_decoder_set_precision_pool(e->decoder, prec, pool, &j->err))
-        return;
-    qtts_heap_trim(); /* the direct weights a Winograd or bf16 conversion freed */
-    lt.precision += qtts_now_ms() - t0;
     /* Matrices used in place from the file are copied into the process's memory: the kernels read a file
      * mapping's page-cache pages slower (0.6B q4_k kernel-layout .gguf: talker step 11-16 ms of CPU mapped,
      * 8-9 ms copied). Last, so the load's peak holds the decoder's conversions or the copies, not both. */

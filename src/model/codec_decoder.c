@@ -154,6 +154,8 @@ struct qtts_codec_decoder {
     qtts_pool *prep_pool;    /* while loading: packs the weights on its threads (NULL: this thread) */
     float *prep_buf;         /* while loading: the weight being packed, as f32 (read_weight) */
     size_t prep_cap;         /* its bytes */
+    int pack_lin_bf16;       /* while loading: dense layers (convs) being packed straight into bf16, */
+    int pack_conv_bf16;      /* the ones the precision asked for converts to bf16 anyway */
     /* sizes (config dec.*): */
     int64_t n_quantizers;  /* codebooks per frame (16) */
     int64_t codebook_size; /* entries per codebook (2048) */
@@ -284,9 +286,10 @@ static const float *read_weight(qtts_codec_decoder *d, const qtts_store *st, con
 
 /* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
 static int make_lin(qtts_codec_decoder *d, const float *w, int64_t N, int64_t K, float *bias, lin *l, qtts_err *err) {
-    if (qtts_gemm_b_init_pool(&l->w, w, N, K, d->prep_pool, err)) return -1;
-    if (!own(d, l->w.p, err)) {
+    if (qtts_gemm_b_init_pool(&l->w, w, N, K, d->pack_lin_bf16, d->prep_pool, err)) return -1;
+    if (!own(d, l->w.p ? (void *)l->w.p : (void *)l->w.pbf, err)) {
         l->w.p = NULL;
+        l->w.pbf = NULL;
         return -1;
     }
     l->bias = bias;
@@ -415,7 +418,7 @@ static int load_cmconv(qtts_codec_decoder *d, const qtts_store *st, const char *
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
-    return b ? qtts_conv_init_pool(c, w, b, c_out, c_in, k, dil, d->prep_pool, err) : -1;
+    return b ? qtts_conv_init_pool(c, w, b, c_out, c_in, k, dil, d->pack_conv_bf16, d->prep_pool, err) : -1;
 }
 
 
@@ -608,7 +611,8 @@ static int load_block_tconv(qtts_codec_decoder *d, const qtts_store *st, int64_t
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", p);
     float *bb = load_vec(d, st, n, bk->out, err);
-    return !bb || qtts_conv_init_transposed_pool(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, d->prep_pool, err)
+    return !bb || qtts_conv_init_transposed_pool(&bk->tconv_cm, w, bb, bk->in, bk->out, k, bk->rate, d->pack_conv_bf16,
+                                                  d->prep_pool, err)
                ? -1
                : 0;
 }
@@ -653,14 +657,20 @@ static int load_output(qtts_codec_decoder *d, const qtts_store *st, qtts_err *er
     return load_cmconv(d, st, p, 1, d->out_dim, t->shape[2], 1, &d->fin_conv, err);
 }
 
-static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) {
+/* bf16: the weights qtts_codec_decoder_set_precision converts to bf16 (see
+ * convert_precision: the transformer's and the upsampling stages' dense
+ * layers, the blocks' and the output's convs) are packed in it directly. */
+static int load_all(qtts_codec_decoder *d, const qtts_store *st, int bf16, qtts_err *err) {
     if (load_sizes(d, err) || load_quantizer(d, st, err) ||
-        load_tmconv(d, st, "decoder.pre_conv.conv", d->latent_dim, d->codebook_dim, PRE_CONV_K, 1, &d->pre, err) ||
-        load_transformer(d, st, err))
+        load_tmconv(d, st, "decoder.pre_conv.conv", d->latent_dim, d->codebook_dim, PRE_CONV_K, 1, &d->pre, err))
         return -1;
+    d->pack_lin_bf16 = bf16;
+    if (load_transformer(d, st, err)) return -1;
     for (int64_t u = 0; u < d->n_up_stages; u++)
         if (load_upsample(d, st, u, err)) return -1;
+    d->pack_lin_bf16 = 0;
     if (load_dec0(d, st, err)) return -1;
+    d->pack_conv_bf16 = bf16; /* a low-rate block's time-major transposed conv is a dense layer: f32 */
     int64_t spf = d->up_factor;
     for (int64_t b = 0; b < d->n_blocks; b++) {
         if (load_block(d, st, b, spf, err)) return -1;
@@ -670,20 +680,23 @@ static int load_all(qtts_codec_decoder *d, const qtts_store *st, qtts_err *err) 
 }
 
 qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_codec_config *cfg, qtts_err *err) {
-    return qtts_codec_decoder_load_pool(st, cfg, NULL, err);
+    return qtts_codec_decoder_load_pool(st, cfg, NULL, QTTS_DECODER_F32, err);
 }
 
 qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtts_codec_config *cfg, qtts_pool *pool,
-                                                 qtts_err *err) {
+                                                 qtts_decoder_precision prec, qtts_err *err) {
     qtts_codec_decoder *d = qtts_calloc(1, sizeof *d, err);
     if (!d) return NULL;
     d->cfg = *cfg;
     d->prep_pool = pool;
-    int rc = load_all(d, st, err);
+    /* where bf16 cannot run, set_precision below says so */
+    int rc = load_all(d, st, prec == QTTS_DECODER_BF16 && qtts_conv_bf16_supported(), err);
     d->prep_pool = NULL;
+    d->pack_lin_bf16 = d->pack_conv_bf16 = 0;
     free(d->prep_buf);
     d->prep_buf = NULL;
     d->prep_cap = 0;
+    if (!rc) rc = qtts_codec_decoder_set_precision_pool(d, prec, pool, err);
     if (rc) {
         qtts_codec_decoder_free(d);
         return NULL;
@@ -697,10 +710,11 @@ static int is_dir(const char *p) {
 }
 
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err) {
-    return qtts_codec_decoder_open_pool(path, NULL, err);
+    return qtts_codec_decoder_open_pool(path, NULL, QTTS_DECODER_F32, err);
 }
 
-qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *pool, qtts_err *err) {
+qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *pool, qtts_decoder_precision prec,
+                                                 qtts_err *err) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/speech_tokenizer", path);
     if (!is_dir(dir)) snprintf(dir, sizeof dir, "%s", path);
@@ -712,7 +726,7 @@ qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *po
     if (qtts_codec_config_load(&cfg, dir, err)) return NULL;
     qtts_store *st = qtts_store_open(dir, err);
     if (!st) return NULL;
-    qtts_codec_decoder *d = qtts_codec_decoder_load_pool(st, &cfg, pool, err);
+    qtts_codec_decoder *d = qtts_codec_decoder_load_pool(st, &cfg, pool, prec, err);
     if (!d) {
         qtts_store_free(st);
         return NULL;

@@ -39,11 +39,6 @@ qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_cod
 /* path: a model folder containing speech_tokenizer/, or the tokenizer folder
  * itself (config.json + model.safetensors). The decoder owns the store. */
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err);
-/* The same two, packing the weights on pool's threads (its owner calls; NULL:
- * this thread): the same decoder, bit for bit, sooner. */
-qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtts_codec_config *cfg, qtts_pool *pool,
-                                                 qtts_err *err);
-qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *pool, qtts_err *err);
 void qtts_codec_decoder_free(qtts_codec_decoder *dec);
 
 /* Arithmetic of the high-rate convolutions (the four decoder blocks and the
@@ -80,6 +75,15 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *dec, qtts_decoder_preci
 int qtts_codec_decoder_set_precision_pool(qtts_codec_decoder *dec, qtts_decoder_precision p, qtts_pool *pool,
                                           qtts_err *err);
 qtts_decoder_precision qtts_codec_decoder_precision(const qtts_codec_decoder *dec);
+/* qtts_codec_decoder_load and _open with the weights packed on pool's threads
+ * (its owner calls; NULL: this thread) and then in precision prec (F32: as
+ * loaded; else as qtts_codec_decoder_set_precision_pool leaves them, bit for
+ * bit): the same decoder, sooner. The layers bf16 converts are packed in it
+ * directly, with no f32 form in between. */
+qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtts_codec_config *cfg, qtts_pool *pool,
+                                                 qtts_decoder_precision prec, qtts_err *err);
+qtts_codec_decoder *qtts_codec_decoder_open_pool(const char *path, qtts_pool *pool, qtts_decoder_precision prec,
+                                                 qtts_err *err);
 /* The precision for a user option: "f32", "winograd", "winograd-f16",
  * "winograd-i16", "bf16", or NULL/""/"auto": with quantized LM weights
  * (q8_0/q4_k: speed was asked for, and their own error is far larger) the

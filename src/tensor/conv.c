@@ -12,23 +12,32 @@
 
 /* ---- weights ------------------------------------------------------------ */
 
-static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int64_t dil, qtts_err *err) {
+static int bf16_unsupported(qtts_err *err) {
+    return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
+                     qtts_isa_name(qtts_cpu_isa()));
+}
+
+/* The weights in f32 (cv->w), or in the bf16 form straight away (cv->wbf). */
+static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int64_t dil, int bf16, qtts_err *err) {
     memset(cv, 0, sizeof *cv);
     if (rows <= 0 || c_in <= 0 || k <= 0 || dil <= 0)
         return qtts_fail(err, "conv: bad geometry (rows %lld, c_in %lld, k %lld, dilation %lld)", (long long)rows,
                          (long long)c_in, (long long)k, (long long)dil);
+    if (bf16 && !qtts_conv_bf16_supported()) return bf16_unsupported(err);
     cv->c_in = c_in;
     cv->c_out = rows;
     cv->k = k;
     cv->dil = dil;
     cv->rows_pad = (rows + QTTS_CONV_MR - 1) / QTTS_CONV_MR * QTTS_CONV_MR;
-    cv->w = qtts_calloc((size_t)(cv->rows_pad * c_in * k), sizeof(float), err);
+    const size_t n = bf16 ? (size_t)(cv->rows_pad * qtts_conv_pairs(c_in) * k) : (size_t)(cv->rows_pad * c_in * k);
+    void *w = bf16 ? (void *)(cv->wbf = qtts_calloc(n, sizeof(uint32_t), err))
+                   : (void *)(cv->w = qtts_calloc(n, sizeof(float), err));
     cv->bias = qtts_calloc((size_t)cv->rows_pad, sizeof(float), err);
-    if (!cv->w || !cv->bias) {
+    if (!w || !cv->bias) {
         qtts_conv_free(cv);
         return -1;
     }
-    qtts_advise_huge(cv->w, (size_t)(cv->rows_pad * c_in * k) * sizeof(float)); /* fewer page faults to fill it */
+    qtts_advise_huge(w, n * sizeof(float)); /* fewer page faults to fill it */
     return 0;
 }
 
@@ -36,6 +45,19 @@ static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int6
 static inline size_t pack_index(const qtts_conv *cv, int64_t r, int64_t ci, int64_t kk) {
     int64_t rb = r / QTTS_CONV_MR, rr = r % QTTS_CONV_MR;
     return (size_t)(((rb * cv->c_in + ci) * cv->k + kk) * QTTS_CONV_MR + rr);
+}
+
+/* Stores weight (row r, input ci, tap kk) = v in whichever form cv holds:
+ * the bf16 form rounds it into its half of the channel pair's word, as
+ * qtts_conv_to_bf16 does from the f32 form. */
+static inline void pack_store(qtts_conv *cv, int64_t r, int64_t ci, int64_t kk, float v) {
+    if (cv->w) {
+        cv->w[pack_index(cv, r, ci, kk)] = v;
+        return;
+    }
+    const int64_t rb = r / QTTS_CONV_MR, rr = r % QTTS_CONV_MR, c2n = qtts_conv_pairs(cv->c_in);
+    const uint32_t h = qtts_f32_to_bf16(v);
+    cv->wbf[((rb * c2n + ci / 2) * cv->k + kk) * QTTS_CONV_MR + rr] |= ci % 2 ? h << 16 : h;
 }
 
 /* Row blocks [begin, end) of a packing. A transposed conv's packed row r is
@@ -62,11 +84,11 @@ static void pack_conv_rows(void *ctx, int64_t begin, int64_t end, int tid) {
             for (int64_t ci = 0; ci < cv->c_in; ci++)
                 for (int64_t kk = 0; kk < cv->k; kk++) {
                     if (!j->stride) {
-                        cv->w[pack_index(cv, r, ci, kk)] = j->w[(co * cv->c_in + ci) * cv->k + kk];
+                        pack_store(cv, r, ci, kk, j->w[(co * cv->c_in + ci) * cv->k + kk]);
                         continue;
                     }
                     const int64_t tap = ph + (H - kk) * j->stride;
-                    cv->w[pack_index(cv, r, ci, kk)] = tap < j->k_src ? j->w[(ci * j->c_out + co) * j->k_src + tap] : 0.0f;
+                    pack_store(cv, r, ci, kk, tap < j->k_src ? j->w[(ci * j->c_out + co) * j->k_src + tap] : 0.0f);
                 }
             cv->bias[r] = j->bias ? j->bias[co] : 0.0f;
         }
@@ -81,12 +103,12 @@ static void pack_conv(qtts_conv *cv, pack_conv_job *j, qtts_pool *pool) {
 
 int qtts_conv_init(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
                    int64_t dil, qtts_err *err) {
-    return qtts_conv_init_pool(cv, w, bias, c_out, c_in, k, dil, NULL, err);
+    return qtts_conv_init_pool(cv, w, bias, c_out, c_in, k, dil, 0, NULL, err);
 }
 
 int qtts_conv_init_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
-                        int64_t dil, qtts_pool *pool, qtts_err *err) {
-    if (conv_alloc(cv, c_out, c_in, k, dil, err)) return -1;
+                        int64_t dil, int bf16, qtts_pool *pool, qtts_err *err) {
+    if (conv_alloc(cv, c_out, c_in, k, dil, bf16, err)) return -1;
     pack_conv_job j = {.w = w, .bias = bias, .c_out = c_out, .k_src = k};
     pack_conv(cv, &j, pool);
     return 0;
@@ -94,15 +116,15 @@ int qtts_conv_init_pool(qtts_conv *cv, const float *w, const float *bias, int64_
 
 int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
                               int64_t k, int64_t stride, qtts_err *err) {
-    return qtts_conv_init_transposed_pool(cv, w, bias, c_in, c_out, k, stride, NULL, err);
+    return qtts_conv_init_transposed_pool(cv, w, bias, c_in, c_out, k, stride, 0, NULL, err);
 }
 
 int qtts_conv_init_transposed_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
-                                   int64_t k, int64_t stride, qtts_pool *pool, qtts_err *err) {
+                                   int64_t k, int64_t stride, int bf16, qtts_pool *pool, qtts_err *err) {
     if (stride <= 0 || k <= 0) return qtts_fail(err, "conv transpose: bad kernel %lld / stride %lld", (long long)k,
                                                 (long long)stride);
     int64_t H = (k + stride - 1) / stride - 1;
-    if (conv_alloc(cv, c_out * stride, c_in, H + 1, 1, err)) return -1;
+    if (conv_alloc(cv, c_out * stride, c_in, H + 1, 1, bf16, err)) return -1;
     pack_conv_job j = {.w = w, .bias = bias, .c_out = c_out, .k_src = k, .stride = stride};
     pack_conv(cv, &j, pool);
     return 0;
@@ -130,9 +152,7 @@ int qtts_conv_bf16_supported(void) {
 int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err) {
     if (cv->wbf) return 0;
     if (cv->wg) return qtts_fail(err, "bf16: this conv is already in its Winograd form");
-    if (!qtts_conv_bf16_supported())
-        return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
-                         qtts_isa_name(qtts_cpu_isa()));
+    if (!qtts_conv_bf16_supported()) return bf16_unsupported(err);
     const int64_t c2n = qtts_conv_pairs(cv->c_in), nrb = cv->rows_pad / QTTS_CONV_MR;
     uint32_t *wbf = qtts_calloc((size_t)(nrb * c2n * cv->k * QTTS_CONV_MR), sizeof *wbf, err);
     if (!wbf) return -1;

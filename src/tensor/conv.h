@@ -54,11 +54,14 @@ int qtts_conv_init(qtts_conv *cv, const float *w, const float *bias, int64_t c_o
  * The result has c_out*s rows (phase-major) and k = H+1 taps over the input. */
 int qtts_conv_init_transposed(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
                               int64_t k, int64_t stride, qtts_err *err);
-/* The same two, packed on pool's threads (NULL: this thread); the same bits either way. */
+/* The same two, packed on pool's threads (NULL: this thread; the same bits
+ * either way), where bf16 is set straight into the bf16 form: the bytes
+ * qtts_conv_to_bf16 leaves, with no f32 form in between (fails where
+ * qtts_conv_bf16_supported() does not hold). */
 int qtts_conv_init_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_out, int64_t c_in, int64_t k,
-                        int64_t dil, qtts_pool *pool, qtts_err *err);
+                        int64_t dil, int bf16, qtts_pool *pool, qtts_err *err);
 int qtts_conv_init_transposed_pool(qtts_conv *cv, const float *w, const float *bias, int64_t c_in, int64_t c_out,
-                                   int64_t k, int64_t stride, qtts_pool *pool, qtts_err *err);
+                                   int64_t k, int64_t stride, int bf16, qtts_pool *pool, qtts_err *err);
 void qtts_conv_free(qtts_conv *cv);
 
 /* bf16 convs: weights and inputs rounded to bf16 (round to nearest even),
@@ -144,8 +147,12 @@ typedef struct {
 
 /* B from a PyTorch-layout weight W [N][K] (B = W^T). */
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err);
-/* The same, its panels packed on pool's threads (NULL: this thread); the same bits either way. */
-int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_pool *pool, qtts_err *err);
+/* The same, its panels packed on pool's threads (NULL: this thread; the same
+ * bits either way), where bf16 is set straight into b->pbf: the bytes
+ * qtts_gemm_b_bf16_panels gives, with no f32 panels in between (fails where
+ * qtts_conv_bf16_supported() does not hold). */
+int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, int bf16, qtts_pool *pool,
+                          qtts_err *err);
 /* Frees b->p and b->pbf (for tests: the decoder hands them to its own owner list). */
 void qtts_gemm_b_free(qtts_gemm_b *b);
 /* The bf16 pair panels of b's f32 panels (a new buffer; b is unchanged: the

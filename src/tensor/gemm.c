@@ -23,7 +23,8 @@ static int64_t gemm_panel(void) {
 
 /* Panels [begin, end) of a packing: each reads its P rows of W side by side. */
 typedef struct {
-    float *p;
+    float *p;      /* f32 panels, or */
+    uint32_t *pbf; /* bf16 pair panels */
     const float *w;
     int64_t N, K, P;
 } pack_b_job;
@@ -31,26 +32,46 @@ typedef struct {
 static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int tid) {
     const pack_b_job *j = ctx;
     (void)tid;
+    const int64_t c2n = qtts_conv_pairs(j->K);
     for (int64_t pb = begin; pb < end; pb++) {
         const int64_t n0 = pb * j->P, nn = j->N - n0 < j->P ? j->N - n0 : j->P;
-        float *dst = j->p + pb * j->K * j->P;
+        if (j->p) {
+            float *dst = j->p + pb * j->K * j->P;
+            for (int64_t k = 0; k < j->K; k++)
+                for (int64_t n = 0; n < nn; n++) dst[k * j->P + n] = j->w[(n0 + n) * j->K + k];
+            continue;
+        }
+        /* as qtts_gemm_b_bf16_panels rounds the f32 panel (its padding columns stay 0) */
+        uint32_t *dst = j->pbf + pb * c2n * j->P;
         for (int64_t k = 0; k < j->K; k++)
-            for (int64_t n = 0; n < nn; n++) dst[k * j->P + n] = j->w[(n0 + n) * j->K + k];
+            for (int64_t n = 0; n < nn; n++) {
+                const uint32_t h = qtts_f32_to_bf16(j->w[(n0 + n) * j->K + k]);
+                dst[(k / 2) * j->P + n] |= k % 2 ? h << 16 : h;
+            }
     }
 }
 
 int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_err *err) {
-    return qtts_gemm_b_init_pool(b, w, N, K, NULL, err);
+    return qtts_gemm_b_init_pool(b, w, N, K, 0, NULL, err);
 }
 
-int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_pool *pool, qtts_err *err) {
+static int bf16_unsupported(qtts_err *err) {
+    return qtts_fail(err, "bf16 products need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
+                     qtts_isa_name(qtts_cpu_isa()));
+}
+
+int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, int bf16, qtts_pool *pool,
+                          qtts_err *err) {
     memset(b, 0, sizeof *b);
     if (N <= 0 || K <= 0) return qtts_fail(err, "gemm: bad weight shape %lld x %lld", (long long)N, (long long)K);
+    if (bf16 && !qtts_conv_bf16_supported()) return bf16_unsupported(err);
     int64_t P = gemm_panel(), nb = (N + P - 1) / P;
-    b->p = qtts_calloc((size_t)(nb * K * P), sizeof(float), err);
-    if (!b->p) return -1;
-    qtts_advise_huge(b->p, (size_t)(nb * K * P) * sizeof(float)); /* fewer page faults to fill it */
-    pack_b_job j = {.p = b->p, .w = w, .N = N, .K = K, .P = P};
+    const size_t n = (size_t)(nb * (bf16 ? qtts_conv_pairs(K) : K) * P); /* floats or pair words: 4 bytes each */
+    void *panels = bf16 ? (void *)(b->pbf = qtts_calloc(n, sizeof(uint32_t), err))
+                        : (void *)(b->p = qtts_calloc(n, sizeof(float), err));
+    if (!panels) return -1;
+    qtts_advise_huge(panels, n * sizeof(float)); /* fewer page faults to fill it */
+    pack_b_job j = {.p = b->p, .pbf = b->pbf, .w = w, .N = N, .K = K, .P = P};
     /* a copy: about a matrix-vector product's work per weight */
     qtts_parallel_for_work(pool, nb, 1, (double)N * (double)K, pack_b_panels, &j);
     b->K = K;
@@ -71,8 +92,7 @@ void qtts_gemm_b_free(qtts_gemm_b *b) {
 
 uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err) {
     if (!qtts_conv_bf16_supported()) {
-        qtts_fail(err, "bf16 products need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
-                  qtts_isa_name(qtts_cpu_isa()));
+        bf16_unsupported(err);
         return NULL;
     }
     if (!b->p) {
