@@ -47,6 +47,9 @@ static qtts_engine *create(const char *model, const char *quant, int threads, in
     p.n_threads = threads;
     p.weight_type = quant;
     p.max_batch = 2;
+    /* bits that do not depend on the decoder steps' grouping of frames, a timing choice (engine/decode_policy.h):
+       "auto" may pick a Winograd form, which tiles time per step */
+    p.decoder_precision = "f32";
     sampler s = {.max_threads = 0};
     atomic_init(&s.stop, 0);
     pthread_t th;

@@ -64,6 +64,9 @@ static int synth(const char *model, const char *quant, pcm_buf *out) {
     p.model_path = model;
     p.n_threads = 2;
     p.weight_type = quant;
+    /* the decoder in a form whose bits do not depend on how frames are grouped into decoder steps (a timing
+       choice: see engine/decode_policy.h); "auto" may pick a Winograd one, which tiles time per step */
+    p.decoder_precision = "f32";
     qtts_error err = {0};
     memset(out, 0, sizeof *out);
     qtts_engine *e = qtts_engine_create(&p, &err);
