@@ -107,13 +107,15 @@ static double rss_bytes(void) {
 }
 
 /* Bytes of the LM's matrices that are views of the mapped file (the kernels' layout of a .gguf). */
-static double mapped_mat(const qtts_mat *m) { return m->data && !m->owned ? (double)m->row_bytes * (double)m->rows : 0; }
+static double mapped_mat(const qtts_store *st, const qtts_mat *m) {
+    return m->data && qtts_store_in_mapping(st, m->data) ? (double)m->row_bytes * (double)m->rows : 0;
+}
 
-static double lm_mapped_bytes(const qtts_lm *lm) {
+static double lm_mapped_bytes(const qtts_store *st, const qtts_lm *lm) {
     double b = 0;
     for (int64_t i = 0; lm->layers && i < lm->cfg.layers; i++) {
         const qtts_lm_layer *L = &lm->layers[i];
-        b += mapped_mat(&L->qkv) + mapped_mat(&L->o) + mapped_mat(&L->gate_up) + mapped_mat(&L->down);
+        b += mapped_mat(st, &L->qkv) + mapped_mat(st, &L->o) + mapped_mat(st, &L->gate_up) + mapped_mat(st, &L->down);
     }
     return b;
 }
@@ -254,7 +256,7 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 }
 
 static void load_report(qtts_engine *e, const load_times *lt, double total, double decoder_heap) {
-    const double mb = 1e-6, mapped = lm_mapped_bytes(&e->talker->lm) + lm_mapped_bytes(&e->talker->cp.lm);
+    const double mb = 1e-6, mapped = lm_mapped_bytes(e->talker->store, &e->talker->lm) + lm_mapped_bytes(e->talker->store, &e->talker->cp.lm);
     snprintf(
         e->load_report, sizeof e->load_report,
         "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "

@@ -120,14 +120,29 @@ static void release_tensor_pages(const qtts_tensor *t) {
     release_range(t->data, t->nbytes);
 }
 
-int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_err *err) {
+int qtts_store_in_mapping(const qtts_store *st, const void *p) { return st && in_any_mapping(st, p); }
+
+int qtts_weight_arena_alloc(qtts_weight_arena *a, qtts_err *err) {
+    const size_t huge = (size_t)2 << 20, bytes = (a->size + huge - 1) / huge * huge;
+    a->used = 0;
+    if (!(a->base = aligned_alloc(huge, bytes ? bytes : huge)))
+        return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory for %zu bytes of weights", a->size);
+    qtts_advise_huge(a->base, bytes ? bytes : huge);
+    return 0;
+}
+
+int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_weight_arena *a, qtts_err *err) {
+    (void)err;
     if (m->owned || !m->data || !in_any_mapping(st, m->data)) return 0;
+    const size_t bytes = m->row_bytes * (size_t)m->rows, slot = (bytes + 63) / 64 * 64;
+    if (!a->base) {
+        a->size += slot;
+        return 0;
+    }
     const void *view = m->data;
-    const size_t bytes = m->row_bytes * (size_t)m->rows;
-    void *buf = qtts_mat_owned_alloc(bytes, err);
-    if (!buf) return -1;
-    qtts_store_read(st, view, bytes, buf);
-    m->data = m->owned = buf;
+    qtts_store_read(st, view, bytes, a->base + a->used);
+    m->data = a->base + a->used;
+    a->used += slot;
     release_range(view, bytes); /* whatever the source had resident leaves the RSS: one copy */
     return 0;
 }

@@ -26,6 +26,7 @@ typedef struct qtts_talker_model {
     qtts_model_config cfg;
     qtts_generation_config gen;
     qtts_store *store;          /* owned */
+    char *weights;               /* owned: the block the matrices copied out of the file lie in, or NULL */
     const qtts_tensor *text_emb; /* zero-copy view [text_vocab x text_hidden]; rows converted on demand */
     qtts_mat fc1, fc2;           /* text_projection */
     /* Text rows already through the projection ([text_vocab x D], as
@@ -50,9 +51,9 @@ qtts_talker_model *qtts_talker_model_from_store(qtts_store *st, const qtts_model
                                                qtts_err *err);
 void qtts_talker_model_free(qtts_talker_model *m);
 /* Every matrix of the talker and code predictor that is a view of the
- * model's mapped file copied into memory the model owns, then the file's
- * pages released: the kernels read page-cache pages of a file mapping slower
- * than the process's own memory. */
+ * model's mapped file copied into one block of memory the model owns
+ * (qtts_weight_arena), then the file's pages released: the kernels read
+ * page-cache pages of a file mapping slower than the process's own memory. */
 int qtts_talker_own_mapped(qtts_talker_model *m, qtts_err *err);
 
 /* out[n x D] = text_projection(text_embedding[ids]). */
