@@ -684,9 +684,8 @@ int main(void) {
             TEST_CHECK(qtts_gemm_b_init(&ga, wb, N2, K2, &err) == 0 && (pbf = qtts_gemm_b_bf16_panels(&ga, &err)) &&
                            qtts_gemm_b_init_pool(&gc, wb, N2, K2, 1, pool, &err) == 0 && !gc.p,
                        "bf16 gemm b: %s", err.msg);
-            TEST_CHECK(pbf && gc.pbf &&
-                           !memcmp(pbf, gc.pbf,
-                                   sizeof(uint32_t) * (size_t)((N2 + ga.panel - 1) / ga.panel * ga.panel * ((K2 + 1) / 2))),
+            const size_t npbf = (size_t)((N2 + ga.panel - 1) / ga.panel * ga.panel * ((K2 + 1) / 2));
+            TEST_CHECK(pbf && gc.pbf && !memcmp(pbf, gc.pbf, sizeof(uint32_t) * npbf),
                        "gemm panels packed straight into bf16 differ from the converted f32 panels");
             free(pbf);
             qtts_gemm_b_free(&ga);

@@ -256,7 +256,8 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 }
 
 static void load_report(qtts_engine *e, const load_times *lt, double total, double decoder_heap) {
-    const double mb = 1e-6, mapped = lm_mapped_bytes(e->talker->store, &e->talker->lm) + lm_mapped_bytes(e->talker->store, &e->talker->cp.lm);
+    const qtts_store *st = e->talker->store;
+    const double mb = 1e-6, mapped = lm_mapped_bytes(st, &e->talker->lm) + lm_mapped_bytes(st, &e->talker->cp.lm);
     snprintf(
         e->load_report, sizeof e->load_report,
         "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
