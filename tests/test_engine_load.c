@@ -38,18 +38,22 @@ static void *sample_threads(void *p) {
     return NULL;
 }
 
-/* An engine for model at `threads`, its load's thread peak in *peak (sampled
- * every 0.5 ms) and the warnings it printed (stderr) appended to log. */
-static qtts_engine *create(const char *model, const char *quant, int threads, int *peak, const char *log) {
+/* An engine for model at `threads` with the decoder precision prec, its
+ * load's thread peak in *peak (sampled every 0.5 ms) and the warnings it
+ * printed (stderr) appended to log. The audio compared bit for bit comes from
+ * engines with the decoder in f32 (AUDIO): its bits do not depend on how frames
+ * are grouped into decoder steps, a timing choice (engine/decode_policy.h),
+ * where "auto" may pick a Winograd form that tiles time per step. */
+#define AUDIO "f32"
+static qtts_engine *create(const char *model, const char *quant, const char *prec, int threads, int *peak,
+                           const char *log) {
     qtts_engine_params p;
     qtts_engine_params_default(&p);
     p.model_path = model;
     p.n_threads = threads;
     p.weight_type = quant;
     p.max_batch = 2;
-    /* bits that do not depend on the decoder steps' grouping of frames, a timing choice (engine/decode_policy.h):
-       "auto" may pick a Winograd form, which tiles time per step */
-    p.decoder_precision = "f32";
+    p.decoder_precision = prec;
     sampler s = {.max_threads = 0};
     atomic_init(&s.stop, 0);
     pthread_t th;
@@ -171,10 +175,11 @@ int main(void) {
     const int threads = 1; /* fewer than the CPUs: a temporary pool of every CPU would show */
     snprintf(cache, sizeof cache, "%s/calibration-t%d.txt", home, threads);
 
-    /* first start: measures (q8_0: the weight layout and the decoder convolutions), on the engine's threads */
+    /* first start: measures (q8_0: the weight layout where the CPU has interleaved kernels, and the decoder
+       convolutions "auto" chooses by), on the engine's threads */
     const int before = count_threads();
     int peak = 0;
-    qtts_engine *e = create(model, "q8_0", threads, &peak, log);
+    qtts_engine *e = create(model, "q8_0", "auto", threads, &peak, log);
     if (!e) return test_finish("test_engine_load");
     const qtts_model_info *mi = qtts_engine_info(e);
     TEST_CHECK(mi->kernels_measured >= 1, "a first start measures the kernels (%d)", mi->kernels_measured);
@@ -184,15 +189,23 @@ int main(void) {
                mi->load_report ? mi->load_report : "(none)");
     printf("first start: %s\n", mi->load_report ? mi->load_report : "");
     TEST_CHECK(access(cache, R_OK) == 0, "the calibration cache is written: %s", cache);
-    pcm_buf folder = {0};
-    synth(e, &folder);
     qtts_engine_free(e);
+    pcm_buf folder = {0};
+    e = create(model, "q8_0", AUDIO, threads, NULL, log);
+    if (e) {
+        synth(e, &folder);
+        qtts_engine_free(e);
+    }
 
-    /* second start: the cache answers, nothing is timed */
-    e = create(model, "q8_0", threads, &peak, log);
+    /* second start: the cache answers, nothing is timed, and the decisions read give the same audio */
+    e = create(model, "q8_0", "auto", threads, &peak, log);
     if (e) {
         TEST_CHECK(qtts_engine_info(e)->kernels_measured == 0, "a second start measures nothing (%d)",
                    qtts_engine_info(e)->kernels_measured);
+        qtts_engine_free(e);
+    }
+    e = create(model, "q8_0", AUDIO, threads, NULL, log);
+    if (e) {
         pcm_buf again = {0};
         synth(e, &again);
         TEST_CHECK(same_pcm(&folder, &again), "the cached decisions give the same audio");
@@ -223,12 +236,12 @@ int main(void) {
     static const char *const keys[2][2] = {{"kernels", "999"}, {"cpu", "GenuineIntel/6/85/Some Other CPU"}};
     for (int i = 0; i < 2; i++) {
         TEST_CHECK(edit_cache(cache, keys[i][0], keys[i][1]) == 0, "cache file edited (%s)", keys[i][0]);
-        e = create(model, "q8_0", threads, NULL, log);
+        e = create(model, "q8_0", "auto", threads, NULL, log);
         if (e) {
             TEST_CHECK(qtts_engine_info(e)->kernels_measured >= 1, "a cache with another %s is not used", keys[i][0]);
             qtts_engine_free(e);
         }
-        e = create(model, "q8_0", threads, NULL, log);
+        e = create(model, "q8_0", "auto", threads, NULL, log);
         if (e) {
             TEST_CHECK(qtts_engine_info(e)->kernels_measured == 0, "... and it was rewritten (%s)", keys[i][0]);
             qtts_engine_free(e);
@@ -238,7 +251,7 @@ int main(void) {
 
     /* a corrupt file: one warning, measured again */
     TEST_CHECK(write_text_file(cache, "qtts-calibration 1\ncpu x\nq8_0 1 1 zz\n\x01\x02garbage") == 0, "corrupted");
-    e = create(model, "q8_0", threads, NULL, log);
+    e = create(model, "q8_0", "auto", threads, NULL, log);
     if (e) {
         TEST_CHECK(qtts_engine_info(e)->kernels_measured >= 1, "a corrupt cache is not used");
         qtts_engine_free(e);
@@ -251,7 +264,7 @@ int main(void) {
        summation order) */
     free(folder.d);
     folder = (pcm_buf){0};
-    e = create(model, "q8_0", threads, NULL, log);
+    e = create(model, "q8_0", AUDIO, threads, NULL, log);
     if (e) {
         TEST_CHECK(qtts_engine_info(e)->kernels_measured == 0, "the folder uses the cache");
         synth(e, &folder);
@@ -261,7 +274,7 @@ int main(void) {
     qtts_err perr = {0};
     TEST_CHECK(qtts_model_pack(model, gguf, QTTS_Q8_0, 1, NULL, NULL, NULL, &perr) == 0, "qtts quantize: %s", perr.msg);
     for (int i = 0; i < 2; i++) {
-        e = create(gguf, NULL, threads, NULL, log);
+        e = create(gguf, NULL, AUDIO, threads, NULL, log);
         if (!e) break;
         TEST_CHECK(qtts_engine_info(e)->kernels_measured == 0, "the .gguf uses the same cache");
         pcm_buf g = {0};
