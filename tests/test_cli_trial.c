@@ -22,12 +22,7 @@ static char g_out[16384];
 static int qtts(const char *args) {
     char cmd[7 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", QTTS_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
-    g_out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_capture(cmd, g_out, sizeof g_out);
 }
 
 static int exists(const char *path) {

@@ -33,12 +33,7 @@ static char g_out[32768];
 static int qtts_run(const char *args, int with_err) {
     char cmd[8 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "'%s' %s %s", QTTS_BINARY, args, with_err ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
-    g_out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_capture(cmd, g_out, sizeof g_out);
 }
 static int qtts(const char *args) { return qtts_run(args, 1); }
 

@@ -23,12 +23,7 @@
 static int run(const char *cmd, char *msg, size_t n) {
     char full[4600];
     snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) return -1;
-    size_t got = fread(msg, 1, n - 1, p);
-    msg[got] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_capture(full, msg, n);
 }
 
 /* Decodes `codes_fixture` with extra options and compares with `wav_fixture`. */

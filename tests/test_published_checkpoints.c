@@ -145,13 +145,9 @@ static int run(const char *cmd, char *out, size_t cap) {
     char *full = malloc(len);
     if (!full) return -1;
     snprintf(full, len, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
+    int rc = test_run_capture(full, out, cap);
     free(full);
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
 }
 
 static int file_size_ok(const char *path) {

@@ -50,12 +50,7 @@ static int wy_start(th_server *s, const char *const *args, double timeout_s) {
 static int qtts_cmd(const char *args, char *out, size_t cap) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", QTTS_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_capture(cmd, out, cap);
 }
 
 /* ---- a Wyoming client ---- */

@@ -135,13 +135,17 @@ int write_safetensors_f32(const char *path, int n, const char *const *names, con
     return rc;
 }
 
-int test_run_bench(const char *args, char *out, size_t size) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
+int test_run_capture(const char *cmd, char *out, size_t size) {
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     size_t n = fread(out, 1, size - 1, p);
     out[n] = 0;
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int test_run_bench(const char *args, char *out, size_t size) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s bench %s 2>/dev/null", QTTS_BINARY, args);
+    return test_run_capture(cmd, out, size);
 }

@@ -15,8 +15,10 @@ int pcm_collect(void *user, const float *samples, size_t n);
 /* Threads of this process (entries of /proc/self/task), or -1. */
 int count_threads(void);
 
-/* Runs `qtts bench ARGS` (stderr dropped): its standard output in out (cut
- * to size - 1 bytes) and its exit status, or -1. */
+/* Runs the shell command cmd: its standard output in out (cut to size - 1
+ * bytes, NUL-terminated) and its exit status, or -1. */
+int test_run_capture(const char *cmd, char *out, size_t size);
+/* Runs `qtts bench ARGS` (stderr dropped), as test_run_capture. */
 int test_run_bench(const char *args, char *out, size_t size);
 
 /* Removes a file or a folder tree (no error when absent). Returns 0 or -1. */
