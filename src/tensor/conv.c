@@ -12,18 +12,13 @@
 
 /* ---- weights ------------------------------------------------------------ */
 
-static int bf16_unsupported(qtts_err *err) {
-    return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
-                     qtts_isa_name(qtts_cpu_isa()));
-}
-
 /* The weights in f32 (cv->w), or in the bf16 form straight away (cv->wbf). */
 static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int64_t dil, int bf16, qtts_err *err) {
     memset(cv, 0, sizeof *cv);
     if (rows <= 0 || c_in <= 0 || k <= 0 || dil <= 0)
         return qtts_fail(err, "conv: bad geometry (rows %lld, c_in %lld, k %lld, dilation %lld)", (long long)rows,
                          (long long)c_in, (long long)k, (long long)dil);
-    if (bf16 && !qtts_conv_bf16_supported()) return bf16_unsupported(err);
+    if (bf16 && qtts_conv_bf16_require(err)) return -1;
     cv->c_in = c_in;
     cv->c_out = rows;
     cv->k = k;
@@ -148,11 +143,17 @@ int qtts_conv_bf16_supported(void) {
            qtts_cpu_isa() == QTTS_ISA_NEON_BF16;
 }
 
+int qtts_conv_bf16_require(qtts_err *err) {
+    if (qtts_conv_bf16_supported()) return 0;
+    return qtts_fail(err, "bf16 convolutions need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
+                     qtts_isa_name(qtts_cpu_isa()));
+}
+
 
 int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err) {
     if (cv->wbf) return 0;
     if (cv->wg) return qtts_fail(err, "bf16: this conv is already in its Winograd form");
-    if (!qtts_conv_bf16_supported()) return bf16_unsupported(err);
+    if (qtts_conv_bf16_require(err)) return -1;
     const int64_t c2n = qtts_conv_pairs(cv->c_in), nrb = cv->rows_pad / QTTS_CONV_MR;
     uint32_t *wbf = qtts_calloc((size_t)(nrb * c2n * cv->k * QTTS_CONV_MR), sizeof *wbf, err);
     if (!wbf) return -1;

@@ -70,6 +70,8 @@ void qtts_conv_free(qtts_conv *cv);
  * BF16); elsewhere it fails with a clear message. Every conv call then
  * converts its input to bf16 channel pairs first. */
 int qtts_conv_bf16_supported(void);
+/* 0 where qtts_conv_bf16_supported(), else -1 with the one message every bf16 form gives. */
+int qtts_conv_bf16_require(qtts_err *err);
 int qtts_conv_to_bf16(qtts_conv *cv, qtts_err *err);
 /* int16 convs: integer products of 14-bit weights (one scale per output
  * row) and 14-bit inputs (one scale per time sample over all channels,

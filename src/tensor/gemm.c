@@ -55,16 +55,11 @@ int qtts_gemm_b_init(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, qtts_
     return qtts_gemm_b_init_pool(b, w, N, K, 0, NULL, err);
 }
 
-static int bf16_unsupported(qtts_err *err) {
-    return qtts_fail(err, "bf16 products need a CPU with AVX-512 BF16 or Arm BF16 (this one: %s kernels)",
-                     qtts_isa_name(qtts_cpu_isa()));
-}
-
 int qtts_gemm_b_init_pool(qtts_gemm_b *b, const float *w, int64_t N, int64_t K, int bf16, qtts_pool *pool,
                           qtts_err *err) {
     memset(b, 0, sizeof *b);
     if (N <= 0 || K <= 0) return qtts_fail(err, "gemm: bad weight shape %lld x %lld", (long long)N, (long long)K);
-    if (bf16 && !qtts_conv_bf16_supported()) return bf16_unsupported(err);
+    if (bf16 && qtts_conv_bf16_require(err)) return -1;
     int64_t P = gemm_panel(), nb = (N + P - 1) / P;
     const size_t n = (size_t)(nb * (bf16 ? qtts_conv_pairs(K) : K) * P); /* floats or pair words: 4 bytes each */
     void *panels = bf16 ? (void *)(b->pbf = qtts_calloc(n, sizeof(uint32_t), err))
@@ -91,10 +86,7 @@ void qtts_gemm_b_free(qtts_gemm_b *b) {
 }
 
 uint32_t *qtts_gemm_b_bf16_panels(const qtts_gemm_b *b, qtts_err *err) {
-    if (!qtts_conv_bf16_supported()) {
-        bf16_unsupported(err);
-        return NULL;
-    }
+    if (qtts_conv_bf16_require(err)) return NULL;
     if (!b->p) {
         qtts_fail(err, "gemm: no f32 panels to convert");
         return NULL;
