@@ -106,19 +106,6 @@ static double rss_bytes(void) {
     return n == 2 ? (double)resident * (double)sysconf(_SC_PAGESIZE) : 0;
 }
 
-/* Bytes of the LM's matrices that are views of the mapped file (the kernels' layout of a .gguf). */
-static double mapped_mat(const qtts_store *st, const qtts_mat *m) {
-    return m->data && qtts_store_in_mapping(st, m->data) ? (double)m->row_bytes * (double)m->rows : 0;
-}
-
-static double lm_mapped_bytes(const qtts_store *st, const qtts_lm *lm) {
-    double b = 0;
-    for (int64_t i = 0; lm->layers && i < lm->cfg.layers; i++) {
-        const qtts_lm_layer *L = &lm->layers[i];
-        b += mapped_mat(st, &L->qkv) + mapped_mat(st, &L->o) + mapped_mat(st, &L->gate_up) + mapped_mat(st, &L->down);
-    }
-    return b;
-}
 
 /* The adapters of p->lora merged into *st, in order, on the engine's pool
  * (io/lora.h). As stored (no weight_type), a merged weight keeps its stored
@@ -256,16 +243,15 @@ static int load_folder(qtts_engine *e, qtts_pool *pool, const qtts_engine_params
 }
 
 static void load_report(qtts_engine *e, const load_times *lt, double total, double decoder_heap) {
-    const qtts_store *st = e->talker->store;
-    const double mb = 1e-6, mapped = lm_mapped_bytes(st, &e->talker->lm) + lm_mapped_bytes(st, &e->talker->cp.lm);
+    /* the LM's matrices are all in the process's memory by now (qtts_talker_own_mapped), none in the mapping */
+    const double mb = 1e-6;
     snprintf(
         e->load_report, sizeof e->load_report,
         "load %.0f ms: open/map %.0f, calibration %.0f (%d measured), LoRA %.0f, LM weights %.0f (convert, repack), "
-        "decoder %.0f, tokenizer/voice %.0f, page release %.0f; weights: LM %.0f MB (%.0f of it "
-        "mapped from the file, paged in at first use), decoder %.0f MB, tokenizer/voice %.0f MB; RSS after load "
-        "%.0f MB",
+        "decoder %.0f, tokenizer/voice %.0f, page release %.0f; weights: LM %.0f MB, decoder %.0f MB, "
+        "tokenizer/voice %.0f MB; RSS after load %.0f MB",
         total, lt->open, lt->calibrate, e->tuning.n_measured, lt->lora, lt->weights, lt->decoder,
-        lt->text, lt->release, (lt->lm_heap + mapped) * mb, mapped * mb, decoder_heap * mb, lt->text_heap * mb,
+        lt->text, lt->release, lt->lm_heap * mb, decoder_heap * mb, lt->text_heap * mb,
         rss_bytes() * mb);
     e->info.load_report = e->load_report;
     e->info.kernels_measured = e->tuning.n_measured;

@@ -120,8 +120,6 @@ static void release_tensor_pages(const qtts_tensor *t) {
     release_range(t->data, t->nbytes);
 }
 
-int qtts_store_in_mapping(const qtts_store *st, const void *p) { return st && in_any_mapping(st, p); }
-
 int qtts_weight_arena_alloc(qtts_weight_arena *a, qtts_err *err) {
     const size_t huge = (size_t)2 << 20, bytes = (a->size + huge - 1) / huge * huge;
     a->used = 0;
@@ -131,20 +129,18 @@ int qtts_weight_arena_alloc(qtts_weight_arena *a, qtts_err *err) {
     return 0;
 }
 
-int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_weight_arena *a, qtts_err *err) {
-    (void)err;
-    if (m->owned || !m->data || !in_any_mapping(st, m->data)) return 0;
+void qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_weight_arena *a) {
+    if (m->owned || !m->data || !in_any_mapping(st, m->data)) return;
     const size_t bytes = m->row_bytes * (size_t)m->rows, slot = (bytes + 63) / 64 * 64;
     if (!a->base) {
         a->size += slot;
-        return 0;
+        return;
     }
     const void *view = m->data;
     qtts_store_read(st, view, bytes, a->base + a->used);
     m->data = a->base + a->used;
     a->used += slot;
     release_range(view, bytes); /* whatever the source had resident leaves the RSS: one copy */
-    return 0;
 }
 
 void qtts_tensor_release_lookup(const qtts_tensor *t) {

@@ -85,9 +85,7 @@ int qtts_weight_arena_alloc(qtts_weight_arena *a, qtts_err *err);
 /* m, where it is a view into one of st's file mappings, read into the next
  * bytes of a (qtts_store_read; m stays a view, now of a's block), or where a
  * has no block yet, its bytes added to a->size; any other m is left as it is. */
-int qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_weight_arena *a, qtts_err *err);
-/* 1 where p lies in one of st's (or an adopted store's) file mappings. */
-int qtts_store_in_mapping(const qtts_store *st, const void *p);
+void qtts_mat_own_mapped(qtts_mat *m, const qtts_store *st, qtts_weight_arena *a);
 /* After a lookup into a mapped lookup table (an embedding row): drops the
  * table's pages from the RSS again. A read fault on a file mapping maps more
  * than the row (the kernel's fault-around, 64 KiB, or a whole large folio;

@@ -93,28 +93,25 @@ static int load_stack(qtts_mat *out, qtts_mat **parts, const qtts_tensor *const 
 
 /* A stack (or, unstacked, its parts) that views st's file mapping copied
  * into a, the parts moved along with it. */
-static int own_stack(qtts_mat *stack, qtts_mat **parts, int n, const qtts_store *st, qtts_weight_arena *a,
-                     qtts_err *err) {
+static void own_stack(qtts_mat *stack, qtts_mat **parts, int n, const qtts_store *st, qtts_weight_arena *a) {
     if (!stack->data) {
-        for (int i = 0; i < n; i++)
-            if (qtts_mat_own_mapped(parts[i], st, a, err)) return -1;
-        return 0;
+        for (int i = 0; i < n; i++) qtts_mat_own_mapped(parts[i], st, a);
+        return;
     }
     const char *view = stack->data;
-    if (qtts_mat_own_mapped(stack, st, a, err)) return -1;
+    qtts_mat_own_mapped(stack, st, a);
     for (int i = 0; i < n; i++) parts[i]->data = (const char *)stack->data + ((const char *)parts[i]->data - view);
-    return 0;
 }
 
-int qtts_lm_own_mapped(qtts_lm *lm, const qtts_store *st, qtts_weight_arena *a, qtts_err *err) {
+void qtts_lm_own_mapped(qtts_lm *lm, const qtts_store *st, qtts_weight_arena *a) {
     for (int64_t i = 0; i < lm->cfg.layers; i++) {
         qtts_lm_layer *L = &lm->layers[i];
         qtts_mat *qkv[3] = {&L->q, &L->k, &L->v}, *gu[2] = {&L->gate, &L->up};
-        if (own_stack(&L->qkv, qkv, 3, st, a, err) || own_stack(&L->gate_up, gu, 2, st, a, err) ||
-            qtts_mat_own_mapped(&L->o, st, a, err) || qtts_mat_own_mapped(&L->down, st, a, err))
-            return -1;
+        own_stack(&L->qkv, qkv, 3, st, a);
+        own_stack(&L->gate_up, gu, 2, st, a);
+        qtts_mat_own_mapped(&L->o, st, a);
+        qtts_mat_own_mapped(&L->down, st, a);
     }
-    return 0;
 }
 
 int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qtts_lm_config *cfg,

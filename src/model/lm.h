@@ -41,7 +41,7 @@ int qtts_lm_load(qtts_lm *lm, const qtts_store *st, const char *prefix, const qt
 void qtts_lm_free(qtts_lm *lm);
 /* Every layer matrix that views st's file mapping copied into a (stacks
  * moved with their parts; qtts_mat_own_mapped); see qtts_talker_own_mapped. */
-int qtts_lm_own_mapped(qtts_lm *lm, const qtts_store *st, qtts_weight_arena *a, qtts_err *err);
+void qtts_lm_own_mapped(qtts_lm *lm, const qtts_store *st, qtts_weight_arena *a);
 
 /* Per-sequence KV cache: one K and one V array per layer, [cap][kv_heads*head_dim],
  * of f32 or f16 entries (type). Grows on demand (doubling) up to max_cap

@@ -123,26 +123,27 @@ int qtts_talker_codec_embed(const qtts_talker_model *m, int64_t id, float *out, 
     return qtts_tensor_row_f32(m->codec_emb, id, out, err);
 }
 
-static int own_all(qtts_talker_model *m, qtts_weight_arena *a, qtts_err *err) {
+/* Every matrix of the model that may view its file: sized into a, or copied into it once a has its block. */
+static void own_all(qtts_talker_model *m, qtts_weight_arena *a) {
     const qtts_store *st = m->store;
     qtts_code_predictor *cp = &m->cp;
-    if (qtts_lm_own_mapped(&m->lm, st, a, err) || qtts_lm_own_mapped(&cp->lm, st, a, err) ||
-        qtts_mat_own_mapped(&m->codec_head, st, a, err) || qtts_mat_own_mapped(&m->fc1, st, a, err) ||
-        qtts_mat_own_mapped(&m->fc2, st, a, err) || qtts_mat_own_mapped(&cp->proj, st, a, err))
-        return -1;
-    for (int g = 0; g < cp->n_groups; g++)
-        if (qtts_mat_own_mapped(&cp->heads[g], st, a, err)) return -1;
-    return 0;
+    qtts_lm_own_mapped(&m->lm, st, a);
+    qtts_lm_own_mapped(&cp->lm, st, a);
+    qtts_mat_own_mapped(&m->codec_head, st, a);
+    qtts_mat_own_mapped(&m->fc1, st, a);
+    qtts_mat_own_mapped(&m->fc2, st, a);
+    qtts_mat_own_mapped(&cp->proj, st, a);
+    for (int g = 0; g < cp->n_groups; g++) qtts_mat_own_mapped(&cp->heads[g], st, a);
 }
 
 int qtts_talker_own_mapped(qtts_talker_model *m, qtts_err *err) {
     if (m->weights) return 0; /* done */
     qtts_weight_arena a = {0};
-    if (own_all(m, &a, err)) return -1; /* sizes */
+    own_all(m, &a); /* sizes */
     if (!a.size) return 0;
     if (qtts_weight_arena_alloc(&a, err)) return -1;
     m->weights = a.base;
-    if (own_all(m, &a, err)) return -1;
+    own_all(m, &a);
     qtts_store_release_all_pages(m->store);
     return 0;
 }

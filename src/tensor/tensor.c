@@ -92,17 +92,6 @@ void qtts_mat_free(qtts_mat *m) {
     m->data = NULL;
 }
 
-void *qtts_mat_owned_alloc(size_t bytes, qtts_err *err) {
-    const size_t alloc = bytes ? (bytes + 63) / 64 * 64 : 64;
-    void *buf = aligned_alloc(64, alloc);
-    if (!buf) {
-        qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory copying a %zu-byte weight matrix", bytes);
-        return NULL;
-    }
-    qtts_advise_huge(buf, alloc);
-    return buf;
-}
-
 float qtts_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31;
     int exp = (h >> 10) & 0x1f;

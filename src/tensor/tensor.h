@@ -80,9 +80,6 @@ typedef struct qtts_mat {
 } qtts_mat;
 
 void qtts_mat_free(qtts_mat *m);
-/* Memory for a matrix's bytes, which it then owns: 64-aligned, huge pages
- * advised; NULL (err set) when out of memory. */
-void *qtts_mat_owned_alloc(size_t bytes, qtts_err *err);
 
 static inline float qtts_bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
