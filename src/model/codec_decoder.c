@@ -152,8 +152,8 @@ struct qtts_codec_decoder {
     qtts_decoder_precision precision; /* the form its weights are in (set_precision converts them once) */
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
     qtts_pool *prep_pool;    /* while loading: packs the weights on its threads (NULL: this thread) */
-    float *prep_buf;         /* while loading: the weight being packed, as f32 (read_weight) */
-    size_t prep_cap;         /* its bytes */
+    float *prep_buf[2];      /* while loading: [0] the weight being packed, as f32 (read_weight); */
+    size_t prep_cap[2];      /* [1] a matrix made from it (prep_scratch); their bytes */
     int pack_lin_bf16;       /* while loading: dense layers (convs) being packed straight into bf16, */
     int pack_conv_bf16;      /* the ones the precision asked for converts to bf16 anyway */
     /* sizes (config dec.*): */
@@ -266,22 +266,27 @@ static float *load_vec_at(qtts_codec_decoder *d, const qtts_store *st, const cha
     snprintf(name, sizeof name, "%s.%s", prefix, sub);
     return load_vec(d, st, name, n, err);
 }
-/* Weight t as f32 for packing, in the loader's one buffer (valid until the
- * next call). A mapped file's bytes are read into it rather than faulted in,
- * and the buffer is reused: fresh pages for each weight were most of the
- * decoder's load on a VM (its 457 MB of f32 weights). */
-static const float *read_weight(qtts_codec_decoder *d, const qtts_store *st, const qtts_tensor *t, qtts_err *err) {
-    const size_t bytes = (size_t)qtts_tensor_numel(t) * sizeof(float);
-    if (bytes > d->prep_cap) {
-        free(d->prep_buf); /* its contents are not needed: no realloc copy */
-        d->prep_cap = 0;
-        if (!(d->prep_buf = qtts_malloc(bytes, err))) return NULL;
-        d->prep_cap = bytes;
-        qtts_advise_huge(d->prep_buf, bytes);
+/* Loader scratch buffer `slot` of at least `bytes`, kept from one weight to
+ * the next: fresh pages for each weight were most of the decoder's load on a
+ * VM (its 457 MB of f32 weights), as the kernel zeroes every one. */
+static float *prep_scratch(qtts_codec_decoder *d, int slot, size_t bytes, qtts_err *err) {
+    if (bytes > d->prep_cap[slot]) {
+        free(d->prep_buf[slot]); /* its contents are not needed: no realloc copy */
+        d->prep_cap[slot] = 0;
+        if (!(d->prep_buf[slot] = qtts_malloc(bytes, err))) return NULL;
+        d->prep_cap[slot] = bytes;
+        qtts_advise_huge(d->prep_buf[slot], bytes);
     }
-    if (qtts_store_tensor_f32_into(st, t, d->prep_buf, err)) return NULL;
+    return d->prep_buf[slot];
+}
+
+/* Weight t as f32 for packing, in scratch slot 0 (valid until the next
+ * call). A mapped file's bytes are read into it rather than faulted in. */
+static const float *read_weight(qtts_codec_decoder *d, const qtts_store *st, const qtts_tensor *t, qtts_err *err) {
+    float *w = prep_scratch(d, 0, (size_t)qtts_tensor_numel(t) * sizeof(float), err);
+    if (!w || qtts_store_tensor_f32_into(st, t, w, err)) return NULL;
     qtts_tensor_f32_done(t, NULL); /* a mapped original leaves the RSS */
-    return d->prep_buf;
+    return w;
 }
 
 /* A dense layer from a row-major [N][K] weight (PyTorch Linear / folded conv). */
@@ -323,22 +328,17 @@ static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *pr
                      const int64_t *rows, int n, int64_t cols, lin *l, qtts_err *err) {
     int64_t total = 0;
     for (int i = 0; i < n; i++) total += rows[i];
-    float *w = qtts_malloc((size_t)(total * cols) * sizeof(float), err);
+    float *w = prep_scratch(d, 1, (size_t)(total * cols) * sizeof(float), err);
     if (!w) return -1;
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
         char name[256];
         snprintf(name, sizeof name, "%s.%s.weight", prefix, subs[i]);
         const qtts_tensor *t = qtts_store_get2(st, name, rows[i], cols, err);
-        if (!t || qtts_store_tensor_f32_into(st, t, w + off * cols, err)) {
-            free(w);
-            return -1;
-        }
+        if (!t || qtts_store_tensor_f32_into(st, t, w + off * cols, err)) return -1;
         off += rows[i];
     }
-    int rc = make_lin(d, w, total, cols, NULL, l, err);
-    free(w);
-    return rc;
+    return make_lin(d, w, total, cols, NULL, l, err);
 }
 
 /* SnakeBeta "<prefix>.alpha" / ".beta" over C channels, stored as exp(alpha), 1/(exp(beta)+eps). */
@@ -382,23 +382,19 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
                                   int64_t c_out, int64_t k, int64_t s, tmconv *c, qtts_err *err) {
     char n[256];
     snprintf(n, sizeof n, "%s.weight", prefix);
+    if (k <= 0) return qtts_fail(err, "%s: empty kernel", n);
     const qtts_tensor *t = qtts_store_get(st, n, 3, (int64_t[]){c_in, c_out, k}, err);
     const float *w = t ? read_weight(d, st, t, err) : NULL;
     if (!w) return -1;
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
-    int64_t taps = 0;
-    float *m = b ? qtts_conv_tm_transposed_matrix_pool(w, c_in, c_out, k, s, &taps, d->prep_pool, err) : NULL;
-    if (!m) return -1;
-    float *bt = own(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err);
-    if (!bt) {
-        free(m);
-        return -1;
-    }
+    const int64_t taps = qtts_conv_tm_transposed_taps(k, s);
+    float *m = b ? prep_scratch(d, 1, (size_t)(s * c_out * c_in * taps) * sizeof(float), err) : NULL;
+    float *bt = m ? own(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err) : NULL;
+    if (!bt) return -1;
+    qtts_conv_tm_transposed_matrix_into(w, c_in, c_out, k, s, m, d->prep_pool);
     for (int64_t j = 0; j < s; j++) memcpy(bt + j * c_out, b, (size_t)c_out * sizeof(float));
-    int rc = make_lin(d, m, s * c_out, c_in * taps, bt, &c->l, err);
-    free(m);
-    if (rc) return -1;
+    if (make_lin(d, m, s * c_out, c_in * taps, bt, &c->l, err)) return -1;
     c->c_in = c_in;
     c->c_out = c_out;
     c->k = taps;
@@ -693,9 +689,11 @@ qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtt
     int rc = load_all(d, st, prec == QTTS_DECODER_BF16 && qtts_conv_bf16_supported(), err);
     d->prep_pool = NULL;
     d->pack_lin_bf16 = d->pack_conv_bf16 = 0;
-    free(d->prep_buf);
-    d->prep_buf = NULL;
-    d->prep_cap = 0;
+    for (int i = 0; i < 2; i++) {
+        free(d->prep_buf[i]);
+        d->prep_buf[i] = NULL;
+        d->prep_cap[i] = 0;
+    }
     if (!rc) rc = qtts_codec_decoder_set_precision_pool(d, prec, pool, err);
     if (rc) {
         qtts_codec_decoder_free(d);

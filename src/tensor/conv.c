@@ -36,25 +36,6 @@ static int conv_alloc(qtts_conv *cv, int64_t rows, int64_t c_in, int64_t k, int6
     return 0;
 }
 
-/* Packed index of weight (row r, input ci, tap kk). */
-static inline size_t pack_index(const qtts_conv *cv, int64_t r, int64_t ci, int64_t kk) {
-    int64_t rb = r / QTTS_CONV_MR, rr = r % QTTS_CONV_MR;
-    return (size_t)(((rb * cv->c_in + ci) * cv->k + kk) * QTTS_CONV_MR + rr);
-}
-
-/* Stores weight (row r, input ci, tap kk) = v in whichever form cv holds:
- * the bf16 form rounds it into its half of the channel pair's word, as
- * qtts_conv_to_bf16 does from the f32 form. */
-static inline void pack_store(qtts_conv *cv, int64_t r, int64_t ci, int64_t kk, float v) {
-    if (cv->w) {
-        cv->w[pack_index(cv, r, ci, kk)] = v;
-        return;
-    }
-    const int64_t rb = r / QTTS_CONV_MR, rr = r % QTTS_CONV_MR, c2n = qtts_conv_pairs(cv->c_in);
-    const uint32_t h = qtts_f32_to_bf16(v);
-    cv->wbf[((rb * c2n + ci / 2) * cv->k + kk) * QTTS_CONV_MR + rr] |= ci % 2 ? h << 16 : h;
-}
-
 /* Row blocks [begin, end) of a packing. A transposed conv's packed row r is
  * phase j = r / c_out of output co = r % c_out: its tap kk reads input t-(H-kk)
  * through weight tap j+(H-kk)*stride (zero past the kernel's end). */
@@ -66,27 +47,55 @@ typedef struct {
     int64_t stride; /* 0: a plain conv */
 } pack_conv_job;
 
+/* Where packed row r's weights start in the source (-1: a padding row) and
+ * the stride between its taps' source elements' inputs. */
+typedef struct {
+    int64_t base; /* source index of (input 0, tap 0 of the kernel), or -1 */
+    int64_t ph;   /* its phase (a transposed conv), else 0 */
+} pack_row;
+
+/* Weight (input ci, packed tap kk) of row pr; 0 past the inputs or the kernel. */
+static inline float pack_source(const pack_conv_job *j, const pack_row *pr, int64_t ci, int64_t kk) {
+    const qtts_conv *cv = j->cv;
+    if (pr->base < 0 || ci >= cv->c_in) return 0.0f;
+    if (!j->stride) return j->w[pr->base + ci * cv->k + kk];
+    const int64_t tap = pr->ph + (cv->k - 1 - kk) * j->stride;
+    return tap < j->k_src ? j->w[pr->base + ci * j->c_out * j->k_src + tap] : 0.0f;
+}
+
+/* Written in the packed order, front to back, so every word is stored once:
+ * the bf16 form rounds each weight into its half of the channel pair's word,
+ * as qtts_conv_to_bf16 does from the f32 form. */
 static void pack_conv_rows(void *ctx, int64_t begin, int64_t end, int tid) {
     const pack_conv_job *j = ctx;
     qtts_conv *cv = j->cv;
     (void)tid;
-    const int64_t H = cv->k - 1;
-    for (int64_t rb = begin; rb < end; rb++)
+    for (int64_t rb = begin; rb < end; rb++) {
+        pack_row pr[QTTS_CONV_MR];
         for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
             const int64_t r = rb * QTTS_CONV_MR + rr;
-            if (r >= cv->c_out) break;
-            const int64_t co = j->stride ? r % j->c_out : r, ph = j->stride ? r / j->c_out : 0;
-            for (int64_t ci = 0; ci < cv->c_in; ci++)
-                for (int64_t kk = 0; kk < cv->k; kk++) {
-                    if (!j->stride) {
-                        pack_store(cv, r, ci, kk, j->w[(co * cv->c_in + ci) * cv->k + kk]);
-                        continue;
-                    }
-                    const int64_t tap = ph + (H - kk) * j->stride;
-                    pack_store(cv, r, ci, kk, tap < j->k_src ? j->w[(ci * j->c_out + co) * j->k_src + tap] : 0.0f);
-                }
-            cv->bias[r] = j->bias ? j->bias[co] : 0.0f;
+            const int64_t co = j->stride ? r % j->c_out : r;
+            pr[rr].ph = j->stride ? r / j->c_out : 0;
+            pr[rr].base = r >= cv->c_out ? -1 : j->stride ? co * j->k_src : co * cv->c_in * cv->k;
+            if (r < cv->c_out) cv->bias[r] = j->bias ? j->bias[co] : 0.0f;
         }
+        if (cv->w) {
+            float *dst = cv->w + rb * cv->c_in * cv->k * QTTS_CONV_MR;
+            for (int64_t ci = 0; ci < cv->c_in; ci++)
+                for (int64_t kk = 0; kk < cv->k; kk++)
+                    for (int rr = 0; rr < QTTS_CONV_MR; rr++) *dst++ = pack_source(j, &pr[rr], ci, kk);
+            continue;
+        }
+        const int64_t c2n = qtts_conv_pairs(cv->c_in);
+        uint32_t *dst = cv->wbf + rb * c2n * cv->k * QTTS_CONV_MR;
+        for (int64_t cp = 0; cp < c2n; cp++)
+            for (int64_t kk = 0; kk < cv->k; kk++)
+                for (int rr = 0; rr < QTTS_CONV_MR; rr++) {
+                    const uint32_t lo = qtts_f32_to_bf16(pack_source(j, &pr[rr], 2 * cp, kk));
+                    const uint32_t hi = qtts_f32_to_bf16(pack_source(j, &pr[rr], 2 * cp + 1, kk));
+                    *dst++ = lo | hi << 16;
+                }
+    }
 }
 
 static void pack_conv(qtts_conv *cv, pack_conv_job *j, qtts_pool *pool) {
@@ -208,41 +217,48 @@ typedef struct {
     int64_t c_in, c_out, k, stride, nk;
 } tm_transposed_job;
 
+/* For each output channel, input by input: the source's taps of (ci, co) are
+ * one run, read once, and the stride phases' rows are written front to back
+ * (input channel outside the output one scattered every store). */
 static void tm_transposed_rows(void *ctx, int64_t begin, int64_t end, int tid) {
     const tm_transposed_job *j = ctx;
     (void)tid;
     const int64_t H = j->nk - 1;
-    for (int64_t ci = 0; ci < j->c_in; ci++)
-        for (int64_t co = begin; co < end; co++) {
+    for (int64_t co = begin; co < end; co++)
+        for (int64_t ci = 0; ci < j->c_in; ci++) {
             const float *src = j->w + (ci * j->c_out + co) * j->k;
             for (int64_t ph = 0; ph < j->stride; ph++) {
                 float *dst = j->m + (ph * j->c_out + co) * j->c_in * j->nk + ci * j->nk;
                 for (int64_t kk = 0; kk < j->nk; kk++) {
                     const int64_t tap = ph + (H - kk) * j->stride;
-                    if (tap < j->k) dst[kk] = src[tap];
+                    dst[kk] = tap < j->k ? src[tap] : 0.0f;
                 }
             }
         }
 }
 
-float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
-                                      int64_t *taps, qtts_err *err) {
-    return qtts_conv_tm_transposed_matrix_pool(w, c_in, c_out, k, stride, taps, NULL, err);
+int64_t qtts_conv_tm_transposed_taps(int64_t k, int64_t stride) {
+    return (k + stride - 1) / stride;
 }
 
-float *qtts_conv_tm_transposed_matrix_pool(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
-                                           int64_t *taps, qtts_pool *pool, qtts_err *err) {
+void qtts_conv_tm_transposed_matrix_into(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                         float *m, qtts_pool *pool) {
+    const int64_t nk = qtts_conv_tm_transposed_taps(k, stride);
+    tm_transposed_job j = {.m = m, .w = w, .c_in = c_in, .c_out = c_out, .k = k, .stride = stride, .nk = nk};
+    /* a copy: about a matrix-vector product's work per weight */
+    qtts_parallel_for_work(pool, c_out, 16, (double)(stride * c_out) * (double)(c_in * nk), tm_transposed_rows, &j);
+}
+
+float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                      int64_t *taps, qtts_err *err) {
     if (stride <= 0 || k <= 0) {
         qtts_fail(err, "conv transpose: bad kernel %lld / stride %lld", (long long)k, (long long)stride);
         return NULL;
     }
-    int64_t H = (k + stride - 1) / stride - 1, nk = H + 1;
-    float *m = qtts_calloc((size_t)(stride * c_out * c_in * nk), sizeof(float), err);
+    const int64_t nk = qtts_conv_tm_transposed_taps(k, stride);
+    float *m = qtts_malloc((size_t)(stride * c_out * c_in * nk) * sizeof(float), err);
     if (!m) return NULL;
-    qtts_advise_huge(m, (size_t)(stride * c_out * c_in * nk) * sizeof(float));
-    tm_transposed_job j = {.m = m, .w = w, .c_in = c_in, .c_out = c_out, .k = k, .stride = stride, .nk = nk};
-    /* a copy: about a matrix-vector product's work per weight */
-    qtts_parallel_for_work(pool, c_out, 16, (double)(stride * c_out) * (double)(c_in * nk), tm_transposed_rows, &j);
+    qtts_conv_tm_transposed_matrix_into(w, c_in, c_out, k, stride, m, NULL);
     *taps = nk;
     return m;
 }

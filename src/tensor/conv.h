@@ -191,9 +191,12 @@ void qtts_conv_interleave(qtts_pool *pool, const float *ph, int64_t ldph, int64_
  * is s consecutive output samples), columns ci*(H+1)+kk, tap j+(H-kk)*s. */
 float *qtts_conv_tm_transposed_matrix(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
                                       int64_t *taps, qtts_err *err);
-/* The same, on pool's threads (NULL: this thread). */
-float *qtts_conv_tm_transposed_matrix_pool(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
-                                           int64_t *taps, qtts_pool *pool, qtts_err *err);
+/* Its taps per phase, ceil(k / stride) (k, stride > 0). */
+int64_t qtts_conv_tm_transposed_taps(int64_t k, int64_t stride);
+/* The same matrix written into m (stride*c_out rows of c_in*taps floats), on
+ * pool's threads (NULL: this thread); k and stride are not checked. */
+void qtts_conv_tm_transposed_matrix_into(const float *w, int64_t c_in, int64_t c_out, int64_t k, int64_t stride,
+                                         float *m, qtts_pool *pool);
 /* im2col for time-major convs: col[t][ci*k+kk] = xh[t + kk*dil][ci], xh has
  * (k-1)*dil history rows then T rows of c_in floats (row stride ldx). */
 void qtts_im2col_tm(const float *xh, int64_t ldx, int64_t c_in, int64_t T, int64_t k, int64_t dil, float *col);

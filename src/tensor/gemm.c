@@ -41,13 +41,17 @@ static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int tid) {
                 for (int64_t n = 0; n < nn; n++) dst[k * j->P + n] = j->w[(n0 + n) * j->K + k];
             continue;
         }
-        /* as qtts_gemm_b_bf16_panels rounds the f32 panel (its padding columns stay 0) */
+        /* as qtts_gemm_b_bf16_panels rounds the f32 panel (its padding columns stay 0),
+         * each pair word written once */
         uint32_t *dst = j->pbf + pb * c2n * j->P;
-        for (int64_t k = 0; k < j->K; k++)
+        for (int64_t kp = 0; kp < c2n; kp++) {
+            const int64_t k = 2 * kp;
             for (int64_t n = 0; n < nn; n++) {
-                const uint32_t h = qtts_f32_to_bf16(j->w[(n0 + n) * j->K + k]);
-                dst[(k / 2) * j->P + n] |= k % 2 ? h << 16 : h;
+                const float *src = j->w + (n0 + n) * j->K + k;
+                const uint32_t hi = k + 1 < j->K ? qtts_f32_to_bf16(src[1]) : 0;
+                dst[kp * j->P + n] = qtts_f32_to_bf16(src[0]) | hi << 16;
             }
+        }
     }
 }
 
