@@ -78,6 +78,10 @@ int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_e
                           ".aac .m4a .m4b .pcm or give a format)", path);
 }
 
+int qtts_audio_format_available(qtts_audio_format f, qtts_err *err) {
+    return f == QTTS_AUDIO_AAC || f == QTTS_AUDIO_M4A ? qtts_aac_available(err) : 0;
+}
+
 const char *qtts_audio_format_name(qtts_audio_format f) {
     switch (f) {
     case QTTS_AUDIO_WAV: return "wav";

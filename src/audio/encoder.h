@@ -84,6 +84,9 @@ int qtts_audio_format_parse(const char *name, qtts_audio_format *out, qtts_err *
  * .aac .m4a .m4b .mp4. */
 int qtts_audio_format_from_path(const char *path, qtts_audio_format *out, qtts_err *err);
 const char *qtts_audio_format_name(qtts_audio_format f);
+/* 0 if this process can write f; else -1 and why (aac and m4a need FFmpeg's
+ * libraries, opened at run time). For a check before long work. */
+int qtts_audio_format_available(qtts_audio_format f, qtts_err *err);
 /* Sample format names: qtts_sample_format_parse() in audio/audio_write.h. */
 
 /* Starts an encoder and may emit header bytes at once. channels >= 1;

@@ -1,21 +1,16 @@
-/* AAC through libavcodec + libavformat (see encoder_aac.h). Every libav
- * object lives in the encoder; nothing here touches libav's global state
+/* AAC through libavcodec + libavformat (see encoder_aac.h), opened by each
+ * encoder (audio/libav.h). Every libav object lives in the encoder; nothing
+ * here touches libav's global state
  * (no av_register_all, which ffmpeg >= 4 no longer needs, and no
  * av_log_set_level: see QUIET_LOG below). */
 #include "audio/encoder_aac.h"
 
 #include <errno.h>
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavformat/avio.h>
-#include <libavutil/channel_layout.h>
-#include <libavutil/dict.h>
-#include <libavutil/error.h>
-#include <libavutil/frame.h>
-#include <libavutil/mem.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "audio/libav.h"
 
 /* libavformat 61 made the write callback's buffer const. */
 #if LIBAVFORMAT_VERSION_MAJOR >= 61
@@ -40,6 +35,7 @@ typedef uint8_t avio_wbuf;
 #define FRAG_DURATION_US "500000"
 
 struct qtts_aac_enc {
+    qtts_libav av; /* this encoder's opening of libav */
     const qtts_audio_sink *sink; /* the parent encoder's, not a copy (see the header) */
     int m4a, seekable, channels;
     int failed; /* sticky: any failure */
@@ -96,26 +92,29 @@ static int av_fail(qtts_aac_enc *a, qtts_err *err, const char *what, int rc) {
     a->failed = 1;
     if (a->sink_failed) return qtts_fail(err, "audio encoder: output write failed");
     char msg[AV_ERROR_MAX_STRING_SIZE] = {0};
-    av_strerror(rc, msg, sizeof msg);
+    a->av.av_strerror(rc, msg, sizeof msg);
     return qtts_fail(err, "audio encoder: %s failed: %s", what, msg);
 }
 
 /* Bytes the muxer has finished go to the sink now (streaming latency). */
 static int io_flush(qtts_aac_enc *a, qtts_err *err) {
-    avio_flush(a->pb);
+    a->av.avio_flush(a->pb);
     if (a->sink_failed || a->pb->error < 0) return av_fail(a, err, "writing the AAC output", a->pb->error);
     return 0;
 }
 
 static void free_all(qtts_aac_enc *a) {
-    av_frame_free(&a->frame);
-    av_packet_free(&a->pkt);
-    avcodec_free_context(&a->cc);
-    if (a->fc) avformat_free_context(a->fc); /* AVFMT_FLAG_CUSTOM_IO: leaves pb alone */
-    if (a->pb) {
-        av_freep(&a->pb->buffer); /* libav may have replaced the buffer we gave it */
-        avio_context_free(&a->pb);
+    if (a->av.av_frame_free) { /* libav was opened: its objects, each NULL or made */
+        a->av.av_frame_free(&a->frame);
+        a->av.av_packet_free(&a->pkt);
+        a->av.avcodec_free_context(&a->cc);
+        if (a->fc) a->av.avformat_free_context(a->fc); /* AVFMT_FLAG_CUSTOM_IO: leaves pb alone */
+        if (a->pb) {
+            a->av.av_freep(&a->pb->buffer); /* libav may have replaced the buffer we gave it */
+            a->av.avio_context_free(&a->pb);
+        }
     }
+    qtts_libav_close(&a->av);
     free(a);
 }
 
@@ -127,16 +126,16 @@ static int encode(qtts_aac_enc *a, AVFrame *f, qtts_err *err) {
         f->pts = a->next_pts;
         a->next_pts += f->nb_samples;
     }
-    int rc = avcodec_send_frame(a->cc, f);
+    int rc = a->av.avcodec_send_frame(a->cc, f);
     if (rc < 0) return av_fail(a, err, "AAC encoding", rc);
     for (;;) {
-        rc = avcodec_receive_packet(a->cc, a->pkt);
+        rc = a->av.avcodec_receive_packet(a->cc, a->pkt);
         if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return 0;
         if (rc < 0) return av_fail(a, err, "AAC encoding", rc);
         a->pkt->stream_index = a->st->index;
-        av_packet_rescale_ts(a->pkt, a->cc->time_base, a->st->time_base);
-        rc = av_write_frame(a->fc, a->pkt); /* one stream: nothing to interleave */
-        av_packet_unref(a->pkt);
+        a->av.av_packet_rescale_ts(a->pkt, a->cc->time_base, a->st->time_base);
+        rc = a->av.av_write_frame(a->fc, a->pkt); /* one stream: nothing to interleave */
+        a->av.av_packet_unref(a->pkt);
         if (rc < 0) return av_fail(a, err, a->m4a ? "writing an M4A packet" : "writing an ADTS frame", rc);
     }
 }
@@ -150,23 +149,23 @@ static int64_t bitrate_for(int sample_rate, int channels) {
 
 /* The marks as the muxer's AVChapters (freed with the context). The mov
  * muxer makes its chapter track at the header, so they come first. */
-static int add_chapters(AVFormatContext *fc, int sample_rate, const qtts_audio_chapter *ch, size_t n,
+static int add_chapters(const qtts_libav *av, AVFormatContext *fc, int sample_rate, const qtts_audio_chapter *ch, size_t n,
                         qtts_err *err) {
     if (!n) return 0;
     if (n > 65535) return qtts_fail(err, "audio encoder: %zu chapter marks (at most 65535)", n);
-    fc->chapters = av_calloc(n, sizeof *fc->chapters);
+    fc->chapters = av->av_calloc(n, sizeof *fc->chapters);
     if (!fc->chapters) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (chapters)");
     for (size_t i = 0; i < n; i++) {
         if (ch[i].end < ch[i].start || (i && ch[i].start < ch[i - 1].end) || ch[i].end > INT64_MAX)
             return qtts_fail(err, "audio encoder: chapter %zu's marks are out of order", i + 1);
-        AVChapter *c = av_mallocz(sizeof *c);
+        AVChapter *c = av->av_mallocz(sizeof *c);
         if (!c) return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (chapters)");
         fc->chapters[fc->nb_chapters++] = c;
         c->id = (int64_t)i;
         c->time_base = (AVRational){1, sample_rate};
         c->start = (int64_t)ch[i].start;
         c->end = (int64_t)ch[i].end;
-        if (av_dict_set(&c->metadata, "title", ch[i].title ? ch[i].title : "", 0) < 0)
+        if (av->av_dict_set(&c->metadata, "title", ch[i].title ? ch[i].title : "", 0) < 0)
             return qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (chapters)");
     }
     return 0;
@@ -178,14 +177,15 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
     if (!a) return NULL;
     a->sink = sink, a->m4a = m4a, a->seekable = sink->seek != NULL, a->channels = channels;
     const char *cname = m4a ? "m4a" : "aac";
+    if (qtts_libav_open(&a->av, err)) goto fail;
 
     /* "aac" by name: libavcodec's own encoder, never an external one. */
-    const AVCodec *codec = avcodec_find_encoder_by_name("aac");
+    const AVCodec *codec = a->av.avcodec_find_encoder_by_name("aac");
     if (!codec) {
         qtts_fail(err, "audio encoder: this libavcodec has no native AAC encoder");
         goto fail;
     }
-    a->cc = avcodec_alloc_context3(codec);
+    a->cc = a->av.avcodec_alloc_context3(codec);
     if (!a->cc) {
         qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (AAC encoder)");
         goto fail;
@@ -195,21 +195,21 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
     a->cc->sample_rate = sample_rate;
     a->cc->time_base = (AVRational){1, sample_rate};
     a->cc->bit_rate = bitrate_for(sample_rate, channels);
-    av_channel_layout_default(&a->cc->ch_layout, channels);
+    a->av.av_channel_layout_default(&a->cc->ch_layout, channels);
 
     /* The file name is never opened (custom I/O): the ipod muxer warns on
      * stderr when the name does not end in .m4a. */
-    int rc = avformat_alloc_output_context2(&a->fc, NULL, m4a ? "ipod" : "adts", m4a ? "stream.m4a" : "stream.aac");
+    int rc = a->av.avformat_alloc_output_context2(&a->fc, NULL, m4a ? "ipod" : "adts", m4a ? "stream.m4a" : "stream.aac");
     if (rc < 0 || !a->fc) {
         av_fail(a, err, m4a ? "starting the M4A muxer" : "starting the ADTS muxer", rc < 0 ? rc : AVERROR(ENOMEM));
         goto fail;
     }
-    if (n_chapters && (!m4a || add_chapters(a->fc, sample_rate, chapters, n_chapters, err))) {
+    if (n_chapters && (!m4a || add_chapters(&a->av, a->fc, sample_rate, chapters, n_chapters, err))) {
         if (!m4a) qtts_fail(err, "audio encoder: chapter marks need m4a, not ADTS");
         goto fail;
     }
     if (a->fc->oformat->flags & AVFMT_GLOBALHEADER) a->cc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-    rc = avcodec_open2(a->cc, codec, NULL);
+    rc = a->av.avcodec_open2(a->cc, codec, NULL);
     if (rc < 0) {
         /* e.g. a sample rate AAC has no index for, or too many channels */
         qtts_fail(err, "audio encoder: libavcodec cannot encode AAC at %d Hz with %d channel(s)", sample_rate,
@@ -221,22 +221,22 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
         goto fail;
     }
 
-    a->st = avformat_new_stream(a->fc, NULL);
+    a->st = a->av.avformat_new_stream(a->fc, NULL);
     if (!a->st) {
         qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (%s stream)", cname);
         goto fail;
     }
     a->st->time_base = a->cc->time_base;
-    rc = avcodec_parameters_from_context(a->st->codecpar, a->cc);
+    rc = a->av.avcodec_parameters_from_context(a->st->codecpar, a->cc);
     if (rc < 0) {
         av_fail(a, err, "copying the AAC parameters", rc);
         goto fail;
     }
 
-    uint8_t *iobuf = av_malloc(IO_BUF_SIZE);
-    if (iobuf) a->pb = avio_alloc_context(iobuf, IO_BUF_SIZE, 1, a, NULL, io_write, a->seekable ? io_seek : NULL);
+    uint8_t *iobuf = a->av.av_malloc(IO_BUF_SIZE);
+    if (iobuf) a->pb = a->av.avio_alloc_context(iobuf, IO_BUF_SIZE, 1, a, NULL, io_write, a->seekable ? io_seek : NULL);
     if (!a->pb) {
-        av_free(iobuf);
+        a->av.av_free(iobuf);
         qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (%s output)", cname);
         goto fail;
     }
@@ -251,16 +251,16 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
          * delay_moov rather than empty_moov: the moov waits for the first
          * fragment, so its edit list can skip the encoder's priming, as in
          * a seekable file. frag_keyframe would never cut an audio track. */
-        if (av_dict_set(&opts, "movflags", "+delay_moov+default_base_moof", 0) < 0 ||
-            av_dict_set(&opts, "frag_duration", FRAG_DURATION_US, 0) < 0) {
-            av_dict_free(&opts);
+        if (a->av.av_dict_set(&opts, "movflags", "+delay_moov+default_base_moof", 0) < 0 ||
+            a->av.av_dict_set(&opts, "frag_duration", FRAG_DURATION_US, 0) < 0) {
+            a->av.av_dict_free(&opts);
             qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (m4a options)");
             goto fail;
         }
     }
-    rc = avformat_write_header(a->fc, &opts);
-    int unused = av_dict_count(opts);
-    av_dict_free(&opts);
+    rc = a->av.avformat_write_header(a->fc, &opts);
+    int unused = a->av.av_dict_count(opts);
+    a->av.av_dict_free(&opts);
     if (rc < 0) {
         av_fail(a, err, m4a ? "writing the M4A header" : "starting the ADTS stream", rc);
         goto fail;
@@ -270,8 +270,8 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
         goto fail;
     }
 
-    a->frame = av_frame_alloc();
-    a->pkt = av_packet_alloc();
+    a->frame = a->av.av_frame_alloc();
+    a->pkt = a->av.av_packet_alloc();
     if (!a->frame || !a->pkt) {
         qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "audio encoder: out of memory (AAC frame)");
         goto fail;
@@ -279,8 +279,8 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
     a->frame->format = AV_SAMPLE_FMT_FLTP;
     a->frame->nb_samples = a->cc->frame_size;
     a->frame->sample_rate = sample_rate;
-    rc = av_channel_layout_copy(&a->frame->ch_layout, &a->cc->ch_layout);
-    if (rc >= 0) rc = av_frame_get_buffer(a->frame, 0);
+    rc = a->av.av_channel_layout_copy(&a->frame->ch_layout, &a->cc->ch_layout);
+    if (rc >= 0) rc = a->av.av_frame_get_buffer(a->frame, 0);
     if (rc < 0) {
         av_fail(a, err, "allocating an AAC frame", rc);
         goto fail;
@@ -298,7 +298,7 @@ int qtts_aac_write(qtts_aac_enc *a, const float *x, size_t n, qtts_err *err) {
     while (n) {
         if (a->fill == 0) {
             /* The encoder may still hold a reference to the last frame. */
-            int rc = av_frame_make_writable(a->frame);
+            int rc = a->av.av_frame_make_writable(a->frame);
             if (rc < 0) return av_fail(a, err, "allocating an AAC frame", rc);
         }
         size_t take = (size_t)(fs - a->fill) < n ? (size_t)(fs - a->fill) : n;
@@ -333,7 +333,7 @@ int qtts_aac_close(qtts_aac_enc *a, qtts_err *err) {
         }
         if (!rc) rc = encode(a, NULL, err); /* drain the encoder's delay */
         if (!rc) {
-            int r = av_write_trailer(a->fc);
+            int r = a->av.av_write_trailer(a->fc);
             if (r < 0) rc = av_fail(a, err, a->m4a ? "writing the M4A index" : "finishing the ADTS stream", r);
         }
         if (!rc) rc = io_flush(a, err);
@@ -344,4 +344,11 @@ int qtts_aac_close(qtts_aac_enc *a, qtts_err *err) {
 
 void qtts_aac_abort(qtts_aac_enc *a) {
     if (a) free_all(a);
+}
+
+int qtts_aac_available(qtts_err *err) {
+    qtts_libav av;
+    if (qtts_libav_open(&av, err)) return -1;
+    qtts_libav_close(&av);
+    return 0;
 }

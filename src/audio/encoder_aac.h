@@ -35,6 +35,8 @@ int qtts_aac_write(qtts_aac_enc *a, const float *samples, size_t n_frames, qtts_
 /* Encodes the last partial frame, drains the encoder, writes the trailer and
  * frees, also on failure. Returns 0 or -1. */
 int qtts_aac_close(qtts_aac_enc *a, qtts_err *err);
+/* 0 if libav can be opened (audio/libav.h), else -1 and why. */
+int qtts_aac_available(qtts_err *err);
 /* Frees without writing anything more. NULL is a no-op. */
 void qtts_aac_abort(qtts_aac_enc *a);
 

@@ -455,6 +455,10 @@ static int say_check_opts(say_opts *o) {
         cli_error("%s", fe.msg);
         return CLI_USAGE;
     }
+    if (!o->play && qtts_audio_format_available(fmt, &fe)) { /* before the model loads */
+        cli_error("%s", fe.msg);
+        return CLI_FAIL;
+    }
     if (o->sfmt == QTTS_SAMPLE_F32 && (fmt == QTTS_AUDIO_MP3 || fmt == QTTS_AUDIO_OPUS || fmt == QTTS_AUDIO_VORBIS ||
                                       fmt == QTTS_AUDIO_AAC || fmt == QTTS_AUDIO_M4A)) {
         cli_error("--sample-format f32 applies to wav, pcm and flac output, not %s", qtts_audio_format_name(fmt));
