@@ -260,6 +260,16 @@ int main(void) {
         snprintf(tdir, sizeof tdir, "%s/speech_tokenizer", dir);
         qtts_codec_decoder *d2 = qtts_codec_decoder_open(tdir, &err);
         TEST_CHECK(d2 != NULL, "open tokenizer folder: %s", err.msg);
+        /* dropped weights (a decoder on the device): the sizes answer, streams are refused */
+        const double macs = d2 ? qtts_codec_decoder_macs_per_frame(d2) : 0;
+        if (d2) qtts_codec_decoder_drop_weights(d2);
+        TEST_CHECK(d2 && qtts_codec_decoder_frame_samples(d2) == 1920 && qtts_codec_decoder_num_quantizers(d2) == 16 &&
+                       macs > 0 && qtts_codec_decoder_macs_per_frame(d2) == macs,
+                   "sizes after the weights were dropped");
+        TEST_CHECK(d2 && !qtts_codec_stream_new(d2, &err) && strstr(err.msg, "dropped"),
+                   "a stream of a decoder without weights: '%s'", err.msg);
+        TEST_CHECK(d2 && qtts_codec_decoder_set_precision(d2, QTTS_DECODER_BF16, &err) && strstr(err.msg, "dropped"),
+                   "a precision change without weights: '%s'", err.msg);
         qtts_codec_decoder_free(d2);
         TEST_CHECK(!qtts_codec_decoder_open("/nonexistent/model", &err) && strstr(err.msg, "/nonexistent/model"),
                    "bad path: '%s'", err.msg);

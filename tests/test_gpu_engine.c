@@ -127,6 +127,11 @@ int main(void) {
             TEST_CHECK(!strncmp(qtts_engine_info(dev)->device, "vulkan: ", 8), "device reported: %s",
                        qtts_engine_info(dev)->device);
             printf("%s on %s\n", c->model, qtts_engine_info(dev)->device);
+            /* the device decodes from its own upload: the CPU decoder's packed weights were dropped */
+            const char *rep = qtts_engine_info(dev)->load_report;
+            TEST_CHECK(rep && strstr(rep, "decoder 0 MB") && !strcmp(qtts_engine_info(dev)->decoder_precision, "f32"),
+                       "load report on the device: %s (decoder precision %s)", rep ? rep : "(none)",
+                       qtts_engine_info(dev)->decoder_precision);
             loaded = c->model;
             want_on_device = 0;
         }

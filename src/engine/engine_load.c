@@ -291,6 +291,10 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
         return qtts_fail_as(err, QTTS_ERR_INVALID, "%s", why.msg); /* it names the device */
     }
     qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS_MAX);
+    /* every request decodes on the device, from the f32 weights it uploaded: the CPU's packed copies go */
+    qtts_codec_decoder_drop_weights(e->decoder);
+    qtts_heap_trim();
+    e->info.decoder_precision = qtts_decoder_precision_name(QTTS_DECODER_F32);
     snprintf(e->device_name, sizeof e->device_name, "vulkan: %s", qtts_gpu_name(e->gpu));
     if (p->verbose) fprintf(stderr, "qtts: talker, code predictor and speech decoder on %s\n", e->device_name);
     return 0;
@@ -362,7 +366,7 @@ static void load_models(qtts_pool *pool, engine_load_job *j) {
     e->info.max_frames = e->talker->gen.max_new_tokens > 0 ? (int)(e->talker->gen.max_new_tokens - 1) : 0;
     e->batch = qtts_batch_new(e->talker, &j->err);
     if (!e->batch || open_device(e, j->p, &j->err)) return;
-    load_report(e, &lt, qtts_now_ms() - t_load, decoder_heap);
+    load_report(e, &lt, qtts_now_ms() - t_load, e->gpu_dec ? 0.0 : decoder_heap);
     progress(j->p, "ready", 1.0);
     j->rc = 0;
 }

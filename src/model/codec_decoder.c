@@ -193,6 +193,8 @@ struct qtts_codec_decoder {
     /* memory: */
     void **allocs; /* buffers owned by the decoder (see own()) */
     int n_allocs, cap_allocs;
+    int weights_dropped;   /* qtts_codec_decoder_drop_weights: sizes only, no streams */
+    double macs_per_frame; /* what qtts_codec_decoder_macs_per_frame said before the drop */
     work_set ws;       /* the steps' work memory; ws.times: qtts_codec_decoder_set_op_times */
     work_set *tail_ws; /* [n_tail_ws]: threads 1.. of run_tails, made on first use */
     int n_tail_ws;
@@ -905,6 +907,7 @@ int qtts_codec_decoder_set_precision(qtts_codec_decoder *d, qtts_decoder_precisi
 int qtts_codec_decoder_set_precision_pool(qtts_codec_decoder *d, qtts_decoder_precision p, qtts_pool *pool,
                                           qtts_err *err) {
     if (p == d->precision) return 0;
+    if (d->weights_dropped) return qtts_fail(err, "the speech decoder's weights were dropped: it runs on the device");
     if (d->precision != QTTS_DECODER_F32)
         return qtts_fail(err, "the decoder's f32 weights were already dropped for %s",
                          qtts_decoder_precision_name(d->precision));
@@ -1028,8 +1031,8 @@ static void work_set_free(work_set *w) {
     memset(w, 0, sizeof *w);
 }
 
-void qtts_codec_decoder_free(qtts_codec_decoder *d) {
-    if (!d) return;
+/* Every weight and scratch buffer; the sizes stay. */
+static void free_weights(qtts_codec_decoder *d) {
     for (int b = 0; b < MAX_STAGES; b++) {
         qtts_conv_free(&d->blk[b].tconv_cm);
         for (int r = 0; r < N_RES; r++) {
@@ -1040,11 +1043,27 @@ void qtts_codec_decoder_free(qtts_codec_decoder *d) {
     qtts_conv_free(&d->fin_conv);
     for (int i = 0; i < d->n_allocs; i++) free(d->allocs[i]);
     free(d->allocs);
+    d->allocs = NULL;
+    d->n_allocs = d->cap_allocs = 0;
     work_set_free(&d->ws);
     for (int i = 0; i < d->n_tail_ws; i++) work_set_free(&d->tail_ws[i]);
     free(d->tail_ws);
+    d->tail_ws = NULL;
+    d->n_tail_ws = 0;
+}
+
+void qtts_codec_decoder_free(qtts_codec_decoder *d) {
+    if (!d) return;
+    free_weights(d);
     qtts_store_free(d->owned_store);
     free(d);
+}
+
+void qtts_codec_decoder_drop_weights(qtts_codec_decoder *d) {
+    if (d->weights_dropped) return;
+    d->macs_per_frame = qtts_codec_decoder_macs_per_frame(d); /* it reads the layers' shapes */
+    free_weights(d);
+    d->weights_dropped = 1;
 }
 
 int64_t qtts_codec_decoder_num_quantizers(const qtts_codec_decoder *d) { return d->n_quantizers; }
@@ -1071,6 +1090,7 @@ void qtts_codec_decoder_set_cache_budget(qtts_codec_decoder *d, int64_t bytes) {
 }
 
 double qtts_codec_decoder_macs_per_frame(const qtts_codec_decoder *d) {
+    if (d->weights_dropped) return d->macs_per_frame;
     double m = 2.0 * d->codebook_dim * d->entry_dim + (double)d->latent_dim * d->codebook_dim * d->pre.k;
     int64_t qd = d->n_heads * d->head_dim, kvd = d->n_kv_heads * d->head_dim;
     m += 2.0 * d->hidden * d->latent_dim +
@@ -1124,6 +1144,10 @@ static float *zalloc(int64_t n, int *fail) {
 }
 
 qtts_codec_stream *qtts_codec_stream_new(const qtts_codec_decoder *d, qtts_err *err) {
+    if (d->weights_dropped) {
+        qtts_fail(err, "the speech decoder's weights were dropped: it runs on the device");
+        return NULL;
+    }
     qtts_codec_stream *s = qtts_calloc(1, sizeof *s, err);
     if (!s) return NULL;
     s->dec = d;

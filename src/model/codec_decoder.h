@@ -40,6 +40,11 @@ qtts_codec_decoder *qtts_codec_decoder_load(const qtts_store *st, const qtts_cod
  * itself (config.json + model.safetensors). The decoder owns the store. */
 qtts_codec_decoder *qtts_codec_decoder_open(const char *path, qtts_err *err);
 void qtts_codec_decoder_free(qtts_codec_decoder *dec);
+/* Frees its weights and scratch, keeping its sizes (the queries below and
+ * qtts_codec_decoder_macs_per_frame still answer): for an engine whose decoder
+ * runs on a device, which uploaded them. Streams and precision changes are
+ * refused after it. */
+void qtts_codec_decoder_drop_weights(qtts_codec_decoder *dec);
 
 /* Arithmetic of the high-rate convolutions (the four decoder blocks and the
  * output conv, ~95% of the decoder's FLOPs). F32 (default) follows the
