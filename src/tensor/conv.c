@@ -47,8 +47,7 @@ typedef struct {
     int64_t stride; /* 0: a plain conv */
 } pack_conv_job;
 
-/* Where packed row r's weights start in the source (-1: a padding row) and
- * the stride between its taps' source elements' inputs. */
+/* Where a packed row's weights are in the source, worked out once per row. */
 typedef struct {
     int64_t base; /* source index of (input 0, tap 0 of the kernel), or -1 */
     int64_t ph;   /* its phase (a transposed conv), else 0 */
@@ -218,8 +217,8 @@ typedef struct {
 } tm_transposed_job;
 
 /* For each output channel, input by input: the source's taps of (ci, co) are
- * one run, read once, and the stride phases' rows are written front to back
- * (input channel outside the output one scattered every store). */
+ * one run, read once, and each phase's row is written front to back (with
+ * the input channel outside, every store went to another cache line). */
 static void tm_transposed_rows(void *ctx, int64_t begin, int64_t end, int tid) {
     const tm_transposed_job *j = ctx;
     (void)tid;
