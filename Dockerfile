@@ -29,8 +29,9 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
 FROM debian:bookworm-slim
 ARG DEBIAN_FRONTEND=noninteractive
 # The libraries `readelf -d qtts` lists as NEEDED, by their Debian 12 packages
-# (libssl3 for libcrypto), CA certificates for `qtts download`, curl for the
-# health check (qtts has no client subcommand).
+# (libssl3 for libcrypto), and libav*, which AAC/M4A output opens at run time;
+# CA certificates for `qtts download`, curl for the health check (qtts has no
+# client subcommand).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libsndfile1 libsoxr0 libpcre2-8-0 libutf8proc2 libicu72 libcjson1 libmicrohttpd12 librubberband2 \
