@@ -1,10 +1,9 @@
 /* libavcodec, libavformat and libavutil, opened at run time by the AAC and
- * M4A encoder (encoder_aac.c) rather than linked: with the ~130 libraries
- * they pull in they were most of every process's start (qtts --version took
- * 70 ms on a 2-vCPU Zen 5, 25 ms without them), though only those two output
- * formats use them. The headers still give every function's type, and the
- * sonames come from the headers' major versions, so the libraries found are
- * the ones built against. Internal to src/audio. */
+ * M4A encoder (encoder_aac.c) rather than linked: loading them and the
+ * libraries they pull in was most of every process's start, though only
+ * those two output formats use them. The headers still give every function's
+ * type, and the sonames come from the headers' major versions, so the
+ * libraries found are the ones built against. Internal to src/audio. */
 #ifndef QTTS_AUDIO_LIBAV_H
 #define QTTS_AUDIO_LIBAV_H
 

@@ -269,8 +269,8 @@ static float *load_vec_at(qtts_codec_decoder *d, const qtts_store *st, const cha
     return load_vec(d, st, name, n, err);
 }
 /* Loader scratch buffer `slot` of at least `bytes`, kept from one weight to
- * the next: fresh pages for each weight were most of the decoder's load on a
- * VM (its 457 MB of f32 weights), as the kernel zeroes every one. */
+ * the next: fresh pages for each weight (the kernel zeroes every one) were
+ * most of the decoder's load. */
 static float *prep_scratch(qtts_codec_decoder *d, int slot, size_t bytes, qtts_err *err) {
     if (bytes > d->prep_cap[slot]) {
         free(d->prep_buf[slot]); /* its contents are not needed: no realloc copy */
