@@ -1,8 +1,7 @@
 /* AAC through libavcodec + libavformat (see encoder_aac.h), opened by each
  * encoder (audio/libav.h). Every libav object lives in the encoder; nothing
- * here touches libav's global state
- * (no av_register_all, which ffmpeg >= 4 no longer needs, and no
- * av_log_set_level: see QUIET_LOG below). */
+ * here touches libav's global state (no av_register_all, which ffmpeg >= 4
+ * no longer needs, and no av_log_set_level: see QUIET_LOG below). */
 #include "audio/encoder_aac.h"
 
 #include <errno.h>
@@ -149,8 +148,8 @@ static int64_t bitrate_for(int sample_rate, int channels) {
 
 /* The marks as the muxer's AVChapters (freed with the context). The mov
  * muxer makes its chapter track at the header, so they come first. */
-static int add_chapters(const qtts_libav *av, AVFormatContext *fc, int sample_rate, const qtts_audio_chapter *ch, size_t n,
-                        qtts_err *err) {
+static int add_chapters(const qtts_libav *av, AVFormatContext *fc, int sample_rate, const qtts_audio_chapter *ch,
+                        size_t n, qtts_err *err) {
     if (!n) return 0;
     if (n > 65535) return qtts_fail(err, "audio encoder: %zu chapter marks (at most 65535)", n);
     fc->chapters = av->av_calloc(n, sizeof *fc->chapters);
@@ -199,7 +198,8 @@ qtts_aac_enc *qtts_aac_open(int m4a, int sample_rate, int channels, const qtts_a
 
     /* The file name is never opened (custom I/O): the ipod muxer warns on
      * stderr when the name does not end in .m4a. */
-    int rc = a->av.avformat_alloc_output_context2(&a->fc, NULL, m4a ? "ipod" : "adts", m4a ? "stream.m4a" : "stream.aac");
+    int rc = a->av.avformat_alloc_output_context2(&a->fc, NULL, m4a ? "ipod" : "adts",
+                                                  m4a ? "stream.m4a" : "stream.aac");
     if (rc < 0 || !a->fc) {
         av_fail(a, err, m4a ? "starting the M4A muxer" : "starting the ADTS muxer", rc < 0 ? rc : AVERROR(ENOMEM));
         goto fail;

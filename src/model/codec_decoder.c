@@ -147,13 +147,18 @@ typedef struct {
     qtts_decoder_op_times *times; /* NULL, or where cm_chain adds its operations' times */
 } work_set;
 
+/* The loader's scratch buffers: the weight being packed, as f32 (read_weight),
+ * and a matrix made from it or from several (a transposed conv's phases,
+ * stacked layers). */
+enum { PREP_WEIGHT, PREP_MATRIX, PREP_SLOTS };
+
 struct qtts_codec_decoder {
     qtts_codec_config cfg;
     qtts_decoder_precision precision; /* the form its weights are in (set_precision converts them once) */
     qtts_store *owned_store; /* from qtts_codec_decoder_open, else NULL */
     qtts_pool *prep_pool;    /* while loading: packs the weights on its threads (NULL: this thread) */
-    float *prep_buf[2];      /* while loading: [0] the weight being packed, as f32 (read_weight); */
-    size_t prep_cap[2];      /* [1] a matrix made from it (prep_scratch); their bytes */
+    float *prep_buf[PREP_SLOTS]; /* while loading: reused scratch (prep_scratch) */
+    size_t prep_cap[PREP_SLOTS]; /* their bytes */
     int pack_lin_bf16;       /* while loading: dense layers (convs) being packed straight into bf16, */
     int pack_conv_bf16;      /* the ones the precision asked for converts to bf16 anyway */
     /* sizes (config dec.*): */
@@ -282,10 +287,10 @@ static float *prep_scratch(qtts_codec_decoder *d, int slot, size_t bytes, qtts_e
     return d->prep_buf[slot];
 }
 
-/* Weight t as f32 for packing, in scratch slot 0 (valid until the next
- * call). A mapped file's bytes are read into it rather than faulted in. */
+/* Weight t as f32 for packing, in PREP_WEIGHT (valid until the next call).
+ * A mapped file's bytes are read into it rather than faulted in. */
 static const float *read_weight(qtts_codec_decoder *d, const qtts_store *st, const qtts_tensor *t, qtts_err *err) {
-    float *w = prep_scratch(d, 0, (size_t)qtts_tensor_numel(t) * sizeof(float), err);
+    float *w = prep_scratch(d, PREP_WEIGHT, (size_t)qtts_tensor_numel(t) * sizeof(float), err);
     if (!w || qtts_store_tensor_f32_into(st, t, w, err)) return NULL;
     qtts_tensor_f32_done(t, NULL); /* a mapped original leaves the RSS */
     return w;
@@ -330,7 +335,7 @@ static int stack_lin(qtts_codec_decoder *d, const qtts_store *st, const char *pr
                      const int64_t *rows, int n, int64_t cols, lin *l, qtts_err *err) {
     int64_t total = 0;
     for (int i = 0; i < n; i++) total += rows[i];
-    float *w = prep_scratch(d, 1, (size_t)(total * cols) * sizeof(float), err);
+    float *w = prep_scratch(d, PREP_MATRIX, (size_t)(total * cols) * sizeof(float), err);
     if (!w) return -1;
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
@@ -391,7 +396,7 @@ static int load_tmconv_transposed(qtts_codec_decoder *d, const qtts_store *st, c
     snprintf(n, sizeof n, "%s.bias", prefix);
     float *b = load_vec(d, st, n, c_out, err);
     const int64_t taps = qtts_conv_tm_transposed_taps(k, s);
-    float *m = b ? prep_scratch(d, 1, (size_t)(s * c_out * c_in * taps) * sizeof(float), err) : NULL;
+    float *m = b ? prep_scratch(d, PREP_MATRIX, (size_t)(s * c_out * c_in * taps) * sizeof(float), err) : NULL;
     float *bt = m ? own(d, qtts_malloc((size_t)(s * c_out) * sizeof(float), err), err) : NULL;
     if (!bt) return -1;
     qtts_conv_tm_transposed_matrix_into(w, c_in, c_out, k, s, m, d->prep_pool);
@@ -691,7 +696,7 @@ qtts_codec_decoder *qtts_codec_decoder_load_pool(const qtts_store *st, const qtt
     int rc = load_all(d, st, prec == QTTS_DECODER_BF16 && qtts_conv_bf16_supported(), err);
     d->prep_pool = NULL;
     d->pack_lin_bf16 = d->pack_conv_bf16 = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PREP_SLOTS; i++) {
         free(d->prep_buf[i]);
         d->prep_buf[i] = NULL;
         d->prep_cap[i] = 0;
