@@ -1,7 +1,8 @@
 /* The text front end against tables of input -> expected spoken text, one
  * per language (tests/data/normalize/<lang>.tsv: input TAB expected, "\n"
- * written as the two characters \n), plus: off mode returns the text
- * unchanged, invalid UTF-8 is refused, and the language guess. */
+ * written as the two characters \n; each input read from an unterminated
+ * copy), plus: off mode returns the text unchanged, invalid UTF-8 is
+ * refused, and the language guess. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,13 @@ static int run_table(const char *lang) {
         char *in = line, *want = tab + 1;
         test_unescape(in), test_unescape(want);
         qtts_err err = {0};
-        char *got = qtts_text_normalize(in, strlen(in), lang, QTTS_NORM_FULL, NULL, &err);
+        /* from an exact-size copy with no terminator, so ASan catches any read past the text */
+        size_t len = strlen(in);
+        char *exact = malloc(len ? len : 1);
+        if (!exact) abort();
+        memcpy(exact, in, len);
+        char *got = qtts_text_normalize(exact, len, lang, QTTS_NORM_FULL, NULL, &err);
+        free(exact);
         n++;
         if (!got || strcmp(got, want)) {
             printf("FAIL: %s:%d [%s]\n  input:    %s\n  expected: %s\n  got:      %s\n", path, lineno, lang, in, want,
