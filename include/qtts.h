@@ -332,6 +332,8 @@ typedef struct {
     /* completed requests whose talker and code predictor ran on the device (qtts_engine_params.device) */
     uint64_t requests_on_device;
     uint64_t device_memory_peak; /* bytes: the most the device's buffers took at once (0 on the CPU) */
+    /* frames the device's speech decoder read where the device LM left their codes, not through the host */
+    uint64_t frames_decoded_from_device_codes;
 } qtts_engine_stats;
 QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */

@@ -11,7 +11,11 @@
  *    computed the same way whatever the step size, so 0 is expected);
  *  - batched: three streams decoded together in uneven steps give exactly
  *    (bit for bit) what each gives alone;
- *  - a code past the codebook is refused with a message and changes nothing.
+ *  - a code past the codebook is refused with a message and changes nothing;
+ *  - codes read from a code ring (qtts_gpu_decoder_step_from, as the device
+ *    LM leaves them) give the samples of the same codes from the host, bit for
+ *    bit, in steps past 8 frames, across the ring's wrap and beside a stream
+ *    fed from the host; too many frames or a slot past the ring are refused.
  * Runs on any Vulkan device (CI: lavapipe with QTTS_VULKAN_VALIDATE=1, where a
  * validation error fails it); skipped (77) without one unless QTTS_REQUIRE_VULKAN=1. */
 #include <math.h>
@@ -21,6 +25,7 @@
 
 #include "gpu/gpu.h"
 #include "gpu/gpu_decoder.h"
+#include "gpu/gpu_ops.h"
 #include "harness.h"
 #include "model/codec_decoder.h"
 #include "support/gpu_device.h"
@@ -211,6 +216,64 @@ int main(void) {
             free(alone[i]);
             free(both[i]);
         }
+    }
+
+    /* codes read from a code ring (as the device LM leaves them) == the same codes from the host, bit for bit:
+       steps past MAXF frames, across the ring's wrap, beside a stream whose codes come from the host */
+    {
+        enum { R = 16, SLOTS = 3, T = 40 };
+        qtts_gpu_buf *ring = qtts_gpu_buf_new(g, sizeof(int32_t) * (size_t)(SLOTS * R * nq), &err);
+        TEST_CHECK(ring != NULL, "ring: %s", err.msg);
+        TEST_CHECK(qtts_gpu_decoder_use_ring(d, ring, R, nq + 1, &err) == -1 && strstr(err.msg, "code ring"),
+                   "a ring of 17 codes a row: '%s'", err.msg);
+        TEST_CHECK(qtts_gpu_decoder_use_ring(d, ring, R, nq, &err) == 0, "use_ring: %s", err.msg);
+        float *want = xmalloc(sizeof(float) * (size_t)(T * fs)), *got = xmalloc(sizeof(float) * (size_t)(T * fs));
+        float *host = xmalloc(sizeof(float) * (size_t)(T * fs)), *host_want = xmalloc(sizeof(float) * (size_t)(T * fs));
+        decode(d, c310 + 7 * nq, T, T, want);
+        decode(d, c20, 20, 20, host_want);
+        qtts_gpu_dec_stream *S[2] = {qtts_gpu_dec_stream_new(d, &err), qtts_gpu_dec_stream_new(d, &err)};
+        int ok = ring && S[0] && S[1];
+        static const int64_t steps[] = {1, 5, 12, 3, 15, 4};
+        int64_t done = 0, hdone = 0;
+        int32_t *rw = ring ? qtts_gpu_buf_data(ring) : NULL;
+        for (size_t r = 0; ok && r < sizeof steps / sizeof *steps; r++) {
+            /* the LM's writes: frame k of slot 2 (frame 7 + k of T310) in row k & (R - 1) */
+            for (int64_t k = done; k < done + steps[r]; k++)
+                memcpy(rw + ((int64_t)2 * R + (k & (R - 1))) * nq, c310 + (7 + k) * nq, sizeof(int32_t) * (size_t)nq);
+            const int64_t hn = hdone + 3 <= 20 ? 3 : 20 - hdone;
+            const int32_t *c[2] = {NULL, c20 + hdone * nq};
+            const qtts_gpu_ring_at at[2] = {{2, done}, {-1, 0}};
+            int64_t nf[2] = {steps[r], hn};
+            float *o[2] = {got + done * fs, host + hdone * fs};
+            ok = qtts_gpu_decoder_step_from(d, S, c, at, nf, 2, o, &err) == 0;
+            TEST_CHECK(ok, "ring step %zu: %s", r, err.msg);
+            done += steps[r];
+            hdone += hn;
+        }
+        if (ok) {
+            TEST_CHECK(done == T && maxdiff(got, want, T * fs) == 0, "codes from the ring differ from the host's by %g",
+                       maxdiff(got, want, T * fs));
+            TEST_CHECK(maxdiff(host, host_want, hdone * fs) == 0, "the host stream beside the ring one differs by %g",
+                       maxdiff(host, host_want, hdone * fs));
+            /* the ring holds R - 1 frames a slot; slot 3 is past it */
+            const int32_t *none[1] = {NULL};
+            qtts_gpu_ring_at past[1] = {{2, 0}};
+            int64_t nR = R;
+            float *o = got;
+            TEST_CHECK(qtts_gpu_decoder_step_from(d, S, none, past, &nR, 1, &o, &err) == -1 && strstr(err.msg, "ring"),
+                       "16 frames of a 16-row ring: '%s'", err.msg);
+            past[0].slot = SLOTS;
+            nR = 1;
+            TEST_CHECK(qtts_gpu_decoder_step_from(d, S, none, past, &nR, 1, &o, &err) == -1 && strstr(err.msg, "slot"),
+                       "slot 3 of 3: '%s'", err.msg);
+            TEST_CHECK(qtts_gpu_dec_stream_frames(S[0]) == T, "a refused step counted frames");
+        }
+        printf("  %-34s identical: %s\n", "codes from a code ring vs host", ok ? "checked" : "not run");
+        qtts_gpu_decoder_use_ring(d, NULL, 0, 0, &err);
+        qtts_gpu_dec_stream_free(S[0]);
+        qtts_gpu_dec_stream_free(S[1]);
+        qtts_gpu_buf_free(g, ring);
+        free(want), free(got), free(host), free(host_want);
     }
 
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation errors", qtts_gpu_validation_errors(g));

@@ -4,7 +4,9 @@
  *   "auto" serves on the CPU (info.device "cpu") with the reference audio;
  *   an unknown name is refused before any load;
  * - with a device: every golden talker case, greedy, on the device
- *   (requests_on_device counts each) gives the reference waveform (1e-4, as
+ *   (requests_on_device counts each; every frame is decoded from the codes
+ *   the device LM left on the device, frames_decoded_from_device_codes)
+ *   gives the reference waveform (1e-4, as
  *   test_engine_golden) and the CPU engine's samples within 1e-4: the same
  *   codes through the device decoder (gpu/gpu_decoder.h), which differs from
  *   the CPU decoder only by summation order (test_gpu_decoder: ~2e-6; one
@@ -93,6 +95,20 @@ static void no_device(void) {
     qtts_engine_free(eng);
 }
 
+/* Every request ran on the device, and every frame it made reached the decoder through the device's code
+ * ring (each request's pending frames stay well under its 64 rows), none through the host. */
+static void check_device_stats(qtts_engine *dev, const char *model, uint64_t want_on_device) {
+    qtts_engine_stats st;
+    qtts_engine_get_stats(dev, &st);
+    TEST_CHECK(st.requests_on_device == want_on_device, "%s: %llu requests on the device, want %llu", model,
+               (unsigned long long)st.requests_on_device, (unsigned long long)want_on_device);
+    TEST_CHECK(st.frames_total > 0 && st.frames_decoded_from_device_codes == st.frames_total,
+               "%s: %llu of %llu frames decoded from the device's codes", model,
+               (unsigned long long)st.frames_decoded_from_device_codes, (unsigned long long)st.frames_total);
+    printf("  %s: %llu of %llu frames decoded from the codes on the device\n", model,
+           (unsigned long long)st.frames_decoded_from_device_codes, (unsigned long long)st.frames_total);
+}
+
 int main(void) {
     no_device();
     qtts_err gerr = {0};
@@ -111,12 +127,7 @@ int main(void) {
     for (size_t i = 0; i < golden_case_count; i++) {
         const golden_case *c = &golden_cases[i];
         if (!loaded || strcmp(loaded, c->model)) {
-            if (dev) {
-                qtts_engine_stats st;
-                qtts_engine_get_stats(dev, &st);
-                TEST_CHECK(st.requests_on_device == want_on_device, "%s: %llu requests on the device, want %llu",
-                           loaded, (unsigned long long)st.requests_on_device, (unsigned long long)want_on_device);
-            }
+            if (dev) check_device_stats(dev, loaded, want_on_device);
             qtts_engine_free(dev);
             qtts_engine_free(cpu);
             dev = engine(c->model, "vulkan", &e);
@@ -165,12 +176,7 @@ int main(void) {
         free(sa.d);
         free(sb.d);
     }
-    if (dev) {
-        qtts_engine_stats st;
-        qtts_engine_get_stats(dev, &st);
-        TEST_CHECK(st.requests_on_device == want_on_device, "%s: %llu requests on the device, want %llu", loaded,
-                   (unsigned long long)st.requests_on_device, (unsigned long long)want_on_device);
-    }
+    if (dev) check_device_stats(dev, loaded, want_on_device);
     qtts_engine_free(dev);
     qtts_engine_free(cpu);
     return test_finish("test_gpu_engine");

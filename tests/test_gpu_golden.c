@@ -1,8 +1,8 @@
 /* The golden talker cases (every fixtures[/cv|/vd]/tk_<case>_input_ids entry
  * of manifest.json) through the device talker and code predictor
  * (gpu/gpu_lm.h), greedy: the codebook-0 tokens (EOS included) and the 16
- * codes of every frame must be IDENTICAL to the official reference's, for
- * each case run alone (batch 1) and for all cases of a model run as one batch
+ * codes of every frame must be IDENTICAL to the official reference's (and
+ * be in the stream's code-ring row, for the decoder), for each case run alone (batch 1) and for all cases of a model run as one batch
  * whose streams finish at different frames (the batch shrinks, so several
  * recorded sequences are used). The prompts are built on the CPU
  * (model/prompt.h), as the engine does. The generation loop with the device
@@ -150,6 +150,13 @@ static void run_batch(qtts_gpu *g, const qtts_talker_model *m, stream_case *sc, 
             TEST_CHECK(fr[b * G] == pending[i], "%s: frame code 0 %d is not the pending token %d", what, fr[b * G],
                        pending[i]);
             memcpy(codes[i] + n_frames[i] * G, fr + b * G, sizeof(int32_t) * (size_t)G);
+            /* the code ring holds the frame for the decoder, and the next codebook-0 token in the next row */
+            const int32_t *ring = qtts_gpu_buf_data(qtts_gpu_lm_code_ring(d));
+            const int64_t R = QTTS_GPU_CODE_RING_ROWS, row = ((int64_t)i * R + (n_frames[i] & (R - 1))) * G,
+                          next_row = ((int64_t)i * R + ((n_frames[i] + 1) & (R - 1))) * G;
+            TEST_CHECK(!memcmp(ring + row, fr + b * G, sizeof(int32_t) * (size_t)G) && ring[next_row] == next[b],
+                       "%s: frame %lld of %s is not in its code ring row", what, (long long)n_frames[i],
+                       sc[i].c->prefix);
             n_frames[i]++;
             /* as the engine: at max_frames the step after the last frame is not kept */
             if (n_frames[i] >= sc[i].max_frames) {

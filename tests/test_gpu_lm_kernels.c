@@ -1,6 +1,8 @@
-/* The kernel the device talker adds (add_rows) against its CPU twin on odd
- * shapes: row adds, copies and a broadcast bias with offsets and strides
- * (exact). The talker's logits processors run inside the sample kernel
+/* The kernels the device talker adds against their CPU twins on odd shapes:
+ * add_rows (row adds, copies and a broadcast bias with offsets and strides)
+ * and ring_gather (a slot's ring rows across the wrap, moved between
+ * submissions of one recorded sequence; a slot past the ring reads 0), both
+ * exact. The talker's logits processors run inside the sample kernel
  * (tests/test_gpu_sample.c). Skipped (exit 77) without a Vulkan device
  * unless QTTS_REQUIRE_VULKAN=1. */
 #include <stdio.h>
@@ -53,11 +55,57 @@ static void test_add_rows(qtts_gpu *g) {
     printf("  ok   add_rows (add, copy, broadcast; offsets and strides)\n");
 }
 
+/* out[off + f*N + j] = ring[(slot * R + ((first + f) & (R - 1))) * N + j]: the decoder reading the LM's codes */
+static void test_ring_gather(qtts_gpu *g) {
+    enum { N = 5, R = 4, SLOTS = 3, F = 7, OFF = 9 };
+    qtts_err err = {0};
+    qtts_gpu_buf *ring = qtts_gpu_buf_new(g, sizeof(int32_t) * SLOTS * R * N, &err);
+    qtts_gpu_buf *at = qtts_gpu_buf_new(g, sizeof(uint32_t) * 4, &err);
+    qtts_gpu_buf *out = qtts_gpu_buf_new(g, sizeof(int32_t) * (OFF + F * N), &err);
+    TEST_CHECK(ring && at && out, "buffers: %s", err.msg);
+    if (!ring || !at || !out) return;
+    int32_t *rp = qtts_gpu_buf_data(ring), *op = qtts_gpu_buf_data(out);
+    uint32_t *ap = qtts_gpu_buf_data(at);
+    for (int i = 0; i < SLOTS * R * N; i++) rp[i] = 1000 + i;
+    qtts_gpu_seq *s = qtts_gpu_seq_new(g, &err);
+    int rc = !s || qtts_gpu_ring_gather(s, ring, R, N, at, 2, F, out, OFF, &err) || qtts_gpu_seq_end(s, &err);
+    TEST_CHECK(rc == 0, "ring_gather: %s", err.msg);
+    /* one recording, run at several places: (slot, first) are read when it runs */
+    static const uint32_t places[][2] = {{0, 0}, {2, 3}, {1, 6}, {SLOTS, 0}};
+    for (size_t k = 0; !rc && k < sizeof places / sizeof *places; k++) {
+        ap[2] = places[k][0];
+        ap[3] = places[k][1];
+        for (int i = 0; i < OFF + F * N; i++) op[i] = -7;
+        TEST_CHECK(qtts_gpu_seq_run(s, &err) == 0, "run: %s", err.msg);
+        int bad = 0;
+        for (int i = 0; i < OFF; i++) bad += op[i] != -7;
+        for (int f = 0; f < F; f++)
+            for (int j = 0; j < N; j++) {
+                const uint32_t row = places[k][0] * R + ((places[k][1] + (uint32_t)f) & (R - 1));
+                const int32_t want = places[k][0] < SLOTS ? rp[row * N + j] : 0;
+                bad += op[OFF + f * N + j] != want;
+            }
+        TEST_CHECK(bad == 0, "ring_gather at slot %u row %u: %d wrong ids", places[k][0], places[k][1], bad);
+    }
+    qtts_gpu_seq_free(s);
+    s = qtts_gpu_seq_new(g, &err);
+    TEST_CHECK(s && qtts_gpu_ring_gather(s, ring, 3, N, at, 2, F, out, OFF, &err) != 0,
+               "a ring of 3 rows (not a power of two) must be refused");
+    TEST_CHECK(s && qtts_gpu_ring_gather(s, ring, R, N, at, 2, F + 2, out, OFF, &err) != 0,
+               "frames past the end of out must be refused");
+    qtts_gpu_seq_free(s);
+    qtts_gpu_buf_free(g, ring);
+    qtts_gpu_buf_free(g, at);
+    qtts_gpu_buf_free(g, out);
+    printf("  ok   ring_gather (across the wrap, moved between runs, a slot past the ring)\n");
+}
+
 int main(void) {
     int skip;
     qtts_gpu *g = test_gpu_open(&skip);
     if (!g) return skip;
     test_add_rows(g);
+    test_ring_gather(g);
     TEST_CHECK(qtts_gpu_validation_errors(g) == 0, "%d validation-layer errors", qtts_gpu_validation_errors(g));
     qtts_gpu_close(g);
     return test_finish("test_gpu_lm_kernels");

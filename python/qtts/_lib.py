@@ -144,6 +144,7 @@ class EngineStats(Structure):
         ("finished_guard_repetition", c_uint64),
         ("requests_on_device", c_uint64),
         ("device_memory_peak", c_uint64),
+        ("frames_decoded_from_device_codes", c_uint64),
     ]
 
 

@@ -11,6 +11,7 @@
 #include "engine/executor.h"
 #include "engine/overlap_policy.h"
 #include "engine/request_times.h"
+#include "gpu/gpu_decoder.h"
 #include "model/codec_decoder.h"
 #include "model/generate.h"
 #include "model/talker.h"
@@ -60,6 +61,8 @@ typedef struct slot {
     int decode_now;   /* decode_pending: part of this step */
     int out_of_memory; /* a frame could not be kept: the request fails at the end of the step */
     int64_t n_pending, cap_pending;
+    int64_t pending_first; /* the generation's frame number of pending[0] */
+    int pending_in_order;  /* the pending frames are frames pending_first.. in order (the code ring holds them so) */
     float *pcm; /* decoder output scratch */
     int64_t cap_pcm;
     qtts_mode mode;
@@ -146,6 +149,7 @@ struct qtts_engine {
     qtts_codec_stream *scratch_streams[QTTS_MAX_BATCH];
     struct qtts_gpu_dec_stream *scratch_gstreams[QTTS_MAX_BATCH];
     const int32_t *scratch_codes[QTTS_MAX_BATCH];
+    qtts_gpu_ring_at scratch_at[QTTS_MAX_BATCH]; /* where the device decoder reads them instead (slot -1: codes) */
     int64_t scratch_nf[QTTS_MAX_BATCH];
     float *scratch_out[QTTS_MAX_BATCH];
     struct slot *scratch_slots[QTTS_MAX_BATCH];
@@ -160,10 +164,12 @@ struct qtts_engine {
     struct qtts_gpu *gpu;
     struct qtts_gpu_lm *gpu_lm;
     struct qtts_gpu_decoder *gpu_dec; /* the speech-tokenizer decoder there: every request decodes on it */
+    int code_ring; /* gpu_dec reads the codes of requests whose LM is on the device from gpu_lm's code ring */
     char device_name[400];
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
     atomic_uint_fast64_t n_on_device; /* n_done whose LM ran on the device */
+    atomic_uint_fast64_t n_ring_frames; /* frames the device decoder read from gpu_lm's code ring */
     atomic_uint_fast64_t n_eos, n_max_frames, n_guard_length, n_guard_repetition; /* n_done by how it ended */
 };
 

@@ -291,6 +291,11 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
         return qtts_fail_as(err, QTTS_ERR_INVALID, "%s", why.msg); /* it names the device */
     }
     qtts_batch_set_device(e->batch, e->gpu_lm, e->max_batch, QTTS_ENGINE_GPU_POSITIONS_MAX);
+    /* the decoder reads the codes of the requests on the device where the frames left them (a model whose
+       code groups are not the decoder's codebooks takes them from the host) */
+    qtts_err no_ring = {0};
+    e->code_ring = !qtts_gpu_decoder_use_ring(e->gpu_dec, qtts_gpu_lm_code_ring(e->gpu_lm), QTTS_GPU_CODE_RING_ROWS,
+                                              e->talker->cfg.num_code_groups, &no_ring);
     /* every request decodes on the device, from the f32 weights it uploaded: the CPU's packed copies go */
     qtts_codec_decoder_drop_weights(e->decoder);
     qtts_heap_trim();

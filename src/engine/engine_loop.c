@@ -14,6 +14,7 @@
 #include "engine/overlap.h"
 #include "engine/stream.h"
 #include "gpu/gpu_decoder.h"
+#include "gpu/gpu_lm.h"
 #include "model/runaway_guard.h"
 #include "text/norm_lang.h"
 #include "text/normalize.h"
@@ -22,9 +23,14 @@
 
 static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n_codes) {
     (void)r;
-    (void)frame;
     slot *s = user;
     if (s->out_of_memory) return;
+    if (s->n_pending == 0) {
+        s->pending_first = frame;
+        s->pending_in_order = 1;
+    } else if (frame != s->pending_first + s->n_pending) {
+        s->pending_in_order = 0;
+    }
     if (s->n_pending == s->cap_pending) {
         int64_t cap = s->cap_pending ? s->cap_pending * 2 : 8;
         int32_t *np = realloc(s->pending, (size_t)(cap * n_codes) * sizeof *np);
@@ -387,6 +393,11 @@ static int gather_due(qtts_engine *e, int swap, qtts_err *err) {
         }
         e->scratch_streams[i] = s->dec;
         e->scratch_gstreams[i] = s->gdec;
+        /* the device decoder reads a device request's frames where its LM left them, while the ring holds them */
+        const int dev_slot = s->gen ? qtts_gen_request_device_slot(s->gen) : -1;
+        const int ring = e->code_ring && dev_slot >= 0 && s->pending_in_order &&
+                         s->n_pending < QTTS_GPU_CODE_RING_ROWS;
+        e->scratch_at[i] = (qtts_gpu_ring_at){ring ? dev_slot : -1, ring ? s->pending_first : 0};
         e->scratch_nf[i] = s->n_pending;
         e->scratch_out[i] = s->pcm;
         e->scratch_slots[i] = s;
@@ -538,11 +549,13 @@ static int decode_pending(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
         dec_ms = dec_cpu_ms = ov.decoder_ms; /* on one thread while another runs the LM: its wall time */
     } else {
         double t0 = qtts_now_ms(), c0 = qtts_thread_cpu_ms();
-        if (e->gpu_dec ? qtts_gpu_decoder_step(e->gpu_dec, e->scratch_gstreams, e->scratch_codes, e->scratch_nf, n,
-                                               e->scratch_out, err)
+        if (e->gpu_dec ? qtts_gpu_decoder_step_from(e->gpu_dec, e->scratch_gstreams, e->scratch_codes, e->scratch_at,
+                                                    e->scratch_nf, n, e->scratch_out, err)
                        : qtts_codec_decode_step_batch(e->decoder, pool, e->scratch_streams, e->scratch_codes,
                                                       e->scratch_nf, n, e->scratch_out, err))
             return -1;
+        for (int i = 0; e->gpu_dec && i < n; i++)
+            if (e->scratch_at[i].slot >= 0) atomic_fetch_add(&e->n_ring_frames, (uint_fast64_t)e->scratch_nf[i]);
         dec_ms = qtts_now_ms() - t0;
         dec_cpu_ms = qtts_thread_cpu_ms() - c0;
     }

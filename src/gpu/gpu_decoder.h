@@ -13,7 +13,9 @@
  * aside). A step decodes several streams in one submission, each stream's
  * kernels over its own rows: a stream's samples do not depend on the others.
  * The codes are written by the host into a device buffer before the
- * submission. Only the thread that opened the device may call these. */
+ * submission, or read where they run from the device LM's code ring
+ * (qtts_gpu_decoder_step_from). Only the thread that opened the device may
+ * call these. */
 #ifndef QTTS_GPU_GPU_DECODER_H
 #define QTTS_GPU_GPU_DECODER_H
 
@@ -21,6 +23,7 @@
 
 #include "core/err.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_ops.h"
 #include "io/store.h"
 #include "model/config.h"
 
@@ -48,5 +51,27 @@ int64_t qtts_gpu_dec_stream_frames(const qtts_gpu_dec_stream *s);
  * device failure the streams are inconsistent and must be reset. */
 int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
                           const int64_t *n_frames, int n, float *const *out, qtts_err *err);
+
+/* The codes of the device LM (qtts_gpu_lm_code_ring: ring_rows rows of
+ * `width` codes per slot; width must be num_quantizers), which steps may read
+ * where they run instead of taking them from the host; NULL: none. ring must
+ * outlive d or be unset. */
+int qtts_gpu_decoder_use_ring(qtts_gpu_decoder *d, qtts_gpu_buf *ring, int64_t ring_rows, int64_t width,
+                              qtts_err *err);
+
+/* Where a stream's codes are in the code ring: LM slot `slot` from its frame
+ * `first` on (slot < 0: from the host). */
+typedef struct {
+    int slot;
+    int64_t first;
+} qtts_gpu_ring_at;
+
+/* qtts_gpu_decoder_step where stream i whose at[i].slot >= 0 reads its
+ * n_frames[i] frames from the code ring (codes[i] is not read; at most
+ * ring_rows - 1 frames, still in the ring: the caller's to know); at may be
+ * NULL (every stream from codes). */
+int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                               const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, float *const *out,
+                               qtts_err *err);
 
 #endif

@@ -23,7 +23,10 @@
 
 typedef struct qtts_gpu_lm qtts_gpu_lm;
 
-enum { QTTS_GPU_LM_MAX_STREAMS = 64 };
+enum {
+    QTTS_GPU_LM_MAX_STREAMS = 64,
+    QTTS_GPU_CODE_RING_ROWS = 64, /* frames of codes each stream keeps on the device (a power of two) */
+};
 
 /* Uploads m's talker, codec head, codec embeddings and code predictor and
  * makes the state of max_streams streams (slots 0..max_streams-1, at most
@@ -59,5 +62,14 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
  * token (EOS ends the stream). */
 int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
                       int32_t *next_c0, qtts_err *err);
+
+/* The codes the frames picked, kept on the device for the speech decoder to
+ * read without the host (qtts_gpu_decoder_step_from): per slot
+ * QTTS_GPU_CODE_RING_ROWS rows of G codes (int32), frame k of the slot's
+ * stream (k = 0 from its prefill on) in row k & (QTTS_GPU_CODE_RING_ROWS - 1).
+ * Frame k's row is complete after the submission that returned it, and stays
+ * until frame k + QTTS_GPU_CODE_RING_ROWS - 1's submission (which writes that
+ * frame's codebook-0 token over it) or the slot's next prefill. */
+qtts_gpu_buf *qtts_gpu_lm_code_ring(qtts_gpu_lm *d);
 
 #endif

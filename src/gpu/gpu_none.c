@@ -53,6 +53,10 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
     (void)d, (void)B, (void)slots, (void)text, (void)codes, (void)next_c0;
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }
+qtts_gpu_buf *qtts_gpu_lm_code_ring(qtts_gpu_lm *d) {
+    (void)d;
+    return NULL;
+}
 
 /* The device decoder (gpu_decoder.h): likewise never made. */
 qtts_gpu_decoder *qtts_gpu_decoder_new(qtts_gpu *g, const qtts_store *st, const qtts_codec_config *cfg, qtts_err *err) {
@@ -83,5 +87,16 @@ int64_t qtts_gpu_dec_stream_frames(const qtts_gpu_dec_stream *s) {
 int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
                           const int64_t *n_frames, int n, float *const *out, qtts_err *err) {
     (void)d, (void)streams, (void)codes, (void)n_frames, (void)n, (void)out;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
+int qtts_gpu_decoder_use_ring(qtts_gpu_decoder *d, qtts_gpu_buf *ring, int64_t ring_rows, int64_t width,
+                              qtts_err *err) {
+    (void)d, (void)ring, (void)ring_rows, (void)width;
+    return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
+int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                               const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, float *const *out,
+                               qtts_err *err) {
+    (void)d, (void)streams, (void)codes, (void)at, (void)n_frames, (void)n, (void)out;
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }

@@ -105,6 +105,12 @@ int qtts_gpu_silu_mul(qtts_gpu_seq *s, qtts_gpu_buf *f, int64_t gate_off, int64_
 int qtts_gpu_embed_add(qtts_gpu_seq *s, qtts_gpu_buf *table, int64_t row_base, int64_t rows, int64_t dim,
                        qtts_gpu_buf *ids, int64_t id_index, qtts_gpu_buf *out, int64_t out_off, int accumulate,
                        qtts_err *err);
+/* out[out_off + f*n + j] = ring[(at[at_index] * ring_rows + ((at[at_index + 1] + f) & (ring_rows - 1))) * n + j]
+ * for f < frames, j < n: `frames` consecutive rows, from row `first` on, of slot `slot`'s ring (ring_rows
+ * rows of n ids per slot, a power of two; slot and first are read from `at` when the kernel runs, so the
+ * host moves them between submissions). A row outside the ring reads 0. */
+int qtts_gpu_ring_gather(qtts_gpu_seq *s, qtts_gpu_buf *ring, int64_t ring_rows, int64_t n, qtts_gpu_buf *at,
+                         int64_t at_index, int64_t frames, qtts_gpu_buf *out, int64_t out_off, qtts_err *err);
 /* ids[out_index] = argmax of z[z_off .. z_off + n) (the first on ties, as qtts_argmax). */
 int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *ids, int64_t out_index,
                     qtts_err *err);

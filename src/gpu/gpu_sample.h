@@ -63,6 +63,12 @@ typedef struct {
     int advance; /* 1 on the frame's last draw: the slots' step counters advance after it */
     qtts_gpu_buf *ids; /* ids[id_off + r * id_stride] = the picked token (int32) */
     int64_t id_off, id_stride;
+    /* optional (NULL: none): the token also goes to ring[(slot * ring_rows +
+     * (step & (ring_rows - 1))) * ring_width + sub], the slot's ring of its last
+     * ring_rows steps (a power of two; ring_width > sub), which a later
+     * sequence reads (the decoder's codes) */
+    qtts_gpu_buf *ring;
+    int64_t ring_rows, ring_width;
 } qtts_gpu_sample_args;
 
 /* Records one draw per row into seq. */

@@ -72,6 +72,9 @@ static const uint32_t spv_clamp[] = {
 static const uint32_t spv_add_rows[] = {
 #include "add_rows.spv.inc"
 };
+static const uint32_t spv_ring_gather[] = {
+#include "ring_gather.spv.inc"
+};
 
 #define QTTS_GPU_SHADER_CODE(name, nb) [QTTS_SHADER_##name] = {#name, spv_##name, sizeof spv_##name, nb},
 const qtts_gpu_shader_code qtts_gpu_shader_codes[QTTS_SHADER_COUNT] = {QTTS_GPU_SHADER_TABLE(QTTS_GPU_SHADER_CODE)};

@@ -18,7 +18,7 @@
     X(silu_mul, 2)                                                                                                     \
     X(embed_add, 3)                                                                                                    \
     X(argmax, 2)                                                                                                       \
-    X(sample, 4)                                                                                                       \
+    X(sample, 5)                                                                                                       \
     X(conv1d, 5)                                                                                                       \
     X(tconv, 4)                                                                                                        \
     X(snake, 4)                                                                                                        \
@@ -29,7 +29,8 @@
     X(scale_add, 3)                                                                                                    \
     X(transpose, 2)                                                                                                    \
     X(clamp, 1)                                                                                                        \
-    X(add_rows, 2)
+    X(add_rows, 2)                                                                                                     \
+    X(ring_gather, 3)
 
 typedef enum {
 #define QTTS_GPU_SHADER_ENUM(name, nb) QTTS_SHADER_##name,

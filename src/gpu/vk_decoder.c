@@ -55,12 +55,14 @@ typedef struct {
 enum { CM_A, CM_B, CM_XP, CM_TMP, CM_TMP2, N_CM };
 enum { TM_P, TM_X, TM_HN, TM_QKV, TM_AO, TM_O, TM_GU, TM_G, TM_DWB, TM_DW, TM_P1, TM_A0, TM_AR, TM_Z, TM_Z2, TM_KV, N_TM };
 
-/* A recorded step: stream i is the stream numbered id[i], with F[i] frames and held[i] keys. */
+/* A recorded step: stream i is the stream numbered id[i], with F[i] frames and held[i] keys,
+ * its codes read from the code ring where ring[i] (else written by the host). */
 typedef struct {
     qtts_gpu_seq *seq;
     int n;
     uint64_t id[SEQ_MAX_STREAMS];
     int64_t F[SEQ_MAX_STREAMS], held[SEQ_MAX_STREAMS];
+    int ring[SEQ_MAX_STREAMS];
 } step_seq;
 
 struct qtts_gpu_decoder {
@@ -82,8 +84,10 @@ struct qtts_gpu_decoder {
     qtts_gpu_buf *rope; /* qtts_rope_angles rows, grown as streams get longer */
     int64_t rope_rows;
     qtts_gpu_buf *cm[N_CM], *tm[N_TM];
-    qtts_gpu_buf *codes, *pos, *pcm; /* per step, host-written / read: grown with the batch */
+    qtts_gpu_buf *codes, *pos, *at, *pcm; /* per step, host-written / read: grown with the batch */
     int64_t io_streams;
+    qtts_gpu_buf *ring; /* the device LM's codes (qtts_gpu_decoder_use_ring), or NULL */
+    int64_t ring_rows, ring_slots;
 };
 
 enum { MAX_STREAM_BUFS = 4 + 2 * 64 + 2 * MAX_STAGES + MAX_STAGES * (1 + N_RES) };
@@ -464,6 +468,7 @@ void qtts_gpu_decoder_free(qtts_gpu_decoder *d) {
     for (int i = 0; i < N_TM; i++) qtts_gpu_buf_free(g, d->tm[i]);
     qtts_gpu_buf_free(g, d->codes);
     qtts_gpu_buf_free(g, d->pos);
+    qtts_gpu_buf_free(g, d->at);
     qtts_gpu_buf_free(g, d->pcm);
     free(d);
 }
@@ -661,10 +666,13 @@ static int rec_block(qtts_gpu_seq *q, qtts_gpu_decoder *d, qtts_gpu_dec_stream *
     return 0;
 }
 
-/* Stream i of the step: F frames whose codes are at codes[i*MAXF*nq], samples to pcm[i*MAXF*fs]. */
-static int rec_stream(qtts_gpu_seq *q, qtts_gpu_decoder *d, qtts_gpu_dec_stream *s, int i, int64_t F, qtts_err *err) {
+/* Stream i of the step: F frames whose codes are at codes[i*MAXF*nq] (copied there from the code ring
+ * first where from_ring), samples to pcm[i*MAXF*fs]. */
+static int rec_stream(qtts_gpu_seq *q, qtts_gpu_decoder *d, qtts_gpu_dec_stream *s, int i, int64_t F, int from_ring,
+                      qtts_err *err) {
     qtts_gpu_buf **t = d->tm, **c = d->cm;
     const int64_t ed = d->ed, cd = d->cd, L = d->L, ci = (int64_t)i * MAXF * d->nq;
+    if (from_ring) TRY(qtts_gpu_ring_gather(q, d->ring, d->ring_rows, d->nq, d->at, 2 * (int64_t)i, F, d->codes, ci, err));
     /* 1. split RVQ: codebook 0 through P_first plus the sum of the others through P_rest */
     for (int64_t f = 0; f < F; f++)
         for (int64_t j = 0; j < d->nq; j++)
@@ -718,11 +726,12 @@ static int reserve(qtts_gpu_decoder *d, int n, int64_t positions, qtts_err *err)
     if (n > d->io_streams) {
         qtts_gpu_buf_free(d->g, d->codes);
         qtts_gpu_buf_free(d->g, d->pos);
+        qtts_gpu_buf_free(d->g, d->at);
         qtts_gpu_buf_free(d->g, d->pcm);
-        d->pos = d->pcm = NULL;
+        d->pos = d->at = d->pcm = NULL;
         d->io_streams = 0;
         if (!(d->codes = upload(d->g, NULL, (int64_t)n * MAXF * d->nq, err)) ||
-            !(d->pos = upload(d->g, NULL, 2 * (int64_t)n, err)) ||
+            !(d->pos = upload(d->g, NULL, 2 * (int64_t)n, err)) || !(d->at = upload(d->g, NULL, 2 * (int64_t)n, err)) ||
             !(d->pcm = upload(d->g, NULL, (int64_t)n * MAXF * d->fs, err)))
             return -1;
         d->io_streams = n;
@@ -741,18 +750,19 @@ static int reserve(qtts_gpu_decoder *d, int n, int64_t positions, qtts_err *err)
 }
 
 /* The recorded sequence of a step (recorded now if it is not kept). */
-static qtts_gpu_seq *step_sequence(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int64_t *F, int n,
-                                   qtts_err *err) {
+static qtts_gpu_seq *step_sequence(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int64_t *F,
+                                   const int *R, int n, qtts_err *err) {
     for (int e = 0; e < SEQ_CACHE; e++) {
         const step_seq *c = &d->seqs[e];
         int same = c->seq && c->n == n;
-        for (int i = 0; same && i < n; i++) same = c->id[i] == S[i]->id && c->F[i] == F[i] && c->held[i] == S[i]->n_cached;
+        for (int i = 0; same && i < n; i++)
+            same = c->id[i] == S[i]->id && c->F[i] == F[i] && c->held[i] == S[i]->n_cached && c->ring[i] == R[i];
         if (same) return c->seq;
     }
     qtts_gpu_seq *q = qtts_gpu_seq_new(d->g, err);
     if (!q) return NULL;
     int rc = 0;
-    for (int i = 0; !rc && i < n; i++) rc = rec_stream(q, d, S[i], i, F[i], err);
+    for (int i = 0; !rc && i < n; i++) rc = rec_stream(q, d, S[i], i, F[i], R[i], err);
     if (rc || qtts_gpu_seq_end(q, err)) {
         qtts_gpu_seq_free(q);
         return NULL;
@@ -766,25 +776,36 @@ static qtts_gpu_seq *step_sequence(qtts_gpu_decoder *d, qtts_gpu_dec_stream *con
         c->id[i] = S[i]->id;
         c->F[i] = F[i];
         c->held[i] = S[i]->n_cached;
+        c->ring[i] = R[i];
     }
     return q;
 }
 
-/* One submission: stream i decodes F[i] (1..MAXF) frames from C[i] into O[i]. */
-static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int32_t *const *C, const int64_t *F, int n,
-                  float *const *O, qtts_err *err) {
+/* One submission: stream i decodes F[i] (1..MAXF) frames from C[i], or from the ring at A[i] where
+ * A[i].slot >= 0, into O[i]. */
+static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int32_t *const *C,
+                  const qtts_gpu_ring_at *A, const int64_t *F, int n, float *const *O, qtts_err *err) {
     int64_t positions = 0;
-    for (int i = 0; i < n; i++)
+    int R[SEQ_MAX_STREAMS];
+    for (int i = 0; i < n; i++) {
         if (S[i]->pos + F[i] > positions) positions = S[i]->pos + F[i];
+        R[i] = A[i].slot >= 0;
+    }
     TRY(reserve(d, n, positions, err));
     int32_t *codes = qtts_gpu_buf_data(d->codes);
-    uint32_t *pos = qtts_gpu_buf_data(d->pos);
+    uint32_t *pos = qtts_gpu_buf_data(d->pos), *at = qtts_gpu_buf_data(d->at);
     for (int i = 0; i < n; i++) {
-        for (int64_t k = 0; k < F[i] * d->nq; k++) codes[(int64_t)i * MAXF * d->nq + k] = C[i][k] < 0 ? 0 : C[i][k];
+        if (R[i]) {
+            at[2 * i] = (uint32_t)A[i].slot;
+            at[2 * i + 1] = (uint32_t)(A[i].first & (d->ring_rows - 1));
+        } else {
+            for (int64_t k = 0; k < F[i] * d->nq; k++)
+                codes[(int64_t)i * MAXF * d->nq + k] = C[i][k] < 0 ? 0 : C[i][k];
+        }
         pos[2 * i] = (uint32_t)S[i]->pos;
         pos[2 * i + 1] = (uint32_t)S[i]->n_cached;
     }
-    qtts_gpu_seq *q = step_sequence(d, S, F, n, err);
+    qtts_gpu_seq *q = step_sequence(d, S, F, R, n, err);
     if (!q || qtts_gpu_seq_run(q, err)) return -1;
     const float *pcm = qtts_gpu_buf_data(d->pcm);
     for (int i = 0; i < n; i++) {
@@ -797,8 +818,23 @@ static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int3
     return 0;
 }
 
-int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
-                          const int64_t *n_frames, int n, float *const *out, qtts_err *err) {
+int qtts_gpu_decoder_use_ring(qtts_gpu_decoder *d, qtts_gpu_buf *ring, int64_t ring_rows, int64_t width,
+                              qtts_err *err) {
+    if (ring && (width != d->nq || ring_rows < 2 || (ring_rows & (ring_rows - 1)) ||
+                 qtts_gpu_buf_size(ring) < (size_t)(ring_rows * width) * sizeof(int32_t)))
+        return qtts_fail_as(err, QTTS_ERR_INVALID,
+                            "GPU speech tokenizer: a code ring of %lld rows of %lld codes (it reads %lld a frame)",
+                            (long long)ring_rows, (long long)width, (long long)d->nq);
+    drop_seqs(d); /* they bind the ring */
+    d->ring = ring;
+    d->ring_rows = ring ? ring_rows : 0;
+    d->ring_slots = ring ? (int64_t)(qtts_gpu_buf_size(ring) / ((size_t)(ring_rows * width) * sizeof(int32_t))) : 0;
+    return 0;
+}
+
+int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                               const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, float *const *out,
+                               qtts_err *err) {
     if (n <= 0) return 0;
     for (int i = 0; i < n; i++) {
         if (n_frames[i] < 0) return qtts_fail(err, "codes: negative frame count %lld", (long long)n_frames[i]);
@@ -807,6 +843,14 @@ int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *strea
         for (int j = 0; j < i; j++)
             if (streams[j] == streams[i])
                 return qtts_fail(err, "GPU speech tokenizer: the same stream twice in one step");
+        if (at && at[i].slot >= 0) {
+            if (!d->ring || at[i].slot >= d->ring_slots || at[i].first < 0 || n_frames[i] >= d->ring_rows)
+                return qtts_fail_as(err, QTTS_ERR_INVALID,
+                                    "GPU speech tokenizer: %lld frames of code ring slot %d (%lld slots of %lld rows)",
+                                    (long long)n_frames[i], at[i].slot, (long long)d->ring_slots,
+                                    (long long)d->ring_rows);
+            continue;
+        }
         for (int64_t k = 0; k < n_frames[i] * d->nq; k++)
             if (codes[i][k] >= d->cb)
                 return qtts_fail(err, "codes: frame %lld, codebook %lld: code %d is out of range (codebook size %lld)",
@@ -814,29 +858,39 @@ int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *strea
     }
     qtts_gpu_dec_stream **S = malloc((size_t)n * sizeof *S);
     const int32_t **C = malloc((size_t)n * sizeof *C);
+    qtts_gpu_ring_at *A = malloc((size_t)n * sizeof *A);
     float **O = malloc((size_t)n * sizeof *O);
     int64_t *F = malloc((size_t)n * sizeof *F), *done = calloc((size_t)n, sizeof *done);
     int rc = 0;
-    if (!S || !C || !O || !F || !done) rc = qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "GPU speech tokenizer: out of memory");
+    if (!S || !C || !A || !O || !F || !done)
+        rc = qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "GPU speech tokenizer: out of memory");
     while (!rc) {
         int ns = 0;
         for (int i = 0; i < n && ns < SEQ_MAX_STREAMS; i++) {
             const int64_t left = n_frames[i] - done[i];
             if (left <= 0) continue;
+            const int ring = at && at[i].slot >= 0;
             S[ns] = streams[i];
             F[ns] = left < MAXF ? left : MAXF;
-            C[ns] = codes[i] + done[i] * d->nq;
+            C[ns] = ring ? NULL : codes[i] + done[i] * d->nq;
+            A[ns] = ring ? (qtts_gpu_ring_at){at[i].slot, at[i].first + done[i]} : (qtts_gpu_ring_at){-1, 0};
             O[ns] = out[i] + done[i] * d->fs;
             done[i] += F[ns];
             ns++;
         }
         if (!ns) break;
-        rc = submit(d, S, C, F, ns, O, err);
+        rc = submit(d, S, C, A, F, ns, O, err);
     }
     free(S);
     free(C);
+    free(A);
     free(O);
     free(F);
     free(done);
     return rc;
+}
+
+int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                          const int64_t *n_frames, int n, float *const *out, qtts_err *err) {
+    return qtts_gpu_decoder_step_from(d, streams, codes, NULL, n_frames, n, out, err);
 }

@@ -46,6 +46,7 @@ struct qtts_gpu_lm {
     /* per stream (slot-indexed), host-written: tpos (talker position), text;
      * device-written: ids, h (talker normed hidden) */
     qtts_gpu_buf *ids, *tpos, *cp_pos, *h, *text;
+    qtts_gpu_buf *ring; /* per slot the codes of its last QTTS_GPU_CODE_RING_ROWS frames, row = frame & (rows-1) */
     qtts_gpu_sampler *sampler; /* slot i samples stream slot i: settings, RNG step, codebook-0 history */
     int64_t pos[MAX_STREAMS];
     int started[MAX_STREAMS];
@@ -205,7 +206,7 @@ void qtts_gpu_lm_free(qtts_gpu_lm *d) {
     free(d->cp_heads);
     free(d->cp_emb);
     qtts_gpu_sampler_free(g, d->sampler);
-    qtts_gpu_buf *bufs[] = {d->proj_b, d->codec_emb, d->ids, d->tpos, d->cp_pos, d->h, d->text};
+    qtts_gpu_buf *bufs[] = {d->proj_b, d->codec_emb, d->ids, d->tpos, d->cp_pos, d->h, d->text, d->ring};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) qtts_gpu_buf_free(g, bufs[i]);
     for (int i = 0; scratch(d, i); i++) qtts_gpu_buf_free(g, *scratch(d, i));
     free(d);
@@ -250,7 +251,8 @@ qtts_gpu_lm *qtts_gpu_lm_new(qtts_gpu *g, const qtts_talker_model *m, int max_st
         !(d->cp_pos = qtts_gpu_buf_new(g, (size_t)(d->G + 1) * sizeof(uint32_t), err)) ||
         !(d->sampler = qtts_gpu_sampler_new(g, max_streams, V, err)) ||
         !(d->h = qtts_gpu_buf_new(g, (size_t)(max_streams * D) * sizeof(float), err)) ||
-        !(d->text = qtts_gpu_buf_new(g, (size_t)(max_streams * D) * sizeof(float), err)))
+        !(d->text = qtts_gpu_buf_new(g, (size_t)(max_streams * D) * sizeof(float), err)) ||
+        !(d->ring = qtts_gpu_buf_new(g, (size_t)max_streams * QTTS_GPU_CODE_RING_ROWS * d->G * sizeof(int32_t), err)))
         goto fail;
     uint32_t *cp_pos = qtts_gpu_buf_data(d->cp_pos);
     for (int i = 0; i <= d->G; i++) cp_pos[i] = (uint32_t)i;
@@ -385,7 +387,10 @@ static int record_pick(qtts_gpu_seq *s, qtts_gpu_lm *d, int slot, uint32_t sub, 
                               .advance = sub == (uint32_t)(d->G - 1),
                               .ids = d->ids,
                               .id_off = id_index,
-                              .id_stride = 1};
+                              .id_stride = 1,
+                              .ring = d->ring,
+                              .ring_rows = QTTS_GPU_CODE_RING_ROWS,
+                              .ring_width = d->G};
     return qtts_gpu_sample(s, d->sampler, &a, err);
 }
 
@@ -537,3 +542,5 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
     }
     return 0;
 }
+
+qtts_gpu_buf *qtts_gpu_lm_code_ring(qtts_gpu_lm *d) { return d->ring; }

@@ -179,6 +179,22 @@ int qtts_gpu_embed_add(qtts_gpu_seq *s, qtts_gpu_buf *table, int64_t row_base, i
     return qtts_vk_dispatch(s, QTTS_SHADER_embed_add, b, &pc, sizeof pc, (uint32_t)((dim + 63) / 64), 1, 1, err);
 }
 
+int qtts_gpu_ring_gather(qtts_gpu_seq *s, qtts_gpu_buf *ring, int64_t ring_rows, int64_t n, qtts_gpu_buf *at,
+                         int64_t at_index, int64_t frames, qtts_gpu_buf *out, int64_t out_off, qtts_err *err) {
+    if (frames <= 0) return 0;
+    if (n <= 0 || ring_rows <= 0 || (ring_rows & (ring_rows - 1)) || n * frames > (int64_t)64 * 65535)
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU ring_gather: bad shape");
+    if (!fits(ring, 0, ring_rows * n)) return out_of_bounds(err, "ring_gather", "the ring");
+    if (!fits(at, at_index, 2)) return out_of_bounds(err, "ring_gather", "the slot and row");
+    if (!fits(out, out_off, frames * n)) return out_of_bounds(err, "ring_gather", "out");
+    struct {
+        uint32_t n, frames, ring_rows, at_index, out_off;
+    } pc = {(uint32_t)n, (uint32_t)frames, (uint32_t)ring_rows, (uint32_t)at_index, (uint32_t)out_off};
+    qtts_gpu_buf *b[] = {ring, at, out};
+    return qtts_vk_dispatch(s, QTTS_SHADER_ring_gather, b, &pc, sizeof pc, (uint32_t)((n * frames + 63) / 64), 1, 1,
+                            err);
+}
+
 int qtts_gpu_argmax(qtts_gpu_seq *s, qtts_gpu_buf *z, int64_t z_off, int64_t n, qtts_gpu_buf *ids, int64_t out_index,
                     qtts_err *err) {
     if (n <= 0) return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU argmax: no logits");

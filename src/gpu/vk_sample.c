@@ -155,8 +155,12 @@ int qtts_gpu_sample(qtts_gpu_seq *seq, qtts_gpu_sampler *s, const qtts_gpu_sampl
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU sample: the logits lie outside their buffer");
     if (!fits(a->ids, a->id_off, (a->rows - 1) * a->id_stride + 1))
         return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU sample: the ids lie outside their buffer");
+    if (a->ring && (a->ring_rows <= 0 || (a->ring_rows & (a->ring_rows - 1)) || a->ring_width <= (int64_t)a->sub ||
+                    !fits(a->ring, 0, (int64_t)s->slots * a->ring_rows * a->ring_width)))
+        return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU sample: a ring of %lld x %lld ids for %d slots",
+                            (long long)a->ring_rows, (long long)a->ring_width, s->slots);
     struct {
-        uint32_t n, z_off, z_stride, slot0, seen_words, out_off, out_stride, sub, flags;
+        uint32_t n, z_off, z_stride, slot0, seen_words, out_off, out_stride, sub, flags, ring_rows, ring_width;
     } pc = {(uint32_t)a->n,
             (uint32_t)a->z_off,
             (uint32_t)a->z_stride,
@@ -165,7 +169,9 @@ int qtts_gpu_sample(qtts_gpu_seq *seq, qtts_gpu_sampler *s, const qtts_gpu_sampl
             (uint32_t)a->id_off,
             (uint32_t)a->id_stride,
             a->sub,
-            (a->talker ? F_TALKER : 0u) | (a->advance ? F_ADVANCE : 0u)};
-    qtts_gpu_buf *b[] = {a->z, s->state, s->seen, a->ids};
+            (a->talker ? F_TALKER : 0u) | (a->advance ? F_ADVANCE : 0u),
+            a->ring ? (uint32_t)a->ring_rows : 0u,
+            a->ring ? (uint32_t)a->ring_width : 0u};
+    qtts_gpu_buf *b[] = {a->z, s->state, s->seen, a->ids, a->ring ? a->ring : a->ids};
     return qtts_vk_dispatch(seq, QTTS_SHADER_sample, b, &pc, sizeof pc, (uint32_t)a->rows, 1, 1, err);
 }

@@ -418,6 +418,7 @@ void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int6
 }
 
 int qtts_gen_request_on_device(const qtts_gen_request *r) { return r->gpu_slot >= 0; }
+int qtts_gen_request_device_slot(const qtts_gen_request *r) { return r->gpu_slot; }
 
 size_t qtts_gen_request_host_kv_bytes(const qtts_gen_request *r) {
     return (size_t)(r->kv.cap * r->kv.kv_dim * r->kv.n_layers) * qtts_kv_elem_size(&r->kv) * 2 +

@@ -148,6 +148,8 @@ struct qtts_gpu_lm;
 void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int64_t max_pos);
 /* 1 if r's LM work runs (or ran) on the batch's device. */
 int qtts_gen_request_on_device(const qtts_gen_request *r);
+/* The device stream (slot of qtts_gpu_lm) r's LM work runs in, or -1 (the CPU; not started yet). */
+int qtts_gen_request_device_slot(const qtts_gen_request *r);
 /* Requests of the batch running on the device now. */
 int qtts_batch_device_streams(const qtts_batch *b);
 /* Host bytes of r's KV caches (talker and code predictor): 0 until r runs on

@@ -18,7 +18,10 @@ layout(std430, binding = 0) buffer ZBuf { float Z[]; };
 layout(std430, binding = 1) buffer SBuf { uint S[]; };    // per slot: SLOT_WORDS words (vk_sample.c)
 layout(std430, binding = 2) buffer HBuf { uint SEEN[]; }; // per slot: seen_words bits of talker ids
 layout(std430, binding = 3) buffer OBuf { int OUT[]; };
-layout(push_constant) uniform P { uint n, z_off, z_stride, slot0, seen_words, out_off, out_stride, sub, flags; } p;
+layout(std430, binding = 4) buffer RBuf { int RING[]; }; // per slot ring_rows rows of ring_width ids
+layout(push_constant) uniform P {
+    uint n, z_off, z_stride, slot0, seen_words, out_off, out_stride, sub, flags, ring_rows, ring_width;
+} p;
 #include "reduce.glsl"
 
 // the slot layout, as vk_sample.c writes it
@@ -237,6 +240,8 @@ void main() {
     barrier(); // every thread has read the step
     if (lid == 0u) {
         OUT[p.out_off + row * p.out_stride] = int(tok);
+        // the ring keeps the last ring_rows steps' ids (a frame's codes) for a later sequence to read
+        if (p.ring_rows != 0u) RING[(slot * p.ring_rows + (step & (p.ring_rows - 1u))) * p.ring_width + p.sub] = int(tok);
         if (do_sample) {
             S[sb + W_DRAW] = draw.x;
             S[sb + W_DRAW + 1u] = draw.y;
