@@ -1,18 +1,19 @@
 /* The golden talker cases (every fixtures[/cv|/vd]/tk_<case>_input_ids entry
  * of manifest.json) through the device talker and code predictor
  * (gpu/gpu_lm.h), greedy: the codebook-0 tokens (EOS included) and the 16
- * codes of every frame must be IDENTICAL to the official reference's (and
- * be in the stream's code-ring row, for the decoder), for each case run alone (batch 1) and for all cases of a model run as one batch
- * whose streams finish at different frames (the batch shrinks, so several
- * recorded sequences are used). The prompts are built on the CPU
- * (model/prompt.h), as the engine does. The generation loop with the device
- * attached (qtts_batch_set_device) runs them again beside seeded sampled
- * requests (the model's sampling settings), which run on the device too and
- * must give the codes the CPU loop gives them alone (the device sampler
- * draws as the CPU's, gpu/gpu_sample.h); requests on the device hold no host
- * KV cache. One stream runs past 2048 positions (its device cache grown from
- * 64, once at its prefill and once mid-stream), with the CPU loop's codes. Without a Vulkan device the test is
- * skipped (exit 77) unless QTTS_REQUIRE_VULKAN=1. */
+ * codes of every frame must be IDENTICAL to the official reference's (and be
+ * in the stream's code-ring row, for the decoder), for each case run alone
+ * (batch 1) and for all cases of a model run as one batch whose streams
+ * finish at different frames (the batch shrinks, so several recorded
+ * sequences are used). The prompts are built on the CPU (model/prompt.h), as
+ * the engine does. The generation loop with the device attached
+ * (qtts_batch_set_device) runs them again beside seeded sampled requests (the
+ * model's sampling settings), which run on the device too and must give the
+ * codes the CPU loop gives them alone (the device sampler draws as the CPU's,
+ * gpu/gpu_sample.h); requests on the device hold no host KV cache. One stream
+ * runs past 2048 positions (its device cache grown from 64, once at its
+ * prefill and once mid-stream), with the CPU loop's codes. Without a Vulkan
+ * device the test is skipped (exit 77) unless QTTS_REQUIRE_VULKAN=1. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

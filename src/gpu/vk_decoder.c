@@ -672,7 +672,8 @@ static int rec_stream(qtts_gpu_seq *q, qtts_gpu_decoder *d, qtts_gpu_dec_stream 
                       qtts_err *err) {
     qtts_gpu_buf **t = d->tm, **c = d->cm;
     const int64_t ed = d->ed, cd = d->cd, L = d->L, ci = (int64_t)i * MAXF * d->nq;
-    if (from_ring) TRY(qtts_gpu_ring_gather(q, d->ring, d->ring_rows, d->nq, d->at, 2 * (int64_t)i, F, d->codes, ci, err));
+    if (from_ring)
+        TRY(qtts_gpu_ring_gather(q, d->ring, d->ring_rows, d->nq, d->at, 2 * (int64_t)i, F, d->codes, ci, err));
     /* 1. split RVQ: codebook 0 through P_first plus the sum of the others through P_rest */
     for (int64_t f = 0; f < F; f++)
         for (int64_t j = 0; j < d->nq; j++)

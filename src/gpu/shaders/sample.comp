@@ -241,7 +241,8 @@ void main() {
     if (lid == 0u) {
         OUT[p.out_off + row * p.out_stride] = int(tok);
         // the ring keeps the last ring_rows steps' ids (a frame's codes) for a later sequence to read
-        if (p.ring_rows != 0u) RING[(slot * p.ring_rows + (step & (p.ring_rows - 1u))) * p.ring_width + p.sub] = int(tok);
+        if (p.ring_rows != 0u)
+            RING[(slot * p.ring_rows + (step & (p.ring_rows - 1u))) * p.ring_width + p.sub] = int(tok);
         if (do_sample) {
             S[sb + W_DRAW] = draw.x;
             S[sb + W_DRAW + 1u] = draw.y;
