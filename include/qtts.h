@@ -334,6 +334,8 @@ typedef struct {
     uint64_t device_memory_peak; /* bytes: the most the device's buffers took at once (0 on the CPU) */
     /* frames the device's speech decoder read where the device LM left their codes, not through the host */
     uint64_t frames_decoded_from_device_codes;
+    /* requests' decoder steps run in the same device submission as the frame they decode the last of */
+    uint64_t decoder_steps_in_frame_submissions;
 } qtts_engine_stats;
 QTTS_API void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out);
 /* Kernel thread ids of the engine thread and pool workers (engine first). */

@@ -15,7 +15,9 @@
  *  - codes read from a code ring (qtts_gpu_decoder_step_from, as the device
  *    LM leaves them) give the samples of the same codes from the host, bit for
  *    bit, in steps past 8 frames, across the ring's wrap and beside a stream
- *    fed from the host; too many frames or a slot past the ring are refused.
+ *    fed from the host, two of them staged after a sequence that writes the
+ *    ring in the same submission (as in a device frame's); too many frames or
+ *    a slot past the ring are refused.
  * Runs on any Vulkan device (CI: lavapipe with QTTS_VULKAN_VALIDATE=1, where a
  * validation error fails it); skipped (77) without one unless QTTS_REQUIRE_VULKAN=1. */
 #include <math.h>
@@ -236,16 +238,38 @@ int main(void) {
         static const int64_t steps[] = {1, 5, 12, 3, 15, 4};
         int64_t done = 0, hdone = 0;
         int32_t *rw = ring ? qtts_gpu_buf_data(ring) : NULL;
+        /* the frames' codes as a 64-row ring of one slot, which the "LM" of a fused submission copies from */
+        qtts_gpu_buf *src = qtts_gpu_buf_new(g, sizeof(int32_t) * (size_t)(64 * nq), &err),
+                     *src_at = qtts_gpu_buf_new(g, 2 * sizeof(uint32_t), &err);
+        ok = ok && src && src_at;
+        if (ok) memcpy(qtts_gpu_buf_data(src), c310 + 7 * nq, sizeof(int32_t) * (size_t)(T * nq));
+        int fused = 0;
         for (size_t r = 0; ok && r < sizeof steps / sizeof *steps; r++) {
-            /* the LM's writes: frame k of slot 2 (frame 7 + k of T310) in row k & (R - 1) */
-            for (int64_t k = done; k < done + steps[r]; k++)
-                memcpy(rw + ((int64_t)2 * R + (k & (R - 1))) * nq, c310 + (7 + k) * nq, sizeof(int32_t) * (size_t)nq);
             const int64_t hn = hdone + 3 <= 20 ? 3 : 20 - hdone;
             const int32_t *c[2] = {NULL, c20 + hdone * nq};
             const qtts_gpu_ring_at at[2] = {{2, done}, {-1, 0}};
             int64_t nf[2] = {steps[r], hn};
             float *o[2] = {got + done * fs, host + hdone * fs};
-            ok = qtts_gpu_decoder_step_from(d, S, c, at, nf, 2, o, &err) == 0;
+            if (steps[r] == 5 || steps[r] == 3) {
+                /* as in a device frame's submission: a first sequence writes the ring rows (no wrap here) and
+                   the staged decoder step after it in the same submission reads them */
+                uint32_t *sa = qtts_gpu_buf_data(src_at);
+                sa[0] = 0, sa[1] = (uint32_t)done;
+                qtts_gpu_seq *lm = qtts_gpu_seq_new(g, &err);
+                ok = lm && qtts_gpu_ring_gather(lm, src, 64, nq, src_at, 0, steps[r], ring,
+                                                ((int64_t)2 * R + (done & (R - 1))) * nq, &err) == 0;
+                qtts_gpu_seq *dec = ok ? qtts_gpu_decoder_stage(d, S, c, at, nf, 2, &err) : NULL;
+                ok = dec && qtts_gpu_seq_run_then(lm, dec, &err) == 0;
+                if (ok) qtts_gpu_decoder_collect(d, S, nf, 2, o);
+                qtts_gpu_seq_free(lm);
+                fused++;
+            } else {
+                /* the LM's writes: frame k of slot 2 (frame 7 + k of T310) in row k & (R - 1) */
+                for (int64_t k = done; k < done + steps[r]; k++)
+                    memcpy(rw + ((int64_t)2 * R + (k & (R - 1))) * nq, c310 + (7 + k) * nq,
+                           sizeof(int32_t) * (size_t)nq);
+                ok = qtts_gpu_decoder_step_from(d, S, c, at, nf, 2, o, &err) == 0;
+            }
             TEST_CHECK(ok, "ring step %zu: %s", r, err.msg);
             done += steps[r];
             hdone += hn;
@@ -267,12 +291,19 @@ int main(void) {
             TEST_CHECK(qtts_gpu_decoder_step_from(d, S, none, past, &nR, 1, &o, &err) == -1 && strstr(err.msg, "slot"),
                        "slot 3 of 3: '%s'", err.msg);
             TEST_CHECK(qtts_gpu_dec_stream_frames(S[0]) == T, "a refused step counted frames");
+            nR = 9;
+            past[0].slot = 2;
+            TEST_CHECK(!qtts_gpu_decoder_stage(d, S, none, past, &nR, 1, &err) && strstr(err.msg, "9 frames"),
+                       "a staged step of 9 frames: '%s'", err.msg);
+            TEST_CHECK(fused == 2, "%d fused steps", fused);
         }
         printf("  %-34s identical: %s\n", "codes from a code ring vs host", ok ? "checked" : "not run");
         qtts_gpu_decoder_use_ring(d, NULL, 0, 0, &err);
         qtts_gpu_dec_stream_free(S[0]);
         qtts_gpu_dec_stream_free(S[1]);
         qtts_gpu_buf_free(g, ring);
+        qtts_gpu_buf_free(g, src);
+        qtts_gpu_buf_free(g, src_at);
         free(want), free(got), free(host), free(host_want);
     }
 

@@ -5,7 +5,8 @@
  *   an unknown name is refused before any load;
  * - with a device: every golden talker case, greedy, on the device
  *   (requests_on_device counts each; every frame is decoded from the codes
- *   the device LM left on the device, frames_decoded_from_device_codes)
+ *   the device LM left on the device, frames_decoded_from_device_codes,
+ *   the first at least in the frame's own submission)
  *   gives the reference waveform (1e-4, as
  *   test_engine_golden) and the CPU engine's samples within 1e-4: the same
  *   codes through the device decoder (gpu/gpu_decoder.h), which differs from
@@ -95,8 +96,9 @@ static void no_device(void) {
     qtts_engine_free(eng);
 }
 
-/* Every request ran on the device, and every frame it made reached the decoder through the device's code
- * ring (each request's pending frames stay well under its 64 rows), none through the host. */
+/* Every request ran on the device, every frame it made reached the decoder through the device's code ring
+ * (each request's pending frames stay well under its 64 rows), none through the host, and each request's
+ * first frame at least was decoded in the submission that made it (its decode is due at once). */
 static void check_device_stats(qtts_engine *dev, const char *model, uint64_t want_on_device) {
     qtts_engine_stats st;
     qtts_engine_get_stats(dev, &st);
@@ -105,8 +107,13 @@ static void check_device_stats(qtts_engine *dev, const char *model, uint64_t wan
     TEST_CHECK(st.frames_total > 0 && st.frames_decoded_from_device_codes == st.frames_total,
                "%s: %llu of %llu frames decoded from the device's codes", model,
                (unsigned long long)st.frames_decoded_from_device_codes, (unsigned long long)st.frames_total);
-    printf("  %s: %llu of %llu frames decoded from the codes on the device\n", model,
-           (unsigned long long)st.frames_decoded_from_device_codes, (unsigned long long)st.frames_total);
+    TEST_CHECK(st.decoder_steps_in_frame_submissions >= want_on_device,
+               "%s: %llu decoder steps in a frame's submission, want one a request at least (its first frame)", model,
+               (unsigned long long)st.decoder_steps_in_frame_submissions);
+    printf("  %s: %llu of %llu frames decoded from the codes on the device, %llu decoder steps in a frame's "
+           "submission\n",
+           model, (unsigned long long)st.frames_decoded_from_device_codes, (unsigned long long)st.frames_total,
+           (unsigned long long)st.decoder_steps_in_frame_submissions);
 }
 
 int main(void) {

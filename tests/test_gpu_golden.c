@@ -143,7 +143,7 @@ static void run_batch(qtts_gpu *g, const qtts_talker_model *m, stream_case *sc, 
                 slots[B++] = i;
             }
         if (!B) break;
-        int rc = qtts_gpu_lm_frame(d, B, slots, text, fr, next, &err);
+        int rc = qtts_gpu_lm_frame(d, B, slots, text, fr, next, NULL, &err);
         TEST_CHECK(rc == 0, "%s: frame: %s", what, err.msg);
         if (rc) break;
         for (int b = 0; b < B; b++) {

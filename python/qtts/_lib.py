@@ -145,6 +145,7 @@ class EngineStats(Structure):
         ("requests_on_device", c_uint64),
         ("device_memory_peak", c_uint64),
         ("frames_decoded_from_device_codes", c_uint64),
+        ("decoder_steps_in_frame_submissions", c_uint64),
     ]
 
 

@@ -56,6 +56,7 @@ void qtts_engine_get_stats(qtts_engine *e, qtts_engine_stats *out) {
     out->requests_on_device = atomic_load(&e->n_on_device);
     out->device_memory_peak = e->gpu ? qtts_gpu_memory_peak(e->gpu) : 0;
     out->frames_decoded_from_device_codes = atomic_load(&e->n_ring_frames);
+    out->decoder_steps_in_frame_submissions = atomic_load(&e->n_fused_steps);
     out->frames_total = atomic_load(&e->n_frames);
     out->audio_seconds_total = (double)atomic_load(&e->n_frames) * e->frame_samples / e->sample_rate;
 }

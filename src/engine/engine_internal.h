@@ -165,11 +165,13 @@ struct qtts_engine {
     struct qtts_gpu_lm *gpu_lm;
     struct qtts_gpu_decoder *gpu_dec; /* the speech-tokenizer decoder there: every request decodes on it */
     int code_ring; /* gpu_dec reads the codes of requests whose LM is on the device from gpu_lm's code ring */
+    int fused_n;   /* streams of the decoder step staged into the device frame's submission (scratch_*) */
     char device_name[400];
 
     atomic_uint_fast64_t n_done, n_failed, n_cancelled, n_frames;
     atomic_uint_fast64_t n_on_device; /* n_done whose LM ran on the device */
     atomic_uint_fast64_t n_ring_frames; /* frames the device decoder read from gpu_lm's code ring */
+    atomic_uint_fast64_t n_fused_steps; /* requests' decoder steps run in a device frame's submission */
     atomic_uint_fast64_t n_eos, n_max_frames, n_guard_length, n_guard_repetition; /* n_done by how it ended */
 };
 
@@ -186,6 +188,8 @@ int engine_build_name_lists(qtts_engine *e);
 
 /* engine_loop.c: the executor's idle function (one frame step per call). */
 int engine_frame_loop(qtts_pool *pool, void *ctx);
+/* With the code ring: each device frame's submission also runs the decoder steps due with the frame it makes. */
+void engine_attach_frame_decode(qtts_engine *e);
 /* Cancels and retires every active request (e->stopping is set). */
 void engine_drain(qtts_pool *pool, void *ctx);
 

@@ -296,6 +296,7 @@ static int open_device(qtts_engine *e, const qtts_engine_params *p, qtts_err *er
     qtts_err no_ring = {0};
     e->code_ring = !qtts_gpu_decoder_use_ring(e->gpu_dec, qtts_gpu_lm_code_ring(e->gpu_lm), QTTS_GPU_CODE_RING_ROWS,
                                               e->talker->cfg.num_code_groups, &no_ring);
+    engine_attach_frame_decode(e);
     /* every request decodes on the device, from the f32 weights it uploaded: the CPU's packed copies go */
     qtts_codec_decoder_drop_weights(e->decoder);
     qtts_heap_trim();

@@ -443,6 +443,69 @@ static int deliver(qtts_engine *e, int n, int swapped, double decoder_ms, double
     return 0;
 }
 
+/* The device frame's own decoder step: each request the frame steps whose
+ * decode is due counting the frame it makes decodes its pending frames and
+ * that one in the same submission, reading them from the code ring where the
+ * frame leaves them (no second submission, no wait for the codes to come
+ * back). NULL when none is due. */
+static struct qtts_gpu_seq *frame_decode_before(void *ctx, qtts_gen_request *const *reqs, int n_reqs, qtts_err *err) {
+    qtts_engine *e = ctx;
+    const double now = qtts_now_ms();
+    int n = 0;
+    e->fused_n = 0;
+    for (slot *s = e->active; s && e->code_ring; s = s->next) {
+        int stepped = 0;
+        for (int k = 0; k < n_reqs && !stepped; k++) stepped = reqs[k] == s->gen;
+        if (!stepped || !s->gdec || s->out_of_memory) continue;
+        const int64_t frame = qtts_gen_request_n_frames(s->gen), nf = s->n_pending + 1; /* the frame made now */
+        const int64_t first = s->n_pending ? s->pending_first : frame;
+        if ((s->n_pending && (!s->pending_in_order || first + s->n_pending != frame)) ||
+            nf > QTTS_GPU_DEC_STAGE_FRAMES || nf >= QTTS_GPU_CODE_RING_ROWS ||
+            !qtts_decode_due(nf, 0, s->samples_out, e->frame_samples, e->sample_rate, s->t_start, s->t_first_audio,
+                             now))
+            continue;
+        if (nf * e->frame_samples > s->cap_pcm) {
+            float *np = realloc(s->pcm, (size_t)(nf * e->frame_samples) * sizeof *np);
+            if (!np) {
+                qtts_fail_as(err, QTTS_ERR_NO_MEMORY, "out of memory");
+                return NULL;
+            }
+            s->pcm = np;
+            s->cap_pcm = nf * e->frame_samples;
+        }
+        e->scratch_gstreams[n] = s->gdec;
+        e->scratch_codes[n] = NULL;
+        e->scratch_at[n] = (qtts_gpu_ring_at){qtts_gen_request_device_slot(s->gen), first};
+        e->scratch_nf[n] = nf;
+        e->scratch_out[n] = s->pcm;
+        e->scratch_slots[n] = s;
+        n++;
+    }
+    if (!n) return NULL;
+    struct qtts_gpu_seq *q = qtts_gpu_decoder_stage(e->gpu_dec, e->scratch_gstreams, e->scratch_codes, e->scratch_at,
+                                                    e->scratch_nf, n, err);
+    if (q) e->fused_n = n;
+    return q;
+}
+
+/* After the frame's submission: the staged decoder step's samples go to
+ * their listeners (its time is inside the frame's). */
+static int frame_decode_after(void *ctx, int ran, qtts_err *err) {
+    qtts_engine *e = ctx;
+    const int n = e->fused_n;
+    e->fused_n = 0;
+    if (!ran || !n) return 0; /* a failed step fails its requests */
+    qtts_gpu_decoder_collect(e->gpu_dec, e->scratch_gstreams, e->scratch_nf, n, e->scratch_out);
+    for (int i = 0; i < n; i++) atomic_fetch_add(&e->n_ring_frames, (uint_fast64_t)e->scratch_nf[i]);
+    atomic_fetch_add(&e->n_fused_steps, (uint_fast64_t)n);
+    return deliver(e, n, 0, 0.0, 0.0, err);
+}
+
+void engine_attach_frame_decode(qtts_engine *e) {
+    const qtts_batch_frame_hook hook = {frame_decode_before, frame_decode_after, e};
+    qtts_batch_set_frame_hook(e->batch, e->code_ring ? &hook : NULL);
+}
+
 /* Shares the stage times of one batch step among the requests in it. */
 static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtts_batch_timing *tm1,
                          int64_t frames_before) {
@@ -472,7 +535,7 @@ static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtt
             engine_stage_add(&s->times.cp, d_cp / n_old, c_cp / n_old, 1);
             engine_stage_add(&s->times.talker, d_talker / n_old, c_talker / n_old, 1);
         }
-        frames_after += s->n_pending;
+        frames_after += qtts_gen_request_n_frames(s->gen);
     }
     atomic_fetch_add(&e->n_frames, (uint64_t)(frames_after - frames_before));
     e->cycle_frames += frames_after - frames_before;
@@ -483,8 +546,8 @@ static void account_step(qtts_engine *e, const qtts_batch_timing *tm0, const qtt
 static int lm_step(qtts_engine *e, qtts_pool *pool, qtts_err *err) {
     qtts_batch_timing tm0, tm1;
     qtts_batch_get_timing(e->batch, &tm0);
-    int64_t frames_before = 0;
-    for (slot *s = e->active; s; s = s->next) frames_before += s->n_pending;
+    int64_t frames_before = 0; /* the frames made so far: the step's frames may be decoded within it */
+    for (slot *s = e->active; s; s = s->next) frames_before += s->gen ? qtts_gen_request_n_frames(s->gen) : 0;
     int left = qtts_batch_step(e->batch, pool, err);
     qtts_batch_get_timing(e->batch, &tm1);
     account_step(e, &tm0, &tm1, frames_before);

@@ -28,6 +28,8 @@
 #include "model/config.h"
 
 typedef struct qtts_gpu_decoder qtts_gpu_decoder;
+
+enum { QTTS_GPU_DEC_STAGE_FRAMES = 8 }; /* the most frames of a stream in one submission */
 typedef struct qtts_gpu_dec_stream qtts_gpu_dec_stream;
 
 /* Uploads the decoder of st (the official tensor names, "decoder.pre_conv.conv.weight", ...)
@@ -73,5 +75,20 @@ typedef struct {
 int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
                                const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, float *const *out,
                                qtts_err *err);
+
+/* One step in two halves, for a caller that submits it in one submission
+ * after other work (qtts_gpu_lm_frame's `then`): stage checks the step as
+ * qtts_gpu_decoder_step_from does (1..QTTS_GPU_DEC_STAGE_FRAMES frames per
+ * stream, 1..64 streams),
+ * writes its inputs and returns its recorded sequence (d keeps it; NULL with
+ * err). Once that sequence has run, collect copies the samples to out[i] and
+ * advances the streams; nothing else may use d in between. Codes read from
+ * the ring are read when the sequence runs, so frames the same submission
+ * makes before it can be among them. */
+qtts_gpu_seq *qtts_gpu_decoder_stage(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams,
+                                     const int32_t *const *codes, const qtts_gpu_ring_at *at, const int64_t *n_frames,
+                                     int n, qtts_err *err);
+void qtts_gpu_decoder_collect(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int64_t *n_frames, int n,
+                              float *const *out);
 
 #endif

@@ -59,9 +59,11 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
  * num_code_groups; code 0 is the pending token), then its next talker step
  * runs with text[b] (talker hidden floats: its trailing text row or PAD) added
  * to the frame's codec-embedding sum; next_c0[b] receives its next codebook-0
- * token (EOS ends the stream). */
+ * token (EOS ends the stream). `then` (may be NULL): a sequence that runs
+ * after the frame in the same submission (a decoder step reading the codes
+ * it made from the code ring). */
 int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
-                      int32_t *next_c0, qtts_err *err);
+                      int32_t *next_c0, qtts_gpu_seq *then, qtts_err *err);
 
 /* The codes the frames picked, kept on the device for the speech decoder to
  * read without the host (qtts_gpu_decoder_step_from): per slot

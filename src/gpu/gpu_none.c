@@ -49,8 +49,8 @@ int qtts_gpu_lm_prefill(qtts_gpu_lm *d, int slot, const float *rows, int64_t n, 
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }
 int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
-                      int32_t *next_c0, qtts_err *err) {
-    (void)d, (void)B, (void)slots, (void)text, (void)codes, (void)next_c0;
+                      int32_t *next_c0, qtts_gpu_seq *then, qtts_err *err) {
+    (void)d, (void)B, (void)slots, (void)text, (void)codes, (void)next_c0, (void)then;
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
 }
 qtts_gpu_buf *qtts_gpu_lm_code_ring(qtts_gpu_lm *d) {
@@ -99,4 +99,15 @@ int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *
                                qtts_err *err) {
     (void)d, (void)streams, (void)codes, (void)at, (void)n_frames, (void)n, (void)out;
     return qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+}
+qtts_gpu_seq *qtts_gpu_decoder_stage(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams,
+                                     const int32_t *const *codes, const qtts_gpu_ring_at *at, const int64_t *n_frames,
+                                     int n, qtts_err *err) {
+    (void)d, (void)streams, (void)codes, (void)at, (void)n_frames, (void)n;
+    qtts_fail_as(err, QTTS_ERR_INVALID, "this qtts was built without Vulkan");
+    return NULL;
+}
+void qtts_gpu_decoder_collect(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int64_t *n_frames, int n,
+                              float *const *out) {
+    (void)d, (void)streams, (void)n_frames, (void)n, (void)out;
 }

@@ -61,6 +61,8 @@ qtts_gpu_seq *qtts_gpu_seq_new(qtts_gpu *g, qtts_err *err);
 int qtts_gpu_seq_end(qtts_gpu_seq *s, qtts_err *err);
 /* Submits and waits (a fence, with a timeout: a lost device is an error, not a hang). */
 int qtts_gpu_seq_run(qtts_gpu_seq *s, qtts_err *err);
+/* Submits s and then `then` (may be NULL) as one submission and waits for both: then's kernels wait for s's writes. */
+int qtts_gpu_seq_run_then(qtts_gpu_seq *s, qtts_gpu_seq *then, qtts_err *err);
 void qtts_gpu_seq_free(qtts_gpu_seq *s);
 
 /* Kernels, recorded into s; each returns 0 or -1 with the reason in err

@@ -23,7 +23,16 @@
 /* MAXF: frames of one stream per submission (bounds the scratch);
  * N_RES residual units per block, each a RES_K-tap dilated conv then a 1x1. */
 /* ROPE_MIN: RoPE rows made first (doubled as streams get longer: test_gpu_decoder's 310 frames grow it once). */
-enum { MAXF = 8, MAX_STAGES = 8, N_RES = 3, RES_K = 7, PRE_K = 3, ROPE_MIN = 256, SEQ_CACHE = 8, SEQ_MAX_STREAMS = 64 };
+enum {
+    MAXF = QTTS_GPU_DEC_STAGE_FRAMES,
+    MAX_STAGES = 8,
+    N_RES = 3,
+    RES_K = 7,
+    PRE_K = 3,
+    ROPE_MIN = 256,
+    SEQ_CACHE = 8,
+    SEQ_MAX_STREAMS = 64,
+};
 static const int64_t k_res_dil[N_RES] = {1, 3, 9}; /* fixed by the architecture */
 static const float k_usage_floor = 1e-5f;          /* codebooks: embedding_sum / max(cluster_usage, floor) */
 static const float k_snake_eps = 1e-9f;            /* SnakeBeta: x + sin^2(a x) / (exp(beta) + eps) */
@@ -782,17 +791,17 @@ static qtts_gpu_seq *step_sequence(qtts_gpu_decoder *d, qtts_gpu_dec_stream *con
     return q;
 }
 
-/* One submission: stream i decodes F[i] (1..MAXF) frames from C[i], or from the ring at A[i] where
- * A[i].slot >= 0, into O[i]. */
-static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int32_t *const *C,
-                  const qtts_gpu_ring_at *A, const int64_t *F, int n, float *const *O, qtts_err *err) {
+/* A submission's inputs: stream i decodes F[i] (1..MAXF) frames from C[i], or from the ring at A[i] where
+ * A[i].slot >= 0; returns its recorded sequence. */
+static qtts_gpu_seq *stage(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int32_t *const *C,
+                           const qtts_gpu_ring_at *A, const int64_t *F, int n, qtts_err *err) {
     int64_t positions = 0;
     int R[SEQ_MAX_STREAMS];
     for (int i = 0; i < n; i++) {
         if (S[i]->pos + F[i] > positions) positions = S[i]->pos + F[i];
-        R[i] = A[i].slot >= 0;
+        R[i] = A && A[i].slot >= 0;
     }
-    TRY(reserve(d, n, positions, err));
+    if (reserve(d, n, positions, err)) return NULL;
     int32_t *codes = qtts_gpu_buf_data(d->codes);
     uint32_t *pos = qtts_gpu_buf_data(d->pos), *at = qtts_gpu_buf_data(d->at);
     for (int i = 0; i < n; i++) {
@@ -806,8 +815,11 @@ static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int3
         pos[2 * i] = (uint32_t)S[i]->pos;
         pos[2 * i + 1] = (uint32_t)S[i]->n_cached;
     }
-    qtts_gpu_seq *q = step_sequence(d, S, F, R, n, err);
-    if (!q || qtts_gpu_seq_run(q, err)) return -1;
+    return step_sequence(d, S, F, R, n, err);
+}
+
+/* After a submission: the samples out, the streams advanced. */
+static void collect(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int64_t *F, int n, float *const *O) {
     const float *pcm = qtts_gpu_buf_data(d->pcm);
     for (int i = 0; i < n; i++) {
         memcpy(O[i], pcm + (int64_t)i * MAXF * d->fs, (size_t)(F[i] * d->fs) * sizeof(float));
@@ -816,6 +828,13 @@ static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int3
         S[i]->pos += F[i];
         S[i]->frames += F[i];
     }
+}
+
+static int submit(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *S, const int32_t *const *C,
+                  const qtts_gpu_ring_at *A, const int64_t *F, int n, float *const *O, qtts_err *err) {
+    qtts_gpu_seq *q = stage(d, S, C, A, F, n, err);
+    if (!q || qtts_gpu_seq_run(q, err)) return -1;
+    collect(d, S, F, n, O);
     return 0;
 }
 
@@ -833,10 +852,9 @@ int qtts_gpu_decoder_use_ring(qtts_gpu_decoder *d, qtts_gpu_buf *ring, int64_t r
     return 0;
 }
 
-int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
-                               const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, float *const *out,
-                               qtts_err *err) {
-    if (n <= 0) return 0;
+/* The step's arguments checked before anything runs. */
+static int check_step(const qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                      const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, qtts_err *err) {
     for (int i = 0; i < n; i++) {
         if (n_frames[i] < 0) return qtts_fail(err, "codes: negative frame count %lld", (long long)n_frames[i]);
         if (!streams[i] || streams[i]->d != d)
@@ -857,6 +875,14 @@ int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *
                 return qtts_fail(err, "codes: frame %lld, codebook %lld: code %d is out of range (codebook size %lld)",
                                  (long long)(k / d->nq), (long long)(k % d->nq), codes[i][k], (long long)d->cb);
     }
+    return 0;
+}
+
+int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
+                               const qtts_gpu_ring_at *at, const int64_t *n_frames, int n, float *const *out,
+                               qtts_err *err) {
+    if (n <= 0) return 0;
+    if (check_step(d, streams, codes, at, n_frames, n, err)) return -1;
     qtts_gpu_dec_stream **S = malloc((size_t)n * sizeof *S);
     const int32_t **C = malloc((size_t)n * sizeof *C);
     qtts_gpu_ring_at *A = malloc((size_t)n * sizeof *A);
@@ -894,4 +920,27 @@ int qtts_gpu_decoder_step_from(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *
 int qtts_gpu_decoder_step(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int32_t *const *codes,
                           const int64_t *n_frames, int n, float *const *out, qtts_err *err) {
     return qtts_gpu_decoder_step_from(d, streams, codes, NULL, n_frames, n, out, err);
+}
+
+qtts_gpu_seq *qtts_gpu_decoder_stage(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams,
+                                     const int32_t *const *codes, const qtts_gpu_ring_at *at, const int64_t *n_frames,
+                                     int n, qtts_err *err) {
+    if (n < 1 || n > SEQ_MAX_STREAMS) {
+        qtts_fail_as(err, QTTS_ERR_INVALID, "GPU speech tokenizer: a staged step of %d streams (1..%d)", n,
+                     SEQ_MAX_STREAMS);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (n_frames[i] < 1 || n_frames[i] > MAXF) {
+            qtts_fail_as(err, QTTS_ERR_INVALID, "GPU speech tokenizer: a staged step of %lld frames (1..%d)",
+                         (long long)n_frames[i], MAXF);
+            return NULL;
+        }
+    if (check_step(d, streams, codes, at, n_frames, n, err)) return NULL;
+    return stage(d, streams, codes, at, n_frames, n, err);
+}
+
+void qtts_gpu_decoder_collect(qtts_gpu_decoder *d, qtts_gpu_dec_stream *const *streams, const int64_t *n_frames, int n,
+                              float *const *out) {
+    collect(d, streams, n_frames, n, out);
 }

@@ -508,7 +508,7 @@ static qtts_gpu_seq *frame_sequence(qtts_gpu_lm *d, int B, const int *slots, qtt
 }
 
 int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *const *text, int32_t *codes,
-                      int32_t *next_c0, qtts_err *err) {
+                      int32_t *next_c0, qtts_gpu_seq *then, qtts_err *err) {
     const int64_t D = d->tk.cfg.hidden;
     if (B < 1 || B > d->max_streams) return qtts_fail_as(err, QTTS_ERR_INVALID, "GPU frame: batch of %d", B);
     uint64_t seen = 0;
@@ -533,7 +533,7 @@ int qtts_gpu_lm_frame(qtts_gpu_lm *d, int B, const int *slots, const float *cons
         ((uint32_t *)qtts_gpu_buf_data(d->tpos))[sl] = (uint32_t)d->pos[sl];
         memcpy((float *)qtts_gpu_buf_data(d->text) + (int64_t)sl * D, text[b], (size_t)D * sizeof(float));
     }
-    if (qtts_gpu_seq_run(s, err)) return -1;
+    if (qtts_gpu_seq_run_then(s, then, err)) return -1;
     for (int b = 0; b < B; b++) {
         const int sl = slots[b];
         memcpy(codes + (int64_t)b * d->G + 1, ids + (int64_t)sl * IDS_STRIDE + 1, (size_t)(d->G - 1) * sizeof *ids);

@@ -140,11 +140,18 @@ int qtts_gpu_seq_end(qtts_gpu_seq *s, qtts_err *err) {
     return 0;
 }
 
-int qtts_gpu_seq_run(qtts_gpu_seq *s, qtts_err *err) {
+int qtts_gpu_seq_run(qtts_gpu_seq *s, qtts_err *err) { return qtts_gpu_seq_run_then(s, NULL, err); }
+
+int qtts_gpu_seq_run_then(qtts_gpu_seq *s, qtts_gpu_seq *then, qtts_err *err) {
     if (s->recording && qtts_gpu_seq_end(s, err)) return -1;
+    if (then && then->recording && qtts_gpu_seq_end(then, err)) return -1;
     qtts_gpu *g = s->g;
+    if (then && then->g != g) return qtts_fail(err, "GPU: two sequences of different devices in one submission");
     if (g->lost) return refuse_lost(err);
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &s->cmd};
+    /* in submission order: every dispatch's barrier waits for the writes of the first buffer's dispatches too */
+    VkCommandBuffer cmds[2] = {s->cmd, then ? then->cmd : VK_NULL_HANDLE};
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = then ? 2 : 1, .pCommandBuffers = cmds};
     VkResult r = g->lose_next ? VK_ERROR_DEVICE_LOST : vkResetFences(g->dev, 1, &s->fence);
     g->lose_next = 0;
     if (r == VK_SUCCESS) r = vkQueueSubmit(g->queue, 1, &si, s->fence);

@@ -73,6 +73,7 @@ struct qtts_batch {
     const float *dev_text[QTTS_GPU_LM_MAX_STREAMS];
     int32_t dev_next[QTTS_GPU_LM_MAX_STREAMS];
     int32_t *dev_codes; /* [gpu_slots x G] */
+    qtts_batch_frame_hook hook;
 };
 
 /* ---- stage timing (benchmarks) ---- */
@@ -417,6 +418,10 @@ void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int6
     b->gpu_max_pos = max_pos;
 }
 
+void qtts_batch_set_frame_hook(qtts_batch *b, const qtts_batch_frame_hook *hook) {
+    b->hook = hook ? *hook : (qtts_batch_frame_hook){0};
+}
+
 int qtts_gen_request_on_device(const qtts_gen_request *r) { return r->gpu_slot >= 0; }
 int qtts_gen_request_device_slot(const qtts_gen_request *r) { return r->gpu_slot; }
 
@@ -514,12 +519,20 @@ static int device_step(qtts_batch *b, qtts_err *err) {
         b->dev_req[B++] = r;
     }
     if (!B) return 0;
+    struct qtts_gpu_seq *then = NULL;
+    if (b->hook.before) {
+        qtts_err why = {0};
+        then = b->hook.before(b->hook.user, b->dev_req, B, &why);
+        if (!then && why.status) return qtts_fail_as(err, why.status, "%s", why.msg);
+    }
     stamp t0 = stamp_now();
-    if (qtts_gpu_lm_frame(b->gpu, B, b->dev_slot, b->dev_text, b->dev_codes, b->dev_next, err)) return -1;
+    int rc = qtts_gpu_lm_frame(b->gpu, B, b->dev_slot, b->dev_text, b->dev_codes, b->dev_next, then, err);
+    const int ran = rc == 0;
     stage_add(&b->timing.cp, t0, B);
-    for (int k = 0; k < B; k++)
-        if (device_emit(b, b->dev_req[k], b->dev_codes + k * G, b->dev_next[k], err)) return -1;
-    return 0;
+    for (int k = 0; !rc && k < B; k++) rc = device_emit(b, b->dev_req[k], b->dev_codes + k * G, b->dev_next[k], err);
+    /* the frame's requests have had their frames (or the step failed): the caller takes the step it added */
+    if (then && b->hook.after(b->hook.user, ran, err)) rc = -1;
+    return rc;
 }
 
 /* One step: the talker step of every request whose last frame was emitted

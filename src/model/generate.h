@@ -146,6 +146,20 @@ void qtts_batch_reset_timing(qtts_batch *b);
  * hooks are not called for it. NULL: everything on the CPU. */
 struct qtts_gpu_lm;
 void qtts_batch_set_device(qtts_batch *b, struct qtts_gpu_lm *d, int slots, int64_t max_pos);
+/* Work a caller adds to each device frame's submission (the engine: a
+ * decoder step that reads the codes the frame makes from the device's code
+ * ring). before() gets the requests the frame steps, in order, before it is
+ * submitted, and returns a sequence to run after the frame in the same
+ * submission, or NULL for none (with err set: the step fails). after() is
+ * called once the submission ran (ran = 1; the requests have had their
+ * frames) or failed (ran = 0), whenever before() returned a sequence. */
+struct qtts_gpu_seq;
+typedef struct {
+    struct qtts_gpu_seq *(*before)(void *user, qtts_gen_request *const *reqs, int n, qtts_err *err);
+    int (*after)(void *user, int ran, qtts_err *err);
+    void *user;
+} qtts_batch_frame_hook;
+void qtts_batch_set_frame_hook(qtts_batch *b, const qtts_batch_frame_hook *hook);
 /* 1 if r's LM work runs (or ran) on the batch's device. */
 int qtts_gen_request_on_device(const qtts_gen_request *r);
 /* The device stream (slot of qtts_gpu_lm) r's LM work runs in, or -1 (the CPU; not started yet). */
