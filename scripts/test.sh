@@ -161,10 +161,16 @@ run_suite build "release"
 [ "${QTTS_ARM64:-1}" = 0 ] || run_arm64
 # the soak at lower volume under the sanitizers (which slow it several times); the device tests that repeat
 # the host paths of test_gpu_engine and test_gpu_decoder over more weight types, texts or through the CLI (1-3 min
-# each in release on lavapipe, several times that under the sanitizers) run in the release and validation passes only
+# each in release on lavapipe, several times that under the sanitizers) run in the release and validation passes only.
+# The device tests run without the leak check: on some Debian 12 machines Mesa's Vulkan loader/driver stack leaks
+# 128 bytes when an instance is made (`qtts info --devices` alone shows it), from a library unloaded by exit, so
+# LeakSanitizer reports it as "<unknown module>" and no suppression can name it.
 if build_tree build-asan "asan+ubsan" -DQTTS_SANITIZE=ON; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 QTTS_SOAK_REQUESTS=300 \
-    run_ctest build-asan "asan+ubsan" -E "^test_(gpu_quant|gpu_quant_scalar|gpu_cli_codec|incremental_text_vulkan)$"
+    run_ctest build-asan "asan+ubsan" -LE "^gpu$"
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_ctest build-asan "asan+ubsan, device tests" -L "^gpu$" \
+    -E "^test_(gpu_quant|gpu_quant_scalar|gpu_cli_codec|incremental_text_vulkan)$"
 fi
 
 if command -v clang >/dev/null && [ -f fuzz/CMakeLists.txt ]; then

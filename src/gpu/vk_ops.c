@@ -187,9 +187,11 @@ int qtts_gpu_ring_gather(qtts_gpu_seq *s, qtts_gpu_buf *ring, int64_t ring_rows,
     if (!fits(ring, 0, ring_rows * n)) return out_of_bounds(err, "ring_gather", "the ring");
     if (!fits(at, at_index, 2)) return out_of_bounds(err, "ring_gather", "the slot and row");
     if (!fits(out, out_off, frames * n)) return out_of_bounds(err, "ring_gather", "out");
+    const size_t ring_len = qtts_gpu_buf_size(ring) / sizeof(int32_t);
     struct {
-        uint32_t n, frames, ring_rows, at_index, out_off;
-    } pc = {(uint32_t)n, (uint32_t)frames, (uint32_t)ring_rows, (uint32_t)at_index, (uint32_t)out_off};
+        uint32_t n, frames, ring_rows, at_index, out_off, ring_len;
+    } pc = {(uint32_t)n,       (uint32_t)frames, (uint32_t)ring_rows, (uint32_t)at_index, (uint32_t)out_off,
+            ring_len > UINT32_MAX ? UINT32_MAX : (uint32_t)ring_len};
     qtts_gpu_buf *b[] = {ring, at, out};
     return qtts_vk_dispatch(s, QTTS_SHADER_ring_gather, b, &pc, sizeof pc, (uint32_t)((n * frames + 63) / 64), 1, 1,
                             err);

@@ -8,12 +8,12 @@ layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer RBuf { int RING[]; };
 layout(std430, binding = 1) readonly buffer ABuf { uint AT[]; };
 layout(std430, binding = 2) writeonly buffer OBuf { int O[]; };
-layout(push_constant) uniform P { uint n, frames, ring_rows, at_index, out_off; } p;
+layout(push_constant) uniform P { uint n, frames, ring_rows, at_index, out_off, ring_len; } p;
 void main() {
     uint k = gl_GlobalInvocationID.x;
     if (k >= p.n * p.frames) return;
     uint f = k / p.n, j = k - f * p.n;
     uint row = AT[p.at_index] * p.ring_rows + ((AT[p.at_index + 1u] + f) & (p.ring_rows - 1u));
     uint i = row * p.n + j;
-    O[p.out_off + k] = i < uint(RING.length()) ? RING[i] : 0;
+    O[p.out_off + k] = i < p.ring_len ? RING[i] : 0;
 }
