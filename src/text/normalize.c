@@ -182,8 +182,9 @@ static size_t try_iso_date(norm *z, const char *s, size_t n) {
         if (i != 4 && i != 7 && !is_digit(s[i])) return 0;
     if (n > 10 && is_digit(s[10])) return 0;
     /* the text is not NUL-terminated: read the digits, not past them with atoi */
-    int y = 0, m = (s[5] - '0') * 10 + (s[6] - '0'), d = (s[8] - '0') * 10 + (s[9] - '0');
+    int y = 0, m = 0, d = 0;
     for (int i = 0; i < 4; i++) y = y * 10 + (s[i] - '0');
+    two_digits(s, n, 5, &m), two_digits(s, n, 8, &d); /* both hold: digits checked above, '-' and no digit after */
     if (m < 1 || m > 12 || d < 1 || d > 31) return 0;
     put_date(z, y, m, d);
     return 10;
