@@ -61,8 +61,6 @@ typedef struct slot {
     int decode_now;   /* decode_pending: part of this step */
     int out_of_memory; /* a frame could not be kept: the request fails at the end of the step */
     int64_t n_pending, cap_pending;
-    int64_t pending_first; /* the generation's frame number of pending[0] */
-    int pending_in_order;  /* the pending frames are frames pending_first.. in order (the code ring holds them so) */
     float *pcm; /* decoder output scratch */
     int64_t cap_pcm;
     qtts_mode mode;

@@ -23,14 +23,9 @@
 
 static void on_frame(void *user, qtts_gen_request *r, int64_t frame, const int32_t *codes, int64_t n_codes) {
     (void)r;
+    (void)frame;
     slot *s = user;
     if (s->out_of_memory) return;
-    if (s->n_pending == 0) {
-        s->pending_first = frame;
-        s->pending_in_order = 1;
-    } else if (frame != s->pending_first + s->n_pending) {
-        s->pending_in_order = 0;
-    }
     if (s->n_pending == s->cap_pending) {
         int64_t cap = s->cap_pending ? s->cap_pending * 2 : 8;
         int32_t *np = realloc(s->pending, (size_t)(cap * n_codes) * sizeof *np);
@@ -376,6 +371,17 @@ static void slot_retire(qtts_engine *e, slot *s, const qtts_err *error) {
     slot_free(s);
 }
 
+/* Where the device decoder finds s's pending frames and the `frames` - n_pending made after them in the
+ * device LM's code ring, or slot -1 where the host writes them: the ring keeps a device request's last
+ * QTTS_GPU_CODE_RING_ROWS - 1 frames, and its pending frames are its latest ones (on_frame keeps each frame,
+ * or the request fails). */
+static qtts_gpu_ring_at ring_at(const qtts_engine *e, const slot *s, int64_t frames) {
+    const int dev_slot = s->gen ? qtts_gen_request_device_slot(s->gen) : -1;
+    if (!e->code_ring || dev_slot < 0 || s->out_of_memory || frames >= QTTS_GPU_CODE_RING_ROWS)
+        return (qtts_gpu_ring_at){-1, 0};
+    return (qtts_gpu_ring_at){dev_slot, qtts_gen_request_n_frames(s->gen) - s->n_pending};
+}
+
 /* Moves the due requests' frames into one batched decoder call: their
  * pending frames, or (swap) the pending buffer itself, swapped with the
  * request's second buffer so that LM steps running beside the decoder
@@ -393,11 +399,7 @@ static int gather_due(qtts_engine *e, int swap, qtts_err *err) {
         }
         e->scratch_streams[i] = s->dec;
         e->scratch_gstreams[i] = s->gdec;
-        /* the device decoder reads a device request's frames where its LM left them, while the ring holds them */
-        const int dev_slot = s->gen ? qtts_gen_request_device_slot(s->gen) : -1;
-        const int ring = e->code_ring && dev_slot >= 0 && s->pending_in_order &&
-                         s->n_pending < QTTS_GPU_CODE_RING_ROWS;
-        e->scratch_at[i] = (qtts_gpu_ring_at){ring ? dev_slot : -1, ring ? s->pending_first : 0};
+        e->scratch_at[i] = ring_at(e, s, s->n_pending);
         e->scratch_nf[i] = s->n_pending;
         e->scratch_out[i] = s->pcm;
         e->scratch_slots[i] = s;
@@ -453,14 +455,12 @@ static struct qtts_gpu_seq *frame_decode_before(void *ctx, qtts_gen_request *con
     const double now = qtts_now_ms();
     int n = 0;
     e->fused_n = 0;
-    for (slot *s = e->active; s && e->code_ring; s = s->next) {
+    for (slot *s = e->active; s; s = s->next) {
         int stepped = 0;
         for (int k = 0; k < n_reqs && !stepped; k++) stepped = reqs[k] == s->gen;
-        if (!stepped || !s->gdec || s->out_of_memory) continue;
-        const int64_t frame = qtts_gen_request_n_frames(s->gen), nf = s->n_pending + 1; /* the frame made now */
-        const int64_t first = s->n_pending ? s->pending_first : frame;
-        if ((s->n_pending && (!s->pending_in_order || first + s->n_pending != frame)) ||
-            nf > QTTS_GPU_DEC_STAGE_FRAMES || nf >= QTTS_GPU_CODE_RING_ROWS ||
+        const int64_t nf = s->n_pending + 1; /* and the frame made now */
+        const qtts_gpu_ring_at at = ring_at(e, s, nf);
+        if (!stepped || !s->gdec || at.slot < 0 || nf > QTTS_GPU_DEC_STAGE_FRAMES ||
             !qtts_decode_due(nf, 0, s->samples_out, e->frame_samples, e->sample_rate, s->t_start, s->t_first_audio,
                              now))
             continue;
@@ -475,7 +475,7 @@ static struct qtts_gpu_seq *frame_decode_before(void *ctx, qtts_gen_request *con
         }
         e->scratch_gstreams[n] = s->gdec;
         e->scratch_codes[n] = NULL;
-        e->scratch_at[n] = (qtts_gpu_ring_at){qtts_gen_request_device_slot(s->gen), first};
+        e->scratch_at[n] = at;
         e->scratch_nf[n] = nf;
         e->scratch_out[n] = s->pcm;
         e->scratch_slots[n] = s;
